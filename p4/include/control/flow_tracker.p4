@@ -1,0 +1,273 @@
+// RDMA WRITE message tracking (SPEC §4), where the sender is attached
+// (ingress port with role compute or storage).
+//
+// A flow is (src, dst, dest QP). Its slot is hash-indexed in full mode and
+// assigned by the controller's watchlist entry in polling mode. A message is
+// FIRST..LAST or ONLY; when its last-PSN packet is first seen the switch
+// emits one msg_digest_t. A packet is retransmitted when its PSN is not after
+// the highest PSN seen on the flow (serial arithmetic mod 2^24).
+#ifndef __FLOW_TRACKER__
+#define __FLOW_TRACKER__
+
+// Bits of the flow_state register.
+const bit<8> FLOW_IN_USE = 0x01;
+const bit<8> FLOW_MSG_OPEN = 0x02;
+const bit<8> FLOW_PREV_VALID = 0x04;  // flow_prev_last_ts holds a message end
+const bit<8> FLOW_ORPHAN = 0x08;      // inside a message whose start was not seen
+
+control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
+    REGISTER(bit<64>, FLOW_SLOTS, flow_pair)        // src ++ dst
+    REGISTER(bit<40>, FLOW_SLOTS, flow_qp_epoch)    // dest QP ++ epoch
+    REGISTER(bit<8>, FLOW_SLOTS, flow_state)        // FLOW_*
+    REGISTER(ts_t, FLOW_SLOTS, flow_last_ts)
+    REGISTER(psn_t, FLOW_SLOTS, flow_max_psn)
+    REGISTER(ts_t, FLOW_SLOTS, flow_prev_last_ts)
+    REGISTER(ts_t, FLOW_SLOTS, msg_first_ts)
+    REGISTER(psn_t, FLOW_SLOTS, msg_first_psn)
+    REGISTER(bit<32>, FLOW_SLOTS, msg_bytes)
+    REGISTER(bit<32>, FLOW_SLOTS, msg_packets)
+    REGISTER(bit<32>, FLOW_SLOTS, msg_retransmitted)
+    REGISTER(bit<32>, FLOW_SLOTS, msg_ecn_ce)
+    REGISTER(ts_t, FLOW_SLOTS, msg_gap)
+    REGISTER(bit<32>, FLOW_SLOTS, extra_packets)
+    REGISTER(bit<32>, FLOW_SLOTS, extra_retransmitted)
+    REGISTER(bit<32>, FLOW_SLOTS, extra_ecn_ce)
+    REGISTER(bit<16>, FLOW_SLOTS, straddled)
+    // CNPs per host pair, in the direction of the data (CNP dst -> CNP src).
+    REGISTER(bit<32>, PAIR_SLOTS, pair_cnp)
+    // Flows already reported by a learn digest (polling mode).
+    REGISTER(bit<88>, LEARN_SLOTS, learned_flow)
+
+    bit<32> slot = 0;
+    epoch_t epoch = 0;
+    bool watched = false;
+
+    action watch(slot_t flow_slot, epoch_t flow_epoch) {
+        watched = true;
+        slot = flow_slot;
+        epoch = flow_epoch;
+    }
+
+    // Polling mode: the flows measured in this rotation period, each with the
+    // slot and epoch the controller gave it.
+    table flow_watchlist {
+        key = {
+            hdr.ipv4.src_addr: exact @name("src");
+            hdr.ipv4.dst_addr: exact @name("dst");
+            hdr.bth.dest_qp: exact @name("dest_qp");
+        }
+        actions = {
+            watch;
+            NoAction;
+        }
+        const default_action = NoAction();
+        size = FLOW_WATCHLIST_SIZE;
+    }
+
+    apply {
+        if (!hdr.bth.isValid() || meta.cfg.mode == MODE_OFF) {
+            return;
+        }
+        bit<8> opcode = hdr.bth.opcode;
+        if (opcode == OP_CNP) {
+            bit<32> cidx;
+            HASH_INDEX(cidx, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr }, PAIR_SLOTS);
+            bit<32> cnp;
+            pair_cnp.read(cnp, cidx);
+            pair_cnp.write(cidx, cnp + 1);
+            meta.stat.cnp = true;
+            return;
+        }
+        if (opcode < OP_WRITE_FIRST || opcode > OP_WRITE_ONLY_IMM) {
+            return;
+        }
+        if (meta.ingress_role != ROLE_COMPUTE && meta.ingress_role != ROLE_STORAGE) {
+            return;
+        }
+        bit<64> pair = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr;
+        qpn_t qp = hdr.bth.dest_qp;
+        psn_t psn = hdr.bth.psn;
+
+        if (meta.cfg.mode == MODE_FULL) {
+            HASH_INDEX(slot, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, FLOW_SLOTS);
+            epoch = meta.cfg.epoch;
+        } else {
+            flow_watchlist.apply();
+            if (!watched) {
+                bit<32> lidx;
+                HASH_INDEX(lidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, LEARN_SLOTS);
+                bit<88> seen;
+                learned_flow.read(seen, lidx);
+                if (seen != pair ++ qp) {
+                    learned_flow.write(lidx, pair ++ qp);
+                    meta.digest_kind = DIGEST_LEARN;
+                    meta.learn_digest.kind = LEARN_FLOW;
+                    meta.learn_digest.src = hdr.ipv4.src_addr;
+                    meta.learn_digest.dst = hdr.ipv4.dst_addr;
+                    meta.learn_digest.dest_qp = qp;
+                    meta.stat.learned = true;
+                }
+                return;
+            }
+        }
+
+        bit<64> slot_pair;
+        bit<40> slot_qp_epoch;
+        bit<8> state;
+        ts_t last_ts;
+        flow_pair.read(slot_pair, slot);
+        flow_qp_epoch.read(slot_qp_epoch, slot);
+        flow_state.read(state, slot);
+        flow_last_ts.read(last_ts, slot);
+        bool same_flow = slot_pair == pair && slot_qp_epoch[39:16] == qp;
+        bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
+
+        psn_t max_psn;
+        bit<32> x_packets;
+        bit<32> x_retx;
+        bit<32> x_ecn;
+        bit<16> n_straddled;
+        if (!same_flow && live && meta.cfg.mode == MODE_FULL) {
+            // A collision never merges two flows: the newcomer is not tracked.
+            meta.stat.untracked_flow = true;
+            return;
+        }
+        if (!same_flow || slot_qp_epoch[15:0] != epoch) {
+            // A new flow in this slot, or a new epoch (mode switch, rotation):
+            // nothing of an earlier message is carried over.
+            flow_pair.write(slot, pair);
+            flow_qp_epoch.write(slot, qp ++ epoch);
+            state = FLOW_IN_USE;
+            max_psn = psn - 1;
+            x_packets = 0;
+            x_retx = 0;
+            x_ecn = 0;
+            n_straddled = 0;
+        } else {
+            flow_max_psn.read(max_psn, slot);
+            extra_packets.read(x_packets, slot);
+            extra_retransmitted.read(x_retx, slot);
+            extra_ecn_ce.read(x_ecn, slot);
+            straddled.read(n_straddled, slot);
+        }
+
+        psn_t ahead = psn - max_psn;
+        bool is_new = ahead != 0 && ahead[23:23] == 0;
+        if (is_new) {
+            max_psn = psn;
+        }
+        bit<32> retx = is_new ? 32w0 : 32w1;
+        bit<32> ce = 0;
+        if (hdr.ipv4.ecn == ECN_CE) {
+            ce = 1;
+            meta.stat.ecn_ce = true;
+        }
+        bool starts = opcode == OP_WRITE_FIRST || opcode == OP_WRITE_ONLY || opcode == OP_WRITE_ONLY_IMM;
+        bool ends = opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM
+            || opcode == OP_WRITE_ONLY || opcode == OP_WRITE_ONLY_IMM;
+
+        ts_t first_ts = 0;
+        psn_t first_psn = 0;
+        bit<32> bytes = 0;
+        bit<32> packets = 0;
+        bit<32> m_retx = 0;
+        bit<32> m_ecn = 0;
+        ts_t gap = 0;
+        if (starts && is_new) {
+            if ((state & FLOW_MSG_OPEN) != 0) {
+                n_straddled = n_straddled + 1;  // the previous message never ended here
+                meta.stat.straddled = true;
+            }
+            first_ts = meta.now;
+            first_psn = psn;
+            bytes = hdr.reth.dma_len;
+            packets = 1;
+            m_ecn = ce;
+            if ((state & FLOW_PREV_VALID) != 0) {
+                ts_t prev_last_ts;
+                flow_prev_last_ts.read(prev_last_ts, slot);
+                gap = meta.now - prev_last_ts;
+            }
+            state = (state | FLOW_MSG_OPEN) & ~FLOW_ORPHAN;
+            msg_first_ts.write(slot, first_ts);
+            msg_first_psn.write(slot, first_psn);
+            msg_bytes.write(slot, bytes);
+            msg_gap.write(slot, gap);
+        } else if ((state & FLOW_MSG_OPEN) != 0) {
+            msg_first_ts.read(first_ts, slot);
+            msg_first_psn.read(first_psn, slot);
+            msg_bytes.read(bytes, slot);
+            msg_gap.read(gap, slot);
+            msg_packets.read(packets, slot);
+            msg_retransmitted.read(m_retx, slot);
+            msg_ecn_ce.read(m_ecn, slot);
+            packets = packets + 1;
+            m_retx = m_retx + retx;
+            m_ecn = m_ecn + ce;
+        } else {
+            // Outside any message: a retransmission after the last PSN, or the
+            // continuation of a message whose start this switch did not see.
+            if (is_new && (state & FLOW_ORPHAN) == 0) {
+                n_straddled = n_straddled + 1;
+                meta.stat.straddled = true;
+                state = (state | FLOW_ORPHAN) & ~FLOW_PREV_VALID;
+            }
+            if (is_new && ends) {
+                state = state & ~FLOW_ORPHAN;
+            }
+            x_packets = x_packets + 1;
+            x_retx = x_retx + retx;
+            x_ecn = x_ecn + ce;
+        }
+
+        if (ends && is_new && (state & FLOW_MSG_OPEN) != 0) {
+            bit<32> cidx;
+            HASH_INDEX(cidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr }, PAIR_SLOTS);
+            bit<32> cnp;
+            pair_cnp.read(cnp, cidx);
+            pair_cnp.write(cidx, 0);
+
+            meta.stat.message = true;
+            meta.digest_kind = DIGEST_MSG;
+            meta.msg_digest.mode = meta.cfg.mode;
+            meta.msg_digest.flags = ((state & FLOW_PREV_VALID) != 0) ? MSG_FLAG_GAP_VALID : 8w0;
+            meta.msg_digest.src = hdr.ipv4.src_addr;
+            meta.msg_digest.dst = hdr.ipv4.dst_addr;
+            meta.msg_digest.dest_qp = qp;
+            meta.msg_digest.first_psn = first_psn;
+            meta.msg_digest.last_psn = psn;
+            meta.msg_digest.bytes = bytes;
+            meta.msg_digest.packets = packets;
+            meta.msg_digest.retransmitted = m_retx;
+            meta.msg_digest.ecn_ce = m_ecn;
+            meta.msg_digest.first_ts = first_ts;
+            meta.msg_digest.fct_ns = meta.now - first_ts;
+            meta.msg_digest.gap_ns = gap;
+            meta.msg_digest.extra_packets = x_packets;
+            meta.msg_digest.extra_retransmitted = x_retx;
+            meta.msg_digest.extra_ecn_ce = x_ecn;
+            meta.msg_digest.straddled = n_straddled;
+            meta.msg_digest.cnp = cnp;
+            state = (state & ~FLOW_MSG_OPEN) | FLOW_PREV_VALID;
+            flow_prev_last_ts.write(slot, meta.now);
+            x_packets = 0;
+            x_retx = 0;
+            x_ecn = 0;
+            n_straddled = 0;
+        } else if ((state & FLOW_MSG_OPEN) != 0) {
+            msg_packets.write(slot, packets);
+            msg_retransmitted.write(slot, m_retx);
+            msg_ecn_ce.write(slot, m_ecn);
+        }
+
+        flow_state.write(slot, state);
+        flow_last_ts.write(slot, meta.now);
+        flow_max_psn.write(slot, max_psn);
+        extra_packets.write(slot, x_packets);
+        extra_retransmitted.write(slot, x_retx);
+        extra_ecn_ce.write(slot, x_ecn);
+        straddled.write(slot, n_straddled);
+    }
+}
+
+#endif

@@ -1,0 +1,39 @@
+// Plain IPv4 forwarding, so that the switch carries the traffic it measures.
+#ifndef __FORWARDING__
+#define __FORWARDING__
+
+control Forwarding(in headers_t hdr, inout local_metadata_t meta) {
+    action route(bit<9> port) {
+        meta.egress_port = port;
+        meta.routed = true;
+    }
+
+    action drop() {
+        meta.drop = true;
+    }
+
+    table ipv4_routes {
+        key = {
+            hdr.ipv4.dst_addr: lpm @name("dst_addr");
+        }
+        actions = {
+            route;
+            drop;
+        }
+        const default_action = drop();
+        size = ROUTE_TABLE_SIZE;
+    }
+
+    apply {
+        if (hdr.ipv4.isValid()) {
+            ipv4_routes.apply();
+        } else {
+            drop();
+        }
+        if (!meta.routed) {
+            meta.stat.no_route = true;
+        }
+    }
+}
+
+#endif

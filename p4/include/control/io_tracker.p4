@@ -1,0 +1,346 @@
+// NVMe-over-RoCE I/O tracking (SPEC §3).
+//
+// An I/O (host, target, CID) gets a hash-indexed slot at its command capsule.
+// Data packets find their I/O through two reference maps:
+//   - by R_Key: RDMA WRITE first/only (read data) and READ REQUEST (write);
+//   - by PSN: READ RESPONSE first/only (write data) answers the request's PSN;
+// and continuation packets (middle/last) through the map of the QP's
+// current message. The response capsule closes the slot and emits one
+// io_digest_t with every duration measured at this switch. The command
+// capsule emits one too, so that the exporter can count I/Os that never
+// complete.
+#ifndef __IO_TRACKER__
+#define __IO_TRACKER__
+
+// Bits of the io_info register.
+const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
+const bit<8> IO_INFO_DATA_SEEN = 0x04;
+const bit<8> IO_INFO_RR_SEEN = 0x08;
+const bit<8> IO_INFO_WRITE = 0x40;
+const bit<8> IO_INFO_VALID = 0x80;
+
+// Packet classes this control handles.
+const bit<8> IO_PKT_NONE = 0;
+const bit<8> IO_PKT_CMD = 1;
+const bit<8> IO_PKT_RSP = 2;
+const bit<8> IO_PKT_WRITE_DATA = 3;   // target -> host RDMA WRITE (read I/O)
+const bit<8> IO_PKT_READ_REQ = 4;     // target -> host READ REQUEST (write I/O)
+const bit<8> IO_PKT_READ_RESP = 5;    // host -> target READ RESPONSE (write I/O)
+
+control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
+    // The I/O slots.
+    REGISTER(bit<64>, IO_SLOTS, io_pair)          // host ++ target
+    REGISTER(bit<16>, IO_SLOTS, io_cid)
+    REGISTER(bit<8>, IO_SLOTS, io_info)           // IO_INFO_*
+    REGISTER(bit<32>, IO_SLOTS, io_bytes)
+    REGISTER(ts_t, IO_SLOTS, io_cmd_ts)
+    REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
+    REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
+    REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
+    // Reference maps; a reference is slot[31:16] ++ cid[15:0].
+    REGISTER(bit<96>, IOREF_SLOTS, rkey_map_key)  // host ++ target ++ R_Key
+    REGISTER(bit<32>, IOREF_SLOTS, rkey_map_ref)
+    REGISTER(bit<88>, IOREF_SLOTS, psn_map_key)   // host ++ target ++ PSN
+    REGISTER(bit<32>, IOREF_SLOTS, psn_map_ref)
+    REGISTER(bit<88>, IOREF_SLOTS, qp_map_key)    // src ++ dst ++ dest QP
+    REGISTER(bit<32>, IOREF_SLOTS, qp_map_ref)
+    // Host-target pairs already reported by a learn digest (polling mode).
+    REGISTER(bit<64>, LEARN_SLOTS, learned_pair)
+
+    bit<8> pkt_class = IO_PKT_NONE;
+    ipv4_addr_t host = 0;
+    ipv4_addr_t target = 0;
+    bit<8> vantage = 0;
+    bool watched = false;
+
+    action watch() {
+        watched = true;
+    }
+
+    // Polling mode: the host-target pairs measured in this rotation period.
+    table io_watchlist {
+        key = {
+            host: exact @name("host");
+            target: exact @name("target");
+        }
+        actions = {
+            watch;
+            NoAction;
+        }
+        const default_action = NoAction();
+        size = IO_WATCHLIST_SIZE;
+    }
+
+    apply {
+        if (!hdr.bth.isValid() || meta.cfg.mode == MODE_OFF) {
+            return;
+        }
+        bit<8> opcode = hdr.bth.opcode;
+
+        // Classify, and orient the packet as host/target.
+        if (hdr.nvme_sqe.isValid()) {
+            if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
+                    && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
+                pkt_class = IO_PKT_CMD;
+            }
+        } else if (hdr.nvme_cqe.isValid()) {
+            pkt_class = IO_PKT_RSP;
+        } else if (opcode >= OP_WRITE_FIRST && opcode <= OP_WRITE_ONLY_IMM) {
+            pkt_class = IO_PKT_WRITE_DATA;
+        } else if (opcode == OP_READ_REQUEST) {
+            pkt_class = IO_PKT_READ_REQ;
+        } else if (opcode >= OP_READ_RESPONSE_FIRST && opcode <= OP_READ_RESPONSE_ONLY) {
+            pkt_class = IO_PKT_READ_RESP;
+        }
+        if (pkt_class == IO_PKT_NONE) {
+            return;
+        }
+        if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_READ_RESP) {
+            // host -> target
+            host = hdr.ipv4.src_addr;
+            target = hdr.ipv4.dst_addr;
+            if (meta.ingress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
+            if (meta.egress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
+        } else {
+            // target -> host
+            host = hdr.ipv4.dst_addr;
+            target = hdr.ipv4.src_addr;
+            if (meta.egress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
+            if (meta.ingress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
+        }
+        if (vantage == 0) {
+            return;  // neither end of this I/O is attached here
+        }
+
+        if (meta.cfg.mode == MODE_POLLING) {
+            io_watchlist.apply();
+            if (!watched) {
+                if (pkt_class == IO_PKT_CMD) {
+                    bit<32> lidx;
+                    HASH_INDEX(lidx, { host, target }, LEARN_SLOTS);
+                    bit<64> seen;
+                    learned_pair.read(seen, lidx);
+                    if (seen != host ++ target) {
+                        learned_pair.write(lidx, host ++ target);
+                        meta.digest_kind = DIGEST_LEARN;
+                        meta.learn_digest.kind = LEARN_IO_PAIR;
+                        meta.learn_digest.src = host;
+                        meta.learn_digest.dst = target;
+                        meta.learn_digest.dest_qp = 0;
+                        meta.stat.learned = true;
+                    }
+                }
+                return;
+            }
+        }
+
+        bit<32> slot = 0;
+        bit<16> cid = 0;
+        bool found = false;
+
+        if (pkt_class == IO_PKT_CMD) {
+            cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
+            rkey_t sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
+                ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
+            bit<32> sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
+                ++ hdr.nvme_sqe.sgl_len_le[23:16];
+            HASH_INDEX(slot, { host, target, cid }, IO_SLOTS);
+            bit<64> old_pair;
+            bit<16> old_cid;
+            bit<8> old_info;
+            ts_t old_cmd_ts;
+            io_pair.read(old_pair, slot);
+            io_cid.read(old_cid, slot);
+            io_info.read(old_info, slot);
+            io_cmd_ts.read(old_cmd_ts, slot);
+            bool live = (old_info & IO_INFO_VALID) != 0
+                && meta.now - old_cmd_ts <= meta.cfg.io_timeout_ns;
+            bool same = old_pair == host ++ target && old_cid == cid;
+            if (live && same) {
+                // A retransmitted command capsule: the first one counts.
+            } else if (live) {
+                meta.stat.untracked_io = true;
+            } else {
+                bit<8> info = IO_INFO_VALID | vantage;
+                if (hdr.nvme_sqe.opc == NVME_OPC_WRITE) {
+                    info = info | IO_INFO_WRITE;
+                }
+                io_pair.write(slot, host ++ target);
+                io_cid.write(slot, cid);
+                io_info.write(slot, info);
+                io_bytes.write(slot, sgl_len);
+                io_cmd_ts.write(slot, meta.now);
+                io_data_first_ts.write(slot, 0);
+                io_data_last_ts.write(slot, 0);
+                io_rr_first_ts.write(slot, 0);
+                bit<32> ridx;
+                HASH_INDEX(ridx, { host, target, sgl_key }, IOREF_SLOTS);
+                rkey_map_key.write(ridx, host ++ target ++ sgl_key);
+                rkey_map_ref.write(ridx, slot[15:0] ++ cid);
+
+                meta.stat.io_cmd = true;
+                meta.digest_kind = DIGEST_IO;
+                meta.io_digest.event = IO_EVENT_CMD;
+                meta.io_digest.vantage = vantage;
+                meta.io_digest.op = (hdr.nvme_sqe.opc == NVME_OPC_WRITE) ? IO_OP_WRITE : IO_OP_READ;
+                meta.io_digest.flags = 0;
+                meta.io_digest.host = host;
+                meta.io_digest.target = target;
+                meta.io_digest.cid = cid;
+                meta.io_digest.status = 0;
+                meta.io_digest.bytes = sgl_len;
+                meta.io_digest.ts = meta.now;
+                meta.io_digest.e2e_ns = 0;
+                meta.io_digest.to_data_ns = 0;
+                meta.io_digest.from_data_ns = 0;
+                meta.io_digest.host_prep_ns = 0;
+            }
+            return;
+        }
+
+        if (pkt_class == IO_PKT_RSP) {
+            cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
+            bit<16> status_word = hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8];
+            HASH_INDEX(slot, { host, target, cid }, IO_SLOTS);
+            bit<64> pair;
+            bit<16> slot_cid;
+            bit<8> info;
+            io_pair.read(pair, slot);
+            io_cid.read(slot_cid, slot);
+            io_info.read(info, slot);
+            if ((info & IO_INFO_VALID) == 0 || pair != host ++ target || slot_cid != cid) {
+                meta.stat.io_unmatched_rsp = true;
+                return;
+            }
+            ts_t cmd_ts;
+            ts_t first_ts;
+            ts_t last_ts;
+            ts_t rr_first_ts;
+            bit<32> bytes;
+            io_cmd_ts.read(cmd_ts, slot);
+            io_data_first_ts.read(first_ts, slot);
+            io_data_last_ts.read(last_ts, slot);
+            io_rr_first_ts.read(rr_first_ts, slot);
+            io_bytes.read(bytes, slot);
+            io_info.write(slot, 0);
+
+            bool is_write = (info & IO_INFO_WRITE) != 0;
+            bool data_seen = (info & IO_INFO_DATA_SEEN) != 0;
+            bool rr_seen = (info & IO_INFO_RR_SEEN) != 0;
+            meta.io_digest.flags = 0;
+            meta.io_digest.to_data_ns = 0;
+            meta.io_digest.from_data_ns = 0;
+            meta.io_digest.host_prep_ns = 0;
+            if (data_seen) {
+                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_DATA_SEEN;
+                meta.io_digest.to_data_ns = first_ts - cmd_ts;
+            }
+            if (rr_seen) {
+                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_RR_SEEN;
+            }
+            // The last data packet: read data (read), READ RESPONSE (write).
+            if ((!is_write && data_seen) || (is_write && rr_seen)) {
+                meta.io_digest.from_data_ns = meta.now - last_ts;
+            }
+            if (is_write && data_seen && rr_seen) {
+                meta.io_digest.host_prep_ns = rr_first_ts - first_ts;
+            }
+            meta.stat.io_rsp = true;
+            meta.digest_kind = DIGEST_IO;
+            meta.io_digest.event = IO_EVENT_RSP;
+            meta.io_digest.vantage = info & IO_INFO_VANTAGE;
+            meta.io_digest.op = is_write ? IO_OP_WRITE : IO_OP_READ;
+            meta.io_digest.host = host;
+            meta.io_digest.target = target;
+            meta.io_digest.cid = cid;
+            meta.io_digest.status = status_word >> 1;
+            meta.io_digest.bytes = bytes;
+            meta.io_digest.ts = meta.now;
+            meta.io_digest.e2e_ns = meta.now - cmd_ts;
+            return;
+        }
+
+        // Data packets: find the I/O they belong to.
+        bit<32> ref = 0;
+        bit<32> qidx;
+        HASH_INDEX(qidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, IOREF_SLOTS);
+        bit<88> qkey = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr ++ hdr.bth.dest_qp;
+        bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
+            || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
+
+        if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) {
+            if (hdr.reth.isValid()) {
+                bit<32> ridx;
+                HASH_INDEX(ridx, { host, target, hdr.reth.rkey }, IOREF_SLOTS);
+                bit<96> rkey;
+                rkey_map_key.read(rkey, ridx);
+                if (rkey == host ++ target ++ hdr.reth.rkey) {
+                    rkey_map_ref.read(ref, ridx);
+                    found = true;
+                }
+            }
+        } else if (starts_message) {
+            // READ RESPONSE first/only carries the PSN of the READ REQUEST.
+            bit<32> pidx;
+            HASH_INDEX(pidx, { host, target, hdr.bth.psn }, IOREF_SLOTS);
+            bit<88> pkey;
+            psn_map_key.read(pkey, pidx);
+            if (pkey == host ++ target ++ hdr.bth.psn) {
+                psn_map_ref.read(ref, pidx);
+                found = true;
+            }
+        }
+        if (starts_message) {
+            // The QP's current message belongs to this I/O, or to none.
+            qp_map_key.write(qidx, found ? qkey : 0);
+            qp_map_ref.write(qidx, ref);
+        } else if (pkt_class != IO_PKT_READ_REQ) {
+            bit<88> stored;
+            qp_map_key.read(stored, qidx);
+            if (stored == qkey) {
+                qp_map_ref.read(ref, qidx);
+                found = true;
+            }
+        }
+        if (!found) {
+            return;
+        }
+
+        slot = 16w0 ++ ref[31:16];
+        cid = ref[15:0];
+        bit<64> pair;
+        bit<16> slot_cid;
+        bit<8> info;
+        io_pair.read(pair, slot);
+        io_cid.read(slot_cid, slot);
+        io_info.read(info, slot);
+        bool is_write = (info & IO_INFO_WRITE) != 0;
+        if ((info & IO_INFO_VALID) == 0 || pair != host ++ target || slot_cid != cid) {
+            return;
+        }
+        if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
+            if ((info & IO_INFO_DATA_SEEN) == 0) {
+                io_data_first_ts.write(slot, meta.now);
+                io_info.write(slot, info | IO_INFO_DATA_SEEN);
+            }
+            io_data_last_ts.write(slot, meta.now);
+        } else if (pkt_class == IO_PKT_READ_REQ && is_write) {
+            if ((info & IO_INFO_DATA_SEEN) == 0) {
+                io_data_first_ts.write(slot, meta.now);
+                io_info.write(slot, info | IO_INFO_DATA_SEEN);
+            }
+            bit<32> pidx;
+            HASH_INDEX(pidx, { host, target, hdr.bth.psn }, IOREF_SLOTS);
+            psn_map_key.write(pidx, host ++ target ++ hdr.bth.psn);
+            psn_map_ref.write(pidx, ref);
+        } else if (pkt_class == IO_PKT_READ_RESP && is_write) {
+            if ((info & IO_INFO_RR_SEEN) == 0) {
+                io_rr_first_ts.write(slot, meta.now);
+                io_info.write(slot, info | IO_INFO_RR_SEEN);
+            }
+            io_data_last_ts.write(slot, meta.now);
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,114 @@
+// Shared types, enums and constants of the RoCEv2 telemetry program.
+#ifndef __DEFINE__
+#define __DEFINE__
+
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef bit<24> qpn_t;
+typedef bit<24> psn_t;
+typedef bit<32> rkey_t;
+typedef bit<16> cid_t;
+// Switch-local time in ns since the switch started; differences wrap mod 2^48.
+typedef bit<48> ts_t;
+typedef bit<8>  role_t;
+typedef bit<8>  mode_t;
+typedef bit<16> epoch_t;
+typedef bit<32> slot_t;
+
+const bit<16> ETHERTYPE_VLAN = 0x8100;
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_UDP = 17;
+const bit<16> ROCEV2_UDP_PORT = 4791;
+const bit<2>  ECN_CE = 3;
+
+// Port roles (SPEC §1).
+const role_t ROLE_NONE = 0;
+const role_t ROLE_COMPUTE = 1;
+const role_t ROLE_STORAGE = 2;
+const role_t ROLE_FABRIC = 3;
+
+// Measurement modes (SPEC §5). OFF forwards without measuring.
+const mode_t MODE_OFF = 0;
+const mode_t MODE_FULL = 1;
+const mode_t MODE_POLLING = 2;
+
+// BTH opcodes, reliable connection (SPEC §2).
+const bit<8> OP_SEND_FIRST = 0x00;
+const bit<8> OP_SEND_MIDDLE = 0x01;
+const bit<8> OP_SEND_LAST = 0x02;
+const bit<8> OP_SEND_LAST_IMM = 0x03;
+const bit<8> OP_SEND_ONLY = 0x04;
+const bit<8> OP_SEND_ONLY_IMM = 0x05;
+const bit<8> OP_WRITE_FIRST = 0x06;
+const bit<8> OP_WRITE_MIDDLE = 0x07;
+const bit<8> OP_WRITE_LAST = 0x08;
+const bit<8> OP_WRITE_LAST_IMM = 0x09;
+const bit<8> OP_WRITE_ONLY = 0x0A;
+const bit<8> OP_WRITE_ONLY_IMM = 0x0B;
+const bit<8> OP_READ_REQUEST = 0x0C;
+const bit<8> OP_READ_RESPONSE_FIRST = 0x0D;
+const bit<8> OP_READ_RESPONSE_MIDDLE = 0x0E;
+const bit<8> OP_READ_RESPONSE_LAST = 0x0F;
+const bit<8> OP_READ_RESPONSE_ONLY = 0x10;
+const bit<8> OP_ACK = 0x11;
+const bit<8> OP_SEND_LAST_INV = 0x16;
+const bit<8> OP_SEND_ONLY_INV = 0x17;
+const bit<8> OP_CNP = 0x81;
+
+// UDP lengths of a SEND that carries exactly a 16-byte NVMe CQE:
+// UDP 8 + BTH 12 + CQE 16 + ICRC 4, plus 4 with ImmDt or IETH.
+const bit<16> UDP_LEN_CQE = 40;
+const bit<16> UDP_LEN_CQE_EXT = 44;
+
+// NVMe (SPEC §2).
+const bit<8> NVME_OPC_WRITE = 0x01;
+const bit<8> NVME_OPC_READ = 0x02;
+// Keyed SGL Data Block descriptor: SGL type 4 in the upper nibble of byte 15.
+const bit<4> NVME_SGL_TYPE_KEYED = 0x4;
+
+// I/O operation as reported in digests.
+const bit<8> IO_OP_READ = 1;
+const bit<8> IO_OP_WRITE = 2;
+
+// Vantage bits (SPEC §1): compute side, storage side.
+const bit<8> VANTAGE_C = 0x01;
+const bit<8> VANTAGE_S = 0x02;
+
+// I/O digest events.
+const bit<8> IO_EVENT_CMD = 1;
+const bit<8> IO_EVENT_RSP = 2;
+
+// Bits of io_digest_t.flags.
+const bit<8> IO_FLAG_DATA_SEEN = 0x01;   // d_first (read) or rreq (write) seen
+const bit<8> IO_FLAG_RR_SEEN = 0x02;     // write: at least one READ RESPONSE seen
+
+// Bits of msg_digest_t.flags.
+const bit<8> MSG_FLAG_GAP_VALID = 0x01;  // gap_ns measured (previous message seen)
+
+// Learn digest kinds (polling mode).
+const bit<8> LEARN_FLOW = 1;     // RDMA WRITE flow (src, dst, dest_qp)
+const bit<8> LEARN_IO_PAIR = 2;  // NVMe host-target pair (dest_qp = 0)
+
+// Which digest a packet emits (at most one per packet).
+const bit<8> DIGEST_NONE = 0;
+const bit<8> DIGEST_IO = 1;
+const bit<8> DIGEST_MSG = 2;
+const bit<8> DIGEST_LEARN = 3;
+
+// Indices of the telemetry_stats counter.
+const bit<32> STAT_ROCE_PACKETS = 0;
+const bit<32> STAT_UNTRACKED_FLOWS = 1;
+const bit<32> STAT_UNTRACKED_IOS = 2;
+const bit<32> STAT_IO_COMMANDS = 3;
+const bit<32> STAT_IO_RESPONSES = 4;
+const bit<32> STAT_IO_UNMATCHED_RESPONSES = 5;
+const bit<32> STAT_MESSAGES = 6;
+const bit<32> STAT_STRADDLED_MESSAGES = 7;
+const bit<32> STAT_LEARNED = 8;
+const bit<32> STAT_DIGESTS = 9;
+const bit<32> STAT_PARSER_ERRORS = 10;
+const bit<32> STAT_CNP = 11;
+const bit<32> STAT_ECN_CE = 12;
+const bit<32> STAT_NO_ROUTE = 13;
+
+#endif

@@ -1,0 +1,216 @@
+// Headers, digests and metadata.
+#ifndef __HEADER__
+#define __HEADER__
+
+#include "define.p4"
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16> ether_type;
+}
+
+header vlan_h {
+    bit<3> pcp;
+    bit<1> dei;
+    bit<12> vid;
+    bit<16> ether_type;
+}
+
+header ipv4_h {
+    bit<4> version;
+    bit<4> ihl;
+    bit<6> dscp;
+    bit<2> ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3> flags;
+    bit<13> frag_offset;
+    bit<8> ttl;
+    bit<8> protocol;
+    bit<16> hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+// InfiniBand Base Transport Header (12 bytes).
+header bth_h {
+    bit<8> opcode;
+    bit<1> se;
+    bit<1> migreq;
+    bit<2> pad_count;
+    bit<4> tver;
+    bit<16> pkey;
+    bit<8> resv8;
+    qpn_t dest_qp;
+    bit<1> ack_req;
+    bit<7> resv7;
+    psn_t psn;
+}
+
+// RDMA Extended Transport Header (16 bytes).
+header reth_h {
+    bit<64> va;
+    rkey_t rkey;
+    bit<32> dma_len;
+}
+
+// ACK Extended Transport Header (4 bytes).
+header aeth_h {
+    bit<8> syndrome;
+    bit<24> msn;
+}
+
+header immdt_h {
+    bit<32> imm;
+}
+
+header ieth_h {
+    bit<32> rkey;
+}
+
+// First 40 bytes of the 64-byte NVMe submission queue entry in a command
+// capsule. Multi-byte NVMe fields are little-endian on the wire.
+header nvme_sqe_h {
+    bit<8> opc;
+    bit<8> flags;
+    bit<16> cid_le;
+    bit<32> nsid;
+    bit<64> rsvd;
+    bit<64> mptr;
+    bit<64> sgl_addr;
+    bit<24> sgl_len_le;
+    bit<32> sgl_key_le;
+    bit<4> sgl_type;
+    bit<4> sgl_subtype;
+}
+
+// 16-byte NVMe completion queue entry in a response capsule.
+header nvme_cqe_h {
+    bit<32> dw0;
+    bit<32> dw1;
+    bit<16> sqhd_le;
+    bit<16> sqid_le;
+    bit<16> cid_le;
+    bit<16> status_le;
+}
+
+struct headers_t {
+    ethernet_h ethernet;
+    vlan_h vlan;
+    ipv4_h ipv4;
+    udp_h udp;
+    bth_h bth;
+    reth_h reth;
+    aeth_h aeth;
+    immdt_h immdt;
+    ieth_h ieth;
+    nvme_sqe_h nvme_sqe;
+    nvme_cqe_h nvme_cqe;
+}
+
+// One per completed or started NVMe I/O at a vantage (SPEC §3).
+// Durations are ns; fields that do not apply are 0 and flagged in `flags`.
+struct io_digest_t {
+    bit<32> seq;
+    bit<8> event;        // IO_EVENT_*
+    bit<8> vantage;      // VANTAGE_* bits
+    bit<8> mode;
+    bit<8> op;           // IO_OP_*
+    bit<8> flags;        // IO_FLAG_*
+    ipv4_addr_t host;
+    ipv4_addr_t target;
+    cid_t cid;
+    bit<16> status;      // NVMe Status Field (CQE DW3 bits 31:17); 0 on CMD
+    bit<32> bytes;       // SGL length
+    ts_t ts;             // ingress time of this event's packet
+    ts_t e2e_ns;         // rsp - cmd
+    ts_t to_data_ns;     // read: d_first - cmd; write: rreq - cmd
+    ts_t from_data_ns;   // read: rsp - d_last; write: rsp - rr_last
+    ts_t host_prep_ns;   // write: rr_first - rreq (DPL)
+}
+
+// One per RDMA WRITE message, when its last-PSN packet is first seen (SPEC §4).
+struct msg_digest_t {
+    bit<32> seq;
+    bit<8> mode;
+    bit<8> flags;        // MSG_FLAG_*
+    ipv4_addr_t src;
+    ipv4_addr_t dst;
+    qpn_t dest_qp;
+    psn_t first_psn;
+    psn_t last_psn;
+    bit<32> bytes;       // RETH DMA length
+    bit<32> packets;
+    bit<32> retransmitted;
+    bit<32> ecn_ce;
+    ts_t first_ts;
+    ts_t fct_ns;
+    ts_t gap_ns;
+    // Flow packets seen outside any message since the previous message
+    // digest (retransmissions after a last PSN, for the flow's interval FNR).
+    bit<32> extra_packets;
+    bit<32> extra_retransmitted;
+    bit<32> extra_ecn_ce;
+    bit<16> straddled;   // messages abandoned by a mode switch or rotation
+    bit<32> cnp;         // CNPs for (dst -> src) since the pair's last report
+}
+
+// A flow or host-target pair seen for the first time while not watched (polling).
+struct learn_digest_t {
+    bit<32> seq;
+    bit<8> kind;         // LEARN_*
+    ipv4_addr_t src;
+    ipv4_addr_t dst;
+    qpn_t dest_qp;
+}
+
+// Telemetry configuration, set by the controller through tables only.
+struct config_t {
+    mode_t mode;
+    epoch_t epoch;
+    bit<48> ts_scale;        // ns per tick of the ingress timestamp
+    ts_t io_timeout_ns;
+    ts_t flow_timeout_ns;
+}
+
+// Events counted by the Stats control at the end of ingress.
+struct stat_flags_t {
+    bool roce;
+    bool untracked_flow;
+    bool untracked_io;
+    bool io_cmd;
+    bool io_rsp;
+    bool io_unmatched_rsp;
+    bool message;
+    bool straddled;
+    bool learned;
+    bool cnp;
+    bool ecn_ce;
+    bool no_route;
+    bool parser_error;
+}
+
+struct local_metadata_t {
+    config_t cfg;
+    ts_t now;
+    role_t ingress_role;
+    role_t egress_role;
+    bool routed;
+    bit<9> egress_port;
+    bool drop;
+    stat_flags_t stat;
+    bit<8> digest_kind;      // DIGEST_*
+    io_digest_t io_digest;
+    msg_digest_t msg_digest;
+    learn_digest_t learn_digest;
+}
+
+#endif

@@ -1,0 +1,18 @@
+// Every table size and register depth, in one place.
+#ifndef __SIZE__
+#define __SIZE__
+
+#define PORT_COUNT 512
+#define ROUTE_TABLE_SIZE 1024
+// Hash-indexed register slots (full mode). Powers of two.
+#define FLOW_SLOTS 65536
+#define IO_SLOTS 65536
+#define IOREF_SLOTS 65536
+#define PAIR_SLOTS 4096
+#define LEARN_SLOTS 65536
+// Polling-mode watchlists (capacity N).
+#define FLOW_WATCHLIST_SIZE 1024
+#define IO_WATCHLIST_SIZE 1024
+#define STATS_SIZE 16
+
+#endif

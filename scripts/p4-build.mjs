@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// Compiles p4/ with p4c (BMv2 backend) into p4/build/, writes the manifest
+// (source hash, p4c version, output hashes) and regenerates the P4Info names.
+//
+//   node scripts/p4-build.mjs          compile (needs p4c-bm2-ss)
+//   node scripts/p4-build.mjs --check  fail when p4/ changed since the last
+//                                      compile or an output was edited; where
+//                                      p4c is installed, also recompile and compare
+//
+// p4c is found through $P4C, then PATH, then /opt/p4/bin.
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { generateNames, NAMES_FILE } from "./gen-p4-names.mjs";
+
+const root = new URL("..", import.meta.url).pathname;
+const P4_DIR = "p4";
+const MAIN = "p4/v1model/main.p4";
+const BUILD = "p4/build";
+const OUT = {
+  json: `${BUILD}/telemetry.json`,
+  p4infoText: `${BUILD}/telemetry.p4info.txtpb`,
+  p4infoJson: `${BUILD}/telemetry.p4info.json`,
+};
+const MANIFEST = `${BUILD}/manifest.json`;
+
+const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+
+/** Every P4 source file under p4/ (not the build outputs), sorted. */
+export function p4Sources(dir = join(root, P4_DIR), base = root) {
+  const out = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) {
+        if (relative(base, p) !== BUILD) walk(p);
+      } else if (name.endsWith(".p4")) {
+        out.push(relative(base, p));
+      }
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+/** One hash over the paths and contents of all P4 sources. */
+export function sourceHash(files = p4Sources(), base = root) {
+  const h = createHash("sha256");
+  for (const f of files) {
+    h.update(f + "\0");
+    h.update(readFileSync(join(base, f)));
+    h.update("\0");
+  }
+  return h.digest("hex");
+}
+
+function findP4c() {
+  const candidates = [process.env.P4C, ...((process.env.PATH ?? "").split(":").map((d) => join(d, "p4c-bm2-ss"))), "/opt/p4/bin/p4c-bm2-ss"];
+  return candidates.find((c) => c && existsSync(c));
+}
+
+function p4cVersion(p4c) {
+  const text = execFileSync(p4c, ["--version"], { encoding: "utf8" });
+  const m = /Version\s+(\S+)(?:\s+\(SHA:\s*(\w+))?/.exec(text);
+  return { version: m?.[1] ?? text.trim(), commit: m?.[2] ?? "unknown" };
+}
+
+function compile(p4c, outDir) {
+  mkdirSync(outDir, { recursive: true });
+  const rel = (f) => relative(root, join(outDir, f.split("/").pop()));
+  // Relative paths keep source references in the JSON independent of the checkout folder.
+  execFileSync(p4c, [
+    "--arch", "v1model", "--std", "p4-16",
+    "-o", rel(OUT.json),
+    "--p4runtime-files", `${rel(OUT.p4infoText)},${rel(OUT.p4infoJson)}`,
+    MAIN,
+  ], { cwd: root, stdio: "inherit" });
+}
+
+function outputsHashes(dir) {
+  return Object.fromEntries(Object.values(OUT).map((f) => {
+    const name = f.split("/").pop();
+    return [name, sha256(readFileSync(join(dir, name)))];
+  }));
+}
+
+function build() {
+  const p4c = findP4c();
+  if (!p4c) {
+    console.error("p4:build: p4c-bm2-ss not found (set $P4C, put it on PATH, or install it under /opt/p4/bin)");
+    process.exit(2);
+  }
+  const buildDir = join(root, BUILD);
+  compile(p4c, buildDir);
+  const files = p4Sources();
+  const manifest = {
+    target: "bmv2 v1model (simple_switch_grpc)",
+    main: MAIN,
+    p4c: p4cVersion(p4c),
+    source_sha256: sourceHash(files),
+    sources: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(join(root, f)))])),
+    outputs: outputsHashes(buildDir),
+  };
+  writeFileSync(join(root, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+  generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE));
+  console.log(`p4:build: compiled ${MAIN} with p4c ${manifest.p4c.version}; wrote ${BUILD}/ and ${NAMES_FILE}`);
+}
+
+/** Problems with the committed build, as sentences; empty when all is well. */
+export function checkManifest(base = root) {
+  const problems = [];
+  const mpath = join(base, MANIFEST);
+  if (!existsSync(mpath)) return [`${MANIFEST} is missing: run \`npm run p4:build\``];
+  const manifest = JSON.parse(readFileSync(mpath, "utf8"));
+  const now = Object.fromEntries(p4Sources(join(base, P4_DIR), base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
+  for (const [f, h] of Object.entries(now)) {
+    if (!(f in manifest.sources)) problems.push(`${f} is new since the last compile`);
+    else if (manifest.sources[f] !== h) problems.push(`${f} changed since the last compile`);
+  }
+  for (const f of Object.keys(manifest.sources)) {
+    if (!(f in now)) problems.push(`${f} was removed since the last compile`);
+  }
+  for (const [name, h] of Object.entries(manifest.outputs)) {
+    const p = join(base, BUILD, name);
+    if (!existsSync(p)) problems.push(`${BUILD}/${name} is missing`);
+    else if (sha256(readFileSync(p)) !== h) problems.push(`${BUILD}/${name} does not match the manifest (edited by hand?)`);
+  }
+  return problems;
+}
+
+function check() {
+  const problems = checkManifest();
+  if (problems.length) {
+    console.error("p4:check: the compiled P4 is out of date; run `npm run p4:build` where p4c is installed:\n  " + problems.join("\n  "));
+    process.exit(1);
+  }
+  const p4c = findP4c();
+  if (p4c) {
+    const tmp = mkdtempSync(join(tmpdir(), "p4-check-"));
+    try {
+      compile(p4c, tmp);
+      const manifest = JSON.parse(readFileSync(join(root, MANIFEST), "utf8"));
+      const fresh = outputsHashes(tmp);
+      const differ = Object.keys(fresh).filter((k) => fresh[k] !== manifest.outputs[k]);
+      const { version } = p4cVersion(p4c);
+      if (differ.length && version === manifest.p4c.version) {
+        console.error(`p4:check: recompiling with p4c ${version} gives different ${differ.join(", ")}; run \`npm run p4:build\``);
+        process.exit(1);
+      }
+      console.log(differ.length
+        ? `p4:check: sources match the manifest; p4c ${version} differs from the manifest's ${manifest.p4c.version}, so its outputs were not compared`
+        : `p4:check: sources match the manifest and recompiling with p4c ${version} gives identical outputs`);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  } else {
+    console.log("p4:check: sources match the manifest (p4c not installed here: not recompiled)");
+  }
+  const namesProblem = generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE), { check: true });
+  if (namesProblem) {
+    console.error(`p4:check: ${namesProblem}`);
+    process.exit(1);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  if (process.argv.includes("--check")) check();
+  else build();
+}
