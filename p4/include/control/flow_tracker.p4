@@ -1,5 +1,5 @@
 // RDMA WRITE message tracking (SPEC §4), where the sender is attached
-// (ingress port with role compute or storage).
+// (ingress port with role compute: the compute plane).
 //
 // A flow is (src, dst, dest QP). Its slot is hash-indexed in full mode and
 // assigned by the controller's watchlist entry in polling mode. A message is
@@ -81,7 +81,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (opcode < OP_WRITE_FIRST || opcode > OP_WRITE_ONLY_IMM) {
             return;
         }
-        if (meta.ingress_role != ROLE_COMPUTE && meta.ingress_role != ROLE_STORAGE) {
+        if (meta.ingress_role != ROLE_COMPUTE) {
             return;
         }
         bit<64> pair = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr;

@@ -1,0 +1,83 @@
+// Where every header and field of a program lives at run time: fields up to
+// 52 bits in a Float64Array (N), wider or signed ones in a bigint array (B),
+// header validity in a Uint8Array (V).
+import { NUM_BITS } from "./bits.js";
+import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
+import type { Bmv2Json } from "./json.js";
+
+export interface FieldInfo {
+  header: HeaderInfo;
+  name: string;
+  width: number;
+  signed: boolean;
+  kind: "n" | "b";
+  slot: number;
+  /** bit offset inside the header */
+  bitOffset: number;
+}
+
+export interface HeaderInfo {
+  id: number;
+  name: string;
+  typeName: string;
+  metadata: boolean;
+  fields: FieldInfo[];
+  /** bytes on the wire (0 for metadata) */
+  bytes: number;
+}
+
+export class Layout {
+  readonly headers: HeaderInfo[] = [];
+  private readonly byName = new Map<string, HeaderInfo>();
+  private readonly aliases = new Map<string, [string, string]>();
+  numSlots = 0;
+  bigSlots = 0;
+
+  constructor(json: Bmv2Json) {
+    if ((json.header_stacks ?? []).length) throw new UnsupportedProgramError("header stacks are not supported yet");
+    if ((json.header_unions ?? []).length) throw new UnsupportedProgramError("header unions are not supported yet");
+    const types = new Map(json.header_types.map((t) => [t.name, t]));
+    for (const h of json.headers) {
+      const t = types.get(h.header_type);
+      if (!t) throw new InvalidProgramError(`header '${h.name}' has unknown type '${h.header_type}'`);
+      const info: HeaderInfo = { id: this.headers.length, name: h.name, typeName: t.name, metadata: h.metadata, fields: [], bytes: 0 };
+      let off = 0;
+      for (const [name, width, signed] of t.fields) {
+        if (width === "*") throw new UnsupportedProgramError(`variable-length field ${h.name}.${name} is not supported yet`);
+        const isSigned = signed === true;
+        const kind = width <= NUM_BITS && !isSigned ? "n" : "b";
+        const slot = kind === "n" ? this.numSlots++ : this.bigSlots++;
+        info.fields.push({ header: info, name, width, signed: isSigned, kind, slot, bitOffset: off });
+        off += width;
+      }
+      if (!h.metadata) {
+        if (off % 8 !== 0) throw new InvalidProgramError(`header '${h.name}' is ${off} bits, not a whole number of bytes`);
+        info.bytes = off / 8;
+      }
+      this.headers.push(info);
+      this.byName.set(h.name, info);
+    }
+    for (const [alias, target] of json.field_aliases ?? []) this.aliases.set(alias, target);
+  }
+
+  header(name: string, where: string): HeaderInfo {
+    const h = this.byName.get(name);
+    if (!h) throw new InvalidProgramError(`${where}: no header instance named '${name}'`);
+    return h;
+  }
+
+  field(header: string, field: string, where: string): FieldInfo {
+    const h = this.header(header, where);
+    const f = h.fields.find((x) => x.name === field);
+    if (!f) throw new InvalidProgramError(`${where}: header '${header}' has no field '${field}'`);
+    return f;
+  }
+
+  /** A field by its BMv2 name ("standard_metadata.egress_spec"), following field aliases. */
+  find(qualified: string): FieldInfo | undefined {
+    const alias = this.aliases.get(qualified);
+    const [h, f] = alias ?? (qualified.split(".", 2) as [string, string]);
+    const hdr = this.byName.get(h);
+    return hdr?.fields.find((x) => x.name === f);
+  }
+}

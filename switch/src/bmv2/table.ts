@@ -1,0 +1,271 @@
+// Match-action tables: exact, lpm, ternary, range and optional keys, entry
+// priorities, default actions and direct counters.
+import { NUM_BITS } from "./bits.js";
+
+export type Value = number | bigint;
+
+export type KeyMatch =
+  | { kind: "exact"; value: bigint }
+  | { kind: "lpm"; value: bigint; prefixLen: number }
+  | { kind: "ternary"; value: bigint; mask: bigint }
+  | { kind: "range"; low: bigint; high: bigint }
+  | { kind: "optional"; value: bigint }
+  /** ternary, range, optional or lpm field left out: matches anything */
+  | { kind: "any" };
+
+export interface KeyField {
+  name: string;
+  matchType: "exact" | "lpm" | "ternary" | "range" | "optional";
+  width: number;
+}
+
+export interface ActionCall {
+  actionId: number;
+  /** Parameter values, number for widths <= 52, bigint above. */
+  data: Value[];
+}
+
+export interface TableEntry {
+  match: KeyMatch[];
+  /** Higher wins (P4Runtime semantics); 0 for exact and lpm tables. */
+  priority: number;
+  action: ActionCall;
+  packets: number;
+  bytes: number;
+  /** opaque, returned on reads */
+  metadata?: Uint8Array;
+  idleTimeoutNs?: bigint;
+}
+
+export class TableError extends Error {
+  constructor(message: string, readonly code: "ALREADY_EXISTS" | "NOT_FOUND" | "RESOURCE_EXHAUSTED" | "INVALID_ARGUMENT" | "PERMISSION_DENIED") {
+    super(message);
+  }
+}
+
+const mask = (w: number) => (1n << BigInt(w)) - 1n;
+
+function matches(m: KeyMatch, v: bigint, width: number): boolean {
+  switch (m.kind) {
+    case "exact":
+    case "optional":
+      return v === m.value;
+    case "lpm":
+      return m.prefixLen === 0 || v >> BigInt(width - m.prefixLen) === m.value >> BigInt(width - m.prefixLen);
+    case "ternary":
+      return (v & m.mask) === (m.value & m.mask);
+    case "range":
+      return v >= m.low && v <= m.high;
+    case "any":
+      return true;
+  }
+}
+
+/** Canonical text of a match key, to detect duplicates. */
+export function matchKeyText(match: readonly KeyMatch[], priority: number): string {
+  return match.map((m) => {
+    switch (m.kind) {
+      case "exact":
+      case "optional":
+        return `${m.kind}:${m.value}`;
+      case "lpm":
+        return `lpm:${m.value}/${m.prefixLen}`;
+      case "ternary":
+        return `ternary:${m.value & m.mask}&${m.mask}`;
+      case "range":
+        return `range:${m.low}-${m.high}`;
+      case "any":
+        return "*";
+    }
+  }).join("|") + `#${priority}`;
+}
+
+export class MatchTable {
+  readonly kind: "exact" | "lpm" | "scan";
+  private readonly byKey = new Map<string, TableEntry>();
+  private exactIndex = new Map<number | string, TableEntry>();
+  private lpmIndex: Array<{ prefixLen: number; map: Map<number | string, TableEntry> }> = [];
+  private scanList: TableEntry[] = [];
+  private readonly lpmField: number;
+  defaultAction: ActionCall;
+  defaultPackets = 0;
+  defaultBytes = 0;
+
+  constructor(
+    readonly name: string,
+    readonly id: number,
+    readonly keys: readonly KeyField[],
+    readonly actionIds: readonly number[],
+    readonly maxSize: number,
+    defaultAction: ActionCall,
+    readonly defaultConst: boolean,
+    readonly withCounters: boolean,
+    /** entries fixed by the program (const entries): read-only */
+    readonly constEntries: boolean,
+  ) {
+    this.defaultAction = defaultAction;
+    const types = keys.map((k) => k.matchType);
+    this.lpmField = types.indexOf("lpm");
+    if (types.every((t) => t === "exact")) this.kind = "exact";
+    else if (types.every((t) => t === "exact" || t === "lpm") && types.filter((t) => t === "lpm").length === 1) this.kind = "lpm";
+    else this.kind = "scan";
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  entries(): IterableIterator<TableEntry> {
+    return this.byKey.values();
+  }
+
+  /** True when the table orders entries by priority (ternary, range, optional keys). */
+  get needsPriority(): boolean {
+    return this.kind === "scan";
+  }
+
+  private exactKey(values: readonly Value[]): number | string {
+    if (values.length === 1 && typeof values[0] === "number") return values[0];
+    if (values.length === 1 && this.keys[0]!.width <= NUM_BITS) return Number(values[0]);
+    return values.map(String).join(",");
+  }
+
+  private indexKey(e: TableEntry): number | string {
+    const vals = e.match.map((m, i) => {
+      if (m.kind === "exact") return this.keys[i]!.width <= NUM_BITS ? Number(m.value) : m.value;
+      if (m.kind === "lpm") {
+        const w = this.keys[i]!.width;
+        const prefix = m.prefixLen === 0 ? 0n : m.value >> BigInt(w - m.prefixLen);
+        return w <= NUM_BITS ? Number(prefix) : prefix;
+      }
+      return 0;
+    });
+    return this.exactKey(vals);
+  }
+
+  insert(e: TableEntry): void {
+    const text = matchKeyText(e.match, e.priority);
+    if (this.byKey.has(text)) throw new TableError(`table '${this.name}': an entry with this match key already exists`, "ALREADY_EXISTS");
+    if (this.byKey.size >= this.maxSize) throw new TableError(`table '${this.name}' is full (${this.maxSize} entries)`, "RESOURCE_EXHAUSTED");
+    this.byKey.set(text, e);
+    this.addToIndex(e);
+  }
+
+  modify(match: readonly KeyMatch[], priority: number, action: ActionCall, metadata?: Uint8Array): TableEntry {
+    const e = this.byKey.get(matchKeyText(match, priority));
+    if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
+    e.action = action;
+    if (metadata !== undefined) e.metadata = metadata;
+    return e;
+  }
+
+  delete(match: readonly KeyMatch[], priority: number): TableEntry {
+    const text = matchKeyText(match, priority);
+    const e = this.byKey.get(text);
+    if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
+    this.byKey.delete(text);
+    this.rebuildIndex();
+    return e;
+  }
+
+  get(match: readonly KeyMatch[], priority: number): TableEntry | undefined {
+    return this.byKey.get(matchKeyText(match, priority));
+  }
+
+  clear(): void {
+    this.byKey.clear();
+    this.rebuildIndex();
+  }
+
+  private addToIndex(e: TableEntry): void {
+    if (this.kind === "exact") {
+      this.exactIndex.set(this.indexKey(e), e);
+    } else if (this.kind === "lpm") {
+      const m = e.match[this.lpmField]!;
+      const len = m.kind === "lpm" ? m.prefixLen : 0;
+      let bucket = this.lpmIndex.find((b) => b.prefixLen === len);
+      if (!bucket) {
+        bucket = { prefixLen: len, map: new Map() };
+        this.lpmIndex.push(bucket);
+        this.lpmIndex.sort((a, b) => b.prefixLen - a.prefixLen);
+      }
+      bucket.map.set(this.indexKey(e), e);
+    } else {
+      this.scanList.push(e);
+      // Stable: among equal priorities the earlier entry wins.
+      this.scanList.sort((a, b) => b.priority - a.priority);
+    }
+  }
+
+  private rebuildIndex(): void {
+    this.exactIndex = new Map();
+    this.lpmIndex = [];
+    this.scanList = [];
+    for (const e of this.byKey.values()) this.addToIndex(e);
+  }
+
+  /** The entry that matches `key` (one value per key field), or undefined on a miss. */
+  lookup(key: readonly Value[]): TableEntry | undefined {
+    if (this.kind === "exact") return this.exactIndex.get(this.exactKey(key));
+    if (this.kind === "lpm") {
+      const f = this.lpmField;
+      const w = this.keys[f]!.width;
+      const v = key[f]!;
+      const vals = key.slice();
+      for (const b of this.lpmIndex) {
+        const shift = w - b.prefixLen;
+        if (typeof v === "number") vals[f] = b.prefixLen === 0 ? 0 : Math.floor(v / 2 ** shift);
+        else vals[f] = b.prefixLen === 0 ? 0n : v >> BigInt(shift);
+        if (w <= NUM_BITS && typeof vals[f] === "bigint") vals[f] = Number(vals[f]);
+        const hit = b.map.get(this.exactKey(vals));
+        if (hit) return hit;
+      }
+      return undefined;
+    }
+    const big = key.map((v) => BigInt(v));
+    for (const e of this.scanList) {
+      let ok = true;
+      for (let i = 0; i < big.length; i++) {
+        if (!matches(e.match[i]!, big[i]!, this.keys[i]!.width)) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) return e;
+    }
+    return undefined;
+  }
+
+  /** Checks a match key against the table's key fields; returns a problem or undefined. */
+  validate(match: readonly KeyMatch[], priority: number): string | undefined {
+    if (match.length !== this.keys.length) return `table '${this.name}' has ${this.keys.length} key fields, got ${match.length}`;
+    for (let i = 0; i < match.length; i++) {
+      const m = match[i]!;
+      const k = this.keys[i]!;
+      const max = mask(k.width);
+      const bad = (v: bigint) => v < 0n || v > max;
+      if (m.kind === "any") {
+        if (k.matchType === "exact") return `key field '${k.name}' is exact and cannot be omitted`;
+        continue;
+      }
+      if (m.kind !== k.matchType && !(k.matchType === "optional" && m.kind === "optional")) {
+        return `key field '${k.name}' is ${k.matchType}, got a ${m.kind} match`;
+      }
+      if ((m.kind === "exact" || m.kind === "optional") && bad(m.value)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
+      if (m.kind === "lpm") {
+        if (m.prefixLen < 0 || m.prefixLen > k.width) return `prefix length ${m.prefixLen} of '${k.name}' is outside 0..${k.width}`;
+        if (bad(m.value)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
+        const low = mask(k.width - m.prefixLen);
+        if ((m.value & low) !== 0n) return `lpm value of '${k.name}' has bits set beyond its /${m.prefixLen} prefix`;
+      }
+      if (m.kind === "ternary") {
+        if (bad(m.value) || bad(m.mask)) return `value or mask of key field '${k.name}' does not fit in ${k.width} bits`;
+        if ((m.value & ~m.mask) !== 0n) return `ternary value of '${k.name}' has bits set outside its mask`;
+      }
+      if (m.kind === "range" && (bad(m.low) || bad(m.high) || m.low > m.high)) return `range of key field '${k.name}' is invalid`;
+    }
+    if (this.needsPriority && priority <= 0) return `table '${this.name}' needs a priority > 0 for each entry`;
+    if (!this.needsPriority && priority !== 0) return `table '${this.name}' takes no priority`;
+    return undefined;
+  }
+}
