@@ -1,0 +1,148 @@
+// Typed views of the telemetry program's digests (p4/include/header.p4).
+// A digest arrives as one value per struct member, in declaration order,
+// whichever way it came: from the software switch, or over P4Runtime as a
+// P4Data struct of bitstrings. Decoding checks every member's name and width.
+
+export interface DigestFieldSpec {
+  name: string;
+  bitwidth: number;
+}
+
+export interface DigestSchema {
+  name: string;
+  fields: readonly DigestFieldSpec[];
+}
+
+export class BadDigestError extends Error {
+  override readonly name = "BadDigestError";
+}
+
+export const IO_EVENT_CMD = 1;
+export const IO_EVENT_RSP = 2;
+export const VANTAGE_C = 0x01;
+export const VANTAGE_S = 0x02;
+export const IO_FLAG_DATA_SEEN = 0x01;
+export const IO_FLAG_RR_SEEN = 0x02;
+export const IO_OP_READ = 1;
+export const IO_OP_WRITE = 2;
+export const MSG_FLAG_GAP_VALID = 0x01;
+export const LEARN_FLOW = 1;
+export const LEARN_IO_PAIR = 2;
+export const MODE_OFF = 0;
+export const MODE_FULL = 1;
+export const MODE_POLLING = 2;
+
+export interface IoDigest {
+  kind: "io";
+  seq: number;
+  event: number;
+  vantage: number;
+  mode: number;
+  op: number;
+  flags: number;
+  host: number;
+  target: number;
+  cid: number;
+  status: number;
+  bytes: number;
+  ts: number;
+  e2e_ns: number;
+  to_data_ns: number;
+  from_data_ns: number;
+  host_prep_ns: number;
+}
+
+export interface MsgDigest {
+  kind: "msg";
+  seq: number;
+  mode: number;
+  flags: number;
+  src: number;
+  dst: number;
+  dest_qp: number;
+  first_psn: number;
+  last_psn: number;
+  bytes: number;
+  packets: number;
+  retransmitted: number;
+  ecn_ce: number;
+  first_ts: number;
+  fct_ns: number;
+  gap_ns: number;
+  extra_packets: number;
+  extra_retransmitted: number;
+  extra_ecn_ce: number;
+  straddled: number;
+  cnp: number;
+}
+
+export interface LearnDigest {
+  kind: "learn";
+  seq: number;
+  learn: number;
+  src: number;
+  dst: number;
+  dest_qp: number;
+}
+
+export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
+
+/** The members each digest must have, with their widths: the exporter's contract with the P4 program. */
+export const EXPECTED: Readonly<Record<string, { kind: TelemetryDigest["kind"]; fields: Readonly<Record<string, number>> }>> = {
+  io_digest_t: {
+    kind: "io",
+    fields: { seq: 32, event: 8, vantage: 8, mode: 8, op: 8, flags: 8, host: 32, target: 32, cid: 16, status: 16, bytes: 32, ts: 48, e2e_ns: 48, to_data_ns: 48, from_data_ns: 48, host_prep_ns: 48 },
+  },
+  msg_digest_t: {
+    kind: "msg",
+    fields: { seq: 32, mode: 8, flags: 8, src: 32, dst: 32, dest_qp: 24, first_psn: 24, last_psn: 24, bytes: 32, packets: 32, retransmitted: 32, ecn_ce: 32, first_ts: 48, fct_ns: 48, gap_ns: 48, extra_packets: 32, extra_retransmitted: 32, extra_ecn_ce: 32, straddled: 16, cnp: 32 },
+  },
+  learn_digest_t: {
+    kind: "learn",
+    fields: { seq: 32, kind: 8, src: 32, dst: 32, dest_qp: 24 },
+  },
+};
+
+/** Checks a schema (from the P4Info) against what the exporter expects; returns problems. */
+export function checkSchema(schema: DigestSchema): string[] {
+  const want = EXPECTED[schema.name];
+  if (!want) return [`unknown digest '${schema.name}' (expected one of ${Object.keys(EXPECTED).join(", ")})`];
+  const problems: string[] = [];
+  const have = new Map(schema.fields.map((f) => [f.name, f.bitwidth]));
+  for (const [name, width] of Object.entries(want.fields)) {
+    const w = have.get(name);
+    if (w === undefined) problems.push(`digest '${schema.name}' lacks member '${name}'`);
+    else if (w !== width) problems.push(`digest '${schema.name}' member '${name}' is ${w} bits, expected ${width}`);
+  }
+  return problems;
+}
+
+/** A number from a value of at most 48 bits (bigint, number, or big-endian bytes). */
+function toNumber(v: unknown, field: string, digest: string, width: number): number {
+  let n: bigint;
+  if (typeof v === "number") n = BigInt(v);
+  else if (typeof v === "bigint") n = v;
+  else if (v instanceof Uint8Array) {
+    n = 0n;
+    for (const b of v) n = (n << 8n) | BigInt(b);
+  } else throw new BadDigestError(`digest '${digest}' member '${field}': unexpected value of type ${typeof v}`);
+  if (n < 0n || n >= 1n << BigInt(width)) throw new BadDigestError(`digest '${digest}' member '${field}': value ${n} does not fit in ${width} bits`);
+  return Number(n);
+}
+
+/**
+ * Decodes one digest from its values in member order. Throws BadDigestError
+ * naming the digest and the member that was wrong.
+ */
+export function decodeDigest(name: string, values: readonly unknown[]): TelemetryDigest {
+  const want = EXPECTED[name];
+  if (!want) throw new BadDigestError(`unknown digest '${name}'`);
+  const names = Object.keys(want.fields);
+  if (values.length !== names.length) throw new BadDigestError(`digest '${name}' has ${values.length} members, expected ${names.length}`);
+  const out: Record<string, number | string> = { kind: want.kind };
+  names.forEach((f, i) => {
+    const key = want.kind === "learn" && f === "kind" ? "learn" : f;
+    out[key] = toNumber(values[i], f, name, want.fields[f]!);
+  });
+  return out as unknown as TelemetryDigest;
+}

@@ -1,0 +1,133 @@
+// The exporter's records as plain objects, with the field names of SPEC §6-§7
+// (snake_case, units in names). JSON lines carry them as they are; Kafka
+// carries them as the protobuf messages of proto/rdma/telemetry/v1.
+
+export type ModeName = "full" | "polling" | "off";
+
+export interface StatsJson {
+  count: number;
+  min: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface IoRecordJson {
+  type: "io";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  host: string;
+  target: string;
+  cid: number;
+  op: "read" | "write";
+  bytes: number;
+  nvme_status: number;
+  e2e_c_ns: number | null;
+  e2e_s_ns: number | null;
+  rtt_ns: number | null;
+  dal_ns: number | null;
+  dpl_ns: number | null;
+  incomplete: boolean;
+  mode: ModeName;
+  c_switch_id: string | null;
+  s_switch_id: string | null;
+  cmd_unix_ns: string;
+}
+
+export interface MessageRecordJson {
+  type: "message";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  src: string;
+  dst: string;
+  dest_qp: number;
+  first_psn: number;
+  last_psn: number;
+  bytes: number;
+  packets: number;
+  retransmitted: number;
+  fct_ns: number;
+  fet_bps: number | null;
+  fnr: number;
+  ecn_ce_packets: number;
+  gap_ns: number | null;
+  mode: ModeName;
+  first_unix_ns: string;
+}
+
+export interface IoAggregateJson {
+  type: "io_interval";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  interval_end_unix_ns: string;
+  host: string;
+  target: string;
+  op: "read" | "write";
+  count: number;
+  incomplete: number;
+  bytes: number;
+  errors: number;
+  e2e_c_ns: StatsJson | null;
+  e2e_s_ns: StatsJson | null;
+  rtt_ns: StatsJson | null;
+  dal_ns: StatsJson | null;
+  dpl_ns: StatsJson | null;
+  mode: ModeName;
+}
+
+export interface FlowAggregateJson {
+  type: "flow_interval";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  interval_end_unix_ns: string;
+  src: string;
+  dst: string;
+  dest_qp: number;
+  messages: number;
+  bytes: number;
+  packets: number;
+  retransmitted: number;
+  fnr: number;
+  fct_ns: StatsJson | null;
+  fet_bps: StatsJson | null;
+  ecn_ce_packets: number;
+  cnp_packets: number;
+  gap_ns: StatsJson | null;
+  mode: ModeName;
+  straddled_messages: number;
+  coverage: { measured_flows: number; known_flows: number; ratio: number } | null;
+}
+
+export interface AlertJson {
+  type: "alert";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  metric: string;
+  scope: "host" | "target" | "pair" | "flow";
+  scope_key: string;
+  state: "raised" | "cleared";
+  value: number;
+  raise_threshold: number;
+  clear_threshold: number;
+  at_unix_ns: string;
+}
+
+export interface SwitchStatsJson {
+  type: "switch_stats";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  interval_end_unix_ns: string;
+  digests_received: number;
+  digests_lost: number;
+  digests_duplicated: number;
+  bad_digests: number;
+  incomplete_ios: number;
+  mode: ModeName;
+}
+
+export type RecordJson = IoRecordJson | MessageRecordJson | IoAggregateJson | FlowAggregateJson | AlertJson | SwitchStatsJson;
+
+export function modeName(mode: number): ModeName {
+  return mode === 1 ? "full" : mode === 2 ? "polling" : "off";
+}

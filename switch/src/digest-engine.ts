@@ -1,0 +1,134 @@
+// Digest lists with P4Runtime semantics (DigestEntry.Config):
+//   - a list goes out when it holds max_list_size samples, or when
+//     max_timeout_ns has passed since its first sample (0: no timeout);
+//   - until a list is acknowledged, or ack_timeout_ns passes, samples equal
+//     to one in it are suppressed (the telemetry program's sequence numbers
+//     make every sample unique, so none of its samples are lost to this);
+//   - nothing is sent for a digest until its DigestEntry is written.
+// Time is the switch's: wall clock live, the capture's clock in replay.
+import type { Value } from "./bmv2/table.js";
+
+export interface DigestConfig {
+  maxTimeoutNs: bigint;
+  maxListSize: number;
+  ackTimeoutNs: bigint;
+}
+
+export interface DigestList {
+  digestId: number;
+  listId: bigint;
+  samples: Value[][];
+  /** time the list was sent, ns (switch clock mapped to the wall clock) */
+  timestampNs: bigint;
+}
+
+interface Pending {
+  samples: Value[][];
+  keys: Set<string>;
+  firstNs: bigint;
+}
+
+interface Unacked {
+  keys: Set<string>;
+  deadlineNs: bigint;
+}
+
+export class DigestEngine {
+  private readonly configs = new Map<number, DigestConfig>();
+  private readonly pending = new Map<number, Pending>();
+  private readonly unacked = new Map<number, Map<bigint, Unacked>>();
+  private nextListId = 1n;
+  /** samples dropped because no DigestEntry was configured */
+  unconfiguredDrops = 0;
+  suppressed = 0;
+  sentLists = 0;
+  sentSamples = 0;
+
+  constructor(private readonly send: (list: DigestList) => void) {}
+
+  configure(digestId: number, config: DigestConfig | undefined): void {
+    if (config === undefined) {
+      this.configs.delete(digestId);
+      this.pending.delete(digestId);
+      this.unacked.delete(digestId);
+      return;
+    }
+    this.configs.set(digestId, config);
+  }
+
+  config(digestId: number): DigestConfig | undefined {
+    return this.configs.get(digestId);
+  }
+
+  configured(): IterableIterator<[number, DigestConfig]> {
+    return this.configs.entries();
+  }
+
+  /** One sample from the data plane at time `nowNs`. */
+  add(digestId: number, sample: Value[], nowNs: bigint): void {
+    const cfg = this.configs.get(digestId);
+    if (!cfg) {
+      this.unconfiguredDrops++;
+      return;
+    }
+    this.expireAcks(digestId, nowNs);
+    const key = sample.join(",");
+    for (const u of this.unacked.get(digestId)?.values() ?? []) {
+      if (u.keys.has(key)) {
+        this.suppressed++;
+        return;
+      }
+    }
+    let p = this.pending.get(digestId);
+    if (!p) this.pending.set(digestId, (p = { samples: [], keys: new Set(), firstNs: nowNs }));
+    if (p.keys.has(key)) {
+      this.suppressed++;
+      return;
+    }
+    p.keys.add(key);
+    p.samples.push(sample);
+    const max = cfg.maxListSize <= 0 ? 1 : cfg.maxListSize;
+    if (p.samples.length >= max) this.flush(digestId, nowNs);
+    else if (cfg.maxTimeoutNs === 0n && cfg.maxListSize <= 0) this.flush(digestId, nowNs);
+  }
+
+  /** Sends lists whose timeout has passed at `nowNs`. */
+  tick(nowNs: bigint): void {
+    for (const [id, p] of this.pending) {
+      const cfg = this.configs.get(id);
+      if (!cfg) continue;
+      if (p.samples.length > 0 && cfg.maxTimeoutNs > 0n && nowNs - p.firstNs >= cfg.maxTimeoutNs) this.flush(id, nowNs);
+    }
+  }
+
+  /** Sends every pending list now (end of a replay, or shutdown). */
+  flushAll(nowNs: bigint): void {
+    for (const id of [...this.pending.keys()]) this.flush(id, nowNs);
+  }
+
+  ack(digestId: number, listId: bigint): boolean {
+    return this.unacked.get(digestId)?.delete(listId) ?? false;
+  }
+
+  private expireAcks(digestId: number, nowNs: bigint): void {
+    const m = this.unacked.get(digestId);
+    if (!m) return;
+    for (const [id, u] of m) if (nowNs >= u.deadlineNs) m.delete(id);
+  }
+
+  private flush(digestId: number, nowNs: bigint): void {
+    const p = this.pending.get(digestId);
+    const cfg = this.configs.get(digestId);
+    this.pending.delete(digestId);
+    if (!p || p.samples.length === 0 || !cfg) return;
+    const listId = this.nextListId++;
+    if (cfg.ackTimeoutNs > 0n) {
+      let m = this.unacked.get(digestId);
+      if (!m) this.unacked.set(digestId, (m = new Map()));
+      m.set(listId, { keys: p.keys, deadlineNs: nowNs + cfg.ackTimeoutNs });
+    }
+    this.sentLists++;
+    this.sentSamples += p.samples.length;
+    this.send({ digestId, listId, samples: p.samples, timestampNs: nowNs });
+  }
+}
