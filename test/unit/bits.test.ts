@@ -1,0 +1,44 @@
+import { describe, expect, test } from "vitest";
+import { and52, mod2k, or52, readBitsBig, readBitsNum, toBytes, writeBits, xor52 } from "../../switch/src/bmv2/bits.js";
+import { crc16, crc32, crcCcitt } from "../../switch/src/bmv2/crc.js";
+
+describe("exact-width helpers", () => {
+  test("mod2k wraps negative differences like 48-bit unsigned subtraction", () => {
+    expect(mod2k(5 - 7, 48)).toBe(2 ** 48 - 2);
+    expect(mod2k(2 ** 48 + 3, 48)).toBe(3);
+  });
+
+  test("52-bit bitwise operations agree with bigint", () => {
+    const vals = [0, 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 47 + 12345, 2 ** 52 - 1];
+    for (const a of vals) {
+      for (const b of vals) {
+        expect(and52(a, b)).toBe(Number(BigInt(a) & BigInt(b)));
+        expect(or52(a, b)).toBe(Number(BigInt(a) | BigInt(b)));
+        expect(xor52(a, b)).toBe(Number(BigInt(a) ^ BigInt(b)));
+      }
+    }
+  });
+
+  test("bit fields read back what was written at any offset", () => {
+    for (const [off, width, value] of [[0, 4, 9n], [4, 4, 5n], [3, 13, 0x1abcn], [7, 48, 0xabcdef012345n], [5, 88, (1n << 87n) + 12345n]] as const) {
+      const buf = new Uint8Array(16);
+      writeBits(buf, off, width, value);
+      expect(readBitsBig(buf, off, width)).toBe(value);
+      if (width <= 52) expect(readBitsNum(buf, off, width)).toBe(Number(value));
+    }
+  });
+
+  test("canonical bytes are big-endian and sized by the width", () => {
+    expect([...toBytes(0x0a0b, 12)]).toEqual([0x0a, 0x0b]);
+    expect([...toBytes(1n, 24)]).toEqual([0, 0, 1]);
+  });
+});
+
+describe("BMv2 hash algorithms", () => {
+  test("match the standard check values", () => {
+    const check = Buffer.from("123456789");
+    expect(crc32(check)).toBe(0xcbf43926);
+    expect(crc16(check)).toBe(0xbb3d);
+    expect(crcCcitt(check)).toBe(0x29b1);
+  });
+});
