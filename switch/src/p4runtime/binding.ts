@@ -1,0 +1,237 @@
+// Binds a P4Info to a compiled BMv2 program: P4Runtime ids to the program's
+// tables, actions, counters and learn lists, and P4Runtime entities to table
+// entries. A P4Info that does not describe the program is rejected here with
+// the name of the first object that disagrees.
+import type { Action as P4InfoAction, Table as P4InfoTable } from "../../../generated/proto/p4/config/v1/p4info.js";
+import { MatchField_MatchType } from "../../../generated/proto/p4/config/v1/p4info.js";
+import { TableEntry as P4TableEntry, type FieldMatch, type TableAction } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { P4RuntimeError } from "../../../p4runtime-controller/src/lib/errors.js";
+import { P4Schema } from "../../../p4runtime-controller/src/lib/schema.js";
+import { decodeBits, encodeBits } from "../../../p4runtime-controller/src/lib/values.js";
+import type { CompiledProgram, CounterArray } from "../bmv2/program.js";
+import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
+
+export interface TableBinding {
+  info: P4InfoTable;
+  table: MatchTable;
+  directCounterId: number | undefined;
+}
+
+export interface ActionBinding {
+  info: P4InfoAction;
+  programId: number;
+}
+
+export interface DigestBinding {
+  id: number;
+  name: string;
+  listId: number;
+  fields: Array<{ name: string; bitwidth: number }>;
+}
+
+const invalid = (msg: string) => new P4RuntimeError(msg, "INVALID_ARGUMENT");
+const notFound = (msg: string) => new P4RuntimeError(msg, "NOT_FOUND");
+
+export class PipelineBinding {
+  readonly schema: P4Schema;
+  readonly tables = new Map<number, TableBinding>();
+  private readonly tablesByProgramId = new Map<number, TableBinding>();
+  readonly actions = new Map<number, ActionBinding>();
+  private readonly actionsByProgramId = new Map<number, ActionBinding>();
+  readonly counters = new Map<number, CounterArray>();
+  readonly directCounters = new Map<number, CounterArray>();
+  readonly digests = new Map<number, DigestBinding>();
+  readonly digestsByListId = new Map<number, DigestBinding>();
+
+  constructor(schema: P4Schema, readonly program: CompiledProgram) {
+    this.schema = schema;
+    for (const a of schema.p4info.actions) {
+      const name = a.preamble!.name;
+      const pa = program.actionsByName.get(name);
+      if (!pa) throw invalid(`P4Info action '${name}' is not in the device config`);
+      if (pa.params.length !== a.params.length) throw invalid(`action '${name}': P4Info has ${a.params.length} parameters, the device config ${pa.params.length}`);
+      a.params.forEach((p, i) => {
+        if (pa.params[i]!.width !== p.bitwidth) throw invalid(`action '${name}' parameter '${p.name}': P4Info says ${p.bitwidth} bits, the device config ${pa.params[i]!.width}`);
+      });
+      const b = { info: a, programId: pa.id };
+      this.actions.set(a.preamble!.id, b);
+      this.actionsByProgramId.set(pa.id, b);
+    }
+    for (const t of schema.p4info.tables) {
+      const name = t.preamble!.name;
+      const table = program.tables.get(name);
+      if (!table) throw invalid(`P4Info table '${name}' is not in the device config`);
+      if (table.keys.length !== t.matchFields.length) throw invalid(`table '${name}': P4Info has ${t.matchFields.length} match fields, the device config ${table.keys.length}`);
+      t.matchFields.forEach((f, i) => {
+        if (table.keys[i]!.width !== f.bitwidth) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${f.bitwidth} bits, the device config ${table.keys[i]!.width}`);
+      });
+      const direct = schema.p4info.directCounters.find((d) => d.directTableId === t.preamble!.id);
+      const b = { info: t, table, directCounterId: direct?.preamble?.id };
+      this.tables.set(t.preamble!.id, b);
+      this.tablesByProgramId.set(table.id, b);
+    }
+    for (const c of schema.p4info.counters) {
+      const arr = program.counters.get(c.preamble!.name);
+      if (!arr) throw invalid(`P4Info counter '${c.preamble!.name}' is not in the device config`);
+      this.counters.set(c.preamble!.id, arr);
+    }
+    for (const c of schema.p4info.directCounters) {
+      const t = this.tables.get(c.directTableId);
+      if (!t) throw invalid(`P4Info direct counter '${c.preamble!.name}' is bound to table id ${c.directTableId}, which does not exist`);
+      const arr = program.directCounters.get(t.info.preamble!.name) ?? program.counters.get(c.preamble!.name);
+      if (arr) this.directCounters.set(c.preamble!.id, arr);
+    }
+    const lists = [...program.learnLists.values()];
+    for (const d of schema.p4info.digests) {
+      const fields = schema.digestFields(d);
+      const name = d.preamble!.name;
+      const list = lists.find((l) => l.name === name) ?? lists.find((l) => l.fields.length === fields.length && l.fields.every((f, i) => f.width === fields[i]!.bitwidth && f.name.endsWith(fields[i]!.name)));
+      if (!list) throw invalid(`P4Info digest '${name}' matches no learn list of the device config`);
+      const b = { id: d.preamble!.id, name, listId: list.id, fields };
+      this.digests.set(b.id, b);
+      this.digestsByListId.set(list.id, b);
+    }
+  }
+
+  table(id: number): TableBinding {
+    const t = this.tables.get(id);
+    if (!t) throw notFound(`no table with id ${id}`);
+    return t;
+  }
+
+  /** A P4Runtime table entry's match key, checked against the table. */
+  decodeMatch(t: TableBinding, match: readonly FieldMatch[]): KeyMatch[] {
+    const name = t.info.preamble!.name;
+    const out: KeyMatch[] = t.info.matchFields.map(() => ({ kind: "any" }));
+    const seen = new Set<number>();
+    for (const fm of match) {
+      const idx = t.info.matchFields.findIndex((f) => f.id === fm.fieldId);
+      if (idx < 0) throw invalid(`table '${name}' has no match field with id ${fm.fieldId}`);
+      if (seen.has(fm.fieldId)) throw invalid(`table '${name}': match field id ${fm.fieldId} given twice`);
+      seen.add(fm.fieldId);
+      const f = t.info.matchFields[idx]!;
+      const w = f.bitwidth;
+      const what = `table '${name}' match field '${f.name}'`;
+      const type = f.match?.$case === "matchType" ? f.match.value : MatchField_MatchType.UNSPECIFIED;
+      const m = fm.fieldMatchType;
+      if (!m) throw invalid(`${what}: no match value`);
+      switch (m.$case) {
+        case "exact":
+          if (type !== MatchField_MatchType.EXACT) throw invalid(`${what} is not exact`);
+          out[idx] = { kind: "exact", value: decodeBits(m.value.value, w, what) };
+          break;
+        case "lpm": {
+          if (type !== MatchField_MatchType.LPM) throw invalid(`${what} is not lpm`);
+          if (m.value.prefixLen <= 0 || m.value.prefixLen > w) throw invalid(`${what}: prefix length ${m.value.prefixLen} outside 1..${w} (omit the field for a wildcard)`);
+          out[idx] = { kind: "lpm", value: decodeBits(m.value.value, w, what), prefixLen: m.value.prefixLen };
+          break;
+        }
+        case "ternary": {
+          if (type !== MatchField_MatchType.TERNARY) throw invalid(`${what} is not ternary`);
+          const mask = decodeBits(m.value.mask, w, what);
+          if (mask === 0n) throw invalid(`${what}: all-zero mask (omit the field for a wildcard)`);
+          out[idx] = { kind: "ternary", value: decodeBits(m.value.value, w, what), mask };
+          break;
+        }
+        case "range": {
+          if (type !== MatchField_MatchType.RANGE) throw invalid(`${what} is not range`);
+          out[idx] = { kind: "range", low: decodeBits(m.value.low, w, what), high: decodeBits(m.value.high, w, what) };
+          break;
+        }
+        case "optional":
+          if (type !== MatchField_MatchType.OPTIONAL) throw invalid(`${what} is not optional`);
+          out[idx] = { kind: "optional", value: decodeBits(m.value.value, w, what) };
+          break;
+        default:
+          throw new P4RuntimeError(`${what}: '${m.$case}' matches are not supported`, "UNIMPLEMENTED");
+      }
+    }
+    const problem = t.table.validate(out, 0);
+    if (problem && !/priority/.test(problem)) throw invalid(problem);
+    return out;
+  }
+
+  encodeMatch(t: TableBinding, match: readonly KeyMatch[]): FieldMatch[] {
+    const out: FieldMatch[] = [];
+    match.forEach((m, i) => {
+      const f = t.info.matchFields[i]!;
+      const w = f.bitwidth;
+      switch (m.kind) {
+        case "exact":
+          out.push({ fieldId: f.id, fieldMatchType: { $case: "exact", value: { value: encodeBits(m.value, w) } } });
+          break;
+        case "lpm":
+          if (m.prefixLen > 0) out.push({ fieldId: f.id, fieldMatchType: { $case: "lpm", value: { value: encodeBits(m.value, w), prefixLen: m.prefixLen } } });
+          break;
+        case "ternary":
+          out.push({ fieldId: f.id, fieldMatchType: { $case: "ternary", value: { value: encodeBits(m.value, w), mask: encodeBits(m.mask, w) } } });
+          break;
+        case "range":
+          out.push({ fieldId: f.id, fieldMatchType: { $case: "range", value: { low: encodeBits(m.low, w), high: encodeBits(m.high, w) } } });
+          break;
+        case "optional":
+          out.push({ fieldId: f.id, fieldMatchType: { $case: "optional", value: { value: encodeBits(m.value, w) } } });
+          break;
+        case "any":
+          break;
+      }
+    });
+    return out;
+  }
+
+  decodeAction(t: TableBinding, action: TableAction | undefined, forDefault: boolean): ActionCall {
+    const name = t.info.preamble!.name;
+    if (!action?.type) throw invalid(`table '${name}': entry has no action`);
+    if (action.type.$case !== "action") throw new P4RuntimeError(`table '${name}': action profiles are not supported`, "UNIMPLEMENTED");
+    const a = action.type.value;
+    const b = this.actions.get(a.actionId);
+    if (!b) throw invalid(`no action with id ${a.actionId}`);
+    const ref = t.info.actionRefs.find((r) => r.id === a.actionId);
+    if (!ref) throw invalid(`action '${b.info.preamble!.name}' is not an action of table '${name}'`);
+    if (forDefault && ref.scope === 1) throw invalid(`action '${b.info.preamble!.name}' of table '${name}' cannot be the default action (TABLE_ONLY)`);
+    if (!forDefault && ref.scope === 2) throw invalid(`action '${b.info.preamble!.name}' of table '${name}' can only be the default action (DEFAULT_ONLY)`);
+    const values: Value[] = b.info.params.map((p) => {
+      const given = a.params.filter((x) => x.paramId === p.id);
+      if (given.length !== 1) throw invalid(`action '${b.info.preamble!.name}': parameter '${p.name}' ${given.length ? "given twice" : "missing"}`);
+      const v = decodeBits(given[0]!.value, p.bitwidth, `action '${b.info.preamble!.name}' parameter '${p.name}'`);
+      return p.bitwidth <= 52 ? Number(v) : v;
+    });
+    for (const x of a.params) {
+      if (!b.info.params.some((p) => p.id === x.paramId)) throw invalid(`action '${b.info.preamble!.name}' has no parameter with id ${x.paramId}`);
+    }
+    return { actionId: b.programId, data: values };
+  }
+
+  encodeAction(call: ActionCall): TableAction {
+    const b = this.actionsByProgramId.get(call.actionId);
+    if (!b) throw new P4RuntimeError(`action ${call.actionId} of the device config is not in the P4Info`, "INTERNAL");
+    return {
+      type: {
+        $case: "action",
+        value: { actionId: b.info.preamble!.id, params: b.info.params.map((p, i) => ({ paramId: p.id, value: encodeBits(BigInt(call.data[i]!), p.bitwidth) })) },
+      },
+    };
+  }
+
+  encodeEntry(t: TableBinding, e: TableEntry, withCounters: boolean): P4TableEntry {
+    return P4TableEntry.fromPartial({
+      tableId: t.info.preamble!.id,
+      match: this.encodeMatch(t, e.match),
+      action: this.encodeAction(e.action),
+      priority: e.priority,
+      metadata: Buffer.from(e.metadata ?? []),
+      idleTimeoutNs: e.idleTimeoutNs ?? 0n,
+      counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(e.bytes), packetCount: BigInt(e.packets) } : undefined,
+      isConst: t.table.constEntries,
+    });
+  }
+
+  encodeDefault(t: TableBinding, withCounters: boolean): P4TableEntry {
+    return P4TableEntry.fromPartial({
+      tableId: t.info.preamble!.id,
+      action: this.encodeAction(t.table.defaultAction),
+      isDefaultAction: true,
+      counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(t.table.defaultBytes), packetCount: BigInt(t.table.defaultPackets) } : undefined,
+    });
+  }
+}
