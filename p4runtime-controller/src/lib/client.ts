@@ -1,0 +1,239 @@
+// A P4Runtime client on @grpc/grpc-js: unary calls as promises, Read as an
+// async iterable, the StreamChannel as an async iterable of messages with a
+// send side; cancellation by AbortSignal. gRPC errors are wrapped once, here,
+// into P4RuntimeError / P4WriteError (which keeps every per-update error).
+import * as grpc from "@grpc/grpc-js";
+import { Status } from "../../../generated/proto/google/rpc/status.js";
+import {
+  Error as P4Error,
+  P4RuntimeClient as GrpcP4RuntimeClient,
+  type CapabilitiesResponse,
+  type Entity,
+  type GetForwardingPipelineConfigRequest_ResponseType,
+  type GetForwardingPipelineConfigResponse,
+  type SetForwardingPipelineConfigRequest,
+  type StreamMessageRequest,
+  type StreamMessageResponse,
+  type Uint128,
+  type Update,
+  type WriteRequest,
+} from "../../../generated/proto/p4/v1/p4runtime.js";
+import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
+
+export interface TlsOptions {
+  /** PEM CA bundle to verify the switch */
+  ca?: Buffer;
+  /** PEM client certificate and key, for mutual TLS */
+  cert?: Buffer;
+  key?: Buffer;
+  /** expected server name, when it differs from the address */
+  serverName?: string;
+}
+
+export interface ClientOptions {
+  address: string;
+  deviceId: bigint;
+  /** omitted: plaintext */
+  tls?: TlsOptions;
+  /** per-call deadline for unary calls, ms */
+  timeoutMs?: number;
+}
+
+export interface UpdateError {
+  index: number;
+  code: ErrorCode | "OK";
+  message: string;
+}
+
+/** A Write in which some updates failed; `updates` has one row per update, OK ones included. */
+export class P4WriteError extends P4RuntimeError {
+  override readonly name = "P4WriteError";
+  constructor(message: string, readonly updates: UpdateError[], options?: { cause?: unknown }) {
+    super(message, "UNKNOWN", false, options);
+  }
+
+  get failures(): UpdateError[] {
+    return this.updates.filter((u) => u.code !== "OK");
+  }
+
+  /** Every failure is NOT_FOUND (e.g. deleting what is already gone). */
+  isNotFoundOnly(): boolean {
+    return this.failures.length > 0 && this.failures.every((u) => u.code === "NOT_FOUND");
+  }
+
+  /** Every failure is ALREADY_EXISTS (e.g. inserting what is already there). */
+  isAlreadyExistsOnly(): boolean {
+    return this.failures.length > 0 && this.failures.every((u) => u.code === "ALREADY_EXISTS");
+  }
+}
+
+const RETRIABLE = new Set<ErrorCode>(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
+
+/** Wraps a grpc-js error, decoding P4Runtime per-update errors from the status details. */
+export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
+  const e = err as grpc.ServiceError;
+  const code = typeof e?.code === "number" ? codeName(e.code) : "UNKNOWN";
+  const c: ErrorCode = code === "OK" ? "UNKNOWN" : code;
+  const detailsBin = e?.metadata?.get?.("grpc-status-details-bin")?.[0];
+  if (detailsBin instanceof Buffer) {
+    try {
+      const status = Status.decode(detailsBin);
+      const updates = status.details
+        .filter((d) => d.typeUrl.endsWith("p4.v1.Error"))
+        .map((d, index) => {
+          const pe = P4Error.decode(d.value);
+          return { index, code: codeName(pe.canonicalCode), message: pe.message };
+        });
+      if (updates.length) {
+        const failed = updates.filter((u) => u.code !== "OK");
+        const first = failed[0];
+        return new P4WriteError(`${what}: ${failed.length} of ${updates.length} updates failed${first ? ` (#${first.index}: ${first.code} ${first.message})` : ""}`, updates, { cause: err });
+      }
+    } catch {
+      // fall through: not a P4Runtime status
+    }
+  }
+  return new P4RuntimeError(`${what}: ${c}: ${e?.details ?? e?.message ?? String(err)}`, c, RETRIABLE.has(c), { cause: err });
+}
+
+export function toUint128(v: bigint): Uint128 {
+  return { high: v >> 64n, low: v & 0xffffffffffffffffn };
+}
+
+export function fromUint128(v: Uint128 | undefined): bigint | undefined {
+  return v === undefined ? undefined : (v.high << 64n) | v.low;
+}
+
+export interface StreamChannel extends AsyncIterable<StreamMessageResponse> {
+  send(msg: StreamMessageRequest): void;
+  close(): void;
+  readonly closed: Promise<P4RuntimeError | undefined>;
+}
+
+export class P4RuntimeClient {
+  private readonly grpcClient: GrpcP4RuntimeClient;
+
+  constructor(readonly options: ClientOptions) {
+    const creds = options.tls
+      ? grpc.credentials.createSsl(options.tls.ca ?? null, options.tls.key ?? null, options.tls.cert ?? null)
+      : grpc.credentials.createInsecure();
+    const channelOptions: grpc.ChannelOptions = {
+      "grpc.max_receive_message_length": 64 << 20,
+      "grpc.max_send_message_length": 64 << 20,
+      "grpc.initial_reconnect_backoff_ms": 200,
+      "grpc.max_reconnect_backoff_ms": 2000,
+    };
+    if (options.tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
+    this.grpcClient = new GrpcP4RuntimeClient(options.address, creds, channelOptions);
+  }
+
+  get deviceId(): bigint {
+    return this.options.deviceId;
+  }
+
+  close(): void {
+    this.grpcClient.close();
+  }
+
+  private callOptions(signal?: AbortSignal): Partial<grpc.CallOptions> {
+    const o: Partial<grpc.CallOptions> = {};
+    if (this.options.timeoutMs) o.deadline = Date.now() + this.options.timeoutMs;
+    void signal;
+    return o;
+  }
+
+  private unary<Req, Res>(what: string, fn: (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (err: grpc.ServiceError | null, res: Res) => void) => grpc.ClientUnaryCall, req: Req, signal?: AbortSignal): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new P4RuntimeError(`${what}: aborted`, "CANCELLED"));
+        return;
+      }
+      const call = fn.call(this.grpcClient, req, new grpc.Metadata(), this.callOptions(signal), (err, res) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (err) reject(wrapGrpcError(err, what));
+        else resolve(res);
+      });
+      const onAbort = () => call.cancel();
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  capabilities(signal?: AbortSignal): Promise<CapabilitiesResponse> {
+    return this.unary("Capabilities", this.grpcClient.capabilities as never, {}, signal);
+  }
+
+  async write(updates: Update[], electionId: bigint, opts: { role?: string; signal?: AbortSignal } = {}): Promise<void> {
+    const req: WriteRequest = { deviceId: this.deviceId, roleId: 0n, role: opts.role ?? "", electionId: toUint128(electionId), updates, atomicity: 0 };
+    await this.unary("Write", this.grpcClient.write as never, req, opts.signal);
+  }
+
+  async *read(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): AsyncGenerator<Entity> {
+    const call = this.grpcClient.read({ deviceId: this.deviceId, role: opts.role ?? "", entities }, new grpc.Metadata(), this.callOptions(opts.signal));
+    const onAbort = () => call.cancel();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for await (const res of call as AsyncIterable<{ entities: Entity[] }>) yield* res.entities;
+    } catch (err) {
+      throw wrapGrpcError(err, "Read");
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async readAll(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): Promise<Entity[]> {
+    const out: Entity[] = [];
+    for await (const e of this.read(entities, opts)) out.push(e);
+    return out;
+  }
+
+  setPipeline(req: Omit<SetForwardingPipelineConfigRequest, "deviceId" | "roleId">, signal?: AbortSignal): Promise<unknown> {
+    return this.unary("SetForwardingPipelineConfig", this.grpcClient.setForwardingPipelineConfig as never, { ...req, deviceId: this.deviceId, roleId: 0n }, signal);
+  }
+
+  getPipeline(responseType: GetForwardingPipelineConfigRequest_ResponseType, signal?: AbortSignal): Promise<GetForwardingPipelineConfigResponse> {
+    return this.unary("GetForwardingPipelineConfig", this.grpcClient.getForwardingPipelineConfig as never, { deviceId: this.deviceId, responseType }, signal);
+  }
+
+  /** Opens the StreamChannel. Messages arrive in order; the iterator ends when the stream does. */
+  streamChannel(signal?: AbortSignal): StreamChannel {
+    const call = this.grpcClient.streamChannel(new grpc.Metadata(), {});
+    const queue: StreamMessageResponse[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    let resolveClosed!: (e: P4RuntimeError | undefined) => void;
+    const closed = new Promise<P4RuntimeError | undefined>((r) => (resolveClosed = r));
+    const finish = (err?: P4RuntimeError) => {
+      if (done) return;
+      done = true;
+      resolveClosed(err);
+      wake?.();
+    };
+    call.on("data", (m: StreamMessageResponse) => {
+      queue.push(m);
+      wake?.();
+    });
+    call.on("error", (err) => finish(wrapGrpcError(err, "StreamChannel")));
+    call.on("end", () => finish(undefined));
+    const onAbort = () => call.cancel();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    return {
+      send: (msg) => {
+        if (!done) call.write(msg);
+      },
+      close: () => {
+        call.end();
+        call.cancel();
+        finish(undefined);
+      },
+      closed,
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          while (queue.length) yield queue.shift()!;
+          if (done) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+      },
+    };
+  }
+}

@@ -1,0 +1,249 @@
+// The lifecycle of one switch as a loop: open the stream, arbitrate, push the
+// pipeline if the switch does not have it (cookie), reconcile the desired
+// state, then receive. On a stream error: back off (exponential, jittered)
+// and start again. Events tell the owner what happened.
+import { EventEmitter } from "node:events";
+import type { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
+import {
+  GetForwardingPipelineConfigRequest_ResponseType,
+  SetForwardingPipelineConfigRequest_Action,
+  type DigestList,
+  type PacketIn,
+  type Update,
+} from "../../../generated/proto/p4/v1/p4runtime.js";
+import { fromUint128, P4RuntimeClient, P4WriteError, toUint128, type ClientOptions, type StreamChannel } from "./client.js";
+import type { DesiredState } from "./desired-state.js";
+import { P4RuntimeError } from "./errors.js";
+
+export interface PipelineSpec {
+  p4info: P4Info;
+  deviceConfig: Buffer;
+  cookie: bigint;
+}
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+export interface ConnectionOptions extends ClientOptions {
+  electionId: bigint;
+  role?: string;
+  pipeline: PipelineSpec;
+  state: DesiredState;
+  logger?: Logger;
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+export interface ConnectionEvents {
+  "channel-up": [];
+  primary: [];
+  backup: [{ primaryElectionId: bigint | undefined }];
+  "pipeline-pushed": [{ cookie: bigint }];
+  reconciled: [{ updates: number }];
+  digest: [DigestList];
+  "packet-in": [PacketIn];
+  "stream-error": [P4RuntimeError];
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+
+export class SwitchConnection extends EventEmitter<ConnectionEvents> {
+  readonly client: P4RuntimeClient;
+  private channel: StreamChannel | undefined;
+  private isPrimary = false;
+  private readonly log: Logger;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** serialises writes: reconciliation and owner writes never interleave */
+  private writeChain: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly options: ConnectionOptions) {
+    super();
+    this.client = new P4RuntimeClient(options);
+    this.log = options.logger ?? silentLogger;
+  }
+
+  get primary(): boolean {
+    return this.isPrimary;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.channel?.close();
+    await this.loop;
+    this.client.close();
+  }
+
+  private async run(): Promise<void> {
+    const { initialMs, maxMs } = this.options.backoff ?? { initialMs: 100, maxMs: 2000 };
+    let delay = initialMs;
+    while (!this.abort.signal.aborted) {
+      const ok = await this.session();
+      if (this.abort.signal.aborted) break;
+      if (ok) delay = initialMs;
+      const wait = Math.min(maxMs, delay) * (0.5 + Math.random() / 2);
+      this.log.debug("reconnecting", { inMs: Math.round(wait) });
+      await sleep(wait, this.abort.signal);
+      delay = Math.min(maxMs, delay * 2);
+    }
+  }
+
+  /** One stream session; true when it reached the arbitration response. */
+  private async session(): Promise<boolean> {
+    const ch = this.client.streamChannel(this.abort.signal);
+    this.channel = ch;
+    this.isPrimary = false;
+    let arbitrated = false;
+    ch.send({
+      update: {
+        $case: "arbitration",
+        value: {
+          deviceId: this.options.deviceId,
+          role: this.options.role ? { id: 0n, name: this.options.role, config: undefined } : undefined,
+          electionId: toUint128(this.options.electionId),
+          status: undefined,
+        },
+      },
+    });
+    try {
+      for await (const msg of ch) {
+        const u = msg.update;
+        if (!u) continue;
+        if (u.$case === "arbitration") {
+          if (!arbitrated) this.emit("channel-up");
+          arbitrated = true;
+          const nowPrimary = u.value.status?.code === 0;
+          if (nowPrimary && !this.isPrimary) {
+            this.isPrimary = true;
+            this.log.info("became primary", { electionId: this.options.electionId.toString() });
+            // Set up in the background: the stream must keep being read meanwhile.
+            void this.becamePrimary().catch((err: unknown) => {
+              this.log.error("setting up the switch failed", { error: (err as Error).message });
+              ch.close();
+            });
+          } else if (!nowPrimary) {
+            this.isPrimary = false;
+            this.emit("backup", { primaryElectionId: fromUint128(u.value.electionId) });
+          }
+        } else if (u.$case === "digest") {
+          this.emit("digest", u.value);
+        } else if (u.$case === "packet") {
+          this.emit("packet-in", u.value);
+        } else if (u.$case === "error") {
+          this.log.warn("stream error message from the switch", { code: u.value.canonicalCode, message: u.value.message });
+        }
+      }
+    } catch (err) {
+      this.log.warn("stream failed", { error: (err as Error).message });
+    }
+    const err = await ch.closed;
+    this.isPrimary = false;
+    if (!this.abort.signal.aborted) {
+      const e = err ?? new P4RuntimeError("stream ended by the switch", "UNAVAILABLE", true);
+      this.log.warn("stream closed", { error: e.message });
+      this.emit("stream-error", e);
+    }
+    return arbitrated;
+  }
+
+  private async becamePrimary(): Promise<void> {
+    await this.ensurePipeline();
+    await this.reconcile();
+    this.emit("primary");
+  }
+
+  private async ensurePipeline(): Promise<void> {
+    const { pipeline, state } = this.options;
+    const have = await this.client.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY, this.abort.signal);
+    const cookie = have.config?.cookie?.cookie;
+    if (cookie === pipeline.cookie) {
+      this.log.debug("pipeline already on the switch", { cookie: cookie.toString() });
+      return;
+    }
+    await this.client.setPipeline({
+      role: this.options.role ?? "",
+      electionId: toUint128(this.options.electionId),
+      action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT,
+      config: { p4info: pipeline.p4info, p4DeviceConfig: pipeline.deviceConfig, cookie: { cookie: pipeline.cookie } },
+    }, this.abort.signal);
+    state.resetInstalled();
+    this.log.info("pipeline pushed", { cookie: pipeline.cookie.toString() });
+    this.emit("pipeline-pushed", { cookie: pipeline.cookie });
+  }
+
+  /** Reads what the switch has and writes the difference to the desired state. */
+  async reconcile(): Promise<number> {
+    return this.serial(async () => {
+      const state = this.options.state;
+      const entities = await this.client.readAll([
+        { entity: { $case: "tableEntry", value: { tableId: 0, match: [], priority: 0, isDefaultAction: false } as never } },
+        { entity: { $case: "digestEntry", value: { digestId: 0, config: undefined } } },
+      ], { signal: this.abort.signal });
+      const defaults = await this.client.readAll(
+        [...new Set([...state.entries()].filter((te) => te.isDefaultAction).map((te) => te.tableId))].map((tableId) => ({
+          entity: { $case: "tableEntry" as const, value: { tableId, match: [], priority: 0, isDefaultAction: true } as never },
+        })),
+        { signal: this.abort.signal },
+      );
+      const tables = [...entities, ...defaults].flatMap((e) => (e.entity?.$case === "tableEntry" ? [e.entity.value] : []));
+      const digests = entities.flatMap((e) => (e.entity?.$case === "digestEntry" ? [e.entity.value] : []));
+      state.observe(tables, digests);
+      const n = await this.writeDiff();
+      this.emit("reconciled", { updates: n });
+      return n;
+    });
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.writeChain.then(fn, fn);
+    this.writeChain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Writes the difference between desired and installed state; returns the number of updates. */
+  private async writeDiff(): Promise<number> {
+    const updates = this.options.state.diff();
+    if (updates.length === 0) return 0;
+    await this.writeBatched(updates);
+    return updates.length;
+  }
+
+  private async writeBatched(updates: Update[], batch = 1000): Promise<void> {
+    for (let i = 0; i < updates.length; i += batch) {
+      const chunk = updates.slice(i, i + batch);
+      try {
+        await this.client.write(chunk, this.options.electionId, { role: this.options.role, signal: this.abort.signal });
+        this.options.state.applied(chunk);
+      } catch (err) {
+        if (err instanceof P4WriteError) this.options.state.appliedSome(chunk, (idx) => err.updates[idx]?.code === "OK");
+        throw err;
+      }
+    }
+  }
+
+  /** Applies the desired state now (after the owner changed it). Only the primary writes. */
+  async sync(): Promise<number> {
+    if (!this.isPrimary) return 0;
+    return this.serial(() => this.writeDiff());
+  }
+
+  ackDigest(digestId: number, listId: bigint): void {
+    this.channel?.send({ update: { $case: "digestAck", value: { digestId, listId } } });
+  }
+}
