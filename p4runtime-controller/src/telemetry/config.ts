@@ -1,0 +1,201 @@
+// The telemetry controller's configuration: a JSON file, validated with
+// errors that name the field. Options are typed, immutable and defaulted
+// here; environment variables are read only by the command line.
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+
+export type PortRole = "compute" | "storage" | "fabric";
+export type Mode = "full" | "polling";
+
+export interface PortConfig {
+  readonly port: number;
+  readonly role: PortRole;
+  readonly prefixes: readonly string[];
+}
+
+export interface ControllerConfig {
+  readonly switch: {
+    readonly address: string;
+    readonly deviceId: bigint;
+    readonly electionId: bigint;
+    readonly role: string;
+    /** name used in records */
+    readonly switchId: string;
+    /** ns per tick of the switch's ingress timestamp: 1000 on BMv2 (µs), 1 on the software switch */
+    readonly timestampUnitNs: number;
+    readonly tls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly serverName?: string };
+  };
+  readonly pipeline: { readonly p4info: string; readonly deviceConfig: string };
+  readonly ports: readonly PortConfig[];
+  readonly mode: Mode;
+  readonly polling: { readonly rotationPeriodMs: number; readonly flowCapacity: number; readonly ioPairCapacity: number };
+  readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number };
+  readonly digest: { readonly maxTimeoutUs: number; readonly maxListSize: number; readonly ackTimeoutMs: number };
+  /** loopback HTTP endpoint for status and run-time mode switches; 0 = off */
+  readonly controlPort: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+
+export const DEFAULTS = {
+  address: "127.0.0.1:9559",
+  deviceId: 1n,
+  electionId: 1n,
+  timestampUnitNs: 1000,
+  p4info: resolve(ROOT, "p4/build/telemetry.p4info.json"),
+  deviceConfig: resolve(ROOT, "p4/build/telemetry.json"),
+  mode: "full" as Mode,
+  rotationPeriodMs: 1000,
+  flowCapacity: 1024,
+  ioPairCapacity: 1024,
+  ioTimeoutMs: 1000,
+  flowTimeoutMs: 1000,
+  maxTimeoutUs: 1000,
+  maxListSize: 128,
+  ackTimeoutMs: 1000,
+} as const;
+
+type Json = Record<string, unknown>;
+
+function obj(v: unknown, path: string): Json {
+  if (v === undefined) return {};
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ConfigError(`${path}: must be an object`);
+  return v as Json;
+}
+
+function num(v: unknown, path: string, def: number, min: number, max: number): number {
+  if (v === undefined) return def;
+  if (typeof v !== "number" || !Number.isInteger(v)) throw new ConfigError(`${path}: must be an integer (got ${JSON.stringify(v)})`);
+  if (v < min || v > max) throw new ConfigError(`${path}: must be between ${min} and ${max} (got ${v})`);
+  return v;
+}
+
+function big(v: unknown, path: string, def: bigint): bigint {
+  if (v === undefined) return def;
+  if ((typeof v === "number" && Number.isInteger(v) && v >= 0) || (typeof v === "string" && /^\d+$/.test(v))) return BigInt(v);
+  throw new ConfigError(`${path}: must be a non-negative integer (got ${JSON.stringify(v)})`);
+}
+
+function str(v: unknown, path: string, def?: string): string {
+  if (v === undefined && def !== undefined) return def;
+  if (typeof v !== "string" || v === "") throw new ConfigError(`${path}: must be a non-empty string`);
+  return v;
+}
+
+function checkUnknown(o: Json, path: string, known: string[]): void {
+  for (const k of Object.keys(o)) {
+    if (!known.includes(k)) throw new ConfigError(`${path ? path + "." : ""}${k}: unknown setting (known: ${known.join(", ")})`);
+  }
+}
+
+const PREFIX = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+
+export function parsePorts(v: unknown, path = "ports"): PortConfig[] {
+  if (!Array.isArray(v) || v.length === 0) throw new ConfigError(`${path}: must be a non-empty list of {port, role, prefixes}`);
+  const seen = new Set<number>();
+  const prefixes = new Map<string, number>();
+  return v.map((p, i) => {
+    const at = `${path}[${i}]`;
+    const o = obj(p, at);
+    checkUnknown(o, at, ["port", "role", "prefixes"]);
+    const port = num(o.port, `${at}.port`, NaN, 0, 510);
+    if (Number.isNaN(port)) throw new ConfigError(`${at}.port: required`);
+    if (seen.has(port)) throw new ConfigError(`${at}.port: port ${port} is listed twice`);
+    seen.add(port);
+    const role = o.role;
+    if (role !== "compute" && role !== "storage" && role !== "fabric") throw new ConfigError(`${at}.role: must be compute, storage or fabric (got ${JSON.stringify(role)})`);
+    const list = o.prefixes ?? [];
+    if (!Array.isArray(list)) throw new ConfigError(`${at}.prefixes: must be a list of IPv4 prefixes`);
+    const pre = list.map((x, j) => {
+      const m = typeof x === "string" ? PREFIX.exec(x) : null;
+      if (!m || m.slice(1, 5).some((b) => Number(b) > 255) || Number(m[5]) > 32) throw new ConfigError(`${at}.prefixes[${j}]: not an IPv4 prefix like 10.0.0.0/24 (got ${JSON.stringify(x)})`);
+      const other = prefixes.get(x as string);
+      if (other !== undefined) throw new ConfigError(`${at}.prefixes[${j}]: ${x as string} is also routed to port ${other}`);
+      prefixes.set(x as string, port);
+      return x as string;
+    });
+    return { port, role, prefixes: pre };
+  });
+}
+
+/** Validates a parsed config object; relative paths are resolved against `baseDir`. */
+export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerConfig {
+  const o = obj(raw, "config");
+  checkUnknown(o, "", ["switch", "pipeline", "ports", "mode", "polling", "timeouts", "digest", "control_port"]);
+  const sw = obj(o.switch, "switch");
+  checkUnknown(sw, "switch", ["address", "device_id", "election_id", "role", "switch_id", "timestamp_unit_ns", "tls"]);
+  const address = str(sw.address, "switch.address", DEFAULTS.address);
+  if (!/^[^\s:]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$|^unix:/.test(address)) throw new ConfigError(`switch.address: expected host:port (got ${JSON.stringify(address)})`);
+  const tlsRaw = sw.tls === undefined ? undefined : obj(sw.tls, "switch.tls");
+  if (tlsRaw) checkUnknown(tlsRaw, "switch.tls", ["ca", "cert", "key", "server_name"]);
+  if (tlsRaw && (tlsRaw.cert === undefined) !== (tlsRaw.key === undefined)) throw new ConfigError("switch.tls: cert and key go together (mutual TLS)");
+  const pipe = obj(o.pipeline, "pipeline");
+  checkUnknown(pipe, "pipeline", ["p4info", "device_config"]);
+  const polling = obj(o.polling, "polling");
+  checkUnknown(polling, "polling", ["rotation_period_ms", "flow_capacity", "io_pair_capacity"]);
+  const timeouts = obj(o.timeouts, "timeouts");
+  checkUnknown(timeouts, "timeouts", ["io_timeout_ms", "flow_timeout_ms"]);
+  const digest = obj(o.digest, "digest");
+  checkUnknown(digest, "digest", ["max_timeout_us", "max_list_size", "ack_timeout_ms"]);
+  const mode = o.mode ?? DEFAULTS.mode;
+  if (mode !== "full" && mode !== "polling") throw new ConfigError(`mode: must be full or polling (got ${JSON.stringify(mode)})`);
+  const path = (v: unknown, p: string, def: string) => resolve(baseDir, str(v, p, def));
+  const tlsPath = (v: unknown, p: string) => (v === undefined ? undefined : path(v, p, ""));
+  return Object.freeze({
+    switch: Object.freeze({
+      address,
+      deviceId: big(sw.device_id, "switch.device_id", DEFAULTS.deviceId),
+      electionId: big(sw.election_id, "switch.election_id", DEFAULTS.electionId),
+      role: sw.role === undefined ? "" : str(sw.role, "switch.role"),
+      switchId: sw.switch_id === undefined ? address : str(sw.switch_id, "switch.switch_id"),
+      timestampUnitNs: num(sw.timestamp_unit_ns, "switch.timestamp_unit_ns", DEFAULTS.timestampUnitNs, 1, 1_000_000),
+      tls: tlsRaw && {
+        ca: tlsPath(tlsRaw.ca, "switch.tls.ca"),
+        cert: tlsPath(tlsRaw.cert, "switch.tls.cert"),
+        key: tlsPath(tlsRaw.key, "switch.tls.key"),
+        serverName: tlsRaw.server_name === undefined ? undefined : str(tlsRaw.server_name, "switch.tls.server_name"),
+      },
+    }),
+    pipeline: Object.freeze({
+      p4info: path(pipe.p4info, "pipeline.p4info", DEFAULTS.p4info),
+      deviceConfig: path(pipe.device_config, "pipeline.device_config", DEFAULTS.deviceConfig),
+    }),
+    ports: Object.freeze(parsePorts(o.ports)),
+    mode,
+    polling: Object.freeze({
+      rotationPeriodMs: num(polling.rotation_period_ms, "polling.rotation_period_ms", DEFAULTS.rotationPeriodMs, 1, 3_600_000),
+      flowCapacity: num(polling.flow_capacity, "polling.flow_capacity", DEFAULTS.flowCapacity, 1, 1024),
+      ioPairCapacity: num(polling.io_pair_capacity, "polling.io_pair_capacity", DEFAULTS.ioPairCapacity, 1, 1024),
+    }),
+    timeouts: Object.freeze({
+      ioTimeoutMs: num(timeouts.io_timeout_ms, "timeouts.io_timeout_ms", DEFAULTS.ioTimeoutMs, 1, 3_600_000),
+      flowTimeoutMs: num(timeouts.flow_timeout_ms, "timeouts.flow_timeout_ms", DEFAULTS.flowTimeoutMs, 1, 3_600_000),
+    }),
+    digest: Object.freeze({
+      maxTimeoutUs: num(digest.max_timeout_us, "digest.max_timeout_us", DEFAULTS.maxTimeoutUs, 1, 10_000_000),
+      maxListSize: num(digest.max_list_size, "digest.max_list_size", DEFAULTS.maxListSize, 1, 65536),
+      ackTimeoutMs: num(digest.ack_timeout_ms, "digest.ack_timeout_ms", DEFAULTS.ackTimeoutMs, 1, 3_600_000),
+    }),
+    controlPort: num(o.control_port, "control_port", 0, 0, 65535),
+  });
+}
+
+export function loadConfig(file: string): ControllerConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError(`cannot read config ${file}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, dirname(resolve(file)));
+}

@@ -1,0 +1,305 @@
+// The telemetry control loop on one switch: pipeline and forwarding state,
+// port roles, measurement mode, digest configuration and draining, flow
+// learning and the polling-mode rotation. Everything is a table write: the
+// mode switches at run time without a pipeline reload.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { EventEmitter } from "node:events";
+import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
+import type { DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { P4_NAMES } from "../../../generated/p4info/telemetry-names.js";
+import { decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type TelemetryDigest } from "../../../exporter/src/digests.js";
+import { buildTableEntry, digestValues } from "../lib/entities.js";
+import { DesiredState } from "../lib/desired-state.js";
+import { P4Schema } from "../lib/schema.js";
+import { SwitchConnection, silentLogger, type Logger } from "../lib/switch-connection.js";
+import type { ControllerConfig, Mode } from "./config.js";
+import { Rotation } from "./rotation.js";
+
+const T = P4_NAMES.tables;
+const A = P4_NAMES.actions;
+
+const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
+const MODE_CODE = { full: 1, polling: 2 } as const;
+
+export interface DigestBatch {
+  switchId: string;
+  listTimestampNs: bigint;
+  digests: TelemetryDigest[];
+  /** the raw samples, by digest name, for the raw-digest topic */
+  raw: { digest: string; samples: Uint8Array[][] };
+}
+
+export interface ControllerEvents {
+  primary: [];
+  backup: [];
+  digests: [DigestBatch];
+  "mode-changed": [{ mode: Mode; epoch: number }];
+  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number }];
+  "bad-digest": [{ message: string }];
+}
+
+export interface ControllerStats {
+  digestLists: number;
+  digests: number;
+  badDigests: number;
+  learnedFlows: number;
+  learnedPairs: number;
+  rotations: number;
+  mode: Mode;
+  epoch: number;
+  primary: boolean;
+}
+
+export class TelemetryController extends EventEmitter<ControllerEvents> {
+  readonly schema: P4Schema;
+  readonly state = new DesiredState();
+  readonly connection: SwitchConnection;
+  private mode: Mode;
+  private epoch = 1;
+  private readonly rotation: Rotation;
+  private rotationTimer: NodeJS.Timeout | undefined;
+  private readonly digestNames = new Map<number, string>();
+  private readonly log: Logger;
+  readonly stats: ControllerStats;
+
+  private readonly rotationTimerEnabled: boolean;
+
+  /**
+   * `rotationTimer: false` leaves rotation to the owner (replay rotates in the
+   * capture's time by calling rotate()).
+   */
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean } = {}) {
+    super();
+    this.log = opts.logger ?? silentLogger;
+    this.rotationTimerEnabled = opts.rotationTimer ?? true;
+    const p4infoText = readFileSync(config.pipeline.p4info, "utf8");
+    const deviceConfig = readFileSync(config.pipeline.deviceConfig);
+    this.schema = P4Schema.fromJson(p4infoText);
+    const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
+    const cookie = createHash("sha256").update(deviceConfig).update(p4infoText).digest().readBigUInt64BE(0);
+    for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);
+    this.mode = config.mode;
+    this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false };
+    this.buildStaticState();
+    this.connection = new SwitchConnection({
+      address: config.switch.address,
+      deviceId: config.switch.deviceId,
+      electionId: config.switch.electionId,
+      role: config.switch.role,
+      tls: config.switch.tls && {
+        ca: config.switch.tls.ca ? readFileSync(config.switch.tls.ca) : undefined,
+        cert: config.switch.tls.cert ? readFileSync(config.switch.tls.cert) : undefined,
+        key: config.switch.tls.key ? readFileSync(config.switch.tls.key) : undefined,
+        serverName: config.switch.tls.serverName,
+      },
+      pipeline: { p4info, deviceConfig, cookie },
+      state: this.state,
+      logger: this.log,
+    });
+    this.connection.on("primary", () => {
+      this.stats.primary = true;
+      this.emit("primary");
+      if (this.mode === "polling") this.startRotation();
+    });
+    this.connection.on("backup", () => {
+      this.stats.primary = false;
+      this.stopRotation();
+      this.emit("backup");
+    });
+    this.connection.on("stream-error", () => {
+      this.stats.primary = false;
+      this.stopRotation();
+    });
+    this.connection.on("digest", (list) => this.onDigestList(list));
+  }
+
+  private entry(spec: Parameters<typeof buildTableEntry>[1]) {
+    return buildTableEntry(this.schema, spec);
+  }
+
+  private buildStaticState(): void {
+    const c = this.config;
+    for (const p of c.ports) {
+      for (const prefix of p.prefixes) {
+        const [, len] = prefix.split("/");
+        // A /0 prefix is the table's wildcard: its match field is omitted.
+        const match: Record<string, string> = Number(len) === 0 ? {} : { dst_addr: prefix };
+        this.state.set(this.entry({ table: T.forwarding_ipv4_routes.name, match, action: { name: A.forwarding_route.name, params: { port: p.port } } }));
+      }
+      for (const [table, action] of [[T.ingress_port_role_port_roles, A.ingress_port_role_set_role], [T.egress_port_role_port_roles, A.egress_port_role_set_role]] as const) {
+        this.state.set(this.entry({ table: table.name, match: { port: p.port }, action: { name: action.name, params: { r: ROLE_CODE[p.role] } } }));
+      }
+    }
+    this.setConfigEntry();
+    for (const d of this.schema.p4info.digests) {
+      this.state.setDigest(d.preamble!.id, {
+        maxTimeoutNs: BigInt(c.digest.maxTimeoutUs) * 1000n,
+        maxListSize: c.digest.maxListSize,
+        ackTimeoutNs: BigInt(c.digest.ackTimeoutMs) * 1_000_000n,
+      });
+    }
+  }
+
+  private setConfigEntry(): void {
+    const c = this.config;
+    this.state.set(this.entry({
+      table: T.config_telemetry_config.name,
+      isDefault: true,
+      action: {
+        name: A.config_set_config.name,
+        params: {
+          mode: MODE_CODE[this.mode],
+          epoch: this.epoch & 0xffff,
+          ts_scale: c.switch.timestampUnitNs,
+          io_timeout_ns: BigInt(c.timeouts.ioTimeoutMs) * 1_000_000n,
+          flow_timeout_ns: BigInt(c.timeouts.flowTimeoutMs) * 1_000_000n,
+        },
+      },
+    }));
+  }
+
+  start(): void {
+    this.connection.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopRotation();
+    await this.connection.stop();
+  }
+
+  /** Resolves when this controller is primary and the switch holds the desired state. */
+  ready(timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.stats.primary) {
+        resolve();
+        return;
+      }
+      const t = setTimeout(() => reject(new Error(`not primary on ${this.config.switch.address} after ${timeoutMs} ms`)), timeoutMs);
+      this.once("primary", () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  get currentMode(): Mode {
+    return this.mode;
+  }
+
+  /** Switches the measurement mode by table writes only. */
+  async setMode(mode: Mode): Promise<void> {
+    if (mode === this.mode) return;
+    this.mode = mode;
+    this.epoch++;
+    this.stats.mode = mode;
+    this.stats.epoch = this.epoch;
+    if (mode === "full") {
+      this.stopRotation();
+      this.clearWatchlists();
+    }
+    this.setConfigEntry();
+    if (mode === "polling") {
+      this.applyWindow();
+      await this.connection.sync();
+      this.startRotation();
+    } else {
+      await this.connection.sync();
+    }
+    this.log.info("mode switched", { mode, epoch: this.epoch });
+    this.emit("mode-changed", { mode, epoch: this.epoch });
+  }
+
+  private clearWatchlists(): void {
+    this.state.removeWhere(this.schema.tables.get(T.flow_tracker_flow_watchlist.name).preamble!.id, () => true);
+    this.state.removeWhere(this.schema.tables.get(T.io_tracker_io_watchlist.name).preamble!.id, () => true);
+  }
+
+  /** Installs the rotation's current window in the desired state. */
+  private applyWindow(): void {
+    this.clearWatchlists();
+    const w = this.rotation.current();
+    w.flows.forEach((f) => {
+      this.state.set(this.entry({
+        table: T.flow_tracker_flow_watchlist.name,
+        match: { src: f.src, dst: f.dst, dest_qp: f.destQp },
+        action: { name: A.flow_tracker_watch.name, params: { flow_slot: f.slot, flow_epoch: f.epoch & 0xffff } },
+      }));
+    });
+    for (const p of w.pairs) {
+      this.state.set(this.entry({ table: T.io_tracker_io_watchlist.name, match: { host: p.host, target: p.target }, action: { name: A.io_tracker_watch.name } }));
+    }
+  }
+
+  /** Moves the polling window to the next flows (round robin) and writes it. */
+  async rotate(): Promise<void> {
+    this.rotation.advance();
+    this.applyWindow();
+    await this.connection.sync();
+    this.stats.rotations++;
+    const w = this.rotation.current();
+    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs });
+  }
+
+  /** Measured / known flows in the current polling window (1 in full mode). */
+  coverage(): { measured_flows: number; known_flows: number; ratio: number } {
+    if (this.mode === "full") return { measured_flows: this.rotation.knownFlows, known_flows: this.rotation.knownFlows, ratio: 1 };
+    const w = this.rotation.current();
+    const known = this.rotation.knownFlows;
+    return { measured_flows: w.flows.length, known_flows: known, ratio: known === 0 ? 1 : w.flows.length / known };
+  }
+
+  private startRotation(): void {
+    this.stopRotation();
+    if (!this.rotationTimerEnabled) return;
+    this.rotationTimer = setInterval(() => {
+      this.rotate().catch((err: unknown) => this.log.warn("rotation failed", { error: (err as Error).message }));
+    }, this.config.polling.rotationPeriodMs);
+    this.rotationTimer.unref();
+  }
+
+  private stopRotation(): void {
+    if (this.rotationTimer) clearInterval(this.rotationTimer);
+    this.rotationTimer = undefined;
+  }
+
+  private onDigestList(list: DigestList): void {
+    // Acknowledge first: the switch may then send the next list at once.
+    this.connection.ackDigest(list.digestId, list.listId);
+    this.stats.digestLists++;
+    const name = this.digestNames.get(list.digestId);
+    if (!name) {
+      this.stats.badDigests++;
+      this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId}` });
+      return;
+    }
+    const digests: TelemetryDigest[] = [];
+    const raw: Uint8Array[][] = [];
+    for (const sample of list.data) {
+      try {
+        const values = digestValues(sample);
+        const d = decodeDigest(name, values);
+        digests.push(d);
+        raw.push(values);
+        this.learn(d);
+      } catch (err) {
+        this.stats.badDigests++;
+        this.emit("bad-digest", { message: (err as Error).message });
+      }
+    }
+    this.stats.digests += digests.length;
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests, raw: { digest: name, samples: raw } });
+  }
+
+  private learn(d: TelemetryDigest): void {
+    if (d.kind === "learn") {
+      if (d.learn === LEARN_FLOW && this.rotation.addFlow(d.src, d.dst, d.dest_qp)) this.stats.learnedFlows++;
+      if (d.learn === LEARN_IO_PAIR && this.rotation.addPair(d.src, d.dst)) this.stats.learnedPairs++;
+    } else if (d.kind === "msg") {
+      if (this.rotation.addFlow(d.src, d.dst, d.dest_qp)) this.stats.learnedFlows++;
+    } else if (this.rotation.addPair(d.host, d.target)) {
+      this.stats.learnedPairs++;
+    }
+  }
+}

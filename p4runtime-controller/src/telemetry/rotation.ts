@@ -1,0 +1,109 @@
+// Polling-mode rotation (SPEC §5): the known flows (and NVMe host-target
+// pairs) in the order they were learned, and a window of at most N of each
+// that advances round robin, so that every known flow is measured within
+// ceil(known / N) periods.
+
+export interface WatchedFlow {
+  src: number;
+  dst: number;
+  destQp: number;
+  /** register slot for this flow in the window (0..N-1) */
+  slot: number;
+  /** the window that first gave it this slot: a new epoch resets the slot */
+  epoch: number;
+}
+
+export interface WatchedPair {
+  host: number;
+  target: number;
+}
+
+export interface Window {
+  index: number;
+  flows: WatchedFlow[];
+  pairs: WatchedPair[];
+}
+
+export class Rotation {
+  private readonly flows: Array<{ src: number; dst: number; destQp: number }> = [];
+  private readonly flowKeys = new Set<string>();
+  private readonly pairs: WatchedPair[] = [];
+  private readonly pairKeys = new Set<string>();
+  private flowCursor = 0;
+  private pairCursor = 0;
+  private index = 0;
+  private window: Window = { index: 0, flows: [], pairs: [] };
+
+  constructor(readonly flowCapacity: number, readonly pairCapacity: number) {
+    if (flowCapacity < 1 || pairCapacity < 1) throw new RangeError("watchlist capacities must be at least 1");
+  }
+
+  get knownFlows(): number {
+    return this.flows.length;
+  }
+
+  get knownPairs(): number {
+    return this.pairs.length;
+  }
+
+  /** Adds a flow; false when it was already known. */
+  addFlow(src: number, dst: number, destQp: number): boolean {
+    const k = `${src}|${dst}|${destQp}`;
+    if (this.flowKeys.has(k)) return false;
+    this.flowKeys.add(k);
+    this.flows.push({ src, dst, destQp });
+    // While the window has room, a new flow joins it at once.
+    if (this.window.flows.length < this.flowCapacity && this.flows.length <= this.flowCapacity) {
+      this.window.flows.push({ src, dst, destQp, slot: this.window.flows.length, epoch: this.index + 1 });
+      this.flowCursor = this.window.flows.length % this.flows.length;
+    }
+    return true;
+  }
+
+  addPair(host: number, target: number): boolean {
+    const k = `${host}|${target}`;
+    if (this.pairKeys.has(k)) return false;
+    this.pairKeys.add(k);
+    this.pairs.push({ host, target });
+    if (this.window.pairs.length < this.pairCapacity && this.pairs.length <= this.pairCapacity) {
+      this.window.pairs.push({ host, target });
+      this.pairCursor = this.window.pairs.length % this.pairs.length;
+    }
+    return true;
+  }
+
+  current(): Window {
+    return this.window;
+  }
+
+  /** The next window: the N known flows after the previous window's, wrapping around. */
+  advance(): Window {
+    this.index++;
+    const prev = new Map(this.window.flows.map((f) => [`${f.src}|${f.dst}|${f.destQp}`, f]));
+    const flows: WatchedFlow[] = [];
+    const n = Math.min(this.flowCapacity, this.flows.length);
+    const used = new Set<number>();
+    const picked = Array.from({ length: n }, (_, i) => this.flows[(this.flowCursor + i) % this.flows.length]!);
+    // A flow that stays in the window keeps its slot and epoch; the others get fresh ones.
+    for (const f of picked) {
+      const kept = prev.get(`${f.src}|${f.dst}|${f.destQp}`);
+      if (kept) {
+        flows.push(kept);
+        used.add(kept.slot);
+      }
+    }
+    let slot = 0;
+    for (const f of picked) {
+      if (prev.has(`${f.src}|${f.dst}|${f.destQp}`)) continue;
+      while (used.has(slot)) slot++;
+      used.add(slot);
+      flows.push({ ...f, slot, epoch: this.index + 1 });
+    }
+    this.flowCursor = this.flows.length ? (this.flowCursor + n) % this.flows.length : 0;
+    const m = Math.min(this.pairCapacity, this.pairs.length);
+    const pairs = Array.from({ length: m }, (_, i) => this.pairs[(this.pairCursor + i) % this.pairs.length]!);
+    this.pairCursor = this.pairs.length ? (this.pairCursor + m) % this.pairs.length : 0;
+    this.window = { index: this.index, flows, pairs };
+    return this.window;
+  }
+}
