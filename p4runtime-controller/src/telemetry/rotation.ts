@@ -55,7 +55,7 @@ export class Rotation {
     // While the window has room, a new flow joins it at once.
     if (this.window.flows.length < this.flowCapacity && this.flows.length <= this.flowCapacity) {
       this.window.flows.push({ src, dst, destQp, slot: this.window.flows.length, epoch: this.index + 1 });
-      this.flowCursor = this.window.flows.length % this.flows.length;
+      this.flowCursor = this.window.flows.length;
     }
     return true;
   }
@@ -67,7 +67,7 @@ export class Rotation {
     this.pairs.push({ host, target });
     if (this.window.pairs.length < this.pairCapacity && this.pairs.length <= this.pairCapacity) {
       this.window.pairs.push({ host, target });
-      this.pairCursor = this.window.pairs.length % this.pairs.length;
+      this.pairCursor = this.window.pairs.length;
     }
     return true;
   }

@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// rdma-telemetry: the command line. Environment variables are read here only.
+import { writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { runDemo } from "../app/demo.js";
+import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
+import { replayCapture } from "../app/replay.js";
+import { Topology } from "../app/topology.js";
+import { generateTraffic } from "../traffic/src/generator.js";
+import { writePcap } from "../traffic/src/pcap.js";
+import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
+import { CaptureError } from "../traffic/src/pcap.js";
+
+const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
+
+Usage:
+  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--out-dir DIR] [--mode full|polling]
+      The main job: generated RoCEv2 traffic through two software switches,
+      their controllers and the exporter, with a live summary.
+  rdma-telemetry replay CAPTURE --topology FILE --out RECORDS.jsonl [--mode full|polling]
+      Replays a pcap/pcapng capture through the P4 program, controller and exporter.
+  rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
+      Writes generated captures, topologies and their ground truth.
+
+Options:
+  --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
+  -h, --help
+
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).`;
+
+class UsageError extends Error {}
+
+function int(v: string | undefined, name: string, def: number): number {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer (got '${v}')`);
+  return n;
+}
+
+function mode(v: string | undefined): "full" | "polling" {
+  if (v === undefined || v === "full" || v === "polling") return v ?? "full";
+  throw new UsageError(`--mode must be full or polling (got '${v}')`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      help: { type: "boolean", short: "h" },
+      "log-level": { type: "string" },
+      "duration-ms": { type: "string" },
+      seed: { type: "string" },
+      "out-dir": { type: "string" },
+      out: { type: "string" },
+      topology: { type: "string" },
+      mode: { type: "string" },
+      layout: { type: "string" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + "\n");
+    return 0;
+  }
+  const levelText = values["log-level"] ?? process.env.RDMA_TELEMETRY_LOG_LEVEL ?? "warn";
+  if (!isLogLevel(levelText)) throw new UsageError(`--log-level must be debug, info, warn, error or silent (got '${levelText}')`);
+  const logger = createLogger(levelText as LogLevel);
+  const print = (t: string) => process.stdout.write(t + "\n");
+  const [command = "demo", ...rest] = positionals;
+
+  switch (command) {
+    case "demo": {
+      await runDemo({
+        seed: int(values.seed, "seed", 1),
+        durationMs: int(values["duration-ms"], "duration-ms", 3000),
+        outDir: values["out-dir"] ?? "demo-out",
+        mode: mode(values.mode),
+        logger,
+        print,
+      });
+      return 0;
+    }
+    case "replay": {
+      const capture = rest[0];
+      if (!capture) throw new UsageError("replay needs a CAPTURE file");
+      if (!values.topology) throw new UsageError("replay needs --topology FILE");
+      if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
+      const topo = Topology.load(values.topology);
+      const t0 = Date.now();
+      const r = await replayCapture(capture, topo, { mode: mode(values.mode), out: values.out, logger });
+      print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
+      const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
+      if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
+      return 0;
+    }
+    case "generate": {
+      const dir = values["out-dir"];
+      if (!dir) throw new UsageError("generate needs --out-dir DIR");
+      const layout = values.layout ?? "two-tor";
+      if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
+      const g = generateTraffic({ seed: int(values.seed, "seed", 1), durationNs: int(values["duration-ms"], "duration-ms", 2000) * 1_000_000, layout });
+      mkdirSync(dir, { recursive: true });
+      for (const sw of g.switches) {
+        writePcap(join(dir, `${sw.name}.pcap`), sw.packets, 128);
+        writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
+      }
+      writeFileSync(join(dir, "ground-truth.json"), JSON.stringify({ ios: g.ios, messages: g.messages }, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+      print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets.length} packets)`).join(", ")} and ground-truth.json to ${dir}`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command '${command}' (see --help)`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`rdma-telemetry: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,55 @@
+import { describe, expect, test } from "vitest";
+import { Rotation } from "../../p4runtime-controller/src/telemetry/rotation.js";
+
+describe("polling rotation", () => {
+  test("every known flow is measured within ceil(known / N) periods, round robin", () => {
+    const r = new Rotation(3, 2);
+    for (let i = 0; i < 10; i++) r.addFlow(i, 100, 7);
+    const periods = Math.ceil(10 / 3);
+    for (let start = 0; start < 5; start++) {
+      const seen = new Set<number>();
+      for (let k = 0; k < periods; k++) {
+        for (const f of r.current().flows) seen.add(f.src);
+        r.advance();
+      }
+      expect(seen.size).toBe(10);
+    }
+  });
+
+  test("a window never holds more than N flows, with distinct slots below N", () => {
+    const r = new Rotation(4, 4);
+    for (let i = 0; i < 9; i++) r.addFlow(1, 2, i);
+    for (let k = 0; k < 7; k++) {
+      const w = r.advance();
+      expect(w.flows.length).toBe(4);
+      const slots = w.flows.map((f) => f.slot);
+      expect(new Set(slots).size).toBe(4);
+      expect(Math.max(...slots)).toBeLessThan(4);
+    }
+  });
+
+  test("flows that stay in the window keep slot and epoch; newcomers get the new epoch", () => {
+    const r = new Rotation(4, 1);
+    r.addFlow(1, 2, 1);
+    r.addFlow(1, 2, 2);
+    const first = r.current().flows.map((f) => ({ ...f }));
+    const next = r.advance();
+    expect(next.flows).toEqual(first);
+    r.addFlow(1, 2, 3);
+    const w = r.current();
+    expect(w.flows.length).toBe(3);
+    const after = r.advance();
+    const f3 = after.flows.find((f) => f.destQp === 3)!;
+    expect(after.flows.find((f) => f.destQp === 1)!.epoch).toBe(first[0]!.epoch);
+    expect(f3.slot).toBe(2);
+  });
+
+  test("known flows are deduplicated", () => {
+    const r = new Rotation(2, 2);
+    expect(r.addFlow(1, 2, 3)).toBe(true);
+    expect(r.addFlow(1, 2, 3)).toBe(false);
+    expect(r.addPair(1, 2)).toBe(true);
+    expect(r.addPair(1, 2)).toBe(false);
+    expect(r.knownFlows).toBe(1);
+  });
+});
