@@ -1,0 +1,145 @@
+// Records to Kafka messages: topic, key (one flow or host-target pair stays
+// in one partition) and value (protobuf of proto/rdma/telemetry/v1, or JSON
+// on request).
+import {
+  Alert,
+  AlertState,
+  FlowAggregate,
+  IoAggregate,
+  IoOp,
+  IoRecord,
+  MessageRecord,
+  Mode,
+  RawDigest,
+  Stats,
+  SwitchStats,
+} from "../../../generated/proto/rdma/telemetry/v1/records.js";
+import type { ModeName, RecordJson, StatsJson } from "../records.js";
+
+export interface TopicNames {
+  io: string;
+  flow: string;
+  alert: string;
+  digest: string;
+}
+
+export const DEFAULT_TOPICS: TopicNames = { io: "rdma.io.v1", flow: "rdma.flow.v1", alert: "rdma.alert.v1", digest: "rdma.digest.v1" };
+
+export type Encoding = "protobuf" | "json";
+
+export interface KafkaMessageOut {
+  topic: string;
+  key: string;
+  value: Buffer;
+  headers: Record<string, string>;
+}
+
+const mode = (m: ModeName): Mode => (m === "full" ? Mode.MODE_FULL : m === "polling" ? Mode.MODE_POLLING : Mode.MODE_UNSPECIFIED);
+const op = (o: "read" | "write"): IoOp => (o === "read" ? IoOp.IO_OP_READ : IoOp.IO_OP_WRITE);
+const big = (v: number | null): bigint | undefined => (v === null ? undefined : BigInt(Math.round(v)));
+const stats = (s: StatsJson | null): Stats | undefined => (s ? { count: BigInt(s.count), min: s.min, mean: s.mean, p50: s.p50, p99: s.p99, max: s.max } : undefined);
+
+function interval(start: string, lengthNs: bigint, end?: string) {
+  return { startUnixNs: BigInt(start), endUnixNs: end !== undefined ? BigInt(end) : BigInt(start) + lengthNs };
+}
+
+/** The message type name carried in the `type` header. */
+export function messageType(r: RecordJson): string {
+  switch (r.type) {
+    case "io": return "rdma.telemetry.v1.IoRecord";
+    case "io_interval": return "rdma.telemetry.v1.IoAggregate";
+    case "message": return "rdma.telemetry.v1.MessageRecord";
+    case "flow_interval": return "rdma.telemetry.v1.FlowAggregate";
+    case "alert": return "rdma.telemetry.v1.Alert";
+    case "switch_stats": return "rdma.telemetry.v1.SwitchStats";
+  }
+}
+
+export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encoding, intervalNs: bigint): KafkaMessageOut {
+  const headers = { type: messageType(r), encoding };
+  const json = (topic: string, key: string): KafkaMessageOut => ({ topic, key, value: Buffer.from(JSON.stringify(r)), headers });
+  switch (r.type) {
+    case "io": {
+      const key = `${r.host}|${r.target}`;
+      if (encoding === "json") return json(topics.io, key);
+      const m = IoRecord.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), host: r.host, target: r.target, cid: r.cid, op: op(r.op),
+        bytes: BigInt(r.bytes), nvmeStatus: r.nvme_status, e2eCNs: big(r.e2e_c_ns), e2eSNs: big(r.e2e_s_ns), rttNs: big(r.rtt_ns), dalNs: big(r.dal_ns), dplNs: big(r.dpl_ns),
+        incomplete: r.incomplete, mode: mode(r.mode), cSwitchId: r.c_switch_id ?? "", sSwitchId: r.s_switch_id ?? "", cmdUnixNs: BigInt(r.cmd_unix_ns),
+      });
+      return { topic: topics.io, key, value: Buffer.from(IoRecord.encode(m).finish()), headers };
+    }
+    case "io_interval": {
+      const key = `${r.host}|${r.target}`;
+      if (encoding === "json") return json(topics.io, key);
+      const m = IoAggregate.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), host: r.host, target: r.target, op: op(r.op),
+        count: BigInt(r.count), incomplete: BigInt(r.incomplete), bytes: BigInt(r.bytes), errors: BigInt(r.errors),
+        e2eCNs: stats(r.e2e_c_ns), e2eSNs: stats(r.e2e_s_ns), rttNs: stats(r.rtt_ns), dalNs: stats(r.dal_ns), dplNs: stats(r.dpl_ns), mode: mode(r.mode),
+      });
+      return { topic: topics.io, key, value: Buffer.from(IoAggregate.encode(m).finish()), headers };
+    }
+    case "message": {
+      const key = `${r.src}|${r.dst}|${r.dest_qp}`;
+      if (encoding === "json") return json(topics.flow, key);
+      const m = MessageRecord.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), src: r.src, dst: r.dst, destQp: r.dest_qp, firstPsn: r.first_psn, lastPsn: r.last_psn,
+        bytes: BigInt(r.bytes), packets: r.packets, retransmitted: r.retransmitted, fctNs: BigInt(r.fct_ns), fetBps: r.fet_bps ?? undefined, fnr: r.fnr,
+        ecnCePackets: r.ecn_ce_packets, gapNs: big(r.gap_ns), mode: mode(r.mode), firstUnixNs: BigInt(r.first_unix_ns),
+      });
+      return { topic: topics.flow, key, value: Buffer.from(MessageRecord.encode(m).finish()), headers };
+    }
+    case "flow_interval": {
+      const key = `${r.src}|${r.dst}|${r.dest_qp}`;
+      if (encoding === "json") return json(topics.flow, key);
+      const m = FlowAggregate.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), src: r.src, dst: r.dst, destQp: r.dest_qp,
+        messages: BigInt(r.messages), bytes: BigInt(r.bytes), packets: BigInt(r.packets), retransmitted: BigInt(r.retransmitted), fnr: r.fnr,
+        fctNs: stats(r.fct_ns), fetBps: stats(r.fet_bps), ecnCePackets: BigInt(r.ecn_ce_packets), cnpPackets: BigInt(r.cnp_packets), gapNs: stats(r.gap_ns),
+        mode: mode(r.mode), straddledMessages: BigInt(r.straddled_messages),
+        coverage: r.coverage ? { measuredFlows: BigInt(r.coverage.measured_flows), knownFlows: BigInt(r.coverage.known_flows), ratio: r.coverage.ratio } : undefined,
+      });
+      return { topic: topics.flow, key, value: Buffer.from(FlowAggregate.encode(m).finish()), headers };
+    }
+    case "alert": {
+      if (encoding === "json") return json(topics.alert, r.scope_key);
+      const m = Alert.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), metric: r.metric, scope: r.scope, scopeKey: r.scope_key,
+        state: r.state === "raised" ? AlertState.ALERT_STATE_RAISED : AlertState.ALERT_STATE_CLEARED, value: r.value,
+        raiseThreshold: r.raise_threshold, clearThreshold: r.clear_threshold, atUnixNs: BigInt(r.at_unix_ns),
+      });
+      return { topic: topics.alert, key: r.scope_key, value: Buffer.from(Alert.encode(m).finish()), headers };
+    }
+    case "switch_stats": {
+      if (encoding === "json") return json(topics.alert, r.switch_id);
+      const m = SwitchStats.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), digestsReceived: BigInt(r.digests_received),
+        digestsLost: BigInt(r.digests_lost), digestsDuplicated: BigInt(r.digests_duplicated), badDigests: BigInt(r.bad_digests), mode: mode(r.mode),
+      });
+      return { topic: topics.alert, key: r.switch_id, value: Buffer.from(SwitchStats.encode(m).finish()), headers };
+    }
+  }
+}
+
+/** A raw digest, keyed so that both vantages of an I/O (or one flow) meet in one partition. */
+export function encodeRawDigest(d: RawDigest, key: string, topics: TopicNames): KafkaMessageOut {
+  return { topic: topics.digest, key, value: Buffer.from(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
+}
+
+const DECODERS: Record<string, { decode(b: Uint8Array): unknown; toJSON(m: never): unknown }> = {
+  "rdma.telemetry.v1.IoRecord": IoRecord,
+  "rdma.telemetry.v1.IoAggregate": IoAggregate,
+  "rdma.telemetry.v1.MessageRecord": MessageRecord,
+  "rdma.telemetry.v1.FlowAggregate": FlowAggregate,
+  "rdma.telemetry.v1.Alert": Alert,
+  "rdma.telemetry.v1.SwitchStats": SwitchStats,
+  "rdma.telemetry.v1.RawDigest": RawDigest,
+};
+
+/** Decodes a consumed message by its `type` header; JSON values pass through. */
+export function decodeMessage(type: string | undefined, encoding: string | undefined, value: Buffer): unknown {
+  if (encoding === "json") return JSON.parse(value.toString("utf8"));
+  const d = type ? DECODERS[type] : undefined;
+  if (!d) throw new Error(`unknown record type '${type ?? "(no type header)"}'`);
+  return d.toJSON(d.decode(value) as never);
+}

@@ -1,0 +1,225 @@
+// Publishes records on Kafka with kafkajs: idempotent producer, acks=all,
+// batching and compression, topics created with a partition count, SASL and
+// TLS. While Kafka is unreachable, messages wait in a bounded memory queue
+// that spills to disk; they go out in order when Kafka returns. If even the
+// disk bound is reached, what is dropped is counted and logged.
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CompressionTypes, Kafka, logLevel, type Producer, type SASLOptions } from "kafkajs";
+import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
+import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
+
+export interface KafkaSinkOptions {
+  brokers: string[];
+  clientId?: string;
+  topics?: TopicNames;
+  partitions?: number;
+  replicationFactor?: number;
+  compression?: "gzip" | "none";
+  /** messages per produce request */
+  batchSize?: number;
+  /** messages held in memory before spilling to disk */
+  maxBuffered?: number;
+  /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
+  spillDir?: string;
+  maxSpillBytes?: number;
+  ssl?: boolean | { ca?: string[]; cert?: string; key?: string; rejectUnauthorized?: boolean };
+  sasl?: SASLOptions;
+  logger?: Logger;
+}
+
+export interface KafkaSinkStats {
+  sent: number;
+  buffered: number;
+  spilledNow: number;
+  spilledTotal: number;
+  dropped: number;
+  sendFailures: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class KafkaSink {
+  private readonly kafka: Kafka;
+  private readonly producer: Producer;
+  private readonly topics: TopicNames;
+  private readonly queue: KafkaMessageOut[] = [];
+  private head = 0;
+  private segments: string[] = [];
+  private segmentSeq = 0;
+  private spillBytes = 0;
+  private pumping: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private closing = false;
+  private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
+  readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
+
+  constructor(options: KafkaSinkOptions) {
+    if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
+    this.opts = { batchSize: 500, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
+    this.topics = options.topics ?? DEFAULT_TOPICS;
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? "rdma-telemetry-exporter",
+      brokers: options.brokers,
+      ssl: options.ssl,
+      sasl: options.sasl,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
+    });
+    // Idempotent: kafkajs retries a request with its sequence numbers, so the
+    // broker drops what it already has (also across a broker restart).
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
+    if (options.spillDir) {
+      mkdirSync(options.spillDir, { recursive: true });
+      // Messages spilled by an earlier run go out first.
+      this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
+      for (const s of this.segments) this.spillBytes += statSync(s).size;
+      this.segmentSeq = this.segments.length;
+    }
+  }
+
+  /** Creates the topics (if missing) and starts publishing. */
+  async start(): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const wanted = [...new Set(Object.values(this.topics))].filter((t) => !existing.has(t));
+      if (wanted.length) {
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: wanted.map((topic) => ({ topic, numPartitions: this.opts.partitions, replicationFactor: this.opts.replicationFactor })),
+        });
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    await this.producer.connect();
+    this.pumping = this.pump();
+  }
+
+  get topicNames(): TopicNames {
+    return this.topics;
+  }
+
+  private get memoryLength(): number {
+    return this.queue.length - this.head;
+  }
+
+  push(m: KafkaMessageOut): void {
+    if (this.closing) throw new Error("Kafka sink is closed");
+    if (this.segments.length === 0 && this.memoryLength < this.opts.maxBuffered) {
+      this.queue.push(m);
+    } else {
+      this.spill([m]);
+    }
+    this.stats.buffered = this.memoryLength;
+    this.wake?.();
+  }
+
+  private spill(msgs: KafkaMessageOut[]): void {
+    const dir = this.opts.spillDir;
+    const text = msgs.map((m) => JSON.stringify({ t: m.topic, k: m.key, v: m.value.toString("base64"), h: m.headers })).join("\n") + "\n";
+    if (!dir || this.spillBytes + text.length > this.opts.maxSpillBytes) {
+      this.stats.dropped += msgs.length;
+      if (this.stats.dropped === msgs.length || this.stats.dropped % 10_000 < msgs.length) {
+        this.opts.logger?.error("Kafka unreachable and the buffer is full: records dropped", { dropped: this.stats.dropped });
+      }
+      return;
+    }
+    let seg = this.segments[this.segments.length - 1];
+    if (!seg || statSync(seg).size > 16 << 20) {
+      seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
+      this.segments.push(seg);
+    }
+    appendFileSync(seg, text);
+    this.spillBytes += text.length;
+    this.stats.spilledNow += msgs.length;
+    this.stats.spilledTotal += msgs.length;
+  }
+
+  /** Moves the oldest spilled segment back into memory. */
+  private unspill(): void {
+    const seg = this.segments.shift();
+    if (!seg) return;
+    const text = readFileSync(seg, "utf8");
+    this.spillBytes -= text.length;
+    for (const line of text.split("\n")) {
+      if (!line) continue;
+      const o = JSON.parse(line) as { t: string; k: string; v: string; h: Record<string, string> };
+      this.queue.push({ topic: o.t, key: o.k, value: Buffer.from(o.v, "base64"), headers: o.h });
+      this.stats.spilledNow--;
+    }
+    rmSync(seg, { force: true });
+  }
+
+  private async pump(): Promise<void> {
+    let backoff = 100;
+    for (;;) {
+      if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
+      if (this.memoryLength === 0) {
+        if (this.closing) return;
+        await new Promise<void>((r) => (this.wake = r));
+        this.wake = undefined;
+        continue;
+      }
+      const batch = this.queue.slice(this.head, this.head + this.opts.batchSize);
+      try {
+        const byTopic = new Map<string, KafkaMessageOut[]>();
+        for (const m of batch) {
+          const list = byTopic.get(m.topic) ?? [];
+          list.push(m);
+          byTopic.set(m.topic, list);
+        }
+        await this.producer.sendBatch({
+          acks: -1,
+          compression: this.opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP,
+          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })),
+        });
+        this.head += batch.length;
+        this.stats.sent += batch.length;
+        if (this.head > 65536 && this.head * 2 > this.queue.length) {
+          this.queue.splice(0, this.head);
+          this.head = 0;
+        }
+        this.stats.buffered = this.memoryLength;
+        backoff = 100;
+      } catch (err) {
+        this.stats.sendFailures++;
+        this.opts.logger?.warn("Kafka send failed; records stay buffered", { error: (err as Error).message, buffered: this.memoryLength, spilled: this.stats.spilledNow });
+        if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return;
+        await sleep(backoff * (0.5 + Math.random() / 2));
+        backoff = Math.min(5000, backoff * 2);
+      }
+    }
+  }
+
+  private closeDeadline: number | undefined;
+
+  /** Resolves when everything pushed so far has been acknowledged by Kafka. */
+  async flush(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.memoryLength > 0 || this.segments.length > 0) {
+      if (Date.now() > deadline) throw new Error(`Kafka: ${this.memoryLength + this.stats.spilledNow} records not yet delivered after ${timeoutMs} ms`);
+      await sleep(10);
+    }
+  }
+
+  /** Delivers what is buffered (up to `timeoutMs`), then disconnects; undelivered records stay spilled when a spill dir is set. */
+  async close(timeoutMs = 30_000): Promise<void> {
+    this.closing = true;
+    this.closeDeadline = Date.now() + timeoutMs;
+    this.wake?.();
+    await this.pumping;
+    if (this.memoryLength > 0) {
+      this.spill(this.queue.slice(this.head));
+      this.head = this.queue.length;
+    }
+    await this.producer.disconnect();
+  }
+
+  /** Spill files left on disk. */
+  spillFiles(): string[] {
+    return this.opts.spillDir && existsSync(this.opts.spillDir) ? readdirSync(this.opts.spillDir).filter((f) => f.endsWith(".spill")) : [];
+  }
+}
