@@ -203,10 +203,11 @@ export class P4RuntimeServer {
   }
 
   private drop(c: Controller): void {
+    const wasPrimary = this.primary(c.role) === c;
     if (!this.controllers.delete(c)) return;
-    const was = this.primary(c.role);
-    if (was === undefined || c.electionId === undefined) return;
-    // c was removed; if it had been primary, the next one takes over.
+    if (!wasPrimary) return;
+    // The next highest election id takes over; every controller of the role hears of it.
+    this.log("info", "primary controller left", { role: c.role });
     for (const x of this.controllers) if (x.role === c.role) this.notify(x);
   }
 
