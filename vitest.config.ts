@@ -2,9 +2,12 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "**/src/**/*.test.ts"],
-    exclude: ["node_modules/**", "dist/**"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    include: ["test/**/*.test.ts"],
+    exclude: ["node_modules/**", "dist/**", "test/bmv2/**"],
+    globalSetup: ["test/setup/kafka.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Two cores: one worker for the pipeline-heavy tests, one for the rest.
+    maxWorkers: 2,
   },
 });

@@ -99,7 +99,8 @@ export async function startBroker({ port, logDir } = {}) {
   const out = logDir ? join(logDir, "kafka.log") : join(dir, "kafka.log");
   const { openSync } = await import("node:fs");
   const fd = openSync(out, "a");
-  const child = spawn(java, [...jvm, "kafka.Kafka", props], { stdio: ["ignore", fd, fd], detached: false });
+  const launch = () => spawn(java, [...jvm, "kafka.Kafka", props], { stdio: ["ignore", fd, fd], detached: false });
+  let child = launch();
   await waitForPort(brokerPort, 90_000, child);
   const brokers = `127.0.0.1:${brokerPort}`;
   let stopped = false;
@@ -115,7 +116,15 @@ export async function startBroker({ port, logDir } = {}) {
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  return { brokers, port: brokerPort, stop, kill: () => child.kill("SIGKILL"), child, dir, props, jvm, java };
+  /** Kills the broker (SIGKILL) and starts it again on the same port and data. */
+  const restart = async ({ downMs = 0 } = {}) => {
+    child.kill("SIGKILL");
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+    if (downMs) await new Promise((r) => setTimeout(r, downMs));
+    child = launch();
+    await waitForPort(brokerPort, 90_000, child);
+  };
+  return { brokers, port: brokerPort, stop, restart, dir };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

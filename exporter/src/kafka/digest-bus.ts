@@ -1,0 +1,91 @@
+// Raw digests on Kafka (topic rdma.digest.v1), so that the digests of a
+// compute-side and a storage-side switch meet in one exporter: I/O digests
+// are keyed by host|target, message digests by src|dst|dest_qp. Exporters
+// consume the topic as one consumer group and scale out by partitions.
+import { Kafka, logLevel, type Consumer } from "kafkajs";
+import { RawDigest } from "../../../generated/proto/rdma/telemetry/v1/records.js";
+import { ipv4Text } from "../../../traffic/src/roce.js";
+import type { DigestBatch } from "../../../p4runtime-controller/src/telemetry/controller.js";
+import { decodeDigest, EXPECTED, type TelemetryDigest } from "../digests.js";
+import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
+
+/** The partition key of a digest: both vantages of an I/O share host|target. */
+export function digestKey(d: TelemetryDigest): string {
+  if (d.kind === "io") return `${ipv4Text(d.host)}|${ipv4Text(d.target)}`;
+  if (d.kind === "msg") return `${ipv4Text(d.src)}|${ipv4Text(d.dst)}|${d.dest_qp}`;
+  return `${ipv4Text(d.src)}|${ipv4Text(d.dst)}`;
+}
+
+/** One Kafka message per digest of a batch. */
+export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMessageOut[] {
+  const names = Object.keys(EXPECTED[b.raw.digest]?.fields ?? {});
+  return b.digests.map((d, i) => encodeRawDigest(
+    RawDigest.fromPartial({
+      switchId: b.switchId,
+      digest: b.raw.digest,
+      seq: BigInt(d.seq),
+      listTimestampNs: b.listTimestampNs,
+      fields: (b.raw.samples[i] ?? []).map((v, j) => ({ name: names[j] ?? String(j), value: Buffer.from(v) })),
+    }),
+    digestKey(d),
+    topics,
+  ));
+}
+
+/** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
+export function batchFromRaw(raw: RawDigest): DigestBatch {
+  const want = EXPECTED[raw.digest];
+  const names = Object.keys(want?.fields ?? {});
+  const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
+  const values = names.map((n) => byName.get(n) ?? Buffer.alloc(0));
+  const d = decodeDigest(raw.digest, values.map((v) => (v.length ? v : new Uint8Array([0]))));
+  if (names.some((n) => !byName.has(n))) throw new Error(`raw digest '${raw.digest}' from ${raw.switchId} lacks members ${names.filter((n) => !byName.has(n)).join(", ")}`);
+  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], raw: { digest: raw.digest, samples: [values] } };
+}
+
+export interface DigestConsumerOptions {
+  brokers: string[];
+  groupId: string;
+  topic: string;
+  clientId?: string;
+  onBatch: (b: DigestBatch, partition: number) => void;
+  onBad?: (message: string) => void;
+}
+
+/** Consumes raw digests as a member of a consumer group. */
+export class DigestConsumer {
+  private readonly consumer: Consumer;
+  readonly assigned = new Set<number>();
+  received = 0;
+  bad = 0;
+
+  constructor(private readonly o: DigestConsumerOptions) {
+    const kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, logLevel: logLevel.NOTHING });
+    this.consumer = kafka.consumer({ groupId: o.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 10_000 });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
+      this.assigned.clear();
+      for (const p of e.payload.memberAssignment[o.topic] ?? []) this.assigned.add(p);
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.o.topic, fromBeginning: true });
+    await this.consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        if (!message.value) return;
+        try {
+          this.o.onBatch(batchFromRaw(RawDigest.decode(message.value)), partition);
+          this.received++;
+        } catch (err) {
+          this.bad++;
+          this.o.onBad?.((err as Error).message);
+        }
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+}
