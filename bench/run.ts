@@ -1,0 +1,119 @@
+// Benchmarks: print figures, assert nothing. Run with `npm run bench [-- NAME...]`.
+//   pipeline   packets/s through the telemetry program on the software switch (one core)
+//   digests    digests/s from the switch through P4Runtime to the exporter
+//   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
+//   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { P4Info } from "../generated/proto/p4/config/v1/p4info.js";
+import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Update } from "../generated/proto/p4/v1/p4runtime.js";
+import { Rig } from "../app/rig.js";
+import { Topology } from "../app/topology.js";
+import { P4RuntimeClient, toUint128 } from "../p4runtime-controller/src/lib/client.js";
+import { tableEntity } from "../p4runtime-controller/src/lib/entities.js";
+import { P4Schema } from "../p4runtime-controller/src/lib/schema.js";
+import { P4RuntimeServer } from "../switch/src/p4runtime/server.js";
+import { SoftwareSwitch } from "../switch/src/software-switch.js";
+import { generateTraffic } from "../traffic/src/generator.js";
+
+const root = new URL("..", import.meta.url).pathname;
+const print = (s: string) => process.stdout.write(s + "\n");
+
+/** The bundled trace: the generator's default traffic, seed 42, single switch. */
+function trace(durationMs: number) {
+  return generateTraffic({ seed: 42, layout: "single", durationNs: durationMs * 1e6, hosts: 4, targets: 2, ioRate: 20_000 });
+}
+
+async function benchPipeline(): Promise<void> {
+  const t = trace(1000);
+  const sw = t.switches[0]!;
+  const rig = new Rig({ name: "bench", topology: Topology.parse(sw.topology) });
+  let digests = 0;
+  await rig.start((b) => (digests += b.digests.length));
+  const packets = sw.packets;
+  const ports = packets.map((p) => rig.options.topology.portOf(p.data.readUInt32BE(26))!);
+  // Warm up, then time the pipeline alone (the switch's own work per packet).
+  const run = (n: number) => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const p = packets[i % packets.length]!;
+      rig.sw.process({ port: ports[i % packets.length]!, data: p.data, unixNs: p.timestampNs + BigInt(Math.floor(i / packets.length)) * 2_000_000_000n, wireLength: p.originalLength });
+    }
+    return performance.now() - t0;
+  };
+  run(50_000);
+  const n = Math.max(packets.length, 500_000);
+  const ms = run(n);
+  await rig.drain();
+  print(`pipeline: ${n} packets in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} packets/s on one core (trace: ${packets.length} packets, ${digests} digests delivered)`);
+  await rig.stop();
+}
+
+async function benchDigests(): Promise<void> {
+  const t = trace(2000);
+  const sw = t.switches[0]!;
+  const rig = new Rig({ name: "bench", topology: Topology.parse(sw.topology), maxListSize: 1024, maxTimeoutUs: 10_000 });
+  let digests = 0;
+  await rig.start((b) => (digests += b.digests.length));
+  const t0 = performance.now();
+  for (const p of sw.packets) rig.feed(p);
+  await rig.drain(120_000);
+  const ms = performance.now() - t0;
+  print(`digests: ${digests} digests from ${sw.packets.length} packets, switch to exporter over P4Runtime, in ${ms.toFixed(0)} ms = ${Math.round((digests / ms) * 1000).toLocaleString("en")} digests/s (pipeline included)`);
+  await rig.stop();
+}
+
+async function benchWrites(): Promise<void> {
+  const p4infoText = readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8");
+  const schema = P4Schema.fromJson(p4infoText);
+  const sw = new SoftwareSwitch({ clock: "live" });
+  const server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
+  const port = await server.listen("127.0.0.1:0");
+  const c = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n });
+  const ch = c.streamChannel();
+  ch.send({ update: { $case: "arbitration", value: { deviceId: 1n, role: undefined, electionId: toUint128(1n), status: undefined } } });
+  for await (const m of ch) if (m.update?.$case === "arbitration") break;
+  await c.setPipeline({ role: "", electionId: toUint128(1n), action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, config: { p4info: P4Info.fromJSON(JSON.parse(p4infoText)), p4DeviceConfig: readFileSync(join(root, "p4/build/telemetry.json")), cookie: { cookie: 1n } } });
+  const watch = (i: number, type: Update_Type, round: number): Update => ({
+    type,
+    entity: tableEntity(schema, { table: "flow_tracker.flow_watchlist", match: { src: 0x0a000000 + (i >> 8), dst: 0x0a010000 + (i & 255), dest_qp: round * 4096 + i }, action: { name: "flow_tracker.watch", params: { flow_slot: i, flow_epoch: round } } }),
+  });
+  for (const batch of [1, 64, 1024]) {
+    const total = 4096;
+    const t0 = performance.now();
+    for (let i = 0; i < total; i += batch) {
+      await c.write(Array.from({ length: batch }, (_, k) => watch((i + k) % 1024, Update_Type.INSERT, 100 + batch + Math.floor((i + k) / 1024))), 1n);
+    }
+    const ms = performance.now() - t0;
+    print(`writes: ${total} table inserts in batches of ${batch}: ${Math.round((total / ms) * 1000).toLocaleString("en")} writes/s`);
+  }
+  // A rotation: delete the 1024 entries of the window, insert the next 1024, in one write.
+  let round = 1;
+  await c.write(Array.from({ length: 1024 }, (_, i) => watch(i, Update_Type.INSERT, round)), 1n);
+  const times: number[] = [];
+  for (let r = 0; r < 20; r++) {
+    const updates = [...Array.from({ length: 1024 }, (_, i) => watch(i, Update_Type.DELETE, round)), ...Array.from({ length: 1024 }, (_, i) => watch(i, Update_Type.INSERT, round + 1))];
+    const t0 = performance.now();
+    await c.write(updates, 1n);
+    times.push(performance.now() - t0);
+    round++;
+  }
+  times.sort((a, b) => a - b);
+  print(`rotation: swap a 1024-entry watchlist (1024 deletes + 1024 inserts, one write): median ${times[10]!.toFixed(1)} ms, max ${times[19]!.toFixed(1)} ms (target <= 20 ms)`);
+  ch.close();
+  c.close();
+  await server.close();
+}
+
+const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites };
+const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+for (const name of chosen.length ? chosen : Object.keys(all)) {
+  const fn = all[name];
+  if (!fn) {
+    print(`unknown benchmark '${name}' (have: ${Object.keys(all).join(", ")})`);
+    process.exitCode = 2;
+    break;
+  }
+  await fn();
+}
