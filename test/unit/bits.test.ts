@@ -28,6 +28,22 @@ describe("exact-width helpers", () => {
     }
   });
 
+  test("number and bigint writes agree at every offset and width", () => {
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    for (let i = 0; i < 2000; i++) {
+      const width = 1 + Math.floor(rnd() * 52);
+      const off = Math.floor(rnd() * 24);
+      const value = Math.floor(rnd() * 2 ** Math.min(width, 52));
+      const a = new Uint8Array(12);
+      const b = new Uint8Array(12);
+      writeBits(a, off, width, value);
+      writeBits(b, off, width, BigInt(value));
+      expect([...a]).toEqual([...b]);
+      expect(readBitsNum(a, off, width)).toBe(value);
+    }
+  });
+
   test("canonical bytes are big-endian and sized by the width", () => {
     expect([...toBytes(0x0a0b, 12)]).toEqual([0x0a, 0x0b]);
     expect([...toBytes(1n, 24)]).toEqual([0, 0, 1]);

@@ -42,7 +42,7 @@ export function twoCompMod(x: bigint, w: number): bigint {
 
 /** Reads `width` bits starting `bitOff` bits into `buf`, as a number (width <= 52). */
 export function readBitsNum(buf: Uint8Array, bitOff: number, width: number): number {
-  let byte = bitOff >>> 3;
+  const byte = bitOff >>> 3;
   const shift = bitOff & 7;
   const total = shift + width;
   const nbytes = (total + 7) >>> 3;
@@ -53,7 +53,6 @@ export function readBitsNum(buf: Uint8Array, bitOff: number, width: number): num
     return mod2k(Math.floor(v / POW2[drop]!), width);
   }
   return Number(readBitsBig(buf, bitOff, width));
-  void byte;
 }
 
 /** Reads `width` bits starting `bitOff` bits into `buf`, as a bigint. */
@@ -70,7 +69,29 @@ export function readBitsBig(buf: Uint8Array, bitOff: number, width: number): big
 
 /** ORs the low `width` bits of `value` into `buf` at `bitOff` (the bits must be zero). */
 export function writeBits(buf: Uint8Array, bitOff: number, width: number, value: number | bigint): void {
-  let v = typeof value === "bigint" ? BigInt.asUintN(width, value) : BigInt(value);
+  if (typeof value === "number" && width <= 52) {
+    const shift = bitOff & 7;
+    let byte = bitOff >>> 3;
+    if (shift === 0 && (width & 7) === 0) {
+      // Byte-aligned: big-endian bytes, no bigint.
+      let v = mod2k(value, width);
+      for (let i = (width >>> 3) - 1; i >= 0; i--) {
+        buf[byte + i] = v % 256;
+        v = Math.floor(v / 256);
+      }
+      return;
+    }
+    if (shift + width <= 24) {
+      // Within three bytes: one 32-bit window.
+      const v = (mod2k(value, width) << (32 - shift - width)) >>> 0;
+      buf[byte] = buf[byte]! | (v >>> 24);
+      if (shift + width > 8) buf[byte + 1] = buf[byte + 1]! | ((v >>> 16) & 0xff);
+      if (shift + width > 16) buf[byte + 2] = buf[byte + 2]! | ((v >>> 8) & 0xff);
+      return;
+    }
+    void byte;
+  }
+  let v = typeof value === "bigint" ? BigInt.asUintN(width, value) : BigInt.asUintN(width, BigInt(value));
   let end = bitOff + width; // exclusive
   while (end > bitOff) {
     const lastByte = (end - 1) >>> 3;
