@@ -3,6 +3,7 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { replayCapture } from "../app/replay.js";
@@ -22,6 +23,11 @@ Usage:
       Replays a pcap/pcapng capture through the P4 program, controller and exporter.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
+  rdma-telemetry controller --config FILE [--out RECORDS.jsonl] [--kafka-brokers HOST:PORT,...]
+      Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
+      or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
+  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
+      Switches the mode of a running controller (its config's control_port).
 
 Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
@@ -57,6 +63,9 @@ async function main(argv: string[]): Promise<number> {
       topology: { type: "string" },
       mode: { type: "string" },
       layout: { type: "string" },
+      config: { type: "string" },
+      "kafka-brokers": { type: "string" },
+      control: { type: "string" },
     },
   });
   if (values.help) {
@@ -107,6 +116,24 @@ async function main(argv: string[]): Promise<number> {
       }
       writeFileSync(join(dir, "ground-truth.json"), JSON.stringify({ ios: g.ios, messages: g.messages }, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets.length} packets)`).join(", ")} and ground-truth.json to ${dir}`);
+      return 0;
+    }
+    case "controller": {
+      if (!values.config) throw new UsageError("controller needs --config FILE");
+      const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
+      await runController({ configFile: values.config, out: values.out, brokers: brokers ? brokers.split(",") : undefined, logger, print });
+      return 0;
+    }
+    case "mode": {
+      const m = rest[0];
+      if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
+      const target = values.control ?? "127.0.0.1:9660";
+      const res = await fetch(`http://${target}/mode`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ mode: m }) }).catch((err: unknown) => {
+        throw new UsageError(`no controller answers at ${target}: ${(err as Error).message}`);
+      });
+      const body = await res.text();
+      if (!res.ok) throw new UsageError(`controller refused: ${body.trim()}`);
+      print(body.trim());
       return 0;
     }
     default:

@@ -1,0 +1,54 @@
+// The controller and exporter against a live switch, until SIGINT/SIGTERM.
+import { Exporter } from "../exporter/src/exporter.js";
+import { JsonlSink } from "../exporter/src/jsonl-sink.js";
+import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
+import { encodeRecord } from "../exporter/src/kafka/encode.js";
+import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
+import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
+import { startControlServer } from "./control-server.js";
+
+export interface RunControllerOptions {
+  configFile: string;
+  out?: string;
+  brokers?: string[];
+  logger: Logger;
+  print: (t: string) => void;
+}
+
+export async function runController(o: RunControllerOptions): Promise<void> {
+  const config = loadConfig(o.configFile);
+  const controller = new TelemetryController(config, { logger: o.logger });
+  const exporter = new Exporter();
+  exporter.metrics.coverage = () => controller.coverage();
+  const jsonl = o.out ? new JsonlSink(o.out) : undefined;
+  if (jsonl) exporter.addSink((r) => jsonl.write(r));
+  let kafka: KafkaSink | undefined;
+  if (o.brokers?.length) {
+    kafka = new KafkaSink({ brokers: o.brokers, logger: o.logger, spillDir: ".cache/kafka-spill" });
+    await kafka.start();
+    const k = kafka;
+    exporter.addSink((r) => k.push(encodeRecord(r, k.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
+  }
+  controller.on("digests", (b) => {
+    exporter.onBatch(b);
+    if (kafka) for (const m of rawDigestMessages(b, kafka.topicNames)) kafka.push(m);
+  });
+  controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
+  controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
+  controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
+  const tick = setInterval(() => exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n), 250);
+  const control = config.controlPort ? await startControlServer(controller, config.controlPort) : undefined;
+  controller.start();
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  clearInterval(tick);
+  control?.close();
+  await controller.stop();
+  exporter.finish();
+  await jsonl?.close();
+  await kafka?.close();
+}
