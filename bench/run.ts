@@ -3,7 +3,7 @@
 //   digests    digests/s from the switch through P4Runtime to the exporter
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -105,8 +105,17 @@ async function benchWrites(): Promise<void> {
   ch.close();
   c.close();
   // The same writes from finsy (PyPI) against the same server, in the same run.
-  const py = spawnSync("python3", [join(root, "bench/finsy_writes.py"), `127.0.0.1:${port}`, join(root, "p4/build/telemetry.p4info.txtpb"), join(root, "p4/build/telemetry.json")], { encoding: "utf8", timeout: 300_000 });
-  if (py.status === 0) print(py.stdout.trim());
+  // (Asynchronously: the server answering finsy runs in this process.)
+  const py = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn("python3", [join(root, "bench/finsy_writes.py"), `127.0.0.1:${port}`, join(root, "p4/build/telemetry.p4info.txtpb"), join(root, "p4/build/telemetry.json")]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("error", (err) => resolve({ code: -1, stdout, stderr: err.message }));
+  });
+  if (py.code === 0) print(py.stdout.trim());
   else print(`finsy: not measured (${/No module named 'finsy'/.test(py.stderr) ? "pip install finsy" : py.stderr.trim().split("\n").slice(-1)[0]})`);
   await server.close();
 }
