@@ -1,0 +1,14 @@
+# The controller and exporter (rdma-telemetry), for docker-compose.yml.
+FROM node:20.19-bookworm-slim
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY generated generated
+COPY p4runtime-controller p4runtime-controller
+COPY exporter exporter
+COPY switch switch
+COPY traffic traffic
+COPY app app
+COPY bin bin
+COPY p4/build p4/build
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+ENTRYPOINT ["node", "dist/bin/rdma-telemetry.js"]
