@@ -155,6 +155,7 @@ export class MetricsEngine {
   /** CNPs per (switch, host pair) per interval, spread over the pair's flows */
   private readonly pairCnp = new Map<bigint, Map<string, number>>();
   private watermark = 0n;
+  private lastScan = -(1n << 62n);
   badDigests = 0;
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
 
@@ -372,6 +373,9 @@ export class MetricsEngine {
   advance(nowUnixNs: bigint): void {
     if (nowUnixNs > this.watermark) this.watermark = nowUnixNs;
     const now = this.watermark;
+    // Timeouts and windows are scanned every 10 ms of digest time, not per list.
+    if (now - this.lastScan < 10_000_000n) return;
+    this.lastScan = now;
     for (const [k, o] of this.outstanding) {
       if (now - o.cmdUnixNs > this.options.ioTimeoutNs) {
         this.outstanding.delete(k);

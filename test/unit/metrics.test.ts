@@ -1,0 +1,84 @@
+import { describe, expect, test } from "vitest";
+import { decodeDigest, BadDigestError, type IoDigest, type MsgDigest } from "../../exporter/src/digests.js";
+import { MetricsEngine } from "../../exporter/src/metrics.js";
+import type { IoRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../exporter/src/records.js";
+
+const T0 = 1_800_000_000_000_000_000n;
+const host = 0x0a000101;
+const target = 0x0a000201;
+
+function io(over: Partial<IoDigest>): IoDigest {
+  return { kind: "io", seq: 0, event: 2, vantage: 1, mode: 1, op: 2, flags: 3, host, target, cid: 9, status: 0, bytes: 4096, ts: 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, ...over };
+}
+
+function msg(over: Partial<MsgDigest>): MsgDigest {
+  return { kind: "msg", seq: 0, mode: 1, flags: 0, src: host, dst: 0x0a000102, dest_qp: 7, first_psn: 100, last_psn: 163, bytes: 262144, packets: 64, retransmitted: 0, ecn_ce: 0, first_ts: 0, fct_ns: 21000, gap_ns: 0, extra_packets: 0, extra_retransmitted: 0, extra_ecn_ce: 0, straddled: 0, cnp: 0, ...over };
+}
+
+describe("metrics engine", () => {
+  test("the compute-side and storage-side halves of an I/O make one record with RTT", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-s", T0 + 50_000n, [io({ seq: 0, vantage: 2, ts: 50_000, e2e_ns: 40_000, to_data_ns: 5_000, from_data_ns: 20_000, host_prep_ns: 3_000 })]);
+    m.onDigestList("tor-c", T0 + 60_000n, [io({ seq: 0, vantage: 1, ts: 60_000, e2e_ns: 46_000, to_data_ns: 11_000, from_data_ns: 26_000, host_prep_ns: 3_100 })]);
+    m.finish();
+    const recs = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(recs).toHaveLength(1);
+    expect(recs[0]).toMatchObject({ e2e_c_ns: 46_000, e2e_s_ns: 40_000, rtt_ns: 6_000, dal_ns: 25_000, dpl_ns: 3_100, c_switch_id: "tor-c", s_switch_id: "tor-s", op: "write", host: "10.0.1.1" });
+  });
+
+  test("a read has no DPL; an I/O seen by one vantage only has no RTT", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-c", T0, [io({ op: 1, flags: 1, vantage: 1, e2e_ns: 70_000, host_prep_ns: 0 })]);
+    m.finish();
+    expect(out.find((r) => r.type === "io")).toMatchObject({ rtt_ns: null, dpl_ns: null, dal_ns: null, e2e_c_ns: 70_000, e2e_s_ns: null });
+  });
+
+  test("a command without a response within the I/O timeout is reported incomplete and counted", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ event: 1, vantage: 3, ts: 0, seq: 0 })]);
+    m.onDigestList("tor", T0 + 50_000_000n, [io({ event: 1, vantage: 3, cid: 10, ts: 50_000_000, seq: 1 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cid, r.incomplete, r.e2e_c_ns])).toEqual([[9, true, null], [10, true, null]]);
+    const agg = out.filter((r) => r.type === "io_interval");
+    expect(agg.reduce((a, r) => a + (r.type === "io_interval" ? r.incomplete : 0), 0)).toBe(2);
+  });
+
+  test("sequence gaps count as lost digests, repeats as duplicates", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor", T0, [0, 1, 2, 5, 6, 6, 3].map((seq) => msg({ seq, first_ts: seq * 1000 })));
+    m.finish();
+    const s = out.find((r): r is SwitchStatsJson => r.type === "switch_stats")!;
+    expect(s).toMatchObject({ digests_received: 7, digests_lost: 2, digests_duplicated: 2 });
+  });
+
+  test("message records and the flow interval: FET, FNR, gap, late retransmissions and CNPs", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    // The list goes out when the second message ends: both fall in the interval at T0.
+    m.onDigestList("tor", T0 + 1_040_000n, [
+      msg({ seq: 0, first_ts: 0, fct_ns: 20_000, packets: 64, retransmitted: 0 }),
+      msg({ seq: 1, first_ts: 1_000_000, fct_ns: 40_000, packets: 70, retransmitted: 6, flags: 1, gap_ns: 980_000, extra_packets: 5, extra_retransmitted: 5, cnp: 3 }),
+    ]);
+    m.finish();
+    const msgs = out.filter((r) => r.type === "message");
+    expect(msgs.map((r) => r.type === "message" && [r.fet_bps, r.fnr, r.gap_ns])).toEqual([[(262144 * 8 * 1e9) / 20_000, 0, null], [(262144 * 8 * 1e9) / 40_000, 6 / 70, 980_000]]);
+    const f = out.find((r): r is FlowAggregateJson => r.type === "flow_interval")!;
+    expect(f).toMatchObject({ messages: 2, packets: 139, retransmitted: 11, cnp_packets: 3 });
+    expect(f.fnr).toBeCloseTo(11 / 139, 12);
+    expect(f.fct_ns).toMatchObject({ count: 2, min: 20_000, max: 40_000 });
+  });
+
+  test("digests with a member of the wrong width are rejected, naming it", () => {
+    const vals = Array(16).fill(0);
+    vals[1] = 256;
+    expect(() => decodeDigest("io_digest_t", vals)).toThrow(BadDigestError);
+    expect(() => decodeDigest("io_digest_t", vals)).toThrow(/member 'event': value 256 does not fit in 8 bits/);
+    expect(() => decodeDigest("io_digest_t", vals.slice(1))).toThrow(/has 15 members, expected 16/);
+    expect(() => decodeDigest("nope_t", vals)).toThrow(/unknown digest 'nope_t'/);
+  });
+});
