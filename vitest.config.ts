@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: ["node_modules/**", "dist/**", "test/bmv2/**"],
+    exclude: ["node_modules/**", "dist/**"],
     globalSetup: ["test/setup/kafka.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
