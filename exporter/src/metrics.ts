@@ -369,6 +369,21 @@ export class MetricsEngine {
     pairs.set(pkey, (pairs.get(pkey) ?? 0) + d.cnp);
   }
 
+  /** A command that got no response: an incomplete half of its I/O, counted for its switch. */
+  private timeOut(key: string, o: Outstanding): void {
+    this.outstanding.delete(key);
+    const d = o.digest;
+    const atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs;
+    const sw = this.bucket(this.switchIntervals, this.intervalOf(atUnixNs));
+    const s = sw.get(o.switchId) ?? { incomplete: 0, mode: d.mode };
+    s.incomplete++;
+    sw.set(o.switchId, s);
+    this.addHalf(this.ioKey(d), {
+      switchId: o.switchId, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
+      e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs,
+    });
+  }
+
   /** Moves time forward: emits I/Os that timed out and intervals that are over. */
   advance(nowUnixNs: bigint): void {
     if (nowUnixNs > this.watermark) this.watermark = nowUnixNs;
@@ -377,19 +392,7 @@ export class MetricsEngine {
     if (now - this.lastScan < 10_000_000n) return;
     this.lastScan = now;
     for (const [k, o] of this.outstanding) {
-      if (now - o.cmdUnixNs > this.options.ioTimeoutNs) {
-        this.outstanding.delete(k);
-        const d = o.digest;
-        const half: IoHalf = {
-          switchId: o.switchId, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-          e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs: o.cmdUnixNs + this.options.ioTimeoutNs,
-        };
-        const sw = this.bucket(this.switchIntervals, this.intervalOf(half.atUnixNs));
-        const s = sw.get(o.switchId) ?? { incomplete: 0, mode: d.mode };
-        s.incomplete++;
-        sw.set(o.switchId, s);
-        this.addHalf(this.ioKey(d), half);
-      }
+      if (now - o.cmdUnixNs > this.options.ioTimeoutNs) this.timeOut(k, o);
     }
     for (const [k, list] of this.halves) {
       const keep = list.filter((h) => {
@@ -407,18 +410,7 @@ export class MetricsEngine {
 
   /** Emits everything still pending (end of a replay). */
   finish(): void {
-    for (const [k, o] of this.outstanding) {
-      this.outstanding.delete(k);
-      const d = o.digest;
-      this.addHalf(this.ioKey(d), {
-        switchId: o.switchId, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-        e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs: o.cmdUnixNs + this.options.ioTimeoutNs,
-      });
-      const sw = this.bucket(this.switchIntervals, this.intervalOf(o.cmdUnixNs + this.options.ioTimeoutNs));
-      const s = sw.get(o.switchId) ?? { incomplete: 0, mode: d.mode };
-      s.incomplete++;
-      sw.set(o.switchId, s);
-    }
+    for (const [k, o] of this.outstanding) this.timeOut(k, o);
     for (const [k, list] of this.halves) {
       for (const h of list) this.emitIo(k, h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
     }
