@@ -87,76 +87,81 @@ export class CompiledProgram {
 
   constructor(readonly json: Bmv2Json) {
     checkSupported(json);
-    this.layout = new Layout(json);
-    this.N = new Float64Array(this.layout.numSlots);
-    this.B = new Array<bigint>(this.layout.bigSlots).fill(0n);
-    this.V = new Uint8Array(this.layout.headers.length);
-    for (const [name, code] of json.errors ?? []) this.errorCodes.set(name, code);
-    const std = (name: string) => {
-      const f = this.layout.find(name);
-      if (!f) throw new InvalidProgramError(`the program lacks ${name}, which simple_switch requires (is it a v1model program?)`);
-      return f;
-    };
-    const opt = (name: string) => this.layout.find(name);
-    this.std = {
-      ingressPort: std("standard_metadata.ingress_port"),
-      egressSpec: std("standard_metadata.egress_spec"),
-      egressPort: std("standard_metadata.egress_port"),
-      packetLength: std("standard_metadata.packet_length"),
-      instanceType: opt("standard_metadata.instance_type"),
-      ingressTs: opt("standard_metadata.ingress_global_timestamp") ?? opt("intrinsic_metadata.ingress_global_timestamp"),
-      egressTs: opt("standard_metadata.egress_global_timestamp") ?? opt("intrinsic_metadata.egress_global_timestamp"),
-      parserError: opt("standard_metadata.parser_error"),
-      checksumError: opt("standard_metadata.checksum_error"),
-      mcastGrp: opt("standard_metadata.mcast_grp") ?? opt("intrinsic_metadata.mcast_grp"),
-    };
-    for (const r of json.register_arrays ?? []) {
-      this.registers.set(r.name, {
-        name: r.name, id: r.id, width: r.bitwidth, size: r.size,
-        values: r.bitwidth <= bits.NUM_BITS ? new Float64Array(r.size) : new Array<bigint>(r.size).fill(0n),
-      });
-    }
-    for (const c of json.counter_arrays ?? []) {
-      const arr: CounterArray = { name: c.name, id: c.id, size: c.size, direct: c.is_direct, packets: new Float64Array(c.size), bytes: new Float64Array(c.size) };
-      this.counters.set(c.name, arr);
-      if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
-    }
-    for (const a of json.actions) {
-      const info = { id: a.id, name: a.name, params: a.runtime_data.map((p) => ({ name: p.name, width: p.bitwidth })) };
-      this.actions.set(a.id, info);
-      this.actionsByName.set(a.name, info);
-    }
-    for (const l of json.learn_lists ?? []) {
-      this.learnLists.set(l.id, {
-        id: l.id,
-        name: l.name,
-        fields: l.elements.map((e) => {
-          if (e.type !== "field") throw new UnsupportedProgramError(`learn list '${l.name}': element of type '${e.type}'`);
-          const [h, f] = e.value as [string, string];
-          const fi = this.layout.field(h, f, `learn list '${l.name}'`);
-          return { name: fi.name, width: fi.width };
-        }),
-      });
-    }
-    for (const p of json.pipelines) {
-      for (const t of p.tables) {
-        const table = this.buildTable(t);
-        this.tables.set(t.name, table);
-        this.tablesById[t.id] = table;
+    try {
+      this.layout = new Layout(json);
+      this.N = new Float64Array(this.layout.numSlots);
+      this.B = new Array<bigint>(this.layout.bigSlots).fill(0n);
+      this.V = new Uint8Array(this.layout.headers.length);
+      for (const [name, code] of json.errors ?? []) this.errorCodes.set(name, code);
+      const std = (name: string) => {
+        const f = this.layout.find(name);
+        if (!f) throw new InvalidProgramError(`the program lacks ${name}, which simple_switch requires (is it a v1model program?)`);
+        return f;
+      };
+      const opt = (name: string) => this.layout.find(name);
+      this.std = {
+        ingressPort: std("standard_metadata.ingress_port"),
+        egressSpec: std("standard_metadata.egress_spec"),
+        egressPort: std("standard_metadata.egress_port"),
+        packetLength: std("standard_metadata.packet_length"),
+        instanceType: opt("standard_metadata.instance_type"),
+        ingressTs: opt("standard_metadata.ingress_global_timestamp") ?? opt("intrinsic_metadata.ingress_global_timestamp"),
+        egressTs: opt("standard_metadata.egress_global_timestamp") ?? opt("intrinsic_metadata.egress_global_timestamp"),
+        parserError: opt("standard_metadata.parser_error"),
+        checksumError: opt("standard_metadata.checksum_error"),
+        mcastGrp: opt("standard_metadata.mcast_grp") ?? opt("intrinsic_metadata.mcast_grp"),
+      };
+      for (const r of json.register_arrays ?? []) {
+        this.registers.set(r.name, {
+          name: r.name, id: r.id, width: r.bitwidth, size: r.size,
+          values: r.bitwidth <= bits.NUM_BITS ? new Float64Array(r.size) : new Array<bigint>(r.size).fill(0n),
+        });
       }
+      for (const c of json.counter_arrays ?? []) {
+        const arr: CounterArray = { name: c.name, id: c.id, size: c.size, direct: c.is_direct, packets: new Float64Array(c.size), bytes: new Float64Array(c.size) };
+        this.counters.set(c.name, arr);
+        if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
+      }
+      for (const a of json.actions) {
+        const info = { id: a.id, name: a.name, params: a.runtime_data.map((p) => ({ name: p.name, width: p.bitwidth })) };
+        this.actions.set(a.id, info);
+        this.actionsByName.set(a.name, info);
+      }
+      for (const l of json.learn_lists ?? []) {
+        this.learnLists.set(l.id, {
+          id: l.id,
+          name: l.name,
+          fields: l.elements.map((e) => {
+            if (e.type !== "field") throw new UnsupportedProgramError(`learn list '${l.name}': element of type '${e.type}'`);
+            const [h, f] = e.value as [string, string];
+            const fi = this.layout.field(h, f, `learn list '${l.name}'`);
+            return { name: fi.name, width: fi.width };
+          }),
+        });
+      }
+      for (const p of json.pipelines) {
+        for (const t of p.tables) {
+          const table = this.buildTable(t);
+          this.tables.set(t.name, table);
+          this.tablesById[t.id] = table;
+        }
+      }
+      const gen = new Generator(this);
+      this.source = gen.generate();
+      const factory = new Function("H", "S", "X", this.source) as (h: unknown, s: unknown, x: unknown) => CompiledFunctions;
+      this.fn = factory(
+        { ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr },
+        { N: this.N, B: this.B, V: this.V },
+        {
+          tables: this.tablesById,
+          registers: [...this.registers.values()].sort((a, b) => a.id - b.id).map((r) => r.values),
+          counters: [...this.counters.values()].sort((a, b) => a.id - b.id),
+        },
+      );
+    } catch (err) {
+      if (err instanceof UnsupportedProgramError || err instanceof InvalidProgramError) throw err;
+      throw new InvalidProgramError(`malformed BMv2 JSON: ${(err as Error).message}`);
     }
-    const gen = new Generator(this);
-    this.source = gen.generate();
-    const factory = new Function("H", "S", "X", this.source) as (h: unknown, s: unknown, x: unknown) => CompiledFunctions;
-    this.fn = factory(
-      { ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr },
-      { N: this.N, B: this.B, V: this.V },
-      {
-        tables: this.tablesById,
-        registers: [...this.registers.values()].sort((a, b) => a.id - b.id).map((r) => r.values),
-        counters: [...this.counters.values()].sort((a, b) => a.id - b.id),
-      },
-    );
   }
 
   private buildTable(t: Pipeline["tables"][number]): MatchTable {
@@ -239,8 +244,12 @@ function shr(x: number, s: number): number {
 }
 
 function checkSupported(json: Bmv2Json): void {
+  if (typeof json !== "object" || json === null || !Array.isArray(json.header_types) || !Array.isArray(json.pipelines)) {
+    throw new InvalidProgramError("not a BMv2 JSON program (no header_types or pipelines)");
+  }
   const major = json.__meta__?.version?.[0];
-  if (major !== undefined && major !== 2) throw new UnsupportedProgramError(`BMv2 JSON format version ${major}.x (expected 2.x)`);
+  if (major === undefined) throw new UnsupportedProgramError("BMv2 JSON without __meta__.version (format 1.x, from p4c-bm): compile the program with p4c");
+  if (major !== 2) throw new UnsupportedProgramError(`BMv2 JSON format version ${major}.x (expected 2.x)`);
   if ((json.meter_arrays ?? []).length) throw new UnsupportedProgramError("meters are not supported yet");
   if ((json.parse_vsets ?? []).length) throw new UnsupportedProgramError("parser value sets are not supported yet");
   if ((json.extern_instances ?? []).length) throw new UnsupportedProgramError("extern instances are not supported yet");
@@ -551,11 +560,13 @@ class Generator {
       const next = (name: string | null) => (name === null ? -1 : stateId.get(name) ?? (() => { throw new InvalidProgramError(`${where}: no parse state '${name}'`); })());
       const conds: string[] = [];
       for (const t of st.transitions) {
-        if (t.type === "default") {
+        // Older p4c output leaves out `type` ("value": "default" or a hexstr).
+        const type = t.type ?? (t.value === "default" ? "default" : "hexstr");
+        if (type === "default") {
           conds.push(`    st = ${next(t.next_state)}; break;`);
           break;
         }
-        if (t.type !== "hexstr") throw new UnsupportedProgramError(`${where}: transition of type '${t.type}'`);
+        if (type !== "hexstr") throw new UnsupportedProgramError(`${where}: transition of type '${type}'`);
         const v = bits.parseHexstr(String(t.value));
         const m = t.mask === null ? undefined : bits.parseHexstr(t.mask);
         let test: string;
@@ -564,7 +575,7 @@ class Generator {
         else test = `and52(key, ${m}) === ${v & m}`;
         conds.push(`    if (${test}) { st = ${next(t.next_state)}; break; }`);
       }
-      if (!st.transitions.some((t) => t.type === "default")) conds.push(`    st = -1; break;`);
+      if (!st.transitions.some((t) => (t.type ?? (t.value === "default" ? "default" : "hexstr")) === "default")) conds.push(`    st = -1; break;`);
       for (const c of conds) this.emit(c);
       this.emit(`  }`);
     }
