@@ -67,31 +67,34 @@ export function readBitsBig(buf: Uint8Array, bitOff: number, width: number): big
   return BigInt.asUintN(width, v >> drop);
 }
 
-/** ORs the low `width` bits of `value` into `buf` at `bitOff` (the bits must be zero). */
-export function writeBits(buf: Uint8Array, bitOff: number, width: number, value: number | bigint): void {
-  if (typeof value === "number" && width <= 52) {
-    const shift = bitOff & 7;
-    let byte = bitOff >>> 3;
-    if (shift === 0 && (width & 7) === 0) {
-      // Byte-aligned: big-endian bytes, no bigint.
-      let v = mod2k(value, width);
-      for (let i = (width >>> 3) - 1; i >= 0; i--) {
-        buf[byte + i] = v % 256;
-        v = Math.floor(v / 256);
-      }
-      return;
+/** ORs the low `width` bits of a number into `buf` at `bitOff` (the bits must be zero); width <= 52. */
+export function writeBitsNum(buf: Uint8Array, bitOff: number, width: number, value: number): void {
+  const shift = bitOff & 7;
+  const byte = bitOff >>> 3;
+  let v = value >= 0 && value < POW2[width]! ? value : mod2k(value, width);
+  if (shift === 0 && (width & 7) === 0) {
+    // Byte-aligned: big-endian bytes.
+    for (let i = (width >>> 3) - 1; i >= 0; i--) {
+      buf[byte + i] = v % 256;
+      v = Math.floor(v / 256);
     }
-    if (shift + width <= 24) {
-      // Within three bytes: one 32-bit window.
-      const v = (mod2k(value, width) << (32 - shift - width)) >>> 0;
-      buf[byte] = buf[byte]! | (v >>> 24);
-      if (shift + width > 8) buf[byte + 1] = buf[byte + 1]! | ((v >>> 16) & 0xff);
-      if (shift + width > 16) buf[byte + 2] = buf[byte + 2]! | ((v >>> 8) & 0xff);
-      return;
-    }
-    void byte;
+    return;
   }
-  let v = typeof value === "bigint" ? BigInt.asUintN(width, value) : BigInt.asUintN(width, BigInt(value));
+  const total = shift + width;
+  if (total <= 32) {
+    const w = (v * POW2[32 - total]!) >>> 0;
+    buf[byte] = buf[byte]! | (w >>> 24);
+    if (total > 8) buf[byte + 1] = buf[byte + 1]! | ((w >>> 16) & 0xff);
+    if (total > 16) buf[byte + 2] = buf[byte + 2]! | ((w >>> 8) & 0xff);
+    if (total > 24) buf[byte + 3] = buf[byte + 3]! | (w & 0xff);
+    return;
+  }
+  writeBitsBig(buf, bitOff, width, BigInt(v));
+}
+
+/** ORs the low `width` bits of a bigint into `buf` at `bitOff` (the bits must be zero). */
+export function writeBitsBig(buf: Uint8Array, bitOff: number, width: number, value: bigint): void {
+  let v = BigInt.asUintN(width, value);
   let end = bitOff + width; // exclusive
   while (end > bitOff) {
     const lastByte = (end - 1) >>> 3;
@@ -103,6 +106,12 @@ export function writeBits(buf: Uint8Array, bitOff: number, width: number, value:
     v >>= BigInt(avail);
     end -= avail;
   }
+}
+
+/** ORs the low `width` bits of `value` into `buf` at `bitOff` (the bits must be zero). */
+export function writeBits(buf: Uint8Array, bitOff: number, width: number, value: number | bigint): void {
+  if (typeof value === "number" && width <= 52) writeBitsNum(buf, bitOff, width, value);
+  else writeBitsBig(buf, bitOff, width, BigInt(value));
 }
 
 /** Canonical big-endian bytes of `value` in `width` bits (ceil(width/8) bytes). */

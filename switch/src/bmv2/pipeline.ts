@@ -91,7 +91,8 @@ export class Pipeline {
         return { output: undefined, learn, parserError: ctx.parserError, error: ctx.failed };
       }
       fn.updateChecksums();
-      let data = fn.deparse(payload);
+      const original = Buffer.isBuffer(pkt.data) ? pkt.data : Buffer.from(pkt.data.buffer, pkt.data.byteOffset, pkt.data.byteLength);
+      let data = fn.deparse(payload, original);
       if (ctx.truncateTo > 0 && data.length > ctx.truncateTo) data = data.subarray(0, ctx.truncateTo);
       this.packetsOut++;
       return { output: { port: egressSpec, data }, learn, parserError: ctx.parserError, error: undefined };

@@ -59,7 +59,7 @@ export interface CompiledFunctions {
   ingress(ctx: PacketContext): void;
   egress(ctx: PacketContext): void;
   updateChecksums(): void;
-  deparse(payload: Uint8Array): Buffer;
+  deparse(payload: Uint8Array, original?: Buffer): Buffer;
   learn(id: number): Value[];
   reset(): void;
 }
@@ -281,7 +281,7 @@ class Generator {
   generate(): string {
     const json = this.p.json;
     this.emit(`"use strict";`);
-    this.emit(`const { mod2k, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, tcm, satCast, usatCast, shr, HASH } = H;`);
+    this.emit(`const { mod2k, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
     this.emit(`const N = S.N, B = S.B, V = S.V;`);
     this.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
     this.emit(`const TMP = new Uint8Array(256);`);
@@ -329,13 +329,13 @@ class Generator {
 
   private genCalculation(c: Calculation, i: number): void {
     const where = `calculation '${c.name}'`;
-    const lines: string[] = [`function calc_${i}(payload) {`, `  TMP.fill(0); let off = 0;`];
+    const lines: string[] = [`function calc_${i}(payload) {`, `  TMP.fill(0, 0, CALC_BYTES_${i}); let off = 0;`];
     let maxBits = 0;
     for (const inp of c.input) {
       if (inp.type === "field") {
         const f = this.fieldRef(inp, where);
         maxBits += f.width;
-        lines.push(`  if (V[${f.header.id}] === 1) { writeBits(TMP, off, ${f.width}, ${this.slot(f)}); off += ${f.width}; }`);
+        lines.push(`  if (V[${f.header.id}] === 1) { ${this.writeField("TMP", "off", f)} off += ${f.width}; }`);
       } else if (inp.type === "hexstr") {
         const w = inp.bitwidth ?? 0;
         maxBits += w;
@@ -343,8 +343,9 @@ class Generator {
       } else if (inp.type === "header") {
         const h = this.headerRef(inp, where);
         maxBits += h.bytes * 8;
-        lines.push(`  if (V[${h.id}] === 1) { ${h.fields.map((f) => `writeBits(TMP, off, ${f.width}, ${this.slot(f)}); off += ${f.width};`).join(" ")} }`);
+        lines.push(`  if (V[${h.id}] === 1) { ${h.fields.map((f) => `${this.writeField("TMP", "off", f)} off += ${f.width};`).join(" ")} }`);
       } else if (inp.type === "payload") {
+        this.out.push(`const CALC_BYTES_${i} = 256;`);
         lines.push(`  const head = TMP.slice(0, (off + 7) >> 3); const all = new Uint8Array(head.length + payload.length); all.set(head); all.set(payload, head.length);`);
         lines.push(`  return HASH[${JSON.stringify(c.algo)}](all);`);
         lines.push(`}`);
@@ -355,6 +356,7 @@ class Generator {
       }
     }
     if (maxBits > 256 * 8) throw new UnsupportedProgramError(`${where}: input wider than 256 bytes`);
+    this.out.push(`const CALC_BYTES_${i} = ${Math.ceil(maxBits / 8)};`);
     lines.push(`  return HASH[${JSON.stringify(c.algo)}](TMP.subarray(0, (off + 7) >> 3));`, `}`);
     this.out.push(...lines);
   }
@@ -477,7 +479,7 @@ class Generator {
     const tooShort = this.p.errorCodes.get("PacketTooShort") ?? 1;
     const scope: ExprScope = { layout: this.layout, where: `parser '${parser.name}'` };
     this.emit(`function parse(buf, ctx) {`);
-    this.emit(`  const len = buf.length; let off = 0; let st = ${stateId.get(parser.init_state) ?? -1};`);
+    this.emit(`  const len = buf.length; let off = 0; nExtracted = 0; let st = ${stateId.get(parser.init_state) ?? -1};`);
     this.emit(`  for (;;) { switch (st) {`);
     for (const [i, st] of states.entries()) {
       const where = `parse state '${st.name}'`;
@@ -491,7 +493,7 @@ class Generator {
             const h = this.layout.header(String(p0.value), where);
             this.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
             for (const f of h.fields) this.emit(`    ${this.readField(f, "off")}`);
-            this.emit(`    V[${h.id}] = 1; off += ${h.bytes};`);
+            this.emit(`    V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
             break;
           }
           case "set": {
@@ -582,6 +584,10 @@ class Generator {
     this.emit(`  default: return off;`);
     this.emit(`  } }`);
     this.emit(`}`);
+  }
+
+  private writeField(buf: string, bitOff: string, f: FieldInfo): string {
+    return f.kind === "n" ? `writeBitsNum(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});` : `writeBitsBig(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});`;
   }
 
   private readField(f: FieldInfo, off: string): string {
@@ -694,10 +700,24 @@ class Generator {
   private genDeparser(): void {
     const d = this.p.json.deparsers[0]!;
     const hs = d.order.map((name) => this.layout.header(name, `deparser '${d.name}'`));
-    this.emit(`function deparse(payload) {`);
+    const maxHeaders = this.layout.headers.length;
+    this.emit(`const EXTRACTED = new Int32Array(${Math.max(1, maxHeaders * 4)}); let nExtracted = 0;`);
+    this.emit(`const ORDER = [${hs.map((h) => h.id).join(", ")}];`);
+    // A program that never writes a header field, never changes a header's
+    // validity and has no checksum to update gives back the bytes it parsed,
+    // when it emits the valid headers in the order they were extracted.
+    this.emit(`const IMMUTABLE = ${this.immutableHeaders()};`);
+    this.emit(`function unchanged() {`);
+    this.emit(`  if (!IMMUTABLE) return false;`);
+    this.emit(`  let k = 0;`);
+    this.emit(`  for (let i = 0; i < ORDER.length; i++) { const h = ORDER[i]; if (V[h] === 1) { if (k >= nExtracted || EXTRACTED[k] !== h) return false; k++; } }`);
+    this.emit(`  return k === nExtracted;`);
+    this.emit(`}`);
+    this.emit(`function deparse(payload, original) {`);
+    this.emit(`  if (original !== undefined && unchanged()) return original;`);
     this.emit(`  let size = payload.length;`);
     for (const h of hs) this.emit(`  if (V[${h.id}] === 1) size += ${h.bytes};`);
-    this.emit(`  const out = Buffer.alloc(size); let off = 0;`);
+    this.emit(`  const out = Buffer.allocUnsafe(size); out.fill(0, 0, size - payload.length); let off = 0;`);
     for (const h of hs) {
       const w: string[] = [];
       for (const f of h.fields) {
@@ -706,7 +726,7 @@ class Generator {
         if (f.kind === "n" && shift === 0 && f.width % 8 === 0 && f.width <= 48) {
           w.push(`out.writeUIntBE(${this.slot(f)}, off + ${byte}, ${f.width / 8});`);
         } else {
-          w.push(`writeBits(out, (off + ${byte}) * 8 + ${shift}, ${f.width}, ${this.slot(f)});`);
+          w.push(this.writeField("out", `(off + ${byte}) * 8 + ${shift}`, f));
         }
       }
       this.emit(`  if (V[${h.id}] === 1) { ${w.join(" ")} off += ${h.bytes}; }`);
@@ -714,6 +734,41 @@ class Generator {
     this.emit(`  out.set(payload, off);`);
     this.emit(`  return out;`);
     this.emit(`}`);
+  }
+
+  /** True when no action or parser writes a packet header or its validity, and no checksum is updated. */
+  private immutableHeaders(): boolean {
+    const json = this.p.json;
+    const isPacketHeader = (name: string) => {
+      const h = this.layout.headers.find((x) => x.name === name);
+      return h !== undefined && !h.metadata;
+    };
+    const writes = (prim: Primitive): boolean => {
+      const p0 = prim.parameters[0];
+      switch (prim.op) {
+        case "assign":
+        case "modify_field":
+        case "register_read":
+        case "modify_field_with_hash_based_offset":
+          return p0?.type === "field" ? isPacketHeader((p0.value as [string, string])[0]) : p0?.type !== undefined && p0.type !== "field";
+        case "assign_header":
+        case "add_header":
+        case "add_header_fast":
+        case "remove_header":
+          return p0?.type === "header" ? isPacketHeader(String(p0.value)) : true;
+        default:
+          return false;
+      }
+    };
+    if (json.actions.some((a) => a.primitives.some(writes))) return false;
+    for (const st of json.parsers[0]!.parse_states) {
+      for (const op of st.parser_ops) {
+        if (op.op === "set" && op.parameters[0]?.type === "field" && isPacketHeader((op.parameters[0].value as [string, string])[0])) return false;
+        if (op.op === "primitive" && writes(op.parameters[0] as unknown as Primitive)) return false;
+      }
+    }
+    if ((json.checksums ?? []).some((c) => c.update !== false)) return false;
+    return true;
   }
 
   private genLearn(): void {
