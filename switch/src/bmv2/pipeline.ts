@@ -2,6 +2,7 @@
 // parse, verify checksums, ingress, learn, egress, update checksums, deparse.
 import { mod2k } from "./bits.js";
 import { CompiledProgram, DROP_PORT, type PacketContext } from "./program.js";
+import type { FieldInfo } from "./layout.js";
 import type { Value } from "./table.js";
 
 export interface PacketIn {
@@ -39,7 +40,16 @@ export class Pipeline {
   packetsDropped = 0;
   packetErrors = 0;
 
-  constructor(readonly program: CompiledProgram) {}
+  constructor(readonly program: CompiledProgram) {
+    const { N, B } = program;
+    this.set = (f, v) => {
+      if (!f) return;
+      if (f.kind === "n") N[f.slot] = v >= 0 && v < 2 ** f.width ? v : mod2k(v, f.width);
+      else B[f.slot] = BigInt.asUintN(f.width, BigInt(v));
+    };
+  }
+
+  private readonly set: (f: FieldInfo | undefined, v: number) => void;
 
   process(pkt: PacketIn): ProcessResult {
     const p = this.program;
@@ -54,11 +64,7 @@ export class Pipeline {
     ctx.truncateTo = 0;
     ctx.failed = undefined;
     ctx.packetLength = pkt.wireLength ?? pkt.data.length;
-    const set = (f: typeof std.ingressPort | undefined, v: number) => {
-      if (!f) return;
-      if (f.kind === "n") N[f.slot] = mod2k(v, f.width);
-      else B[f.slot] = BigInt.asUintN(f.width, BigInt(v));
-    };
+    const set = this.set;
     try {
       fn.reset();
       set(std.ingressPort, pkt.port);
