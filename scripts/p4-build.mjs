@@ -8,7 +8,7 @@
 //                                      p4c is installed, also recompile and compare
 //
 // p4c is found through $P4C, then PATH, then /opt/p4/bin.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +62,8 @@ function findP4c() {
 }
 
 function p4cVersion(p4c) {
-  const text = execFileSync(p4c, ["--version"], { encoding: "utf8" });
+  const r = spawnSync(p4c, ["--version"], { encoding: "utf8" });
+  const text = `${r.stdout}${r.stderr}`;
   const m = /Version\s+(\S+)(?:\s+\(SHA:\s*(\w+))?/.exec(text);
   return { version: m?.[1] ?? text.trim(), commit: m?.[2] ?? "unknown" };
 }
@@ -73,6 +74,8 @@ function compile(p4c, outDir) {
   // Relative paths keep source references in the JSON independent of the checkout folder.
   execFileSync(p4c, [
     "--arch", "v1model", "--std", "p4-16",
+    // The opcode table in define.p4 names every opcode, used or not.
+    "--Wdisable=unused",
     "-o", rel(OUT.json),
     "--p4runtime-files", `${rel(OUT.p4infoText)},${rel(OUT.p4infoJson)}`,
     MAIN,

@@ -71,7 +71,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<8> opcode = hdr.bth.opcode;
         if (opcode == OP_CNP) {
             bit<32> cidx;
-            HASH_INDEX(cidx, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr }, PAIR_SLOTS);
+            HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr });
             bit<32> cnp;
             pair_cnp.read(cnp, cidx);
             pair_cnp.write(cidx, cnp + 1);
@@ -89,13 +89,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         psn_t psn = hdr.bth.psn;
 
         if (meta.cfg.mode == MODE_FULL) {
-            HASH_INDEX(slot, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, FLOW_SLOTS);
+            HASH_INDEX(slot, FLOW_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
             epoch = meta.cfg.epoch;
         } else {
             flow_watchlist.apply();
             if (!watched) {
                 bit<32> lidx;
-                HASH_INDEX(lidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, LEARN_SLOTS);
+                HASH_INDEX(lidx, LEARN_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
                 bit<88> seen;
                 learned_flow.read(seen, lidx);
                 if (seen != pair ++ qp) {
@@ -222,7 +222,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         if (ends && is_new && (state & FLOW_MSG_OPEN) != 0) {
             bit<32> cidx;
-            HASH_INDEX(cidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr }, PAIR_SLOTS);
+            HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
             bit<32> cnp;
             pair_cnp.read(cnp, cidx);
             pair_cnp.write(cidx, 0);

@@ -117,7 +117,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (!watched) {
                 if (pkt_class == IO_PKT_CMD) {
                     bit<32> lidx;
-                    HASH_INDEX(lidx, { host, target }, LEARN_SLOTS);
+                    HASH_INDEX(lidx, LEARN_SLOTS, { host, target });
                     bit<64> seen;
                     learned_pair.read(seen, lidx);
                     if (seen != host ++ target) {
@@ -144,7 +144,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
             bit<32> sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
                 ++ hdr.nvme_sqe.sgl_len_le[23:16];
-            HASH_INDEX(slot, { host, target, cid }, IO_SLOTS);
+            HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
             bit<64> old_pair;
             bit<16> old_cid;
             bit<8> old_info;
@@ -174,7 +174,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_data_last_ts.write(slot, 0);
                 io_rr_first_ts.write(slot, 0);
                 bit<32> ridx;
-                HASH_INDEX(ridx, { host, target, sgl_key }, IOREF_SLOTS);
+                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
                 rkey_map_key.write(ridx, host ++ target ++ sgl_key);
                 rkey_map_ref.write(ridx, slot[15:0] ++ cid);
 
@@ -201,7 +201,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (pkt_class == IO_PKT_RSP) {
             cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
             bit<16> status_word = hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8];
-            HASH_INDEX(slot, { host, target, cid }, IO_SLOTS);
+            HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
             bit<64> pair;
             bit<16> slot_cid;
             bit<8> info;
@@ -263,7 +263,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         // Data packets: find the I/O they belong to.
         bit<32> ref = 0;
         bit<32> qidx;
-        HASH_INDEX(qidx, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }, IOREF_SLOTS);
+        HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
         bit<88> qkey = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr ++ hdr.bth.dest_qp;
         bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
             || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
@@ -271,7 +271,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) {
             if (hdr.reth.isValid()) {
                 bit<32> ridx;
-                HASH_INDEX(ridx, { host, target, hdr.reth.rkey }, IOREF_SLOTS);
+                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
                 bit<96> rkey;
                 rkey_map_key.read(rkey, ridx);
                 if (rkey == host ++ target ++ hdr.reth.rkey) {
@@ -282,7 +282,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         } else if (starts_message) {
             // READ RESPONSE first/only carries the PSN of the READ REQUEST.
             bit<32> pidx;
-            HASH_INDEX(pidx, { host, target, hdr.bth.psn }, IOREF_SLOTS);
+            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
             bit<88> pkey;
             psn_map_key.read(pkey, pidx);
             if (pkey == host ++ target ++ hdr.bth.psn) {
@@ -330,7 +330,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_info.write(slot, info | IO_INFO_DATA_SEEN);
             }
             bit<32> pidx;
-            HASH_INDEX(pidx, { host, target, hdr.bth.psn }, IOREF_SLOTS);
+            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
             psn_map_key.write(pidx, host ++ target ++ hdr.bth.psn);
             psn_map_ref.write(pidx, ref);
         } else if (pkt_class == IO_PKT_READ_RESP && is_write) {

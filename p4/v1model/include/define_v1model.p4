@@ -9,7 +9,8 @@
 #define REGISTER(T, SIZE, NAME) register<T>(SIZE) NAME;
 #define PACKET_COUNTER(SIZE, NAME) counter(SIZE, CounterType.packets) NAME;
 #define PACKET_BYTE_COUNTER(SIZE, NAME) counter(SIZE, CounterType.packets_and_bytes) NAME;
-// Slot index in [0, SIZE): CRC-32 of the concatenated fields.
-#define HASH_INDEX(OUT, DATA, SIZE) hash(OUT, HashAlgorithm.crc32, 32w0, DATA, (bit<32>)(SIZE))
+// Slot index in [0, SIZE): CRC-32 of the concatenated fields { ... } (last,
+// so that the commas inside the braces do not split the macro's arguments).
+#define HASH_INDEX(OUT, SIZE, ...) hash(OUT, HashAlgorithm.crc32, 32w0, __VA_ARGS__, (bit<32>)(SIZE))
 
 #endif
