@@ -5,18 +5,21 @@
 import * as grpc from "@grpc/grpc-js";
 import { Status } from "../../../generated/proto/google/rpc/status.js";
 import {
+  CapabilitiesRequest,
   Error as P4Error,
+  GetForwardingPipelineConfigRequest,
   P4RuntimeClient as GrpcP4RuntimeClient,
+  ReadRequest,
+  SetForwardingPipelineConfigRequest,
+  StreamMessageRequest,
+  WriteRequest,
   type CapabilitiesResponse,
   type Entity,
   type GetForwardingPipelineConfigRequest_ResponseType,
   type GetForwardingPipelineConfigResponse,
-  type SetForwardingPipelineConfigRequest,
-  type StreamMessageRequest,
   type StreamMessageResponse,
   type Uint128,
   type Update,
-  type WriteRequest,
 } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
 
@@ -159,16 +162,17 @@ export class P4RuntimeClient {
   }
 
   capabilities(signal?: AbortSignal): Promise<CapabilitiesResponse> {
-    return this.unary("Capabilities", this.grpcClient.capabilities as never, {}, signal);
+    return this.unary("Capabilities", this.grpcClient.capabilities as never, CapabilitiesRequest.fromPartial({}), signal);
   }
 
   async write(updates: Update[], electionId: bigint, opts: { role?: string; signal?: AbortSignal } = {}): Promise<void> {
-    const req: WriteRequest = { deviceId: this.deviceId, roleId: 0n, role: opts.role ?? "", electionId: toUint128(electionId), updates, atomicity: 0 };
+    // fromPartial fills what callers leave out (bytes, 64-bit fields) so that encoding never fails.
+    const req = WriteRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", electionId: toUint128(electionId), updates });
     await this.unary("Write", this.grpcClient.write as never, req, opts.signal);
   }
 
   async *read(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): AsyncGenerator<Entity> {
-    const call = this.grpcClient.read({ deviceId: this.deviceId, role: opts.role ?? "", entities }, new grpc.Metadata(), this.callOptions(opts.signal));
+    const call = this.grpcClient.read(ReadRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", entities }), new grpc.Metadata(), this.callOptions(opts.signal));
     const onAbort = () => call.cancel();
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     try {
@@ -187,11 +191,11 @@ export class P4RuntimeClient {
   }
 
   setPipeline(req: Omit<SetForwardingPipelineConfigRequest, "deviceId" | "roleId">, signal?: AbortSignal): Promise<unknown> {
-    return this.unary("SetForwardingPipelineConfig", this.grpcClient.setForwardingPipelineConfig as never, { ...req, deviceId: this.deviceId, roleId: 0n }, signal);
+    return this.unary("SetForwardingPipelineConfig", this.grpcClient.setForwardingPipelineConfig as never, SetForwardingPipelineConfigRequest.fromPartial({ ...req, deviceId: this.deviceId }), signal);
   }
 
   getPipeline(responseType: GetForwardingPipelineConfigRequest_ResponseType, signal?: AbortSignal): Promise<GetForwardingPipelineConfigResponse> {
-    return this.unary("GetForwardingPipelineConfig", this.grpcClient.getForwardingPipelineConfig as never, { deviceId: this.deviceId, responseType }, signal);
+    return this.unary("GetForwardingPipelineConfig", this.grpcClient.getForwardingPipelineConfig as never, GetForwardingPipelineConfigRequest.fromPartial({ deviceId: this.deviceId, responseType }), signal);
   }
 
   /** Opens the StreamChannel. Messages arrive in order; the iterator ends when the stream does. */
@@ -218,7 +222,7 @@ export class P4RuntimeClient {
     signal?.addEventListener("abort", onAbort, { once: true });
     return {
       send: (msg) => {
-        if (!done) call.write(msg);
+        if (!done) call.write(StreamMessageRequest.fromPartial(msg));
       },
       close: () => {
         call.end();
