@@ -16,6 +16,7 @@ import {
   type TelemetryDigest,
 } from "./digests.js";
 import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "./records.js";
+import { SeqTracker } from "./seq-tracker.js";
 import { QuantileSketch } from "./sketch.js";
 
 export interface MetricsOptions {
@@ -64,12 +65,6 @@ class SwitchClock {
   }
 }
 
-interface SeqState {
-  next: number | undefined;
-  received: number;
-  lost: number;
-  duplicated: number;
-}
 
 /** One vantage's view of an I/O. */
 interface IoHalf {
@@ -146,7 +141,7 @@ export type RecordSink = (r: RecordJson) => void;
 export class MetricsEngine {
   readonly options: MetricsOptions;
   private readonly clocks = new Map<string, SwitchClock>();
-  private readonly seqs = new Map<string, SeqState>();
+  private readonly seqs = new Map<string, SeqTracker>();
   private readonly outstanding = new Map<string, Outstanding>();
   private readonly halves = new Map<string, IoHalf[]>();
   private readonly ioAggs = new Map<bigint, Map<string, IoAgg>>();
@@ -183,18 +178,8 @@ export class MetricsEngine {
 
   private trackSeq(switchId: string, seq: number): void {
     let s = this.seqs.get(switchId);
-    if (!s) this.seqs.set(switchId, (s = { next: undefined, received: 0, lost: 0, duplicated: 0 }));
-    s.received++;
-    if (s.next === undefined) {
-      s.next = (seq + 1) >>> 0;
-      return;
-    }
-    const ahead = (seq - s.next) >>> 0;
-    if (ahead === 0) s.next = (seq + 1) >>> 0;
-    else if (ahead < 0x80000000) {
-      s.lost += ahead;
-      s.next = (seq + 1) >>> 0;
-    } else s.duplicated++;
+    if (!s) this.seqs.set(switchId, (s = new SeqTracker()));
+    s.add(seq);
   }
 
   onDigest(switchId: string, d: TelemetryDigest): void {
@@ -410,6 +395,7 @@ export class MetricsEngine {
 
   /** Emits everything still pending (end of a replay). */
   finish(): void {
+    for (const s of this.seqs.values()) s.finish();
     for (const [k, o] of this.outstanding) this.timeOut(k, o);
     for (const [k, list] of this.halves) {
       for (const h of list) this.emitIo(k, h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
@@ -463,7 +449,7 @@ export class MetricsEngine {
   }
 
   /** Sequence statistics per switch (digests received, lost, duplicated). */
-  sequenceStats(): Map<string, Readonly<SeqState>> {
+  sequenceStats(): Map<string, Readonly<SeqTracker>> {
     return this.seqs;
   }
 }
