@@ -37,6 +37,27 @@ export class Rig {
   private lastTs = 0n;
   /** next polling rotation, capture time */
   nextRotationNs: bigint | undefined;
+  /** control-plane actions to run at a capture time, before the packets that follow it */
+  private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
+
+  /** Runs `run` (e.g. a mode switch) when replay reaches capture time `atNs`; its writes land before later packets. */
+  schedule(atNs: bigint, run: () => Promise<void>): void {
+    this.scheduled.push({ atNs, run });
+    this.scheduled.sort((a, b) => (a.atNs < b.atNs ? -1 : a.atNs > b.atNs ? 1 : 0));
+  }
+
+  /** Control-plane work due at capture time `tsNs`: scheduled actions, then polling rotations. */
+  async runDue(tsNs: bigint): Promise<void> {
+    while (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) await this.scheduled.shift()!.run();
+    await this.rotateIfDue(tsNs);
+  }
+
+  /** True when control-plane work is due at `tsNs`. */
+  due(tsNs: bigint): boolean {
+    if (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) return true;
+    if (this.controller.currentMode !== "polling") return false;
+    return this.nextRotationNs === undefined || tsNs >= this.nextRotationNs;
+  }
 
   constructor(readonly options: RigOptions) {
     this.server = new P4RuntimeServer(this.sw, { deviceId: options.deviceId ?? 1n, cpuPort: 510 });
@@ -109,11 +130,6 @@ export class Rig {
   }
 }
 
-async function drainFor(rig: Rig): Promise<void> {
-  await new Promise((res) => setImmediate(res));
-  void rig;
-}
-
 /** Feeds several switches' captures merged by time, yielding to the event loop so digests flow. */
 export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readonly FeedPacket[] }>, onProgress?: (done: number, total: number, tsNs: bigint) => void): Promise<void> {
   const idx = rigs.map(() => 0);
@@ -131,11 +147,8 @@ export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readon
     });
     if (best < 0) break;
     const r = rigs[best]!;
-    if (r.rig.nextRotationNs !== undefined ? bestTs >= r.rig.nextRotationNs : r.rig.controller.currentMode === "polling") {
-      // The rotation's table writes land before the packets that follow it.
-      await drainFor(r.rig);
-      await r.rig.rotateIfDue(bestTs);
-    }
+    // Table writes due at this time (rotation, mode switch) land before the packet.
+    if (r.rig.due(bestTs)) await r.rig.runDue(bestTs);
     r.rig.feed(r.packets[idx[best]!]!);
     idx[best]!++;
     done++;
