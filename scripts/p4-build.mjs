@@ -80,6 +80,15 @@ function compile(p4c, outDir) {
     "--p4runtime-files", `${rel(OUT.p4infoText)},${rel(OUT.p4infoJson)}`,
     MAIN,
   ], { cwd: root, stdio: "inherit" });
+  // p4c writes protobuf maps (P4Info typeInfo) in hash order: sort keys so the output is stable.
+  const info = join(outDir, OUT.p4infoJson.split("/").pop());
+  writeFileSync(info, JSON.stringify(sortKeys(JSON.parse(readFileSync(info, "utf8"))), null, 1) + "\n");
+}
+
+function sortKeys(v) {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === "object") return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]));
+  return v;
 }
 
 function outputsHashes(dir) {

@@ -149,6 +149,8 @@ export class MetricsEngine {
   private readonly switchIntervals = new Map<bigint, Map<string, { incomplete: number; mode: number }>>();
   /** CNPs per (switch, host pair) per interval, spread over the pair's flows */
   private readonly pairCnp = new Map<bigint, Map<string, number>>();
+  /** per switch: the newest list timestamp seen (each switch's digests lag differently) */
+  private readonly watermarks = new Map<string, bigint>();
   private watermark = 0n;
   private lastScan = -(1n << 62n);
   badDigests = 0;
@@ -173,7 +175,20 @@ export class MetricsEngine {
     const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : 0), 0);
     if (newest > 0) this.clock(switchId).calibrate(listTimestampNs, newest);
     for (const d of digests) this.onDigest(switchId, d);
+    if (listTimestampNs > (this.watermarks.get(switchId) ?? 0n)) this.watermarks.set(switchId, listTimestampNs);
     this.advance(listTimestampNs);
+  }
+
+  /**
+   * The time up to which every switch has reported: a command is incomplete
+   * when its own switch has moved on past the timeout, and an I/O half stops
+   * waiting for the other vantage once all switches have moved past the window.
+   * A switch that has fallen more than a minute behind the others no longer holds them up.
+   */
+  private lowWatermark(): bigint {
+    let low = this.watermark;
+    for (const w of this.watermarks.values()) if (w < low && this.watermark - w < 60_000_000_000n) low = w;
+    return low;
   }
 
   private trackSeq(switchId: string, seq: number): void {
@@ -376,12 +391,14 @@ export class MetricsEngine {
     // Timeouts and windows are scanned every 10 ms of digest time, not per list.
     if (now - this.lastScan < 10_000_000n) return;
     this.lastScan = now;
+    const low = this.lowWatermark();
     for (const [k, o] of this.outstanding) {
-      if (now - o.cmdUnixNs > this.options.ioTimeoutNs) this.timeOut(k, o);
+      const own = this.watermarks.get(o.switchId) ?? now;
+      if (own - o.cmdUnixNs > this.options.ioTimeoutNs) this.timeOut(k, o);
     }
     for (const [k, list] of this.halves) {
       const keep = list.filter((h) => {
-        if (now - h.atUnixNs <= this.options.correlationWindowNs) return true;
+        if (low - h.atUnixNs <= this.options.correlationWindowNs) return true;
         this.emitIo(k, h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
         return false;
       });
@@ -389,7 +406,7 @@ export class MetricsEngine {
       else this.halves.delete(k);
     }
     // An interval is closed once the correlation window past its end has passed.
-    const closeBefore = now - this.options.correlationWindowNs - this.options.ioTimeoutNs;
+    const closeBefore = low - this.options.correlationWindowNs - this.options.ioTimeoutNs;
     this.flushIntervals((start) => start + this.options.intervalNs <= closeBefore);
   }
 

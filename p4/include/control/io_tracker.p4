@@ -181,6 +181,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 meta.stat.io_cmd = true;
                 meta.digest_kind = DIGEST_IO;
                 meta.io_digest.event = IO_EVENT_CMD;
+                meta.io_digest.mode = meta.cfg.mode;
                 meta.io_digest.vantage = vantage;
                 meta.io_digest.op = (hdr.nvme_sqe.opc == NVME_OPC_WRITE) ? IO_OP_WRITE : IO_OP_READ;
                 meta.io_digest.flags = 0;
@@ -248,6 +249,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.stat.io_rsp = true;
             meta.digest_kind = DIGEST_IO;
             meta.io_digest.event = IO_EVENT_RSP;
+            meta.io_digest.mode = meta.cfg.mode;
             meta.io_digest.vantage = info & IO_INFO_VANTAGE;
             meta.io_digest.op = is_write ? IO_OP_WRITE : IO_OP_READ;
             meta.io_digest.host = host;
