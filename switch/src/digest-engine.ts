@@ -33,10 +33,17 @@ interface Unacked {
   deadlineNs: bigint;
 }
 
+/** Unacknowledged lists of one digest, oldest first, and the samples they hold. */
+interface UnackedState {
+  lists: Map<bigint, Unacked>;
+  /** sample key -> number of unacknowledged lists holding it */
+  keys: Map<string, number>;
+}
+
 export class DigestEngine {
   private readonly configs = new Map<number, DigestConfig>();
   private readonly pending = new Map<number, Pending>();
-  private readonly unacked = new Map<number, Map<bigint, Unacked>>();
+  private readonly unacked = new Map<number, UnackedState>();
   private nextListId = 1n;
   /** samples dropped because no DigestEntry was configured */
   unconfiguredDrops = 0;
@@ -73,11 +80,9 @@ export class DigestEngine {
     }
     this.expireAcks(digestId, nowNs);
     const key = sample.join(",");
-    for (const u of this.unacked.get(digestId)?.values() ?? []) {
-      if (u.keys.has(key)) {
-        this.suppressed++;
-        return;
-      }
+    if (this.unacked.get(digestId)?.keys.has(key)) {
+      this.suppressed++;
+      return;
     }
     let p = this.pending.get(digestId);
     if (!p) this.pending.set(digestId, (p = { samples: [], keys: new Set(), firstNs: nowNs }));
@@ -107,13 +112,37 @@ export class DigestEngine {
   }
 
   ack(digestId: number, listId: bigint): boolean {
-    return this.unacked.get(digestId)?.delete(listId) ?? false;
+    const st = this.unacked.get(digestId);
+    const u = st?.lists.get(listId);
+    if (!st || !u) return false;
+    this.release(st, listId, u);
+    return true;
   }
 
+  private release(st: UnackedState, listId: bigint, u: Unacked): void {
+    st.lists.delete(listId);
+    for (const k of u.keys) {
+      const n = (st.keys.get(k) ?? 1) - 1;
+      if (n <= 0) st.keys.delete(k);
+      else st.keys.set(k, n);
+    }
+  }
+
+  /** Lists whose ack timeout passed no longer suppress their samples (oldest first: stops at the first live one). */
   private expireAcks(digestId: number, nowNs: bigint): void {
-    const m = this.unacked.get(digestId);
-    if (!m) return;
-    for (const [id, u] of m) if (nowNs >= u.deadlineNs) m.delete(id);
+    const st = this.unacked.get(digestId);
+    if (!st) return;
+    for (const [id, u] of st.lists) {
+      if (nowNs < u.deadlineNs) break;
+      this.release(st, id, u);
+    }
+  }
+
+  /** Lists sent and not yet acknowledged. */
+  get unackedLists(): number {
+    let n = 0;
+    for (const st of this.unacked.values()) n += st.lists.size;
+    return n;
   }
 
   private flush(digestId: number, nowNs: bigint): void {
@@ -123,9 +152,10 @@ export class DigestEngine {
     if (!p || p.samples.length === 0 || !cfg) return;
     const listId = this.nextListId++;
     if (cfg.ackTimeoutNs > 0n) {
-      let m = this.unacked.get(digestId);
-      if (!m) this.unacked.set(digestId, (m = new Map()));
-      m.set(listId, { keys: p.keys, deadlineNs: nowNs + cfg.ackTimeoutNs });
+      let st = this.unacked.get(digestId);
+      if (!st) this.unacked.set(digestId, (st = { lists: new Map(), keys: new Map() }));
+      st.lists.set(listId, { keys: p.keys, deadlineNs: nowNs + cfg.ackTimeoutNs });
+      for (const k of p.keys) st.keys.set(k, (st.keys.get(k) ?? 0) + 1);
     }
     this.sentLists++;
     this.sentSamples += p.samples.length;

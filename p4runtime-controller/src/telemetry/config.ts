@@ -3,6 +3,7 @@
 // here; environment variables are read only by the command line.
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { packageRoot } from "./paths.js";
 
 export type PortRole = "compute" | "storage" | "fabric";
 export type Mode = "full" | "polling";
@@ -39,7 +40,7 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-const ROOT = new URL("../../../", import.meta.url).pathname;
+const ROOT = packageRoot();
 
 export const DEFAULTS = {
   address: "127.0.0.1:9559",

@@ -1,6 +1,6 @@
 // Runs packets through a compiled program the way simple_switch does:
 // parse, verify checksums, ingress, learn, egress, update checksums, deparse.
-import { mod2k } from "./bits.js";
+import { mod2k, POW2 } from "./bits.js";
 import { CompiledProgram, DROP_PORT, type PacketContext } from "./program.js";
 import type { FieldInfo } from "./layout.js";
 import type { Value } from "./table.js";
@@ -44,7 +44,7 @@ export class Pipeline {
     const { N, B } = program;
     this.set = (f, v) => {
       if (!f) return;
-      if (f.kind === "n") N[f.slot] = v >= 0 && v < 2 ** f.width ? v : mod2k(v, f.width);
+      if (f.kind === "n") N[f.slot] = v >= 0 && v < POW2[f.width]! ? v : mod2k(v, f.width);
       else B[f.slot] = BigInt.asUintN(f.width, BigInt(v));
     };
   }
@@ -73,7 +73,6 @@ export class Pipeline {
       set(std.ingressTs, pkt.timestampNs);
       const parsed = fn.parse(pkt.data, ctx);
       set(std.parserError, ctx.parserError);
-      const payload = pkt.data.subarray(parsed);
       set(std.checksumError, 0);
       if (!fn.verifyChecksums()) set(std.checksumError, 1);
       fn.ingress(ctx);
@@ -98,7 +97,7 @@ export class Pipeline {
       }
       fn.updateChecksums();
       const original = Buffer.isBuffer(pkt.data) ? pkt.data : Buffer.from(pkt.data.buffer, pkt.data.byteOffset, pkt.data.byteLength);
-      let data = fn.deparse(payload, original);
+      let data = fn.deparse(pkt.data, parsed, original);
       if (ctx.truncateTo > 0 && data.length > ctx.truncateTo) data = data.subarray(0, ctx.truncateTo);
       this.packetsOut++;
       return { output: { port: egressSpec, data }, learn, parserError: ctx.parserError, error: undefined };

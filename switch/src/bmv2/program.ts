@@ -59,7 +59,8 @@ export interface CompiledFunctions {
   ingress(ctx: PacketContext): void;
   egress(ctx: PacketContext): void;
   updateChecksums(): void;
-  deparse(payload: Uint8Array, original?: Buffer): Buffer;
+  /** The packet to send: headers as they are now, then the bytes after `parsed`. */
+  deparse(buf: Uint8Array, parsed: number, original?: Buffer): Buffer;
   learn(id: number): Value[];
   reset(): void;
 }
@@ -713,8 +714,9 @@ class Generator {
     this.emit(`  for (let i = 0; i < ORDER.length; i++) { const h = ORDER[i]; if (V[h] === 1) { if (k >= nExtracted || EXTRACTED[k] !== h) return false; k++; } }`);
     this.emit(`  return k === nExtracted;`);
     this.emit(`}`);
-    this.emit(`function deparse(payload, original) {`);
+    this.emit(`function deparse(buf, parsed, original) {`);
     this.emit(`  if (original !== undefined && unchanged()) return original;`);
+    this.emit(`  const payload = buf.subarray(parsed);`);
     this.emit(`  let size = payload.length;`);
     for (const h of hs) this.emit(`  if (V[${h.id}] === 1) size += ${h.bytes};`);
     this.emit(`  const out = Buffer.allocUnsafe(size); out.fill(0, 0, size - payload.length); let off = 0;`);
@@ -761,10 +763,17 @@ class Generator {
       }
     };
     if (json.actions.some((a) => a.primitives.some(writes))) return false;
-    for (const st of json.parsers[0]!.parse_states) {
+    const parser = json.parsers[0]!;
+    for (const st of parser.parse_states) {
+      let extracted = false;
       for (const op of st.parser_ops) {
+        if (op.op === "extract") extracted = true;
         if (op.op === "set" && op.parameters[0]?.type === "field" && isPacketHeader((op.parameters[0].value as [string, string])[0])) return false;
-        if (op.op === "primitive" && writes(op.parameters[0] as unknown as Primitive)) return false;
+        if (op.op !== "primitive") continue;
+        const prim = op.parameters[0] as unknown as Primitive;
+        // p4c starts a parser by invalidating its `out` headers: nothing is emitted differently.
+        if (prim.op === "remove_header" && st.name === parser.init_state && !extracted) continue;
+        if (writes(prim)) return false;
       }
     }
     if ((json.checksums ?? []).some((c) => c.update !== false)) return false;

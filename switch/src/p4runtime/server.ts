@@ -564,14 +564,27 @@ export class P4RuntimeServer {
   }
 }
 
+/** Canonical P4Runtime bytestring of a non-negative value (no leading zero bytes). */
 function bitstring(v: number | bigint, bitwidth: number): Buffer {
-  let x = BigInt(v);
+  void bitwidth;
+  if (typeof v === "number") {
+    if (v === 0) return Buffer.from([0]);
+    let n = 0;
+    for (let x = v; x >= 1; x = Math.floor(x / 256)) n++;
+    const out = Buffer.allocUnsafe(n);
+    let x = v;
+    for (let i = n - 1; i >= 0; i--) {
+      out[i] = x % 256;
+      x = Math.floor(x / 256);
+    }
+    return out;
+  }
+  let x = v;
   if (x === 0n) return Buffer.from([0]);
   const bytes: number[] = [];
   while (x > 0n) {
     bytes.unshift(Number(x & 0xffn));
     x >>= 8n;
   }
-  void bitwidth;
   return Buffer.from(bytes);
 }
