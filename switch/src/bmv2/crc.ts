@@ -26,9 +26,9 @@ const CRC16_TABLE = makeTable(0x8005, 16);
 const CCITT_TABLE = makeTable(0x1021, 16);
 
 /** CRC-32 (IEEE 802.3; BMv2 "crc32"). */
-export function crc32(buf: Uint8Array): number {
+export function crc32(buf: Uint8Array, len = buf.length): number {
   let rem = 0xffffffff;
-  for (let i = 0; i < buf.length; i++) {
+  for (let i = 0; i < len; i++) {
     const data = REFLECT8[buf[i]!]! ^ (rem >>> 24);
     rem = (CRC32_TABLE[data]! ^ (rem << 8)) >>> 0;
   }
@@ -36,9 +36,9 @@ export function crc32(buf: Uint8Array): number {
 }
 
 /** CRC-16/ARC (BMv2 "crc16"). */
-export function crc16(buf: Uint8Array): number {
+export function crc16(buf: Uint8Array, len = buf.length): number {
   let rem = 0;
-  for (let i = 0; i < buf.length; i++) {
+  for (let i = 0; i < len; i++) {
     const data = REFLECT8[buf[i]!]! ^ (rem >>> 8);
     rem = (CRC16_TABLE[data]! ^ (rem << 8)) & 0xffff;
   }
@@ -46,9 +46,9 @@ export function crc16(buf: Uint8Array): number {
 }
 
 /** CRC-16/CCITT-FALSE (BMv2 "crcCCITT"). */
-export function crcCcitt(buf: Uint8Array): number {
+export function crcCcitt(buf: Uint8Array, len = buf.length): number {
   let rem = 0xffff;
-  for (let i = 0; i < buf.length; i++) {
+  for (let i = 0; i < len; i++) {
     const data = buf[i]! ^ (rem >>> 8);
     rem = (CCITT_TABLE[data]! ^ (rem << 8)) & 0xffff;
   }
@@ -56,7 +56,8 @@ export function crcCcitt(buf: Uint8Array): number {
 }
 
 /** Internet checksum (BMv2 "csum16"). */
-export function csum16(buf: Uint8Array): number {
+export function csum16(whole: Uint8Array, len = whole.length): number {
+  const buf = len === whole.length ? whole : whole.subarray(0, len);
   let sum = 0;
   for (let i = 0; i + 1 < buf.length; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
   if (buf.length & 1) sum += buf[buf.length - 1]! << 8;
@@ -65,21 +66,23 @@ export function csum16(buf: Uint8Array): number {
 }
 
 /** BMv2 "identity": the input bytes as a big-endian integer (low 64 bits). */
-export function identity(buf: Uint8Array): bigint {
+export function identity(whole: Uint8Array, len = whole.length): bigint {
+  const buf = len === whole.length ? whole : whole.subarray(0, len);
   let v = 0n;
   for (const b of buf) v = ((v << 8n) | BigInt(b)) & 0xffffffffffffffffn;
   return v;
 }
 
 /** BMv2 "xor16": XOR of the input's 16-bit words. */
-export function xor16(buf: Uint8Array): number {
+export function xor16(whole: Uint8Array, len = whole.length): number {
+  const buf = len === whole.length ? whole : whole.subarray(0, len);
   let v = 0;
   for (let i = 0; i + 1 < buf.length; i += 2) v ^= (buf[i]! << 8) | buf[i + 1]!;
   if (buf.length & 1) v ^= buf[buf.length - 1]! << 8;
   return v;
 }
 
-export const HASH_ALGORITHMS: Readonly<Record<string, (buf: Uint8Array) => number | bigint>> = {
+export const HASH_ALGORITHMS: Readonly<Record<string, (buf: Uint8Array, len?: number) => number | bigint>> = {
   crc32,
   crc16,
   crcCCITT: crcCcitt,

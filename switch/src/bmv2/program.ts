@@ -286,6 +286,7 @@ class Generator {
     this.emit(`const N = S.N, B = S.B, V = S.V;`);
     this.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
     this.emit(`const TMP = new Uint8Array(256);`);
+    for (const algo of Object.keys(HASH_ALGORITHMS)) this.emit(`const HASH_${algo} = HASH[${JSON.stringify(algo)}];`);
     // Metadata headers are always valid.
     const meta = this.layout.headers.filter((h) => h.metadata).map((h) => h.id);
     this.emit(`function reset() { N.fill(0); B.fill(0n); V.fill(0); ${meta.map((i) => `V[${i}] = 1;`).join(" ")} }`);
@@ -329,6 +330,45 @@ class Generator {
   // ---- calculations (hash inputs) -----------------------------------------
 
   private genCalculation(c: Calculation, i: number): void {
+    if (this.genStaticCalculation(c, i)) return;
+    this.genDynamicCalculation(c, i);
+  }
+
+  /**
+   * Inputs that are all metadata fields (always valid) or constants sit at
+   * fixed offsets: store their bytes directly. p4c copies hash inputs into
+   * metadata, so this is the common case.
+   */
+  private genStaticCalculation(c: Calculation, i: number): boolean {
+    const where = `calculation '${c.name}'`;
+    const parts: string[] = [];
+    let off = 0;
+    for (const inp of c.input) {
+      if (inp.type !== "field") return false;
+      const f = this.fieldRef(inp, where);
+      if (!f.header.metadata || f.kind !== "n") return false;
+      if (off % 8 === 0 && f.width % 8 === 0 && f.width <= 32) {
+        const n = f.width / 8;
+        for (let b = 0; b < n; b++) {
+          const shift = 8 * (n - 1 - b);
+          parts.push(`TMP[${off / 8 + b}] = ${f.width === 32 ? `(${this.slot(f)} >>> ${shift}) & 255` : `(${this.slot(f)} >> ${shift}) & 255`};`);
+        }
+      } else {
+        parts.push(`writeBitsNum(TMP, ${off}, ${f.width}, ${this.slot(f)});`);
+      }
+      off += f.width;
+    }
+    if (off > 256 * 8) return false;
+    const bytes = Math.ceil(off / 8);
+    const needsZero = parts.some((p) => p.startsWith("writeBitsNum"));
+    this.out.push(`function calc_${i}() {`);
+    if (needsZero) this.out.push(`  TMP.fill(0, 0, ${bytes});`);
+    this.out.push(...parts.map((p) => "  " + p));
+    this.out.push(`  return HASH_${c.algo}(TMP, ${bytes});`, `}`);
+    return true;
+  }
+
+  private genDynamicCalculation(c: Calculation, i: number): void {
     const where = `calculation '${c.name}'`;
     const lines: string[] = [`function calc_${i}(payload) {`, `  TMP.fill(0, 0, CALC_BYTES_${i}); let off = 0;`];
     let maxBits = 0;
@@ -358,7 +398,7 @@ class Generator {
     }
     if (maxBits > 256 * 8) throw new UnsupportedProgramError(`${where}: input wider than 256 bytes`);
     this.out.push(`const CALC_BYTES_${i} = ${Math.ceil(maxBits / 8)};`);
-    lines.push(`  return HASH[${JSON.stringify(c.algo)}](TMP.subarray(0, (off + 7) >> 3));`, `}`);
+    lines.push(`  return HASH_${c.algo}(TMP, (off + 7) >> 3);`, `}`);
     this.out.push(...lines);
   }
 
@@ -601,6 +641,13 @@ class Generator {
       if (n === 2) return `${this.slot(f)} = (buf[${o}] << 8) | buf[${o} + 1];`;
       return `${this.slot(f)} = ${Array.from({ length: n }, (_, i) => `buf[${o} + ${i}] * ${2 ** (8 * (n - 1 - i))}`).join(" + ")};`;
     }
+    if (f.kind === "n" && shift + f.width <= 32) {
+      // Within four bytes: one 32-bit window, shifted and masked.
+      const nb = (shift + f.width + 7) >> 3;
+      const bytes = Array.from({ length: nb }, (_, i) => `(buf[${o} + ${i}] << ${8 * (nb - 1 - i)})`).join(" | ");
+      const drop = nb * 8 - shift - f.width;
+      return `${this.slot(f)} = ((${bytes}) >>> ${drop}) ${f.width === 32 ? ">>> 0" : `& ${2 ** f.width - 1}`};`;
+    }
     if (f.kind === "n") return `${this.slot(f)} = readBitsNum(buf, (${o}) * 8 + ${shift}, ${f.width});`;
     const raw = `readBitsBig(buf, (${o}) * 8 + ${shift}, ${f.width})`;
     return `${this.slot(f)} = ${f.signed ? `BigInt.asIntN(${f.width}, ${raw})` : raw};`;
@@ -636,16 +683,24 @@ class Generator {
         return this.slot(fi);
       });
       this.emit(`  case ${i}: {`);
-      if (t.key.length === 0) {
+      // A keyless table whose default is const (p4c's wrapper for a direct
+      // action call) always runs that action: call it, with its fixed data.
+      const constDefault = t.key.length === 0 && t.default_entry?.action_const === true && !t.with_counters;
+      if (constDefault) {
         this.emit(`    const e = undefined;`);
+        this.emit(`    act_${t.default_entry!.action_id}(T[${t.id}].defaultAction.data, ctx);`);
       } else {
-        this.emit(`    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
+        if (t.key.length === 0) {
+          this.emit(`    const e = undefined;`);
+        } else {
+          this.emit(`    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
+        }
+        this.emit(`    const a = e === undefined ? T[${t.id}].defaultAction : e.action;`);
+        if (t.with_counters) this.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { T[${t.id}].defaultPackets++; T[${t.id}].defaultBytes += ctx.packetLength; }`);
+        this.emit(`    switch (a.actionId) {`);
+        for (const id of t.action_ids) this.emit(`      case ${id}: act_${id}(a.data, ctx); break;`);
+        this.emit(`    }`);
       }
-      this.emit(`    const a = e === undefined ? T[${t.id}].defaultAction : e.action;`);
-      if (t.with_counters) this.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { T[${t.id}].defaultPackets++; T[${t.id}].defaultBytes += ctx.packetLength; }`);
-      this.emit(`    switch (a.actionId) {`);
-      for (const id of t.action_ids) this.emit(`      case ${id}: act_${id}(a.data, ctx); break;`);
-      this.emit(`    }`);
       this.emit(`    if (ctx.exit) return;`);
       const nt = t.next_tables;
       if ("__HIT__" in nt || "__MISS__" in nt) {
