@@ -172,8 +172,9 @@ export class MetricsEngine {
 
   /** Feeds one digest list from one switch. */
   onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[]): void {
-    const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : 0), 0);
-    if (newest > 0) this.clock(switchId).calibrate(listTimestampNs, newest);
+    // (A digest of the switch's very first packet has timestamp 0: still a time.)
+    const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : -1), -1);
+    if (newest >= 0) this.clock(switchId).calibrate(listTimestampNs, newest);
     for (const d of digests) this.onDigest(switchId, d);
     if (listTimestampNs > (this.watermarks.get(switchId) ?? 0n)) this.watermarks.set(switchId, listTimestampNs);
     this.advance(listTimestampNs);

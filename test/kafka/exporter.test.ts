@@ -160,6 +160,8 @@ describe("exporter on Kafka", () => {
     expect(consumers.every((c) => c.received > 0)).toBe(true);
     for (const e of engines) e.finish();
     const byKey = new Map(ios.map((r) => [`${r.host}|${r.target}|${r.cid}`, r]));
+    const dups = ios.filter((r, i) => ios.findIndex((x) => x.host === r.host && x.target === r.target && x.cid === r.cid) !== i);
+    expect(dups.map((d) => ios.filter((x) => x.cid === d.cid && x.host === d.host))).toEqual([]);
     expect(ios.length).toBe(traffic.ios.length);
     for (const truth of traffic.ios) {
       const r = byKey.get(`${truth.host}|${truth.target}|${truth.cid}`)!;

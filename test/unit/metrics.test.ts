@@ -104,3 +104,14 @@ describe("sequence tracking", () => {
     expect(g.lost).toBe(2);
   });
 });
+
+test("a switch whose first digest has timestamp 0 is still placed on the wall clock", () => {
+  const out: RecordJson[] = [];
+  const m = new MetricsEngine((r) => out.push(r));
+  m.onDigestList("tor", T0 + 5_000n, [io({ event: 1, vantage: 3, ts: 0, seq: 0 })]);
+  m.onDigestList("tor", T0 + 60_000n, [io({ event: 2, vantage: 3, ts: 50_000, e2e_ns: 50_000, seq: 1 })]);
+  m.finish();
+  const r = out.find((x): x is IoRecordJson => x.type === "io")!;
+  expect(r.incomplete).toBe(false);
+  expect(BigInt(r.cmd_unix_ns)).toBe(T0 + 5_000n);
+});
