@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { generateTraffic, type Fault } from "../traffic/src/generator.js";
 import { writePcap } from "../traffic/src/pcap.js";
 import type { RecordJson } from "../exporter/src/records.js";
+import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { replaySwitches } from "./replay.js";
 import { SummaryView } from "./summary.js";
@@ -21,6 +22,7 @@ export interface DemoOptions {
   logger?: Logger;
   print: (text: string) => void;
   onRecord?: (r: RecordJson) => void;
+  kafka?: KafkaSink;
 }
 
 /** Faults spread over the run so that each shows in its own interval. */
@@ -55,6 +57,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     {
       mode: o.mode,
       out: join(o.outDir, "records.jsonl"),
+      kafka: o.kafka,
       logger: o.logger,
       onRecord: (r) => {
         o.onRecord?.(r);

@@ -1,6 +1,9 @@
 // Offline replay (SPEC §7): a capture and a topology file in, records out,
 // through the same P4 program, controller and exporter as a live switch.
-import { readCapture } from "../traffic/src/pcap.js";
+import { readCapture, writePcap } from "../traffic/src/pcap.js";
+import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
+import { encodeRecord } from "../exporter/src/kafka/encode.js";
+import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { Exporter, type ExporterOptions } from "../exporter/src/exporter.js";
 import { JsonlSink } from "../exporter/src/jsonl-sink.js";
 import type { RecordJson } from "../exporter/src/records.js";
@@ -18,6 +21,10 @@ export interface ReplaySwitch {
 export interface ReplayOptions {
   mode?: Mode;
   out?: string;
+  /** write the packets the switch forwarded to this pcap (one switch) */
+  forwarded?: string;
+  /** publish records and raw digests on Kafka */
+  kafka?: KafkaSink;
   logger?: Logger;
   exporter?: ExporterOptions;
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
@@ -41,13 +48,27 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const sink = opts.out ? new JsonlSink(opts.out) : undefined;
   if (sink) exporter.addSink((r) => sink.write(r));
   if (opts.onRecord) exporter.addSink(opts.onRecord);
+  const kafka = opts.kafka;
+  if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
   const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling }));
+  const forwarded: Array<{ timestampNs: bigint; data: Buffer }> = [];
+  if (opts.forwarded && rigs[0]) {
+    const sw = rigs[0].sw;
+    sw.on("packet", (p) => forwarded.push({ timestampNs: sw.nowUnixNs(), data: Buffer.from(p.data) }));
+  }
   try {
-    for (const r of rigs) await r.start((b) => exporter.onBatch(b));
+    for (const r of rigs) {
+      await r.start((b) => {
+        exporter.onBatch(b);
+        if (kafka) for (const m of rawDigestMessages(b, kafka.topicNames)) kafka.push(m);
+      });
+    }
     opts.beforeFeed?.(rigs);
     await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets })), opts.onProgress);
     for (const r of rigs) await r.drain();
     exporter.finish();
+    if (opts.forwarded) writePcap(opts.forwarded, forwarded);
+    await kafka?.flush();
   } finally {
     for (const r of rigs) await r.stop();
     await sink?.close();

@@ -3,6 +3,8 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { consume } from "../app/consume.js";
+import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
@@ -28,6 +30,12 @@ Usage:
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
       Switches the mode of a running controller (its config's control_port).
+  rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
+      Tails a topic and prints its records decoded, one JSON object a line.
+
+Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
+records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
+switch forwarded.
 
 Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
@@ -49,6 +57,13 @@ function mode(v: string | undefined): "full" | "polling" {
   throw new UsageError(`--mode must be full or polling (got '${v}')`);
 }
 
+async function kafkaSink(brokers: string | undefined, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
+  if (!brokers) return undefined;
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), logger, spillDir: ".cache/kafka-spill" });
+  await sink.start();
+  return sink;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -66,6 +81,9 @@ async function main(argv: string[]): Promise<number> {
       config: { type: "string" },
       "kafka-brokers": { type: "string" },
       control: { type: "string" },
+      topic: { type: "string" },
+      "from-beginning": { type: "boolean" },
+      forwarded: { type: "string" },
     },
   });
   if (values.help) {
@@ -80,7 +98,9 @@ async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case "demo": {
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, logger);
       await runDemo({
+        kafka,
         seed: int(values.seed, "seed", 1),
         durationMs: int(values["duration-ms"], "duration-ms", 3000),
         outDir: values["out-dir"] ?? "demo-out",
@@ -88,6 +108,10 @@ async function main(argv: string[]): Promise<number> {
         logger,
         print,
       });
+      if (kafka) {
+        print(`Kafka: ${kafka.stats.sent} records and digests published`);
+        await kafka.close();
+      }
       return 0;
     }
     case "replay": {
@@ -97,7 +121,9 @@ async function main(argv: string[]): Promise<number> {
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
       const topo = Topology.load(values.topology);
       const t0 = Date.now();
-      const r = await replayCapture(capture, topo, { mode: mode(values.mode), out: values.out, logger });
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, logger);
+      const r = await replayCapture(capture, topo, { mode: mode(values.mode), out: values.out, logger, kafka, forwarded: values.forwarded });
+      await kafka?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
@@ -122,6 +148,16 @@ async function main(argv: string[]): Promise<number> {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
       await runController({ configFile: values.config, out: values.out, brokers: brokers ? brokers.split(",") : undefined, logger, print });
+      return 0;
+    }
+    case "consume": {
+      if (!values.topic) throw new UsageError("consume needs --topic TOPIC");
+      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+      if (!brokers.length) throw new UsageError("consume needs --kafka-brokers (or KAFKA_BROKERS)");
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await consume({ brokers, topic: values.topic, fromBeginning: values["from-beginning"] ?? false, print, signal: ac.signal });
       return 0;
     }
     case "mode": {

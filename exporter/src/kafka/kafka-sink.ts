@@ -78,8 +78,23 @@ export class KafkaSink {
     }
   }
 
-  /** Creates the topics (if missing) and starts publishing. */
+  private connected = false;
+
+  /**
+   * Starts publishing. When Kafka cannot be reached now, records wait in the
+   * buffer (and spill) while connecting is retried in the background.
+   */
   async start(): Promise<void> {
+    try {
+      await this.connect();
+    } catch (err) {
+      this.opts.logger?.warn("Kafka unreachable at start; records are buffered until it is", { error: (err as Error).message });
+    }
+    this.pumping = this.pump();
+  }
+
+  /** Creates the topics (if missing) and connects the producer. */
+  private async connect(): Promise<void> {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
@@ -95,7 +110,7 @@ export class KafkaSink {
       await admin.disconnect();
     }
     await this.producer.connect();
-    this.pumping = this.pump();
+    this.connected = true;
   }
 
   get topicNames(): TopicNames {
@@ -165,6 +180,7 @@ export class KafkaSink {
       }
       const batch = this.queue.slice(this.head, this.head + this.opts.batchSize);
       try {
+        if (!this.connected) await this.connect();
         const byTopic = new Map<string, KafkaMessageOut[]>();
         for (const m of batch) {
           const list = byTopic.get(m.topic) ?? [];

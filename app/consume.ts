@@ -1,0 +1,28 @@
+// Tails a topic and prints each record decoded, one JSON object a line.
+import { Kafka, logLevel } from "kafkajs";
+import { decodeMessage } from "../exporter/src/kafka/encode.js";
+
+export async function consume(o: { brokers: string[]; topic: string; fromBeginning: boolean; print: (t: string) => void; signal: AbortSignal }): Promise<number> {
+  const kafka = new Kafka({ clientId: "rdma-telemetry-consume", brokers: o.brokers, logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+  let n = 0;
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      const type = message.headers?.type?.toString();
+      const encoding = message.headers?.encoding?.toString();
+      let value: unknown;
+      try {
+        value = message.value ? decodeMessage(type, encoding, message.value) : null;
+      } catch (err) {
+        value = { error: (err as Error).message };
+      }
+      n++;
+      o.print(JSON.stringify({ partition, offset: message.offset, key: message.key?.toString(), type, value }));
+    },
+  });
+  await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
+  await consumer.disconnect();
+  return n;
+}
