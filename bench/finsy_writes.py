@@ -4,6 +4,7 @@ against the same P4Runtime target. Prints figures only.
 Usage: python3 bench/finsy_writes.py HOST:PORT P4INFO_JSON_OR_TXTPB BMV2_JSON
 """
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,12 +22,14 @@ async def main(address: str, p4info: str, blob: str) -> None:
             )
 
         for batch in (1, 64, 1024):
-            total = 4096
+            rnd = 200 + batch
             t0 = time.perf_counter()
-            for i in range(0, total, batch):
-                await sw.insert([watch((i + k) % 1024, 200 + batch + (i + k) // 1024) for k in range(batch)])
+            for sign in (1, -1):
+                for i in range(0, 1024, batch):
+                    ents = [watch(i + k, rnd) for k in range(batch)]
+                    await sw.write([+e for e in ents] if sign > 0 else [-e for e in ents])
             dt = time.perf_counter() - t0
-            print(f"finsy writes: {total} table inserts in batches of {batch}: {round(total / dt):,} writes/s")
+            print(f"finsy writes: 2048 table writes (1024 inserts, 1024 deletes) in batches of {batch}: {round(2048 / dt):,} writes/s")
         rnd = 1
         await sw.insert([watch(i, rnd) for i in range(1024)])
         times = []
@@ -37,8 +40,8 @@ async def main(address: str, p4info: str, blob: str) -> None:
             times.append((time.perf_counter() - t0) * 1000)
             rnd += 1
         times.sort()
-        print(f"finsy rotation: swap a 1024-entry watchlist in one write: median {times[10]:.1f} ms, max {times[19]:.1f} ms")
-        sw.cancel()
+        print(f"finsy rotation: swap a 1024-entry watchlist in one write: median {times[10]:.1f} ms, max {times[19]:.1f} ms", flush=True)
+        os._exit(0)
 
     opts = fy.SwitchOptions(p4info=Path(p4info), p4blob=Path(blob), ready_handler=ready, initial_election_id=50)
     sw = fy.Switch("bench", address, opts)

@@ -164,8 +164,24 @@ export class MatchTable {
     const e = this.byKey.get(text);
     if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
     this.byKey.delete(text);
-    this.rebuildIndex();
+    this.removeFromIndex(e);
     return e;
+  }
+
+  private removeFromIndex(e: TableEntry): void {
+    if (this.kind === "exact") {
+      const k = this.indexKey(e);
+      if (this.exactIndex.get(k) === e) this.exactIndex.delete(k);
+    } else if (this.kind === "lpm") {
+      const m = e.match[this.lpmField]!;
+      const len = m.kind === "lpm" ? m.prefixLen : 0;
+      const bucket = this.lpmIndex.find((b) => b.prefixLen === len);
+      const k = this.indexKey(e);
+      if (bucket && bucket.map.get(k) === e) bucket.map.delete(k);
+    } else {
+      const i = this.scanList.indexOf(e);
+      if (i >= 0) this.scanList.splice(i, 1);
+    }
   }
 
   get(match: readonly KeyMatch[], priority: number): TableEntry | undefined {
@@ -191,9 +207,15 @@ export class MatchTable {
       }
       bucket.map.set(this.indexKey(e), e);
     } else {
-      this.scanList.push(e);
-      // Stable: among equal priorities the earlier entry wins.
-      this.scanList.sort((a, b) => b.priority - a.priority);
+      // Sorted by priority, highest first; among equal priorities the earlier entry wins.
+      let lo = 0;
+      let hi = this.scanList.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (this.scanList[mid]!.priority >= e.priority) lo = mid + 1;
+        else hi = mid;
+      }
+      this.scanList.splice(lo, 0, e);
     }
   }
 
