@@ -166,8 +166,9 @@ export class P4RuntimeClient {
   }
 
   async write(updates: Update[], electionId: bigint, opts: { role?: string; signal?: AbortSignal } = {}): Promise<void> {
-    // fromPartial fills what callers leave out (bytes, 64-bit fields) so that encoding never fails.
-    const req = WriteRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", electionId: toUint128(electionId), updates });
+    // The updates go as they are (the entity builders make complete messages:
+    // a deep copy of thousands of updates would cost more than the write).
+    const req: WriteRequest = { ...WriteRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", electionId: toUint128(electionId) }), updates };
     await this.unary("Write", this.grpcClient.write as never, req, opts.signal);
   }
 

@@ -12,6 +12,18 @@ export function encodeBits(value: bigint | number, bitwidth: number, what = "val
   if (v < 0n) throw new P4ValueError(`${what}: ${v} is negative`);
   if (v >> BigInt(bitwidth) !== 0n) throw new P4ValueError(`${what}: ${v} does not fit in ${bitwidth} bits`);
   if (v === 0n) return Buffer.from([0]);
+  if (v < 0x1000000000000n) {
+    // Up to 6 bytes: number arithmetic.
+    let x = Number(v);
+    let n = 0;
+    for (let t = x; t >= 1; t = Math.floor(t / 256)) n++;
+    const out = Buffer.allocUnsafe(n);
+    for (let i = n - 1; i >= 0; i--) {
+      out[i] = x % 256;
+      x = Math.floor(x / 256);
+    }
+    return out;
+  }
   const bytes: number[] = [];
   for (let x = v; x > 0n; x >>= 8n) bytes.unshift(Number(x & 0xffn));
   return Buffer.from(bytes);
@@ -20,8 +32,15 @@ export function encodeBits(value: bigint | number, bitwidth: number, what = "val
 /** Value of a bytestring for a field of `bitwidth` bits; accepts non-canonical leading zeros. */
 export function decodeBits(bytes: Uint8Array, bitwidth: number, what = "value"): bigint {
   if (bytes.length === 0) throw new P4ValueError(`${what}: empty bytestring`);
-  let v = 0n;
-  for (const b of bytes) v = (v << 8n) | BigInt(b);
+  let v: bigint;
+  if (bytes.length <= 6) {
+    let n = 0;
+    for (let i = 0; i < bytes.length; i++) n = n * 256 + bytes[i]!;
+    v = BigInt(n);
+  } else {
+    v = 0n;
+    for (const b of bytes) v = (v << 8n) | BigInt(b);
+  }
   if (v >> BigInt(bitwidth) !== 0n) throw new P4ValueError(`${what}: 0x${Buffer.from(bytes).toString("hex")} does not fit in ${bitwidth} bits`);
   return v;
 }

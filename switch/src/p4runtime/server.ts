@@ -406,9 +406,9 @@ export class P4RuntimeServer {
         }
         const action = b.decodeAction(t, te.action, false);
         if (u.type === T.INSERT) {
-          t.table.insert({ match, priority: te.priority, action, packets: 0, bytes: 0, metadata: Buffer.from(te.metadata), idleTimeoutNs: te.idleTimeoutNs });
+          t.table.insert({ match, priority: te.priority, action, packets: 0, bytes: 0, metadata: te.metadata.length ? te.metadata : undefined, idleTimeoutNs: te.idleTimeoutNs });
         } else {
-          t.table.modify(match, te.priority, action, Buffer.from(te.metadata));
+          t.table.modify(match, te.priority, action, te.metadata.length ? te.metadata : undefined);
         }
         return;
       }
