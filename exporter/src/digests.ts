@@ -119,6 +119,14 @@ export function checkSchema(schema: DigestSchema): string[] {
 
 /** A number from a value of at most 48 bits (bigint, number, or big-endian bytes). */
 function toNumber(v: unknown, field: string, digest: string, width: number): number {
+  if (v instanceof Uint8Array && v.length <= 6) {
+    // Up to 48 bits (every member of the telemetry digests): number arithmetic.
+    let x = 0;
+    for (let i = 0; i < v.length; i++) x = x * 256 + v[i]!;
+    if (x >= 2 ** width) throw new BadDigestError(`digest '${digest}' member '${field}': value ${x} does not fit in ${width} bits`);
+    return x;
+  }
+  if (typeof v === "number" && Number.isInteger(v) && v >= 0 && v < 2 ** width) return v;
   let n: bigint;
   if (typeof v === "number") n = BigInt(v);
   else if (typeof v === "bigint") n = v;
