@@ -3,6 +3,7 @@
 //   digests    digests/s from the switch through P4Runtime to the exporter
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
+//   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 import { fork, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,6 +14,11 @@ import { Rig } from "../app/rig.js";
 import { parseConfig } from "../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
 import { Exporter } from "../exporter/src/exporter.js";
+import { encodeRecord } from "../exporter/src/kafka/encode.js";
+import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import { MetricsEngine } from "../exporter/src/metrics.js";
+import type { IoRecordJson } from "../exporter/src/records.js";
+import type { TelemetryDigest } from "../exporter/src/digests.js";
 import { Topology } from "../app/topology.js";
 import { P4RuntimeClient, toUint128 } from "../p4runtime-controller/src/lib/client.js";
 import { tableEntity } from "../p4runtime-controller/src/lib/entities.js";
@@ -143,7 +149,72 @@ async function benchWrites(): Promise<void> {
   await server.close();
 }
 
-const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites };
+async function benchKafka(): Promise<void> {
+  // @ts-expect-error -- plain ESM script without types
+  const { startBroker, fetchJars } = (await import("../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; stop(): Promise<void> }>; fetchJars: () => string };
+  const broker = process.env.KAFKA_BROKERS ? undefined : await startBroker();
+  const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
+  try {
+    const n = 300_000;
+    const id = `bench-${Date.now()}`;
+    const topics = { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
+    const sink = new KafkaSink({ brokers: [brokers], topics, partitions: 8, batchSize: 2000 });
+    await sink.start();
+    const rec = (i: number): IoRecordJson => ({
+      type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, cid: i & 0xffff,
+      op: i & 1 ? "read" : "write", bytes: 4096, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
+      incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: String(1_800_000_000_000_000_000n + BigInt(i) * 1000n),
+    });
+    let bytes = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const m = encodeRecord(rec(i), topics, "protobuf", 1_000_000_000n);
+      bytes += m.value.length;
+      sink.push(m);
+      if ((i & 8191) === 8191) await new Promise((r) => setImmediate(r));
+    }
+    await sink.flush(300_000);
+    const ms = performance.now() - t0;
+    await sink.close();
+    const size = Math.round(bytes / n);
+    print(`kafka: ${n} IoRecords (${size} bytes each, protobuf, gzip, acks=all, idempotent) from the exporter in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} records/s`);
+    const libs = fetchJars();
+    const perf = await new Promise<string>((resolve) => {
+      const child = spawn("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${id}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
+        "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", "compression.type=gzip", "batch.size=262144", "linger.ms=5"]);
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+      child.on("close", () => resolve(out));
+    });
+    const last = perf.trim().split("\n").filter((l) => /records sent/.test(l)).pop() ?? perf.trim().split("\n").pop();
+    print(`kafka-producer-perf-test (same broker, record size, acks=all, idempotence, gzip): ${last}`);
+  } finally {
+    await broker?.stop();
+  }
+}
+
+async function benchMemory(): Promise<void> {
+  // One interval with 1,000,000 distinct flows, one message each: the exporter's peak RSS.
+  const engine = new MetricsEngine(() => {}, { perEventRecords: false });
+  const base = 1_800_000_000_000_000_000n;
+  let peak = process.memoryUsage().rss;
+  const n = 1_000_000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i += 1000) {
+    const list: TelemetryDigest[] = [];
+    for (let k = i; k < i + 1000; k++) {
+      list.push({ kind: "msg", seq: k, mode: 1, flags: 0, src: 0x0a000000 + (k >> 12), dst: 0x0b000000 + ((k >> 6) & 63), dest_qp: k & 0xfff, first_psn: 0, last_psn: 63, bytes: 262144, packets: 64, retransmitted: 0, ecn_ce: 0, first_ts: 1000 + k, fct_ns: 21000, gap_ns: 0, extra_packets: 0, extra_retransmitted: 0, extra_ecn_ce: 0, straddled: 0, cnp: 0 });
+    }
+    engine.onDigestList("tor", base + BigInt(i) * 1000n, list);
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }
+  engine.finish();
+  peak = Math.max(peak, process.memoryUsage().rss);
+  print(`memory: ${n.toLocaleString("en")} flows tracked in one interval by one exporter: peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (${((performance.now() - t0) / 1000).toFixed(1)} s); flow state is released when the interval closes`);
+}
+
+const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites, kafka: benchKafka, memory: benchMemory };
 const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 for (const name of chosen.length ? chosen : Object.keys(all)) {
   const fn = all[name];
