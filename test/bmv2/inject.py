@@ -48,11 +48,11 @@ def main(pcap, portmap, slowdown, report):
     received = []
     sent = []
 
-    def drain(timeout):
+    def drain(timeout, until_count=None):
         end = time.monotonic() + timeout
         while True:
             left = end - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (until_count is not None and len(received) >= until_count):
                 return
             r, _, _ = select.select(list(socks.values()), [], [], left)
             for s in r:
@@ -74,7 +74,11 @@ def main(pcap, portmap, slowdown, report):
                 break
             drain(min(0.0005, (due - now) / 1e9))
         sent.append(time.monotonic_ns())
+        before = len(received)
         socks[ports[i]].send(frame)
+        # BMv2 reads each port in a thread of its own: waiting for this packet to
+        # come out before sending the next keeps the order across ports.
+        drain(0.05, until_count=before + 1)
     drain(1.0)
     with open(report, "w") as f:
         json.dump({"sent_monotonic_ns": sent, "received": received}, f)
