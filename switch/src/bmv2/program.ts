@@ -693,7 +693,7 @@ class Generator {
         if (t.key.length === 0) {
           this.emit(`    const e = undefined;`);
         } else {
-          this.emit(`    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
+          this.emit(keyCode.length === 1 ? `    const e = T[${t.id}].lookup1(${keyCode[0]});` : `    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
         }
         this.emit(`    const a = e === undefined ? T[${t.id}].defaultAction : e.action;`);
         if (t.with_counters) this.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { T[${t.id}].defaultPackets++; T[${t.id}].defaultBytes += ctx.packetLength; }`);

@@ -226,6 +226,23 @@ export class MatchTable {
     for (const e of this.byKey.values()) this.addToIndex(e);
   }
 
+  /** lookup() for a table of one key field, without allocating a key array. */
+  lookup1(v: Value): TableEntry | undefined {
+    if (this.kind === "exact") {
+      if (typeof v === "number") return this.exactIndex.get(v);
+      return this.exactIndex.get(this.keys[0]!.width <= NUM_BITS ? Number(v) : String(v));
+    }
+    if (this.kind === "lpm" && typeof v === "number") {
+      const w = this.keys[0]!.width;
+      for (const b of this.lpmIndex) {
+        const hit = b.map.get(b.prefixLen === 0 ? 0 : Math.floor(v / 2 ** (w - b.prefixLen)));
+        if (hit) return hit;
+      }
+      return undefined;
+    }
+    return this.lookup([v]);
+  }
+
   /** The entry that matches `key` (one value per key field), or undefined on a miss. */
   lookup(key: readonly Value[]): TableEntry | undefined {
     if (this.kind === "exact") return this.exactIndex.get(this.exactKey(key));
