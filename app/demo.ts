@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateTraffic, type Fault } from "../traffic/src/generator.js";
 import { writePcap } from "../traffic/src/pcap.js";
-import type { RecordJson } from "../exporter/src/records.js";
+import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { replaySwitches } from "./replay.js";
@@ -50,6 +50,12 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   o.print(`generated ${traffic.switches.map((s) => `${s.packets.length} packets at ${s.name}`).join(", ")} (${traffic.ios.length} NVMe I/Os, ${traffic.messages.length} RDMA WRITE messages) in ${Date.now() - t0} ms; captures in ${o.outDir}/`);
 
   const view = new SummaryView(o.print);
+  // Self-check: the generator knows the true figures of every I/O and message.
+  const ioTruth = new Map(traffic.ios.map((t) => [`${t.host}|${t.target}|${t.cid}`, t]));
+  const msgTruth = new Map(traffic.messages.map((t) => [`${t.src}|${t.dst}|${t.dest_qp}|${t.first_psn}`, t]));
+  let ioExact = 0;
+  let msgExact = 0;
+  const lastStats = new Map<string, SwitchStatsJson>();
   let lastInterval: string | undefined;
   let lastProgress = 0;
   const result = await replaySwitches(
@@ -61,6 +67,14 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       logger: o.logger,
       onRecord: (r) => {
         o.onRecord?.(r);
+        if (r.type === "switch_stats") lastStats.set(r.switch_id, r);
+        if (r.type === "io") {
+          const t = ioTruth.get(`${r.host}|${r.target}|${r.cid}`);
+          if (t && r.e2e_c_ns === t.e2e_c_ns && r.e2e_s_ns === t.e2e_s_ns && r.rtt_ns === t.rtt_ns && r.dal_ns === t.dal_ns && r.dpl_ns === t.dpl_ns) ioExact++;
+        } else if (r.type === "message") {
+          const t = msgTruth.get(`${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`);
+          if (t && r.fct_ns === t.fct_ns && r.packets === t.packets && r.retransmitted === t.retransmitted && r.gap_ns === t.gap_ns) msgExact++;
+        }
         if ((r.type === "io_interval" || r.type === "flow_interval") && r.interval_start_unix_ns !== lastInterval) {
           if (lastInterval !== undefined) view.render();
           lastInterval = r.interval_start_unix_ns;
@@ -77,7 +91,10 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     },
   );
   view.render();
+  const switchStats = [...lastStats.values()];
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  o.print(`self-check against the generator's ground truth: ${ioExact}/${traffic.ios.length} I/Os and ${msgExact}/${traffic.messages.length} messages exact to the ns` +
+    (switchStats.length ? `; not tracked (slot taken, counted by the switch): ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os, ${s.untracked_flows ?? 0} flows`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

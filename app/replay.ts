@@ -66,6 +66,8 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     opts.beforeFeed?.(rigs);
     await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets })), opts.onProgress);
     for (const r of rigs) await r.drain();
+    // The switches' own counts of what they could not track go on their switch_stats records.
+    for (const r of rigs) exporter.metrics.setSwitchCounters(r.options.name, await r.controller.readCounters());
     exporter.finish();
     if (opts.forwarded) writePcap(opts.forwarded, forwarded);
     await kafka?.flush();

@@ -154,6 +154,12 @@ export class MetricsEngine {
   private watermark = 0n;
   private lastScan = -(1n << 62n);
   badDigests = 0;
+  private readonly counters = new Map<string, { untracked_flows: number; untracked_ios: number }>();
+
+  /** The switch's own counters (read by the controller), carried on its switch_stats records. */
+  setSwitchCounters(switchId: string, c: { untracked_flows: number; untracked_ios: number }): void {
+    this.counters.set(switchId, c);
+  }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
 
   constructor(private readonly sink: RecordSink, options: Partial<MetricsOptions> = {}) {
@@ -455,7 +461,9 @@ export class MetricsEngine {
         const rec: SwitchStatsJson = {
           type: "switch_stats", switch_id: sw, interval_start_unix_ns: start.toString(), interval_end_unix_ns: end.toString(),
           digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests,
-          incomplete_ios: si?.incomplete ?? 0, mode: modeName(si?.mode ?? 0),
+          incomplete_ios: si?.incomplete ?? 0,
+          untracked_flows: this.counters.get(sw)?.untracked_flows ?? null, untracked_ios: this.counters.get(sw)?.untracked_ios ?? null,
+          mode: modeName(si?.mode ?? 0),
         };
         this.sink(rec);
       }

@@ -123,6 +123,9 @@ export interface SwitchStatsJson {
   digests_duplicated: number;
   bad_digests: number;
   incomplete_ios: number;
+  /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
+  untracked_flows: number | null;
+  untracked_ios: number | null;
   mode: ModeName;
 }
 

@@ -39,6 +39,13 @@ export interface ControllerEvents {
   "bad-digest": [{ message: string }];
 }
 
+/** Indices of the telemetry_stats counter (p4/include/define.p4, STAT_*). */
+export const SWITCH_COUNTERS = [
+  "roce_packets", "untracked_flows", "untracked_ios", "io_commands", "io_responses", "io_unmatched_responses",
+  "messages", "straddled_messages", "learned", "digests", "parser_errors", "cnp", "ecn_ce", "no_route",
+] as const;
+export type SwitchCounters = Record<(typeof SWITCH_COUNTERS)[number], number>;
+
 export interface ControllerStats {
   digestLists: number;
   digests: number;
@@ -240,6 +247,18 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stats.rotations++;
     const w = this.rotation.current();
     this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs });
+  }
+
+  /** Reads the switch's telemetry counters (packets counted per event). */
+  async readCounters(): Promise<SwitchCounters> {
+    const id = this.schema.counters.get(P4_NAMES.counters.stats_telemetry_stats.name).preamble!.id;
+    const out = Object.fromEntries(SWITCH_COUNTERS.map((k) => [k, 0])) as SwitchCounters;
+    for await (const e of this.connection.client.read([{ entity: { $case: "counterEntry", value: { counterId: id, index: undefined, data: undefined } } }])) {
+      if (e.entity?.$case !== "counterEntry") continue;
+      const name = SWITCH_COUNTERS[Number(e.entity.value.index?.index ?? -1)];
+      if (name) out[name] = Number(e.entity.value.data?.packetCount ?? 0n);
+    }
+    return out;
   }
 
   /** Measured / known flows in the current polling window (1 in full mode). */
