@@ -88,16 +88,26 @@ interface Outstanding {
   cmdUnixNs: bigint;
 }
 
+/** A distribution that costs one number until it has two values (most flows send one message an interval). */
 class StatsAcc {
-  readonly sketch: QuantileSketch;
-  constructor(accuracy: number) {
-    this.sketch = new QuantileSketch(accuracy);
-  }
+  private sketch: QuantileSketch | undefined;
+  private first: number | undefined;
+  constructor(private readonly accuracy: number) {}
   add(v: number | null): void {
-    if (v !== null) this.sketch.add(v);
+    if (v === null || !Number.isFinite(v)) return;
+    if (this.sketch) this.sketch.add(v);
+    else if (this.first === undefined) this.first = v;
+    else {
+      this.sketch = new QuantileSketch(this.accuracy);
+      this.sketch.add(this.first);
+      this.sketch.add(v);
+    }
   }
   json(): StatsJson | null {
-    return this.sketch.summary() ?? null;
+    if (this.sketch) return this.sketch.summary() ?? null;
+    if (this.first === undefined) return null;
+    const v = this.first;
+    return { count: 1, min: v, mean: v, p50: v, p99: v, max: v };
   }
 }
 
