@@ -23,8 +23,8 @@ import {
   type ReadResponse,
   type SetForwardingPipelineConfigRequest,
   type SetForwardingPipelineConfigResponse,
+  StreamMessageResponse,
   type StreamMessageRequest,
-  type StreamMessageResponse,
   type Uint128,
   type Update,
   type WriteRequest,
@@ -38,6 +38,7 @@ import { TableError } from "../bmv2/table.js";
 import type { DigestList } from "../digest-engine.js";
 import type { SoftwareSwitch } from "../software-switch.js";
 import { PipelineBinding } from "./binding.js";
+import { encodeDigestListMessage } from "./digest-encoding.js";
 
 export const P4RUNTIME_API_VERSION = "1.5.0";
 
@@ -94,7 +95,15 @@ export class P4RuntimeServer {
   digestListsDropped = 0;
 
   constructor(readonly sw: SoftwareSwitch, readonly options: P4RuntimeServerOptions) {
-    this.grpcServer.addService(P4RuntimeService, {
+    // Digest lists are written pre-encoded (digest-encoding.ts); everything else through the generated encoder.
+    const service = {
+      ...P4RuntimeService,
+      streamChannel: {
+        ...P4RuntimeService.streamChannel,
+        responseSerialize: (v: StreamMessageResponse | Buffer): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(StreamMessageResponse.encode(v).finish())),
+      },
+    };
+    this.grpcServer.addService(service, {
       capabilities: this.capabilities.bind(this),
       setForwardingPipelineConfig: this.setPipeline.bind(this),
       getForwardingPipelineConfig: this.getPipeline.bind(this),
@@ -228,13 +237,13 @@ export class P4RuntimeServer {
     return this.committed;
   }
 
-  private toPrimaries(msg: StreamMessageResponse): boolean {
+  private toPrimaries(msg: StreamMessageResponse | Buffer): boolean {
     const roles = new Set([...this.controllers].map((c) => c.role));
     const targets = roles.has("") ? [this.primary("")] : [...roles].map((r) => this.primary(r));
     let sent = false;
     for (const t of targets) {
       if (!t) continue;
-      t.stream.write(msg);
+      t.stream.write(msg as StreamMessageResponse);
       sent = true;
     }
     return sent;
@@ -243,13 +252,7 @@ export class P4RuntimeServer {
   private sendDigest(list: DigestList): void {
     const b = this.committed?.binding.digests.get(list.digestId);
     if (!b) return;
-    const data = list.samples.map((s) => ({
-      data: {
-        $case: "struct" as const,
-        value: { members: s.map((v, i) => ({ data: { $case: "bitstring" as const, value: bitstring(v, b.fields[i]?.bitwidth ?? 64) } })) },
-      },
-    }));
-    const sent = this.toPrimaries({ update: { $case: "digest", value: { digestId: list.digestId, listId: list.listId, data, timestamp: list.timestampNs } } });
+    const sent = this.toPrimaries(encodeDigestListMessage(list.digestId, list.listId, list.timestampNs, list.samples));
     if (!sent) this.digestListsDropped++;
   }
 
@@ -560,29 +563,4 @@ export class P4RuntimeServer {
     stream.on("close", close);
     stream.on("cancelled", close);
   }
-}
-
-/** Canonical P4Runtime bytestring of a non-negative value (no leading zero bytes). */
-function bitstring(v: number | bigint, bitwidth: number): Buffer {
-  void bitwidth;
-  if (typeof v === "number") {
-    if (v === 0) return Buffer.from([0]);
-    let n = 0;
-    for (let x = v; x >= 1; x = Math.floor(x / 256)) n++;
-    const out = Buffer.allocUnsafe(n);
-    let x = v;
-    for (let i = n - 1; i >= 0; i--) {
-      out[i] = x % 256;
-      x = Math.floor(x / 256);
-    }
-    return out;
-  }
-  let x = v;
-  if (x === 0n) return Buffer.from([0]);
-  const bytes: number[] = [];
-  while (x > 0n) {
-    bytes.unshift(Number(x & 0xffn));
-    x >>= 8n;
-  }
-  return Buffer.from(bytes);
 }
