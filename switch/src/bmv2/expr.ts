@@ -5,7 +5,7 @@
 import { bitLength, NUM_BITS, parseHexstr } from "./bits.js";
 import type { ExpressionNode, TypedValue } from "./json.js";
 import type { Layout } from "./layout.js";
-import { UnsupportedProgramError } from "./errors.js";
+import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 
 export type Kind = "n" | "b" | "bool";
 
@@ -99,6 +99,17 @@ export function compileValue(tv: TypedValue, scope: ExprScope): CExpr {
     }
     case "expression":
       return compileExpression(tv.value as ExpressionNode | TypedValue, scope);
+    case "stack_field": {
+      // A field of the last extracted element of a stack.
+      const [stackName, field] = tv.value as [string, string];
+      const st = scope.layout.stack(stackName, scope.where);
+      const fields = st.elements.map((h) => h.fields.find((f) => f.name === field));
+      if (fields.some((f) => !f)) throw new InvalidProgramError(`${scope.where}: header stack '${stackName}' has no field '${field}'`);
+      const f0 = fields[0]!;
+      const slot = (f: NonNullable<(typeof fields)[number]>) => (f.kind === "n" ? `N[${f.slot}]` : `B[${f.slot}]`);
+      const code = fields.slice(0, -1).reduceRight((acc, f, i) => `(SN[${st.id}] === ${i + 1} ? ${slot(f!)} : ${acc})`, slot(fields[fields.length - 1]!));
+      return { code, kind: f0.kind, bits: f0.width, neg: f0.signed };
+    }
     default:
       throw new UnsupportedProgramError(`${scope.where}: unsupported value type '${tv.type}'`);
   }
@@ -119,8 +130,42 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
   };
 
   switch (op) {
+    case "last_stack_index":
+    case "size_stack": {
+      const r = n.right!;
+      if (r.type !== "header_stack") throw new UnsupportedProgramError(`${scope.where}: '${op}' on ${r.type}`);
+      const st = scope.layout.stack(String(r.value), scope.where);
+      return op === "size_stack"
+        ? { code: `SN[${st.id}]`, kind: "n", bits: 32, neg: false }
+        : { code: `(SN[${st.id}] - 1)`, kind: "n", bits: 32, neg: true };
+    }
+    case "access_field": {
+      // left: dereference_header_stack(stack, index); right: field offset.
+      const l = n.left as TypedValue | null;
+      const inner = (l?.type === "expression" ? l.value : l) as ExpressionNode | null;
+      if (!inner || inner.op !== "dereference_header_stack") throw new UnsupportedProgramError(`${scope.where}: access_field on something other than a stack element`);
+      const st = scope.layout.stack(String(inner.left!.value), scope.where);
+      const idx = compileValue(inner.right!, scope);
+      const offset = Number(n.right as unknown as number);
+      const fs = st.elements.map((h) => h.fields[offset]);
+      if (fs.some((f) => !f)) throw new InvalidProgramError(`${scope.where}: stack '${st.name}' has no field at offset ${offset}`);
+      const slot = (f: NonNullable<(typeof fs)[number]>) => (f.kind === "n" ? `N[${f.slot}]` : `B[${f.slot}]`);
+      const i = idx.kind === "n" ? idx.code : `Number(${idx.code})`;
+      const code = fs.slice(0, -1).reduceRight((acc, f, k) => `(${i} === ${k} ? ${slot(f!)} : ${acc})`, slot(fs[fs.length - 1]!));
+      return { code, kind: fs[0]!.kind, bits: fs[0]!.width, neg: fs[0]!.signed };
+    }
     case "valid": {
       const r = n.right!;
+      if (r.type === "expression") {
+        const inner = r.value as ExpressionNode;
+        if (inner.op === "dereference_header_stack") {
+          const st = scope.layout.stack(String(inner.left!.value), scope.where);
+          const idx = compileValue(inner.right!, scope);
+          const i = idx.kind === "n" ? idx.code : `Number(${idx.code})`;
+          const ids = st.elements.map((h) => h.id);
+          return { code: `(V[[${ids.join(", ")}][${i}] ?? -1] === 1)`, kind: "bool", bits: 1, neg: false };
+        }
+      }
       if (r.type !== "header") throw new UnsupportedProgramError(`${scope.where}: 'valid' on ${r.type}`);
       const hdr = scope.layout.header(String(r.value), scope.where);
       return { code: `(V[${hdr.id}] === 1)`, kind: "bool", bits: 1, neg: false };

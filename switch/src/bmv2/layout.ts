@@ -26,15 +26,22 @@ export interface HeaderInfo {
   bytes: number;
 }
 
+export interface StackInfo {
+  id: number;
+  name: string;
+  elements: HeaderInfo[];
+}
+
 export class Layout {
   readonly headers: HeaderInfo[] = [];
+  readonly stacks: StackInfo[] = [];
+  private readonly stackByName = new Map<string, StackInfo>();
   private readonly byName = new Map<string, HeaderInfo>();
   private readonly aliases = new Map<string, [string, string]>();
   numSlots = 0;
   bigSlots = 0;
 
   constructor(json: Bmv2Json) {
-    if ((json.header_stacks ?? []).length) throw new UnsupportedProgramError("header stacks are not supported yet");
     if ((json.header_unions ?? []).length) throw new UnsupportedProgramError("header unions are not supported yet");
     const types = new Map(json.header_types.map((t) => [t.name, t]));
     for (const h of json.headers) {
@@ -58,6 +65,22 @@ export class Layout {
       this.byName.set(h.name, info);
     }
     for (const [alias, target] of json.field_aliases ?? []) this.aliases.set(alias, target);
+    for (const raw of (json.header_stacks ?? []) as Array<{ name: string; header_ids: number[] }>) {
+      const elements = raw.header_ids.map((id) => {
+        const h = json.headers.find((x) => x.id === id);
+        if (!h) throw new InvalidProgramError(`header stack '${raw.name}' names header id ${id}, which does not exist`);
+        return this.byName.get(h.name)!;
+      });
+      const st = { id: this.stacks.length, name: raw.name, elements };
+      this.stacks.push(st);
+      this.stackByName.set(raw.name, st);
+    }
+  }
+
+  stack(name: string, where: string): StackInfo {
+    const st = this.stackByName.get(name);
+    if (!st) throw new InvalidProgramError(`${where}: no header stack named '${name}'`);
+    return st;
   }
 
   header(name: string, where: string): HeaderInfo {
@@ -76,7 +99,8 @@ export class Layout {
   /** A field by its BMv2 name ("standard_metadata.egress_spec"), following field aliases. */
   find(qualified: string): FieldInfo | undefined {
     const alias = this.aliases.get(qualified);
-    const [h, f] = alias ?? (qualified.split(".", 2) as [string, string]);
+    const dot = qualified.indexOf(".");
+    const [h, f] = alias ?? [qualified.slice(0, dot), qualified.slice(dot + 1)];
     const hdr = this.byName.get(h);
     return hdr?.fields.find((x) => x.name === f);
   }

@@ -284,12 +284,13 @@ class Generator {
     this.emit(`"use strict";`);
     this.emit(`const { mod2k, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
     this.emit(`const N = S.N, B = S.B, V = S.V;`);
+    this.emit(`const SN = new Int32Array(${Math.max(1, this.layout.stacks.length)}); // next index of each header stack`);
     this.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
     this.emit(`const TMP = new Uint8Array(256);`);
     for (const algo of Object.keys(HASH_ALGORITHMS)) this.emit(`const HASH_${algo} = HASH[${JSON.stringify(algo)}];`);
     // Metadata headers are always valid.
     const meta = this.layout.headers.filter((h) => h.metadata).map((h) => h.id);
-    this.emit(`function reset() { N.fill(0); B.fill(0n); V.fill(0); ${meta.map((i) => `V[${i}] = 1;`).join(" ")} }`);
+    this.emit(`function reset() { N.fill(0); B.fill(0n); V.fill(0); SN.fill(0); ${meta.map((i) => `V[${i}] = 1;`).join(" ")} }`);
     json.calculations.forEach((c, i) => {
       this.calcIndex.set(c.name, i);
       this.genCalculation(c, i);
@@ -478,6 +479,26 @@ class Generator {
         const id = this.value(arg(1), s);
         return `ctx.learnId = ${toNumConst(id)};`;
       }
+      case "push":
+      case "pop": {
+        // P4_16 push_front/pop_front (BMv2 StackP4_16): shift elements, invalidate the vacated ones.
+        if (arg(0).type !== "header_stack") throw new UnsupportedProgramError(`${where}: ${prim.op} on a ${arg(0).type}`);
+        const st = this.layout.stack(String(arg(0).value), where);
+        const cnt = this.value(arg(1), s);
+        if (cnt.constant === undefined) throw new UnsupportedProgramError(`${where}: ${prim.op} by a non-constant count`);
+        const n = Number(cnt.constant);
+        const size = st.elements.length;
+        const copy = (to: HeaderInfo, from: HeaderInfo) => `V[${to.id}] = V[${from.id}]; ` + to.fields.map((f, i) => `${this.slot(f)} = ${this.slot(from.fields[i]!)};`).join(" ");
+        const parts: string[] = [];
+        if (prim.op === "pop") {
+          for (let i = 0; i < size; i++) parts.push(i + n < size ? copy(st.elements[i]!, st.elements[i + n]!) : `V[${st.elements[i]!.id}] = 0;`);
+          parts.push(`SN[${st.id}] = Math.max(0, SN[${st.id}] - ${n});`);
+        } else {
+          for (let i = size - 1; i >= 0; i--) parts.push(i - n >= 0 ? copy(st.elements[i]!, st.elements[i - n]!) : `V[${st.elements[i]!.id}] = 0;`);
+          parts.push(`SN[${st.id}] = Math.min(${size}, SN[${st.id}] + ${n});`);
+        }
+        return `{ ${parts.join(" ")} }`;
+      }
       case "exit":
         return `ctx.exit = true; return;`;
       case "no_op":
@@ -530,6 +551,21 @@ class Generator {
         switch (op.op) {
           case "extract": {
             const p0 = op.parameters[0]!;
+            if (p0.type === "stack") {
+              const st = this.layout.stack(String(p0.value), where);
+              const outOfBounds = this.p.errorCodes.get("StackOutOfBounds") ?? 3;
+              this.emit(`    switch (SN[${st.id}]) {`);
+              st.elements.forEach((h, k) => {
+                this.emit(`    case ${k}:`);
+                this.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
+                for (const f of h.fields) this.emit(`      ${this.readField(f, "off")}`);
+                this.emit(`      V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
+              });
+              this.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
+              this.emit(`    }`);
+              this.emit(`    SN[${st.id}]++;`);
+              break;
+            }
             if (p0.type !== "regular") throw new UnsupportedProgramError(`${where}: extract into a ${p0.type}`);
             const h = this.layout.header(String(p0.value), where);
             this.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
@@ -580,6 +616,9 @@ class Generator {
         if (k.type === "field") {
           const f = this.fieldRef(k, where);
           keyParts.push({ code: f.kind === "n" ? this.slot(f) : this.slot(f), padded: Math.ceil(f.width / 8) * 8, big: f.kind === "b" });
+        } else if (k.type === "stack_field") {
+          const e = this.value(k, s);
+          keyParts.push({ code: e.code, padded: Math.ceil(e.bits / 8) * 8, big: e.kind === "b" });
         } else if (k.type === "lookahead") {
           const [bitOff, width] = k.value as [number, number];
           this.emit(`    if (off * 8 + ${bitOff + width} > len * 8) { ctx.parserError = ${tooShort}; return off; }`);
@@ -813,6 +852,9 @@ class Generator {
         case "add_header_fast":
         case "remove_header":
           return p0?.type === "header" ? isPacketHeader(String(p0.value)) : true;
+        case "push":
+        case "pop":
+          return true;
         default:
           return false;
       }
