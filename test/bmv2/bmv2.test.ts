@@ -16,6 +16,7 @@ import { Rig } from "../../app/rig.js";
 import { Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../exporter/src/records.js";
+import type { TelemetryDigest } from "../../exporter/src/digests.js";
 import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../../p4runtime-controller/src/telemetry/controller.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
@@ -88,7 +89,7 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  test("the same packets give the same records on BMv2 and on the software switch", async () => {
+  test("the same packets give the same digests, field by field, and the same records on BMv2 and on the software switch", async () => {
     const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000 });
     expect(traffic.ios.length).toBeGreaterThan(10);
     const capture = traffic.switches[0]!;
@@ -108,7 +109,11 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
       digest: { max_list_size: 16, max_timeout_us: 1000, ack_timeout_ms: 1000 },
     });
     const controller = new TelemetryController(config);
-    controller.on("digests", (b) => exporter.onBatch(b));
+    const bmDigests: TelemetryDigest[] = [];
+    controller.on("digests", (b) => {
+      bmDigests.push(...b.digests);
+      exporter.onBatch(b);
+    });
     controller.start();
     await controller.ready(20_000);
     await new Promise((r) => setTimeout(r, 500));
@@ -132,12 +137,24 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     const swExporter = new Exporter({ correlationWindowNs: 60_000_000_000n });
     swExporter.addSink((r) => swRecords.push(r));
     const rig = new Rig({ name: "software", topology });
-    await rig.start((b) => swExporter.onBatch(b));
+    const swDigests: TelemetryDigest[] = [];
+    await rig.start((b) => {
+      swDigests.push(...b.digests);
+      swExporter.onBatch(b);
+    });
     const base = capture.packets[0]!.timestampNs;
     capture.packets.forEach((p, i) => rig.feed({ timestampNs: base + BigInt(report.sent_monotonic_ns[i]! - report.sent_monotonic_ns[0]!), data: p.data, originalLength: p.originalLength }));
     await rig.drain();
     swExporter.finish();
     await rig.stop();
+
+    // Differential: the same digests, number by number, field by field; only
+    // the fields that hold times may differ (BMv2 timestamps the packets as they arrive).
+    const TIME_FIELDS = new Set(["ts", "e2e_ns", "to_data_ns", "from_data_ns", "host_prep_ns", "first_ts", "fct_ns", "gap_ns"]);
+    const strip = (d: TelemetryDigest) => Object.fromEntries(Object.entries(d).filter(([k]) => !TIME_FIELDS.has(k)));
+    const bySeq = (ds: TelemetryDigest[]) => [...ds].sort((a, b) => a.seq - b.seq).map(strip);
+    expect(bmDigests.length).toBeGreaterThan(0);
+    expect(bySeq(bmDigests)).toEqual(bySeq(swDigests));
 
     const ios = (rs: RecordJson[]) => new Map(rs.filter((r): r is IoRecordJson => r.type === "io").map((r) => [`${r.host}|${r.target}|${r.cid}`, r]));
     const msgs = (rs: RecordJson[]) => new Map(rs.filter((r): r is MessageRecordJson => r.type === "message").map((r) => [`${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`, r]));
