@@ -8,7 +8,8 @@ import {
   CapabilitiesRequest,
   Error as P4Error,
   GetForwardingPipelineConfigRequest,
-  P4RuntimeClient as GrpcP4RuntimeClient,
+  P4RuntimeService,
+  type P4RuntimeClient as GrpcP4RuntimeClient,
   ReadRequest,
   SetForwardingPipelineConfigRequest,
   StreamMessageRequest,
@@ -21,6 +22,7 @@ import {
   type Uint128,
   type Update,
 } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { decodeStreamMessageResponse } from "./digest-decoding.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
 
 export interface TlsOptions {
@@ -99,6 +101,12 @@ export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
   return new P4RuntimeError(`${what}: ${c}: ${e?.details ?? e?.message ?? String(err)}`, c, RETRIABLE.has(c), { cause: err });
 }
 
+/** The generated client, with digest lists on the StreamChannel read by the fast decoder. */
+const FastClient = grpc.makeGenericClientConstructor(
+  { ...P4RuntimeService, streamChannel: { ...P4RuntimeService.streamChannel, responseDeserialize: decodeStreamMessageResponse } },
+  "p4.v1.P4Runtime",
+);
+
 export function toUint128(v: bigint): Uint128 {
   return { high: v >> 64n, low: v & 0xffffffffffffffffn };
 }
@@ -127,7 +135,7 @@ export class P4RuntimeClient {
       "grpc.max_reconnect_backoff_ms": 2000,
     };
     if (options.tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
-    this.grpcClient = new GrpcP4RuntimeClient(options.address, creds, channelOptions);
+    this.grpcClient = new FastClient(options.address, creds, channelOptions) as unknown as GrpcP4RuntimeClient;
   }
 
   get deviceId(): bigint {

@@ -9,6 +9,7 @@ import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
 import type { DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { P4_NAMES } from "../../../generated/p4info/telemetry-names.js";
 import { decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type TelemetryDigest } from "../../../exporter/src/digests.js";
+import { isFastDigestList } from "../lib/digest-decoding.js";
 import { buildTableEntry, digestValues } from "../lib/entities.js";
 import { DesiredState } from "../lib/desired-state.js";
 import { P4Schema } from "../lib/schema.js";
@@ -295,9 +296,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     }
     const digests: TelemetryDigest[] = [];
     const raw: Uint8Array[][] = [];
-    for (const sample of list.data) {
+    const samples = isFastDigestList(list) ? list.samples : list.data;
+    for (const sample of samples) {
       try {
-        const values = digestValues(sample);
+        const values = Array.isArray(sample) ? sample : digestValues(sample);
         const d = decodeDigest(name, values);
         digests.push(d);
         raw.push(values);
