@@ -309,8 +309,12 @@ export const P4_NAMES = {
     }
   },
   "registers": {
-    "io_tracker_io_pair": {
-      "name": "TelemetryIngress.io_tracker.io_pair",
+    "io_tracker_io_host": {
+      "name": "TelemetryIngress.io_tracker.io_host",
+      "size": 65536
+    },
+    "io_tracker_io_target": {
+      "name": "TelemetryIngress.io_tracker.io_target",
       "size": 65536
     },
     "io_tracker_io_cid": {
@@ -341,36 +345,68 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.io_rr_first_ts",
       "size": 65536
     },
-    "io_tracker_rkey_map_key": {
-      "name": "TelemetryIngress.io_tracker.rkey_map_key",
+    "io_tracker_rkey_map_host": {
+      "name": "TelemetryIngress.io_tracker.rkey_map_host",
+      "size": 65536
+    },
+    "io_tracker_rkey_map_target": {
+      "name": "TelemetryIngress.io_tracker.rkey_map_target",
+      "size": 65536
+    },
+    "io_tracker_rkey_map_rkey": {
+      "name": "TelemetryIngress.io_tracker.rkey_map_rkey",
       "size": 65536
     },
     "io_tracker_rkey_map_ref": {
       "name": "TelemetryIngress.io_tracker.rkey_map_ref",
       "size": 65536
     },
-    "io_tracker_psn_map_key": {
-      "name": "TelemetryIngress.io_tracker.psn_map_key",
+    "io_tracker_psn_map_host": {
+      "name": "TelemetryIngress.io_tracker.psn_map_host",
+      "size": 65536
+    },
+    "io_tracker_psn_map_target": {
+      "name": "TelemetryIngress.io_tracker.psn_map_target",
+      "size": 65536
+    },
+    "io_tracker_psn_map_psn": {
+      "name": "TelemetryIngress.io_tracker.psn_map_psn",
       "size": 65536
     },
     "io_tracker_psn_map_ref": {
       "name": "TelemetryIngress.io_tracker.psn_map_ref",
       "size": 65536
     },
-    "io_tracker_qp_map_key": {
-      "name": "TelemetryIngress.io_tracker.qp_map_key",
+    "io_tracker_qp_map_src": {
+      "name": "TelemetryIngress.io_tracker.qp_map_src",
+      "size": 65536
+    },
+    "io_tracker_qp_map_dst": {
+      "name": "TelemetryIngress.io_tracker.qp_map_dst",
+      "size": 65536
+    },
+    "io_tracker_qp_map_qpn": {
+      "name": "TelemetryIngress.io_tracker.qp_map_qpn",
       "size": 65536
     },
     "io_tracker_qp_map_ref": {
       "name": "TelemetryIngress.io_tracker.qp_map_ref",
       "size": 65536
     },
-    "io_tracker_learned_pair": {
-      "name": "TelemetryIngress.io_tracker.learned_pair",
+    "io_tracker_learned_host": {
+      "name": "TelemetryIngress.io_tracker.learned_host",
       "size": 65536
     },
-    "flow_tracker_flow_pair": {
-      "name": "TelemetryIngress.flow_tracker.flow_pair",
+    "io_tracker_learned_target": {
+      "name": "TelemetryIngress.io_tracker.learned_target",
+      "size": 65536
+    },
+    "flow_tracker_flow_src": {
+      "name": "TelemetryIngress.flow_tracker.flow_src",
+      "size": 65536
+    },
+    "flow_tracker_flow_dst": {
+      "name": "TelemetryIngress.flow_tracker.flow_dst",
       "size": 65536
     },
     "flow_tracker_flow_qp_epoch": {
@@ -441,8 +477,16 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.flow_tracker.pair_cnp",
       "size": 4096
     },
-    "flow_tracker_learned_flow": {
-      "name": "TelemetryIngress.flow_tracker.learned_flow",
+    "flow_tracker_learned_src": {
+      "name": "TelemetryIngress.flow_tracker.learned_src",
+      "size": 65536
+    },
+    "flow_tracker_learned_dst": {
+      "name": "TelemetryIngress.flow_tracker.learned_dst",
+      "size": 65536
+    },
+    "flow_tracker_learned_qp": {
+      "name": "TelemetryIngress.flow_tracker.learned_qp",
       "size": 65536
     },
     "digest_seq": {

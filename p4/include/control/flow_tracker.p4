@@ -16,7 +16,8 @@ const bit<8> FLOW_PREV_VALID = 0x04;  // flow_prev_last_ts holds a message end
 const bit<8> FLOW_ORPHAN = 0x08;      // inside a message whose start was not seen
 
 control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
-    REGISTER(bit<64>, FLOW_SLOTS, flow_pair)        // src ++ dst
+    REGISTER(ipv4_addr_t, FLOW_SLOTS, flow_src)
+    REGISTER(ipv4_addr_t, FLOW_SLOTS, flow_dst)
     REGISTER(bit<40>, FLOW_SLOTS, flow_qp_epoch)    // dest QP ++ epoch
     REGISTER(bit<8>, FLOW_SLOTS, flow_state)        // FLOW_*
     REGISTER(ts_t, FLOW_SLOTS, flow_last_ts)
@@ -36,7 +37,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     // CNPs per host pair, in the direction of the data (CNP dst -> CNP src).
     REGISTER(bit<32>, PAIR_SLOTS, pair_cnp)
     // Flows already reported by a learn digest (polling mode).
-    REGISTER(bit<88>, LEARN_SLOTS, learned_flow)
+    REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_src)
+    REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_dst)
+    REGISTER(qpn_t, LEARN_SLOTS, learned_qp)
 
     bit<32> slot = 0;
     epoch_t epoch = 0;
@@ -84,7 +87,6 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (meta.ingress_role != ROLE_COMPUTE) {
             return;
         }
-        bit<64> pair = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr;
         qpn_t qp = hdr.bth.dest_qp;
         psn_t psn = hdr.bth.psn;
 
@@ -96,10 +98,16 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (!watched) {
                 bit<32> lidx;
                 HASH_INDEX(lidx, LEARN_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
-                bit<88> seen;
-                learned_flow.read(seen, lidx);
-                if (seen != pair ++ qp) {
-                    learned_flow.write(lidx, pair ++ qp);
+                ipv4_addr_t seen_src;
+                ipv4_addr_t seen_dst;
+                qpn_t seen_qp;
+                learned_src.read(seen_src, lidx);
+                learned_dst.read(seen_dst, lidx);
+                learned_qp.read(seen_qp, lidx);
+                if (seen_src != hdr.ipv4.src_addr || seen_dst != hdr.ipv4.dst_addr || seen_qp != qp) {
+                    learned_src.write(lidx, hdr.ipv4.src_addr);
+                    learned_dst.write(lidx, hdr.ipv4.dst_addr);
+                    learned_qp.write(lidx, qp);
                     meta.digest_kind = DIGEST_LEARN;
                     meta.learn_digest.kind = LEARN_FLOW;
                     meta.learn_digest.src = hdr.ipv4.src_addr;
@@ -111,15 +119,17 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
         }
 
-        bit<64> slot_pair;
+        ipv4_addr_t slot_src;
+        ipv4_addr_t slot_dst;
         bit<40> slot_qp_epoch;
         bit<8> state;
         ts_t last_ts;
-        flow_pair.read(slot_pair, slot);
+        flow_src.read(slot_src, slot);
+        flow_dst.read(slot_dst, slot);
         flow_qp_epoch.read(slot_qp_epoch, slot);
         flow_state.read(state, slot);
         flow_last_ts.read(last_ts, slot);
-        bool same_flow = slot_pair == pair && slot_qp_epoch[39:16] == qp;
+        bool same_flow = slot_src == hdr.ipv4.src_addr && slot_dst == hdr.ipv4.dst_addr && slot_qp_epoch[39:16] == qp;
         bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
 
         psn_t max_psn;
@@ -135,7 +145,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (!same_flow || slot_qp_epoch[15:0] != epoch) {
             // A new flow in this slot, or a new epoch (mode switch, rotation):
             // nothing of an earlier message is carried over.
-            flow_pair.write(slot, pair);
+            flow_src.write(slot, hdr.ipv4.src_addr);
+            flow_dst.write(slot, hdr.ipv4.dst_addr);
             flow_qp_epoch.write(slot, qp ++ epoch);
             state = FLOW_IN_USE;
             max_psn = psn - 1;

@@ -29,7 +29,8 @@ const bit<8> IO_PKT_READ_RESP = 5;    // host -> target READ RESPONSE (write I/O
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The I/O slots.
-    REGISTER(bit<64>, IO_SLOTS, io_pair)          // host ++ target
+    REGISTER(ipv4_addr_t, IO_SLOTS, io_host)
+    REGISTER(ipv4_addr_t, IO_SLOTS, io_target)
     REGISTER(bit<16>, IO_SLOTS, io_cid)
     REGISTER(bit<8>, IO_SLOTS, io_info)           // IO_INFO_*
     REGISTER(bit<32>, IO_SLOTS, io_bytes)
@@ -37,15 +38,23 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    // Reference maps; a reference is slot[31:16] ++ cid[15:0].
-    REGISTER(bit<96>, IOREF_SLOTS, rkey_map_key)  // host ++ target ++ R_Key
+    // Reference maps; a reference is slot[31:16] ++ cid[15:0]. Keys are kept
+    // whole, in registers of at most 32 bits (as Tofino's are).
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_host)
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_target)
+    REGISTER(rkey_t, IOREF_SLOTS, rkey_map_rkey)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_ref)
-    REGISTER(bit<88>, IOREF_SLOTS, psn_map_key)   // host ++ target ++ PSN
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_host)
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_target)
+    REGISTER(psn_t, IOREF_SLOTS, psn_map_psn)
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_ref)
-    REGISTER(bit<88>, IOREF_SLOTS, qp_map_key)    // src ++ dst ++ dest QP
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_src)
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_dst)
+    REGISTER(bit<32>, IOREF_SLOTS, qp_map_qpn)      // valid bit 31 ++ QP number
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_ref)
     // Host-target pairs already reported by a learn digest (polling mode).
-    REGISTER(bit<64>, LEARN_SLOTS, learned_pair)
+    REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_host)
+    REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_target)
 
     bit<8> pkt_class = IO_PKT_NONE;
     ipv4_addr_t host = 0;
@@ -118,10 +127,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if (pkt_class == IO_PKT_CMD) {
                     bit<32> lidx;
                     HASH_INDEX(lidx, LEARN_SLOTS, { host, target });
-                    bit<64> seen;
-                    learned_pair.read(seen, lidx);
-                    if (seen != host ++ target) {
-                        learned_pair.write(lidx, host ++ target);
+                    ipv4_addr_t seen_host;
+                    ipv4_addr_t seen_target;
+                    learned_host.read(seen_host, lidx);
+                    learned_target.read(seen_target, lidx);
+                    if (seen_host != host || seen_target != target) {
+                        learned_host.write(lidx, host);
+                        learned_target.write(lidx, target);
                         meta.digest_kind = DIGEST_LEARN;
                         meta.learn_digest.kind = LEARN_IO_PAIR;
                         meta.learn_digest.src = host;
@@ -145,17 +157,19 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             bit<32> sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
                 ++ hdr.nvme_sqe.sgl_len_le[23:16];
             HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
-            bit<64> old_pair;
+            ipv4_addr_t old_host;
+            ipv4_addr_t old_target;
             bit<16> old_cid;
             bit<8> old_info;
             ts_t old_cmd_ts;
-            io_pair.read(old_pair, slot);
+            io_host.read(old_host, slot);
+            io_target.read(old_target, slot);
             io_cid.read(old_cid, slot);
             io_info.read(old_info, slot);
             io_cmd_ts.read(old_cmd_ts, slot);
             bool live = (old_info & IO_INFO_VALID) != 0
                 && meta.now - old_cmd_ts <= meta.cfg.io_timeout_ns;
-            bool same = old_pair == host ++ target && old_cid == cid;
+            bool same = old_host == host && old_target == target && old_cid == cid;
             if (live && same) {
                 // A retransmitted command capsule: the first one counts.
             } else if (live) {
@@ -165,7 +179,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if (hdr.nvme_sqe.opc == NVME_OPC_WRITE) {
                     info = info | IO_INFO_WRITE;
                 }
-                io_pair.write(slot, host ++ target);
+                io_host.write(slot, host);
+                io_target.write(slot, target);
                 io_cid.write(slot, cid);
                 io_info.write(slot, info);
                 io_bytes.write(slot, sgl_len);
@@ -175,7 +190,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_rr_first_ts.write(slot, 0);
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
-                rkey_map_key.write(ridx, host ++ target ++ sgl_key);
+                rkey_map_host.write(ridx, host);
+                rkey_map_target.write(ridx, target);
+                rkey_map_rkey.write(ridx, sgl_key);
                 rkey_map_ref.write(ridx, slot[15:0] ++ cid);
 
                 meta.stat.io_cmd = true;
@@ -203,13 +220,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
             bit<16> status_word = hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8];
             HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
-            bit<64> pair;
+            ipv4_addr_t slot_host;
+            ipv4_addr_t slot_target;
             bit<16> slot_cid;
             bit<8> info;
-            io_pair.read(pair, slot);
+            io_host.read(slot_host, slot);
+            io_target.read(slot_target, slot);
             io_cid.read(slot_cid, slot);
             io_info.read(info, slot);
-            if ((info & IO_INFO_VALID) == 0 || pair != host ++ target || slot_cid != cid) {
+            if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target || slot_cid != cid) {
                 meta.stat.io_unmatched_rsp = true;
                 return;
             }
@@ -266,7 +285,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> ref = 0;
         bit<32> qidx;
         HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
-        bit<88> qkey = hdr.ipv4.src_addr ++ hdr.ipv4.dst_addr ++ hdr.bth.dest_qp;
+        bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
         bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
             || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
 
@@ -274,9 +293,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (hdr.reth.isValid()) {
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
-                bit<96> rkey;
-                rkey_map_key.read(rkey, ridx);
-                if (rkey == host ++ target ++ hdr.reth.rkey) {
+                ipv4_addr_t k_host;
+                ipv4_addr_t k_target;
+                rkey_t k_rkey;
+                rkey_map_host.read(k_host, ridx);
+                rkey_map_target.read(k_target, ridx);
+                rkey_map_rkey.read(k_rkey, ridx);
+                if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
                     rkey_map_ref.read(ref, ridx);
                     found = true;
                 }
@@ -285,21 +308,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             // READ RESPONSE first/only carries the PSN of the READ REQUEST.
             bit<32> pidx;
             HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
-            bit<88> pkey;
-            psn_map_key.read(pkey, pidx);
-            if (pkey == host ++ target ++ hdr.bth.psn) {
+            ipv4_addr_t p_host;
+            ipv4_addr_t p_target;
+            psn_t p_psn;
+            psn_map_host.read(p_host, pidx);
+            psn_map_target.read(p_target, pidx);
+            psn_map_psn.read(p_psn, pidx);
+            if (p_host == host && p_target == target && p_psn == hdr.bth.psn) {
                 psn_map_ref.read(ref, pidx);
                 found = true;
             }
         }
         if (starts_message) {
             // The QP's current message belongs to this I/O, or to none.
-            qp_map_key.write(qidx, found ? qkey : 0);
+            qp_map_src.write(qidx, hdr.ipv4.src_addr);
+            qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
+            qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
             qp_map_ref.write(qidx, ref);
         } else if (pkt_class != IO_PKT_READ_REQ) {
-            bit<88> stored;
-            qp_map_key.read(stored, qidx);
-            if (stored == qkey) {
+            ipv4_addr_t q_src;
+            ipv4_addr_t q_dst;
+            bit<32> q_qpn;
+            qp_map_src.read(q_src, qidx);
+            qp_map_dst.read(q_dst, qidx);
+            qp_map_qpn.read(q_qpn, qidx);
+            if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
                 qp_map_ref.read(ref, qidx);
                 found = true;
             }
@@ -310,14 +343,16 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         slot = 16w0 ++ ref[31:16];
         cid = ref[15:0];
-        bit<64> pair;
+        ipv4_addr_t slot_host;
+        ipv4_addr_t slot_target;
         bit<16> slot_cid;
         bit<8> info;
-        io_pair.read(pair, slot);
+        io_host.read(slot_host, slot);
+        io_target.read(slot_target, slot);
         io_cid.read(slot_cid, slot);
         io_info.read(info, slot);
         bool is_write = (info & IO_INFO_WRITE) != 0;
-        if ((info & IO_INFO_VALID) == 0 || pair != host ++ target || slot_cid != cid) {
+        if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target || slot_cid != cid) {
             return;
         }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
@@ -333,7 +368,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
             bit<32> pidx;
             HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
-            psn_map_key.write(pidx, host ++ target ++ hdr.bth.psn);
+            psn_map_host.write(pidx, host);
+            psn_map_target.write(pidx, target);
+            psn_map_psn.write(pidx, hdr.bth.psn);
             psn_map_ref.write(pidx, ref);
         } else if (pkt_class == IO_PKT_READ_RESP && is_write) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
