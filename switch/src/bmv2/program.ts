@@ -270,6 +270,8 @@ class Generator {
   private readonly out: string[] = [];
   private readonly layout: Layout;
   private readonly calcIndex = new Map<string, number>();
+  /** When packets leave as they came, fields nobody reads need not be extracted. */
+  private skipUnread = false;
 
   constructor(private readonly p: CompiledProgram) {
     this.layout = p.layout;
@@ -279,8 +281,39 @@ class Generator {
     this.out.push(line);
   }
 
+  /** Fields that the program reads anywhere but in the deparser. */
+  private referenced = new Set<string>();
+
+  private collectReferences(): void {
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) {
+        for (const x of v) walk(x);
+        return;
+      }
+      if (!v || typeof v !== "object") return;
+      const o = v as { type?: unknown; value?: unknown };
+      if ((o.type === "field" || o.type === "stack_field") && Array.isArray(o.value)) {
+        const [h, f] = o.value as [string, string];
+        if (o.type === "stack_field") for (const e of this.layout.stack(h, "references").elements) this.referenced.add(`${e.name}.${f}`);
+        else this.referenced.add(`${h}.${f}`);
+      }
+      for (const x of Object.values(o)) walk(x);
+    };
+    const json = this.p.json;
+    walk([json.parsers, json.pipelines, json.actions, json.calculations, json.learn_lists, json.checksums]);
+    // Table keys and checksum targets name fields as bare [header, field] pairs.
+    for (const p of json.pipelines) for (const t of p.tables) for (const k of t.key) if (Array.isArray(k.target)) this.referenced.add(`${k.target[0]}.${k.target[1]}`);
+    for (const c of json.checksums ?? []) this.referenced.add(`${c.target[0]}.${c.target[1]}`);
+    // access_field on a stack element reads by offset: keep every field of stacks read that way.
+    if (JSON.stringify(json.pipelines).includes('"access_field"') || JSON.stringify(json.actions).includes('"access_field"')) {
+      for (const st of this.layout.stacks) for (const e of st.elements) for (const f of e.fields) this.referenced.add(`${e.name}.${f.name}`);
+    }
+  }
+
   generate(): string {
     const json = this.p.json;
+    this.collectReferences();
+    this.skipUnread = this.immutableHeaders();
     this.emit(`"use strict";`);
     this.emit(`const { mod2k, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
     this.emit(`const N = S.N, B = S.B, V = S.V;`);
@@ -558,7 +591,7 @@ class Generator {
               st.elements.forEach((h, k) => {
                 this.emit(`    case ${k}:`);
                 this.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
-                for (const f of h.fields) this.emit(`      ${this.readField(f, "off")}`);
+                for (const f of h.fields) if (this.needed(f)) this.emit(`      ${this.readField(f, "off")}`);
                 this.emit(`      V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
               });
               this.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
@@ -569,7 +602,7 @@ class Generator {
             if (p0.type !== "regular") throw new UnsupportedProgramError(`${where}: extract into a ${p0.type}`);
             const h = this.layout.header(String(p0.value), where);
             this.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
-            for (const f of h.fields) this.emit(`    ${this.readField(f, "off")}`);
+            for (const f of h.fields) if (this.needed(f)) this.emit(`    ${this.readField(f, "off")}`);
             this.emit(`    V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
             break;
           }
@@ -664,6 +697,10 @@ class Generator {
     this.emit(`  default: return off;`);
     this.emit(`  } }`);
     this.emit(`}`);
+  }
+
+  private needed(f: FieldInfo): boolean {
+    return !this.skipUnread || this.referenced.has(`${f.header.name}.${f.name}`);
   }
 
   private writeField(buf: string, bitOff: string, f: FieldInfo): string {
