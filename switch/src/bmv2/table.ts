@@ -43,7 +43,8 @@ export class TableError extends Error {
   }
 }
 
-const mask = (w: number) => (1n << BigInt(w)) - 1n;
+const MASKS = Array.from({ length: 257 }, (_, w) => (1n << BigInt(w)) - 1n);
+const mask = (w: number) => MASKS[w] ?? (1n << BigInt(w)) - 1n;
 
 function matches(m: KeyMatch, v: bigint, width: number): boolean {
   switch (m.kind) {
