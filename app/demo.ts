@@ -94,7 +94,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   const switchStats = [...lastStats.values()];
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   o.print(`self-check against the generator's ground truth: ${ioExact}/${traffic.ios.length} I/Os and ${msgExact}/${traffic.messages.length} messages exact to the ns` +
-    (switchStats.length ? `; not tracked (slot taken, counted by the switch): ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os, ${s.untracked_flows ?? 0} flows`).join("; ")}` : ""));
+    (switchStats.length ? `; counted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os and ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

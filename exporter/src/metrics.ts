@@ -164,10 +164,10 @@ export class MetricsEngine {
   private watermark = 0n;
   private lastScan = -(1n << 62n);
   badDigests = 0;
-  private readonly counters = new Map<string, { untracked_flows: number; untracked_ios: number }>();
+  private readonly counters = new Map<string, { untracked_flows: number; untracked_ios: number; ioref_overwritten: number }>();
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
-  setSwitchCounters(switchId: string, c: { untracked_flows: number; untracked_ios: number }): void {
+  setSwitchCounters(switchId: string, c: { untracked_flows: number; untracked_ios: number; ioref_overwritten: number }): void {
     this.counters.set(switchId, c);
   }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
@@ -473,6 +473,7 @@ export class MetricsEngine {
           digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests,
           incomplete_ios: si?.incomplete ?? 0,
           untracked_flows: this.counters.get(sw)?.untracked_flows ?? null, untracked_ios: this.counters.get(sw)?.untracked_ios ?? null,
+          io_references_lost: this.counters.get(sw)?.ioref_overwritten ?? null,
           mode: modeName(si?.mode ?? 0),
         };
         this.sink(rec);

@@ -126,6 +126,8 @@ export interface SwitchStatsJson {
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;
   untracked_ios: number | null;
+  /** I/Os in flight whose data-reference entry a newer I/O took (their DAL or DPL may be absent) */
+  io_references_lost: number | null;
   mode: ModeName;
 }
 

@@ -110,5 +110,6 @@ const bit<32> STAT_PARSER_ERRORS = 10;
 const bit<32> STAT_CNP = 11;
 const bit<32> STAT_ECN_CE = 12;
 const bit<32> STAT_NO_ROUTE = 13;
+const bit<32> STAT_IOREF_OVERWRITTEN = 14;  // an in-flight I/O's R_Key entry taken by another
 
 #endif

@@ -196,6 +196,7 @@ struct stat_flags_t {
     bool ecn_ce;
     bool no_route;
     bool parser_error;
+    bool ioref_overwritten;
 }
 
 struct local_metadata_t {

@@ -190,6 +190,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_rr_first_ts.write(slot, 0);
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
+                // An entry of another I/O still in flight is lost here: count it.
+                ipv4_addr_t prev_host;
+                ipv4_addr_t prev_target;
+                rkey_t prev_rkey;
+                bit<32> prev_ref;
+                rkey_map_host.read(prev_host, ridx);
+                rkey_map_target.read(prev_target, ridx);
+                rkey_map_rkey.read(prev_rkey, ridx);
+                rkey_map_ref.read(prev_ref, ridx);
+                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
+                    bit<8> prev_info;
+                    bit<16> prev_cid;
+                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                    if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
+                        meta.stat.ioref_overwritten = true;
+                    }
+                }
                 rkey_map_host.write(ridx, host);
                 rkey_map_target.write(ridx, target);
                 rkey_map_rkey.write(ridx, sgl_key);
