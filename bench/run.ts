@@ -4,8 +4,9 @@
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
-import { fork, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { fork, spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { P4Info } from "../generated/proto/p4/config/v1/p4info.js";
@@ -27,6 +28,7 @@ import { P4Schema } from "../p4runtime-controller/src/lib/schema.js";
 import { P4RuntimeServer } from "../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../switch/src/software-switch.js";
 import { generateTraffic } from "../traffic/src/generator.js";
+import { writePcap } from "../traffic/src/pcap.js";
 
 const root = new URL("..", import.meta.url).pathname;
 const print = (s: string) => process.stdout.write(s + "\n");
@@ -77,6 +79,67 @@ async function benchPipeline(): Promise<void> {
     print(`pipeline (program alone): ${3 * packets.length} packets in ${ms2.toFixed(0)} ms = ${Math.round(((3 * packets.length) / ms2) * 1000).toLocaleString("en")} packets/s on one core (target >= 1,000,000; BMv2's own notes give about 80,000)`);
   }
   await rig.stop();
+  await benchBmv2(packets.slice(0, 200_000), rig.options.topology);
+}
+
+/** BMv2 simple_switch_grpc on the same trace, where it and tcpreplay are installed (root, veth pairs). */
+async function benchBmv2(packets: ReadonlyArray<{ timestampNs: bigint; data: Buffer; originalLength: number }>, topology: Topology): Promise<void> {
+  const bmv2 = [process.env.SIMPLE_SWITCH_GRPC, "/opt/p4/bin/simple_switch_grpc"].find((p) => p && existsSync(p));
+  const tcpreplay = spawnSync("tcpreplay", ["--version"]).status === 0;
+  if (!bmv2 || !tcpreplay || process.getuid?.() !== 0) {
+    print(`pipeline (BMv2): not measured (${!bmv2 ? "simple_switch_grpc not installed" : !tcpreplay ? "tcpreplay not installed" : "needs root for veth pairs"})`);
+    return;
+  }
+  const ports = topology.ports.map((p) => p.port);
+  const ip = (...a: string[]) => spawnSync("ip", a);
+  for (const p of ports) {
+    ip("link", "del", `bnsw${p}`);
+    ip("link", "add", `bnsw${p}`, "type", "veth", "peer", "name", `bnh${p}`);
+    for (const d of [`bnsw${p}`, `bnh${p}`]) {
+      spawnSync("sysctl", ["-qw", `net.ipv6.conf.${d}.disable_ipv6=1`]);
+      ip("link", "set", d, "mtu", "9000");
+      ip("link", "set", d, "up");
+    }
+  }
+  const grpcPort = 52000 + Math.floor(Math.random() * 1000);
+  const sw = spawn(bmv2, ["--no-p4", "--device-id", "1", "--log-level", "error", ...ports.flatMap((p) => ["-i", `${p}@bnsw${p}`]), "--", "--grpc-server-addr", `127.0.0.1:${grpcPort}`, "--cpu-port", "510"], { stdio: "ignore" });
+  try {
+    await new Promise((r) => setTimeout(r, 1500));
+    const controller = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${grpcPort}`, switch_id: "bmv2", timestamp_unit_ns: 1000 },
+      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      digest: { max_list_size: 1024, max_timeout_us: 1000 },
+    }));
+    let digests = 0;
+    controller.on("digests", (b) => (digests += b.digests.length));
+    controller.start();
+    await controller.ready(20_000);
+    // Everything enters on the first compute port, as fast as tcpreplay sends.
+    const file = join(tmpdir(), `bmv2-bench-${process.pid}.pcap`);
+    writePcap(file, packets);
+    const rx = () => ports.reduce((a, p) => a + Number(readFileSync(`/sys/class/net/bnh${p}/statistics/rx_packets`, "utf8")), 0);
+    const before = rx();
+    const t0 = performance.now();
+    const replay = spawnSync("tcpreplay", ["--topspeed", "-q", "-i", `bnh${ports[0]}`, file], { encoding: "utf8" });
+    let last = rx();
+    let lastChange = performance.now();
+    while (performance.now() - lastChange < 1000) {
+      await new Promise((r) => setTimeout(r, 50));
+      const now = rx();
+      if (now !== last) {
+        last = now;
+        lastChange = performance.now();
+      }
+    }
+    const seconds = (lastChange - t0) / 1000;
+    const forwarded = last - before;
+    print(`pipeline (BMv2 simple_switch_grpc, same trace, same program, same run): ${forwarded} of ${packets.length} packets forwarded in ${seconds.toFixed(1)} s = ${Math.round(forwarded / seconds).toLocaleString("en")} packets/s (tcpreplay ${replay.status === 0 ? "--topspeed" : "failed"}; ${digests} digests)`);
+    await controller.stop();
+    rmSync(file, { force: true });
+  } finally {
+    sw.kill("SIGKILL");
+    for (const p of ports) ip("link", "del", `bnsw${p}`);
+  }
 }
 
 async function benchDigests(): Promise<void> {
