@@ -53,7 +53,7 @@ export class Pipeline {
 
   process(pkt: PacketIn): ProcessResult {
     const p = this.program;
-    const { N, B } = p;
+    const { N } = p;
     const fn = p.fn;
     const ctx = this.ctx;
     const std = p.std;

@@ -747,7 +747,6 @@ class Generator {
     this.emit(`  for (;;) { switch (n) {`);
     p.tables.forEach((t, i) => {
       const where = `table '${t.name}'`;
-      const table = this.p.tables.get(t.name)!;
       const keyCode = t.key.map((k) => {
         const [h, f] = k.target as [string, string];
         if (f === "$valid$") return `V[${this.layout.header(h, where).id}]`;
