@@ -306,6 +306,8 @@ export interface SwitchStats {
   untrackedIos: bigint;
   badDigests: bigint;
   mode: Mode;
+  /** In-flight I/Os whose data reference a newer I/O took (DAL/DPL may be absent). */
+  ioReferencesLost: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -2752,6 +2754,7 @@ function createBaseSwitchStats(): SwitchStats {
     untrackedIos: 0n,
     badDigests: 0n,
     mode: 0,
+    ioReferencesLost: 0n,
   };
 }
 
@@ -2801,6 +2804,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     }
     if (message.mode !== 0) {
       writer.uint32(72).int32(message.mode);
+    }
+    if (message.ioReferencesLost !== 0n) {
+      if (BigInt.asUintN(64, message.ioReferencesLost) !== message.ioReferencesLost) {
+        throw new globalThis.Error("value provided for field message.ioReferencesLost of type uint64 too large");
+      }
+      writer.uint32(80).uint64(message.ioReferencesLost);
     }
     return writer;
   },
@@ -2890,6 +2899,14 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.mode = reader.int32() as any;
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.ioReferencesLost = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2941,6 +2958,11 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         ? BigInt(object.bad_digests)
         : 0n,
       mode: isSet(object.mode) ? modeFromJSON(object.mode) : 0,
+      ioReferencesLost: isSet(object.ioReferencesLost)
+        ? BigInt(object.ioReferencesLost)
+        : isSet(object.io_references_lost)
+        ? BigInt(object.io_references_lost)
+        : 0n,
     };
   },
 
@@ -2973,6 +2995,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.mode !== 0) {
       obj.mode = modeToJSON(message.mode);
     }
+    if (message.ioReferencesLost !== 0n) {
+      obj.ioReferencesLost = message.ioReferencesLost.toString();
+    }
     return obj;
   },
 
@@ -3004,6 +3029,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       ? BigInt(object.badDigests)
       : 0n;
     message.mode = object.mode ?? 0;
+    message.ioReferencesLost = (object.ioReferencesLost !== undefined && object.ioReferencesLost !== null)
+      ? BigInt(object.ioReferencesLost)
+      : 0n;
     return message;
   },
 };
