@@ -386,6 +386,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
             bit<32> pidx;
             HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
+            // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
+            ipv4_addr_t prev_host;
+            ipv4_addr_t prev_target;
+            psn_t prev_psn;
+            bit<32> prev_ref;
+            psn_map_host.read(prev_host, pidx);
+            psn_map_target.read(prev_target, pidx);
+            psn_map_psn.read(prev_psn, pidx);
+            psn_map_ref.read(prev_ref, pidx);
+            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != hdr.bth.psn)) {
+                bit<8> prev_info;
+                bit<16> prev_cid;
+                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
+                    meta.stat.ioref_overwritten = true;
+                }
+            }
             psn_map_host.write(pidx, host);
             psn_map_target.write(pidx, target);
             psn_map_psn.write(pidx, hdr.bth.psn);
