@@ -3,10 +3,8 @@
 // (compute-side and storage-side ToR), their controllers and one exporter,
 // with a live summary. The captures, topologies and ground truth are written
 // beside the records, so the run can be replayed and checked.
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateTraffic, type Fault } from "../traffic/src/generator.js";
-import { writePcap } from "../traffic/src/pcap.js";
+import { generateTraffic, writeTraffic, type Fault } from "../traffic/src/generator.js";
 import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
@@ -41,12 +39,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   const durationNs = o.durationMs * 1_000_000;
   const t0 = Date.now();
   const traffic = generateTraffic({ seed: o.seed, durationNs, faults: demoFaults(durationNs) });
-  mkdirSync(o.outDir, { recursive: true });
-  for (const sw of traffic.switches) {
-    writePcap(join(o.outDir, `${sw.name}.pcap`), sw.packets, 128);
-    writeFileSync(join(o.outDir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
-  }
-  writeFileSync(join(o.outDir, "ground-truth.json"), JSON.stringify({ ios: traffic.ios, messages: traffic.messages }, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  writeTraffic(o.outDir, traffic);
   o.print(`generated ${traffic.switches.map((s) => `${s.packets.length} packets at ${s.name}`).join(", ")} (${traffic.ios.length} NVMe I/Os, ${traffic.messages.length} RDMA WRITE messages) in ${Date.now() - t0} ms; captures in ${o.outDir}/`);
 
   const view = new SummaryView(o.print);

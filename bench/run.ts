@@ -21,7 +21,7 @@ import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { MetricsEngine } from "../exporter/src/metrics.js";
 import type { IoRecordJson } from "../exporter/src/records.js";
 import type { TelemetryDigest } from "../exporter/src/digests.js";
-import { Topology } from "../app/topology.js";
+import { ipv4Source, Topology } from "../app/topology.js";
 import { P4RuntimeClient, toUint128 } from "../p4runtime-controller/src/lib/client.js";
 import { tableEntity } from "../p4runtime-controller/src/lib/entities.js";
 import { P4Schema } from "../p4runtime-controller/src/lib/schema.js";
@@ -45,7 +45,7 @@ async function benchPipeline(): Promise<void> {
   let digests = 0;
   await rig.start((b) => (digests += b.digests.length));
   const packets = sw.packets;
-  const ports = packets.map((p) => rig.options.topology.portOf(p.data.readUInt32BE(26))!);
+  const ports = packets.map((p) => rig.options.topology.portOf(ipv4Source(p.data)!)!);
   // Warm up, then time the pipeline alone (the switch's own work per packet).
   const run = (n: number) => {
     const t0 = performance.now();

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
-import { writeFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { consume } from "../app/consume.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
@@ -10,8 +8,7 @@ import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { replayCapture } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { generateTraffic } from "../traffic/src/generator.js";
-import { writePcap } from "../traffic/src/pcap.js";
+import { generateTraffic, writeTraffic } from "../traffic/src/generator.js";
 import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
 import { CaptureError } from "../traffic/src/pcap.js";
 
@@ -135,12 +132,7 @@ async function main(argv: string[]): Promise<number> {
       const layout = values.layout ?? "two-tor";
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
       const g = generateTraffic({ seed: int(values.seed, "seed", 1), durationNs: int(values["duration-ms"], "duration-ms", 2000) * 1_000_000, layout });
-      mkdirSync(dir, { recursive: true });
-      for (const sw of g.switches) {
-        writePcap(join(dir, `${sw.name}.pcap`), sw.packets, 128);
-        writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
-      }
-      writeFileSync(join(dir, "ground-truth.json"), JSON.stringify({ ios: g.ios, messages: g.messages }, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+      writeTraffic(dir, g);
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets.length} packets)`).join(", ")} and ground-truth.json to ${dir}`);
       return 0;
     }

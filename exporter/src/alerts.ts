@@ -71,15 +71,12 @@ export class AlertEngine {
 
   /** Evaluates the pending interval: raises and clears. */
   flush(): void {
-    const seen = new Set<string>();
     for (const [k, p] of this.pending) {
-      seen.add(k);
       const on = this.active.get(k) ?? false;
       if (!on && p.value > p.rule.raise) this.fire(k, p, "raised");
       else if (on && p.value < p.rule.clear) this.fire(k, p, "cleared");
     }
     this.pending = new Map();
-    void seen;
   }
 
   private fire(k: string, p: { rule: AlertRule; key: string; value: number; switchId: string; interval: string; at: string }, state: "raised" | "cleared"): void {

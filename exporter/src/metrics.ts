@@ -484,9 +484,4 @@ export class MetricsEngine {
       this.switchIntervals.delete(start);
     }
   }
-
-  /** Sequence statistics per switch (digests received, lost, duplicated). */
-  sequenceStats(): Map<string, Readonly<SeqTracker>> {
-    return this.seqs;
-  }
 }

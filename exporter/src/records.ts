@@ -2,16 +2,12 @@
 // (snake_case, units in names). JSON lines carry them as they are; Kafka
 // carries them as the protobuf messages of proto/rdma/telemetry/v1.
 
+import type { SketchSummary } from "./sketch.js";
+
 export type ModeName = "full" | "polling" | "off";
 
-export interface StatsJson {
-  count: number;
-  min: number;
-  mean: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
+/** A distribution: count, min, mean, p50, p99, max (the sketch's summary). */
+export type StatsJson = SketchSummary;
 
 export interface IoRecordJson {
   type: "io";

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Rig } from "../../app/rig.js";
-import { Topology } from "../../app/topology.js";
+import { ipv4Source, Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../exporter/src/records.js";
 import type { TelemetryDigest } from "../../exporter/src/digests.js";
@@ -95,7 +95,7 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     const capture = traffic.switches[0]!;
     const topology = Topology.parse(capture.topology);
     writePcap(join(tmp, "in.pcap"), capture.packets);
-    const ports = capture.packets.map((p) => topology.portOf(p.data.readUInt32BE(26))!);
+    const ports = capture.packets.map((p) => topology.portOf(ipv4Source(p.data)!)!);
     writeFileSync(join(tmp, "ports.json"), JSON.stringify({ ifaces: Object.fromEntries(PORTS.map((p) => [p, `rthost${p}`])), ports }));
 
     // BMv2: controller + exporter over P4Runtime, packets on the veths.

@@ -9,6 +9,9 @@
 // Traffic: NVMe reads and writes over several queue pairs per host, and
 // gradient-sync RDMA WRITE messages in a ring between hosts, with optional
 // faults (slow target, fabric congestion, slow host, GPU idle, lossy flow).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { writePcap } from "./pcap.js";
 import { buildFrame, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "./roce.js";
 
 export type Fault =
@@ -392,4 +395,15 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
   ios.sort((a, b) => (a.cmdCNs < b.cmdCNs ? -1 : a.cmdCNs > b.cmdCNs ? 1 : 0));
   messages.sort((a, b) => (a.firstNs < b.firstNs ? -1 : a.firstNs > b.firstNs ? 1 : 0));
   return { options: o, switches: single ? [torC] : [torC, torS], ios, messages, cnps };
+}
+
+/** Writes each switch's capture (snap length 128) and topology, and the ground truth, into `dir`. */
+export function writeTraffic(dir: string, traffic: GeneratedTraffic): void {
+  mkdirSync(dir, { recursive: true });
+  for (const sw of traffic.switches) {
+    writePcap(join(dir, `${sw.name}.pcap`), sw.packets, 128);
+    writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
+  }
+  const truth = { ios: traffic.ios, messages: traffic.messages };
+  writeFileSync(join(dir, "ground-truth.json"), JSON.stringify(truth, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
 }

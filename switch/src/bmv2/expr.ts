@@ -162,8 +162,8 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
           const st = scope.layout.stack(String(inner.left!.value), scope.where);
           const idx = compileValue(inner.right!, scope);
           const i = idx.kind === "n" ? idx.code : `Number(${idx.code})`;
-          const ids = st.elements.map((h) => h.id);
-          return { code: `(V[[${ids.join(", ")}][${i}] ?? -1] === 1)`, kind: "bool", bits: 1, neg: false };
+          const code = st.elements.slice(0, -1).reduceRight((acc, h, k) => `(${i} === ${k} ? V[${h.id}] === 1 : ${acc})`, `(${i} === ${st.elements.length - 1} && V[${st.elements[st.elements.length - 1]!.id}] === 1)`);
+          return { code, kind: "bool", bits: 1, neg: false };
         }
       }
       if (r.type !== "header") throw new UnsupportedProgramError(`${scope.where}: 'valid' on ${r.type}`);

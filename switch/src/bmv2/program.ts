@@ -5,7 +5,7 @@
 import * as bits from "./bits.js";
 import { HASH_ALGORITHMS } from "./crc.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
-import { compileValue, storeCode, toBig, toBool, type CExpr, type ExprScope } from "./expr.js";
+import { compileValue, storeCode, toBig, toBool, toNum, type CExpr, type ExprScope } from "./expr.js";
 import type { Action, Bmv2Json, Calculation, Pipeline, Primitive, TypedValue } from "./json.js";
 import { Layout, type FieldInfo, type HeaderInfo } from "./layout.js";
 import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
@@ -485,18 +485,18 @@ class Generator {
         const idx = this.value(arg(2), s);
         const reg = `R[${r.id}]`;
         const cell: CExpr = { code: `${reg}[i]`, kind: r.width <= bits.NUM_BITS ? "n" : "b", bits: r.width, neg: false };
-        return `{ const i = ${numIndex(idx)}; if (i < ${r.size}) { ${storeCode(this.slot(f), f.kind, f.width, f.signed, cell)} } }`;
+        return `{ const i = ${toNum(idx)}; if (i < ${r.size}) { ${storeCode(this.slot(f), f.kind, f.width, f.signed, cell)} } }`;
       }
       case "register_write": {
         const r = this.registerRef(arg(0), where);
         const idx = this.value(arg(1), s);
         const v = this.value(arg(2), s);
-        return `{ const i = ${numIndex(idx)}; if (i < ${r.size}) { ${storeCode(`R[${r.id}][i]`, r.width <= bits.NUM_BITS ? "n" : "b", r.width, false, v)} } }`;
+        return `{ const i = ${toNum(idx)}; if (i < ${r.size}) { ${storeCode(`R[${r.id}][i]`, r.width <= bits.NUM_BITS ? "n" : "b", r.width, false, v)} } }`;
       }
       case "count": {
         const c = this.counterRef(arg(0), where);
         const idx = this.value(arg(1), s);
-        return `{ const i = ${numIndex(idx)}; if (i < ${c.size}) { C[${c.id}].packets[i]++; C[${c.id}].bytes[i] += ctx.packetLength; } }`;
+        return `{ const i = ${toNum(idx)}; if (i < ${c.size}) { C[${c.id}].packets[i]++; C[${c.id}].bytes[i] += ctx.packetLength; } }`;
       }
       case "modify_field_with_hash_based_offset": {
         const f = this.fieldRef(arg(0), where);
@@ -505,12 +505,12 @@ class Generator {
         const ci = this.calcIndex.get(calcName);
         if (ci === undefined) throw new InvalidProgramError(`${where}: no calculation named '${calcName}'`);
         const size = this.value(arg(3), s);
-        const hv: CExpr = { code: `(Number(h) % sz + ${toNumConst(base)})`, kind: "n", bits: 53, neg: false };
-        return `{ const h = calc_${ci}(); const sz = Math.max(1, ${toNumConst(size)}); ${storeCode(this.slot(f), f.kind, f.width, f.signed, { ...hv, bits: Math.min(53, Math.max(bitsOf(size), bitsOf(base)) + 1) })} }`;
+        const hv: CExpr = { code: `(Number(h) % sz + ${toNum(base)})`, kind: "n", bits: 53, neg: false };
+        return `{ const h = calc_${ci}(); const sz = Math.max(1, ${toNum(size)}); ${storeCode(this.slot(f), f.kind, f.width, f.signed, { ...hv, bits: Math.min(53, Math.max(size.bits, base.bits) + 1) })} }`;
       }
       case "generate_digest": {
         const id = this.value(arg(1), s);
-        return `ctx.learnId = ${toNumConst(id)};`;
+        return `ctx.learnId = ${toNum(id)};`;
       }
       case "push":
       case "pop": {
@@ -544,7 +544,7 @@ class Generator {
       }
       case "truncate": {
         const n = this.value(arg(0), s);
-        return `ctx.truncateTo = ${toNumConst(n)};`;
+        return `ctx.truncateTo = ${toNum(n)};`;
       }
       default:
         throw new UnsupportedProgramError(`${where}: primitive '${prim.op}' is not supported`);
@@ -624,13 +624,13 @@ class Generator {
           case "verify": {
             const cond = this.value(op.parameters[0]!, s);
             const err = this.value(op.parameters[1]!, s);
-            this.emit(`    if (!${toBool(cond)}) { ctx.parserError = ${toNumConst(err)}; return off; }`);
+            this.emit(`    if (!${toBool(cond)}) { ctx.parserError = ${toNum(err)}; return off; }`);
             break;
           }
           case "advance":
           case "shift": {
             const amount = this.value(op.parameters[0]!, s);
-            const bytesExpr = op.op === "shift" ? toNumConst(amount) : `(${toNumConst(amount)} / 8)`;
+            const bytesExpr = op.op === "shift" ? toNum(amount) : `(${toNum(amount)} / 8)`;
             this.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; }`);
             break;
           }
@@ -922,16 +922,4 @@ class Generator {
     this.emit(`  default: return [];`);
     this.emit(`} }`);
   }
-}
-
-function numIndex(e: CExpr): string {
-  return e.kind === "n" ? e.code : `Number(${e.code})`;
-}
-
-function toNumConst(e: CExpr): string {
-  return e.kind === "n" ? e.code : e.kind === "bool" ? `(${e.code} ? 1 : 0)` : `Number(${e.code})`;
-}
-
-function bitsOf(e: CExpr): number {
-  return e.bits;
 }
