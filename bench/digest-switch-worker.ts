@@ -22,3 +22,5 @@ process.on("message", async (m: { go?: boolean; digestId?: number }) => {
   sw.digests.flushAll(base + BigInt(count) * 1000n);
   send({ sent: sw.digests.sentSamples });
 });
+// Exit when the benchmark lets go (a clean exit also writes --cpu-prof profiles).
+process.on("disconnect", () => process.exit(0));

@@ -146,7 +146,7 @@ async function benchDigests(): Promise<void> {
   // The switch runs in a child process (a switch is a process of its own); its
   // digest lists cross P4Runtime to the controller (decode, ack) and the exporter (records).
   const n = 300_000;
-  const worker = fork(join(root, "bench/digest-switch-worker.ts"), [String(n)], { execArgv: ["--import", "tsx"] });
+  const worker = fork(join(root, "bench/digest-switch-worker.ts"), [String(n)], { execArgv: [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "--import", "tsx"] });
   const port = await new Promise<number>((resolve) => worker.once("message", (m: { port: number }) => resolve(m.port)));
   const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] });
   const controller = new TelemetryController(parseConfig({
@@ -170,7 +170,7 @@ async function benchDigests(): Promise<void> {
   const ms = performance.now() - t0;
   print(`digests: ${n} message digests from the switch (its own process) over P4Runtime to the controller and into the exporter (${records} records) in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} digests/s (target >= 200,000)`);
   await controller.stop();
-  worker.kill();
+  worker.disconnect();
 }
 
 async function benchWrites(): Promise<void> {

@@ -138,19 +138,43 @@ function toNumber(v: unknown, field: string, digest: string, width: number): num
   return Number(n);
 }
 
+type Decoder = (values: readonly unknown[]) => TelemetryDigest;
+
+/**
+ * A decoder per digest, compiled once from EXPECTED: it builds the typed
+ * object in one literal (one shape per digest kind), and takes a member that
+ * is already a number in range without further work.
+ */
+function compileDecoder(name: string): Decoder | undefined {
+  const want = EXPECTED[name];
+  if (!want) return undefined;
+  const names = Object.keys(want.fields);
+  const widths = names.map((f) => want.fields[f]!);
+  const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
+  const wrongCount = (n: number): never => {
+    throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length}`);
+  };
+  const members = names.map((f, i) => {
+    const key = want.kind === "learn" && f === "kind" ? "learn" : f;
+    return `${key}: (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i})`;
+  });
+  const body = `return function decode(v) {
+    if (v.length !== ${names.length}) wrongCount(v.length);
+    let x;
+    return { kind: ${JSON.stringify(want.kind)}, ${members.join(",\n      ")} };
+  };`;
+  return new Function("slow", "wrongCount", body)(slow, wrongCount) as Decoder;
+}
+
+const decoders = new Map<string, Decoder | undefined>();
+
 /**
  * Decodes one digest from its values in member order. Throws BadDigestError
  * naming the digest and the member that was wrong.
  */
 export function decodeDigest(name: string, values: readonly unknown[]): TelemetryDigest {
-  const want = EXPECTED[name];
-  if (!want) throw new BadDigestError(`unknown digest '${name}'`);
-  const names = Object.keys(want.fields);
-  if (values.length !== names.length) throw new BadDigestError(`digest '${name}' has ${values.length} members, expected ${names.length}`);
-  const out: Record<string, number | string> = { kind: want.kind };
-  names.forEach((f, i) => {
-    const key = want.kind === "learn" && f === "kind" ? "learn" : f;
-    out[key] = toNumber(values[i], f, name, want.fields[f]!);
-  });
-  return out as unknown as TelemetryDigest;
+  let decode = decoders.get(name);
+  if (decode === undefined && !decoders.has(name)) decoders.set(name, (decode = compileDecoder(name)));
+  if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
+  return decode(values);
 }

@@ -22,22 +22,67 @@ export interface DigestList {
   timestampNs: bigint;
 }
 
+/** 32-bit FNV-1a over a sample's members (low 64 bits of each); equal samples hash equal. */
+export function sampleHash(s: readonly Value[]): number {
+  let h = 0x811c9dc5;
+  for (const v of s) {
+    if (typeof v === "number") {
+      h = Math.imul(h ^ (v | 0), 0x01000193);
+      h = Math.imul(h ^ ((v / 4294967296) | 0), 0x01000193);
+    } else {
+      h = Math.imul(h ^ Number(BigInt.asIntN(32, v)), 0x01000193);
+      h = Math.imul(h ^ Number(BigInt.asIntN(32, v >> 32n)), 0x01000193);
+    }
+  }
+  return h;
+}
+
+function sameSample(a: readonly Value[], b: readonly Value[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Distinct samples by hash; equal hashes are told apart member by member. */
+class SampleSet {
+  readonly byHash = new Map<number, Value[] | Value[][]>();
+
+  has(h: number, s: readonly Value[]): boolean {
+    const e = this.byHash.get(h);
+    if (e === undefined) return false;
+    if (!Array.isArray(e[0])) return sameSample(e as Value[], s);
+    return (e as Value[][]).some((x) => sameSample(x, s));
+  }
+
+  /** Adds `s`; false if an equal sample is already in. */
+  add(h: number, s: Value[]): boolean {
+    const e = this.byHash.get(h);
+    if (e === undefined) {
+      this.byHash.set(h, s);
+      return true;
+    }
+    if (this.has(h, s)) return false;
+    this.byHash.set(h, Array.isArray(e[0]) ? [...(e as Value[][]), s] : [e as Value[], s]);
+    return true;
+  }
+}
+
 interface Pending {
   samples: Value[][];
-  keys: Set<string>;
+  set: SampleSet;
   firstNs: bigint;
 }
 
 interface Unacked {
-  keys: Set<string>;
+  set: SampleSet;
   deadlineNs: bigint;
 }
 
-/** Unacknowledged lists of one digest, oldest first, and the samples they hold. */
+/** Unacknowledged lists of one digest, oldest first, and the hashes of the samples they hold. */
 interface UnackedState {
   lists: Map<bigint, Unacked>;
-  /** sample key -> number of unacknowledged lists holding it */
-  keys: Map<string, number>;
+  /** sample hash -> number of samples with it in unacknowledged lists */
+  hashes: Map<number, number>;
 }
 
 export class DigestEngine {
@@ -79,18 +124,17 @@ export class DigestEngine {
       return;
     }
     this.expireAcks(digestId, nowNs);
-    const key = sample.join(",");
-    if (this.unacked.get(digestId)?.keys.has(key)) {
+    const h = sampleHash(sample);
+    if (this.inUnacked(digestId, h, sample)) {
       this.suppressed++;
       return;
     }
     let p = this.pending.get(digestId);
-    if (!p) this.pending.set(digestId, (p = { samples: [], keys: new Set(), firstNs: nowNs }));
-    if (p.keys.has(key)) {
+    if (!p) this.pending.set(digestId, (p = { samples: [], set: new SampleSet(), firstNs: nowNs }));
+    if (!p.set.add(h, sample)) {
       this.suppressed++;
       return;
     }
-    p.keys.add(key);
     p.samples.push(sample);
     const max = cfg.maxListSize <= 0 ? 1 : cfg.maxListSize;
     if (p.samples.length >= max) this.flush(digestId, nowNs);
@@ -119,12 +163,19 @@ export class DigestEngine {
     return true;
   }
 
+  private inUnacked(digestId: number, h: number, sample: readonly Value[]): boolean {
+    const st = this.unacked.get(digestId);
+    if (!st?.hashes.has(h)) return false;
+    for (const u of st.lists.values()) if (u.set.has(h, sample)) return true;
+    return false;
+  }
+
   private release(st: UnackedState, listId: bigint, u: Unacked): void {
     st.lists.delete(listId);
-    for (const k of u.keys) {
-      const n = (st.keys.get(k) ?? 1) - 1;
-      if (n <= 0) st.keys.delete(k);
-      else st.keys.set(k, n);
+    for (const [h, e] of u.set.byHash) {
+      const n = (st.hashes.get(h) ?? 0) - (Array.isArray(e[0]) ? e.length : 1);
+      if (n <= 0) st.hashes.delete(h);
+      else st.hashes.set(h, n);
     }
   }
 
@@ -153,9 +204,9 @@ export class DigestEngine {
     const listId = this.nextListId++;
     if (cfg.ackTimeoutNs > 0n) {
       let st = this.unacked.get(digestId);
-      if (!st) this.unacked.set(digestId, (st = { lists: new Map(), keys: new Map() }));
-      st.lists.set(listId, { keys: p.keys, deadlineNs: nowNs + cfg.ackTimeoutNs });
-      for (const k of p.keys) st.keys.set(k, (st.keys.get(k) ?? 0) + 1);
+      if (!st) this.unacked.set(digestId, (st = { lists: new Map(), hashes: new Map() }));
+      st.lists.set(listId, { set: p.set, deadlineNs: nowNs + cfg.ackTimeoutNs });
+      for (const [h, e] of p.set.byHash) st.hashes.set(h, (st.hashes.get(h) ?? 0) + (Array.isArray(e[0]) ? e.length : 1));
     }
     this.sentLists++;
     this.sentSamples += p.samples.length;

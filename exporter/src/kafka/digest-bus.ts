@@ -5,6 +5,7 @@
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../../../generated/proto/rdma/telemetry/v1/records.js";
 import { ipv4Text } from "../../../traffic/src/roce.js";
+import { memberBytes } from "../../../p4runtime-controller/src/lib/digest-decoding.js";
 import type { DigestBatch } from "../../../p4runtime-controller/src/telemetry/controller.js";
 import { decodeDigest, EXPECTED, type TelemetryDigest } from "../digests.js";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
@@ -25,7 +26,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
       digest: b.raw.digest,
       seq: BigInt(d.seq),
       listTimestampNs: b.listTimestampNs,
-      fields: (b.raw.samples[i] ?? []).map((v, j) => ({ name: names[j] ?? String(j), value: Buffer.from(v) })),
+      fields: (b.raw.samples[i] ?? []).map((v, j) => ({ name: names[j] ?? String(j), value: memberBytes(v) })),
     }),
     digestKey(d),
     topics,

@@ -133,6 +133,9 @@ export class P4RuntimeClient {
       "grpc.max_send_message_length": 64 << 20,
       "grpc.initial_reconnect_backoff_ms": 200,
       "grpc.max_reconnect_backoff_ms": 2000,
+      // Digest lists of a thousand samples are ~60 KiB: with the default 64 KiB
+      // HTTP/2 window the switch would wait for a window update after each one.
+      "grpc-node.flow_control_window": 8 << 20,
     };
     if (options.tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
     this.grpcClient = new FastClient(options.address, creds, channelOptions) as unknown as GrpcP4RuntimeClient;

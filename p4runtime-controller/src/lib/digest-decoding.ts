@@ -1,13 +1,27 @@
 // Stream messages carrying a DigestList, read straight from the bytes: each
-// sample becomes an array of its members' bitstrings (views into the message,
-// no copies). The generated P4Data objects are built only if someone asks for
-// `data`. Other messages go through the generated decoder.
+// sample becomes an array of its members, a number for a bitstring of up to
+// six bytes (48 bits, exact in a double) and a view into the message for a
+// longer one. The generated P4Data objects are built only if someone asks
+// for `data`. Other messages go through the generated decoder.
 import type { P4Data } from "../../../generated/proto/p4/v1/p4data.js";
 import { StreamMessageResponse, type DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
 
-/** A DigestList whose samples are also available as raw member bitstrings. */
+/** One member of a digest sample: its value if it has at most 48 bits, else its bitstring. */
+export type DigestMember = number | Uint8Array;
+
+/** A DigestList whose samples are also available member by member. */
 export interface FastDigestList extends DigestList {
-  readonly samples: Uint8Array[][];
+  readonly samples: DigestMember[][];
+}
+
+/** The canonical bitstring of a member (big-endian, no leading zeros, at least one byte). */
+export function memberBytes(m: DigestMember): Buffer {
+  if (typeof m !== "number") return Buffer.from(m);
+  let n = 1;
+  while (n < 6 && m >= 2 ** (8 * n)) n++;
+  const b = Buffer.allocUnsafe(n);
+  b.writeUIntBE(m, 0, n);
+  return b;
 }
 
 export function isFastDigestList(d: DigestList): d is FastDigestList {
@@ -48,10 +62,10 @@ class Reader {
   }
 }
 
-function members(buf: Uint8Array, start: number, end: number): Uint8Array[] | undefined {
+function members(buf: Uint8Array, start: number, end: number): DigestMember[] | undefined {
   // P4Data { struct = 5: P4StructLike { members = 1: P4Data { bitstring = 1 } } }
   const r = new Reader(buf, start, end);
-  let out: Uint8Array[] | undefined;
+  let out: DigestMember[] | undefined;
   while (r.pos < r.end) {
     const tag = r.small();
     if (tag !== ((5 << 3) | 2)) return undefined;
@@ -64,7 +78,11 @@ function members(buf: Uint8Array, start: number, end: number): Uint8Array[] | un
       const m = new Reader(buf, s.pos, s.pos + mlen);
       if (m.small() !== ((1 << 3) | 2)) return undefined;
       const blen = m.small();
-      out.push(buf.subarray(m.pos, m.pos + blen));
+      if (blen <= 6) {
+        let x = 0;
+        for (let i = m.pos; i < m.pos + blen; i++) x = x * 256 + buf[i]!;
+        out.push(x);
+      } else out.push(buf.subarray(m.pos, m.pos + blen));
       s.pos += mlen;
     }
     r.pos += len;
@@ -84,7 +102,7 @@ export function decodeStreamMessageResponse(buf: Buffer): StreamMessageResponse 
   let digestId = 0;
   let listId = 0n;
   let timestamp = 0n;
-  const samples: Uint8Array[][] = [];
+  const samples: DigestMember[][] = [];
   while (r.pos < r.end) {
     const tag = r.small();
     const field = Math.floor(tag / 8);
@@ -107,7 +125,7 @@ export function decodeStreamMessageResponse(buf: Buffer): StreamMessageResponse 
     timestamp,
     samples,
     get data(): P4Data[] {
-      data ??= samples.map((s) => ({ data: { $case: "struct" as const, value: { members: s.map((v) => ({ data: { $case: "bitstring" as const, value: Buffer.from(v) } })) } } }));
+      data ??= samples.map((s) => ({ data: { $case: "struct" as const, value: { members: s.map((v) => ({ data: { $case: "bitstring" as const, value: memberBytes(v) } })) } } }));
       return data;
     },
   } as FastDigestList;

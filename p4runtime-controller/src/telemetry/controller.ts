@@ -9,7 +9,7 @@ import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
 import type { DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { P4_NAMES } from "../../../generated/p4info/telemetry-names.js";
 import { decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type TelemetryDigest } from "../../../exporter/src/digests.js";
-import { isFastDigestList } from "../lib/digest-decoding.js";
+import { isFastDigestList, type DigestMember } from "../lib/digest-decoding.js";
 import { buildTableEntry, digestValues } from "../lib/entities.js";
 import { DesiredState } from "../lib/desired-state.js";
 import { P4Schema } from "../lib/schema.js";
@@ -28,7 +28,7 @@ export interface DigestBatch {
   listTimestampNs: bigint;
   digests: TelemetryDigest[];
   /** the raw samples, by digest name, for the raw-digest topic */
-  raw: { digest: string; samples: Uint8Array[][] };
+  raw: { digest: string; samples: DigestMember[][] };
 }
 
 export interface ControllerEvents {
@@ -296,7 +296,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       return;
     }
     const digests: TelemetryDigest[] = [];
-    const raw: Uint8Array[][] = [];
+    const raw: DigestMember[][] = [];
     const samples = isFastDigestList(list) ? list.samples : list.data;
     for (const sample of samples) {
       try {

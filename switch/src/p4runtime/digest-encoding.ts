@@ -7,12 +7,34 @@
 import type { Value } from "../bmv2/table.js";
 
 function varintLength(v: number | bigint): number {
+  if (typeof v === "number") {
+    if (v < 0x80) return 1;
+    if (v < 0x4000) return 2;
+    if (v < 0x200000) return 3;
+    if (v < 0x10000000) return 4;
+  }
   let x = BigInt(v);
   let n = 1;
   while (x >= 0x80n) {
     x >>= 7n;
     n++;
   }
+  return n;
+}
+
+/** Length of a non-negative value's canonical bitstring (big-endian, no leading zeros, at least one byte). */
+function valueLength(v: Value): number {
+  if (typeof v === "number") {
+    if (v < 0x100) return 1;
+    if (v < 0x10000) return 2;
+    if (v < 0x1000000) return 3;
+    if (v < 0x100000000) return 4;
+    if (v < 0x10000000000) return 5;
+    if (v < 0x1000000000000) return 6;
+    return 7; // numbers stop at 2^53
+  }
+  let n = 1;
+  for (let x = v >> 8n; x > 0n; x >>= 8n) n++;
   return n;
 }
 
@@ -42,44 +64,48 @@ class Writer {
     }
     this.buf[this.pos++] = Number(x);
   }
+  /** The `n`-byte canonical bitstring of `v`. */
+  value(v: Value, n: number): void {
+    if (typeof v === "number") {
+      if (n <= 6) this.buf.writeUIntBE(v, this.pos, n);
+      else {
+        this.buf[this.pos] = Math.floor(v / 2 ** 48);
+        this.buf.writeUIntBE(v % 2 ** 48, this.pos + 1, 6);
+      }
+    } else {
+      let x = v;
+      for (let k = n - 1; k >= 0; k--) {
+        this.buf[this.pos + k] = Number(x & 0xffn);
+        x >>= 8n;
+      }
+    }
+    this.pos += n;
+  }
 }
 
-/** Canonical bytes of a non-negative value: big-endian, no leading zeros, at least one byte. */
-function valueBytes(v: Value, out: number[]): number {
-  out.length = 0;
-  if (typeof v === "number") {
-    let x = v;
-    do {
-      out.push(x % 256);
-      x = Math.floor(x / 256);
-    } while (x > 0);
-  } else {
-    let x = v;
-    do {
-      out.push(Number(x & 0xffn));
-      x >>= 8n;
-    } while (x > 0n);
-  }
-  return out.length;
-}
+/** Member lengths of the last list encoded, reused between lists. */
+let lengths = new Int32Array(1 << 14);
 
 /** Encoded StreamMessageResponse { digest: DigestList } for `samples` of bit<W> members. */
 export function encodeDigestListMessage(digestId: number, listId: bigint, timestampNs: bigint, samples: readonly Value[][]): Buffer {
-  const scratch: number[] = [];
-  // Sizes first: each member is P4Data{bitstring} = 0x0a len bytes.
-  const sampleLens: number[] = [];
-  const memberLens: number[][] = [];
+  // Sizes first: each member is P4Data{bitstring} = 0x0a len bytes; each sample
+  // is its struct's length followed by its members' lengths.
+  let total = 0;
+  for (const s of samples) total += s.length + 1;
+  if (lengths.length < total) lengths = new Int32Array(total * 2);
   let dataLen = 0;
+  let k = 0;
   for (const s of samples) {
-    const lens = s.map((v) => valueBytes(v, scratch));
-    memberLens.push(lens);
+    const at = k++;
     let structLen = 0;
-    for (const n of lens) {
+    for (const v of s) {
+      const n = valueLength(v);
+      lengths[k++] = n;
       const member = 1 + varintLength(n) + n; // P4Data{bitstring}
       structLen += 1 + varintLength(member) + member; // P4StructLike.members
     }
+    lengths[at] = structLen;
     const p4data = 1 + varintLength(structLen) + structLen; // P4Data{struct}
-    sampleLens.push(structLen);
     dataLen += 1 + varintLength(p4data) + p4data; // DigestList.data
   }
   const listLen = 1 + varintLength(digestId) + 1 + varintLength(listId) + dataLen + 1 + varintLength(timestampNs);
@@ -90,23 +116,22 @@ export function encodeDigestListMessage(digestId: number, listId: bigint, timest
   w.varint(digestId);
   w.byte(0x10);
   w.varint(listId);
-  samples.forEach((s, i) => {
-    const structLen = sampleLens[i]!;
-    const p4data = 1 + varintLength(structLen) + structLen;
+  k = 0;
+  for (const s of samples) {
+    const structLen = lengths[k++]!;
     w.byte(0x1a);
-    w.varint(p4data);
+    w.varint(1 + varintLength(structLen) + structLen);
     w.byte(0x2a);
     w.varint(structLen);
-    s.forEach((v, j) => {
-      const n = memberLens[i]![j]!;
-      valueBytes(v, scratch);
+    for (const v of s) {
+      const n = lengths[k++]!;
       w.byte(0x0a);
       w.varint(1 + varintLength(n) + n);
       w.byte(0x0a);
       w.varint(n);
-      for (let k = n - 1; k >= 0; k--) w.byte(scratch[k]!);
-    });
-  });
+      w.value(v, n);
+    }
+  }
   w.byte(0x20);
   w.varint(timestampNs);
   return w.buf;
