@@ -7,7 +7,8 @@
 import { fork, spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
 import { P4Info } from "../generated/proto/p4/config/v1/p4info.js";
 import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Update } from "../generated/proto/p4/v1/p4runtime.js";
@@ -30,7 +31,10 @@ import { SoftwareSwitch } from "../switch/src/software-switch.js";
 import { generateTraffic } from "../traffic/src/generator.js";
 import { writePcap } from "../traffic/src/pcap.js";
 
-const root = new URL("..", import.meta.url).pathname;
+// Run from bench/ (tsx) or from dist/bench/ (npm run bench: the built code users run).
+const here = dirname(fileURLToPath(import.meta.url));
+const compiled = import.meta.url.endsWith(".js");
+const root = compiled ? join(here, "../..") : join(here, "..");
 const print = (s: string) => process.stdout.write(s + "\n");
 
 /** The bundled trace: the generator's default traffic, seed 42, single switch. */
@@ -146,7 +150,8 @@ async function benchDigests(): Promise<void> {
   // The switch runs in a child process (a switch is a process of its own); its
   // digest lists cross P4Runtime to the controller (decode, ack) and the exporter (records).
   const n = 300_000;
-  const worker = fork(join(root, "bench/digest-switch-worker.ts"), [String(n)], { execArgv: [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "--import", "tsx"] });
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const worker = fork(join(here, `digest-switch-worker.${compiled ? "js" : "ts"}`), [String(n)], { execArgv: [...profile, ...(compiled ? [] : ["--import", "tsx"])] });
   const port = await new Promise<number>((resolve) => worker.once("message", (m: { port: number }) => resolve(m.port)));
   const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] });
   const controller = new TelemetryController(parseConfig({
@@ -232,8 +237,7 @@ async function benchWrites(): Promise<void> {
 }
 
 async function benchKafka(): Promise<void> {
-  // @ts-expect-error -- plain ESM script without types
-  const { startBroker, fetchJars } = (await import("../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; stop(): Promise<void> }>; fetchJars: () => string };
+  const { startBroker, fetchJars } = (await import(pathToFileURL(join(root, "scripts/kafka/broker.mjs")).href)) as { startBroker: () => Promise<{ brokers: string; stop(): Promise<void> }>; fetchJars: () => string };
   const broker = process.env.KAFKA_BROKERS ? undefined : await startBroker();
   const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
   try {

@@ -46,6 +46,8 @@ export class TableError extends Error {
 const MASKS = Array.from({ length: 257 }, (_, w) => (1n << BigInt(w)) - 1n);
 const mask = (w: number) => MASKS[w] ?? (1n << BigInt(w)) - 1n;
 
+const outside = (v: bigint, max: bigint) => v < 0n || v > max;
+
 function matches(m: KeyMatch, v: bigint, width: number): boolean {
   switch (m.kind) {
     case "exact":
@@ -83,8 +85,8 @@ export function matchKeyText(match: readonly KeyMatch[], priority: number): stri
 
 export class MatchTable {
   readonly kind: "exact" | "lpm" | "scan";
-  private readonly byKey = new Map<string, TableEntry>();
-  private exactIndex = new Map<number | string, TableEntry>();
+  /** Entries by their match key: for exact tables the lookup key itself, else its canonical text. */
+  private readonly byKey = new Map<number | string, TableEntry>();
   private lpmIndex: Array<{ prefixLen: number; map: Map<number | string, TableEntry> }> = [];
   private scanList: TableEntry[] = [];
   private readonly lpmField: number;
@@ -125,10 +127,32 @@ export class MatchTable {
     return this.kind === "scan";
   }
 
+  /** The key of an entry in byKey (exact tables: the lookup key, so byKey is also the index). */
+  private keyOf(match: readonly KeyMatch[], priority: number): number | string {
+    // Exact tables take no priority (validate), so the values alone are the key.
+    if (this.kind !== "exact") return matchKeyText(match, priority);
+    if (match.length === 1) {
+      const m = match[0]!;
+      return m.kind === "exact" ? this.exactKey1(m.value) : "*";
+    }
+    let text = "";
+    for (let i = 0; i < match.length; i++) {
+      const m = match[i]!;
+      text += (i ? "," : "") + (m.kind === "exact" ? String(m.value) : "*");
+    }
+    return text;
+  }
+
+  private exactKey1(v: Value): number | string {
+    if (typeof v === "number") return v;
+    return this.keys[0]!.width <= NUM_BITS ? Number(v) : String(v);
+  }
+
   private exactKey(values: readonly Value[]): number | string {
-    if (values.length === 1 && typeof values[0] === "number") return values[0];
-    if (values.length === 1 && this.keys[0]!.width <= NUM_BITS) return Number(values[0]);
-    return values.map(String).join(",");
+    if (values.length === 1) return this.exactKey1(values[0]!);
+    let text = "";
+    for (let i = 0; i < values.length; i++) text += (i ? "," : "") + String(values[i]);
+    return text;
   }
 
   private indexKey(e: TableEntry): number | string {
@@ -145,7 +169,7 @@ export class MatchTable {
   }
 
   insert(e: TableEntry): void {
-    const text = matchKeyText(e.match, e.priority);
+    const text = this.keyOf(e.match, e.priority);
     if (this.byKey.has(text)) throw new TableError(`table '${this.name}': an entry with this match key already exists`, "ALREADY_EXISTS");
     if (this.byKey.size >= this.maxSize) throw new TableError(`table '${this.name}' is full (${this.maxSize} entries)`, "RESOURCE_EXHAUSTED");
     this.byKey.set(text, e);
@@ -153,7 +177,7 @@ export class MatchTable {
   }
 
   modify(match: readonly KeyMatch[], priority: number, action: ActionCall, metadata?: Uint8Array): TableEntry {
-    const e = this.byKey.get(matchKeyText(match, priority));
+    const e = this.byKey.get(this.keyOf(match, priority));
     if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
     e.action = action;
     if (metadata !== undefined) e.metadata = metadata;
@@ -161,7 +185,7 @@ export class MatchTable {
   }
 
   delete(match: readonly KeyMatch[], priority: number): TableEntry {
-    const text = matchKeyText(match, priority);
+    const text = this.keyOf(match, priority);
     const e = this.byKey.get(text);
     if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
     this.byKey.delete(text);
@@ -170,10 +194,8 @@ export class MatchTable {
   }
 
   private removeFromIndex(e: TableEntry): void {
-    if (this.kind === "exact") {
-      const k = this.indexKey(e);
-      if (this.exactIndex.get(k) === e) this.exactIndex.delete(k);
-    } else if (this.kind === "lpm") {
+    if (this.kind === "exact") return; // byKey is the index
+    if (this.kind === "lpm") {
       const m = e.match[this.lpmField]!;
       const len = m.kind === "lpm" ? m.prefixLen : 0;
       const bucket = this.lpmIndex.find((b) => b.prefixLen === len);
@@ -186,7 +208,7 @@ export class MatchTable {
   }
 
   get(match: readonly KeyMatch[], priority: number): TableEntry | undefined {
-    return this.byKey.get(matchKeyText(match, priority));
+    return this.byKey.get(this.keyOf(match, priority));
   }
 
   clear(): void {
@@ -195,9 +217,8 @@ export class MatchTable {
   }
 
   private addToIndex(e: TableEntry): void {
-    if (this.kind === "exact") {
-      this.exactIndex.set(this.indexKey(e), e);
-    } else if (this.kind === "lpm") {
+    if (this.kind === "exact") return; // byKey is the index
+    if (this.kind === "lpm") {
       const m = e.match[this.lpmField]!;
       const len = m.kind === "lpm" ? m.prefixLen : 0;
       let bucket = this.lpmIndex.find((b) => b.prefixLen === len);
@@ -221,7 +242,6 @@ export class MatchTable {
   }
 
   private rebuildIndex(): void {
-    this.exactIndex = new Map();
     this.lpmIndex = [];
     this.scanList = [];
     for (const e of this.byKey.values()) this.addToIndex(e);
@@ -230,8 +250,8 @@ export class MatchTable {
   /** lookup() for a table of one key field, without allocating a key array. */
   lookup1(v: Value): TableEntry | undefined {
     if (this.kind === "exact") {
-      if (typeof v === "number") return this.exactIndex.get(v);
-      return this.exactIndex.get(this.keys[0]!.width <= NUM_BITS ? Number(v) : String(v));
+      if (typeof v === "number") return this.byKey.get(v);
+      return this.byKey.get(this.keys[0]!.width <= NUM_BITS ? Number(v) : String(v));
     }
     if (this.kind === "lpm" && typeof v === "number") {
       const w = this.keys[0]!.width;
@@ -246,7 +266,7 @@ export class MatchTable {
 
   /** The entry that matches `key` (one value per key field), or undefined on a miss. */
   lookup(key: readonly Value[]): TableEntry | undefined {
-    if (this.kind === "exact") return this.exactIndex.get(this.exactKey(key));
+    if (this.kind === "exact") return this.byKey.get(this.exactKey(key));
     if (this.kind === "lpm") {
       const f = this.lpmField;
       const w = this.keys[f]!.width;
@@ -283,7 +303,6 @@ export class MatchTable {
       const m = match[i]!;
       const k = this.keys[i]!;
       const max = mask(k.width);
-      const bad = (v: bigint) => v < 0n || v > max;
       if (m.kind === "any") {
         if (k.matchType === "exact") return `key field '${k.name}' is exact and cannot be omitted`;
         continue;
@@ -291,18 +310,18 @@ export class MatchTable {
       if (m.kind !== k.matchType && !(k.matchType === "optional" && m.kind === "optional")) {
         return `key field '${k.name}' is ${k.matchType}, got a ${m.kind} match`;
       }
-      if ((m.kind === "exact" || m.kind === "optional") && bad(m.value)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
+      if ((m.kind === "exact" || m.kind === "optional") && outside(m.value, max)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
       if (m.kind === "lpm") {
         if (m.prefixLen < 0 || m.prefixLen > k.width) return `prefix length ${m.prefixLen} of '${k.name}' is outside 0..${k.width}`;
-        if (bad(m.value)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
+        if (outside(m.value, max)) return `value of key field '${k.name}' does not fit in ${k.width} bits`;
         const low = mask(k.width - m.prefixLen);
         if ((m.value & low) !== 0n) return `lpm value of '${k.name}' has bits set beyond its /${m.prefixLen} prefix`;
       }
       if (m.kind === "ternary") {
-        if (bad(m.value) || bad(m.mask)) return `value or mask of key field '${k.name}' does not fit in ${k.width} bits`;
+        if (outside(m.value, max) || outside(m.mask, max)) return `value or mask of key field '${k.name}' does not fit in ${k.width} bits`;
         if ((m.value & ~m.mask) !== 0n) return `ternary value of '${k.name}' has bits set outside its mask`;
       }
-      if (m.kind === "range" && (bad(m.low) || bad(m.high) || m.low > m.high)) return `range of key field '${k.name}' is invalid`;
+      if (m.kind === "range" && (outside(m.low, max) || outside(m.high, max) || m.low > m.high)) return `range of key field '${k.name}' is invalid`;
     }
     if (this.needsPriority && priority <= 0) return `table '${this.name}' needs a priority > 0 for each entry`;
     if (!this.needsPriority && priority !== 0) return `table '${this.name}' takes no priority`;

@@ -15,6 +15,10 @@ export interface TableBinding {
   info: P4InfoTable;
   table: MatchTable;
   directCounterId: number | undefined;
+  /** match field id -> index in the key */
+  fieldIndex: Map<number, number>;
+  /** "table 't' match field 'f'", per key index, for errors */
+  fieldWhat: string[];
 }
 
 export interface ActionBinding {
@@ -29,6 +33,7 @@ export interface DigestBinding {
   fields: Array<{ name: string; bitwidth: number }>;
 }
 
+const ANY: KeyMatch = { kind: "any" };
 const invalid = (msg: string) => new P4RuntimeError(msg, "INVALID_ARGUMENT");
 const notFound = (msg: string) => new P4RuntimeError(msg, "NOT_FOUND");
 
@@ -66,7 +71,13 @@ export class PipelineBinding {
         if (table.keys[i]!.width !== f.bitwidth) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${f.bitwidth} bits, the device config ${table.keys[i]!.width}`);
       });
       const direct = schema.p4info.directCounters.find((d) => d.directTableId === t.preamble!.id);
-      const b = { info: t, table, directCounterId: direct?.preamble?.id };
+      const b = {
+        info: t,
+        table,
+        directCounterId: direct?.preamble?.id,
+        fieldIndex: new Map(t.matchFields.map((f, i) => [f.id, i])),
+        fieldWhat: t.matchFields.map((f) => `table '${name}' match field '${f.name}'`),
+      };
       this.tables.set(t.preamble!.id, b);
       this.tablesByProgramId.set(table.id, b);
     }
@@ -101,17 +112,15 @@ export class PipelineBinding {
 
   /** A P4Runtime table entry's match key, checked against the table. */
   decodeMatch(t: TableBinding, match: readonly FieldMatch[]): KeyMatch[] {
-    const name = t.info.preamble!.name;
-    const out: KeyMatch[] = t.info.matchFields.map(() => ({ kind: "any" }));
-    const seen = new Set<number>();
+    const fields = t.info.matchFields;
+    const out = new Array<KeyMatch | undefined>(fields.length);
     for (const fm of match) {
-      const idx = t.info.matchFields.findIndex((f) => f.id === fm.fieldId);
-      if (idx < 0) throw invalid(`table '${name}' has no match field with id ${fm.fieldId}`);
-      if (seen.has(fm.fieldId)) throw invalid(`table '${name}': match field id ${fm.fieldId} given twice`);
-      seen.add(fm.fieldId);
-      const f = t.info.matchFields[idx]!;
+      const idx = t.fieldIndex.get(fm.fieldId);
+      if (idx === undefined) throw invalid(`table '${t.info.preamble!.name}' has no match field with id ${fm.fieldId}`);
+      if (out[idx]) throw invalid(`table '${t.info.preamble!.name}': match field id ${fm.fieldId} given twice`);
+      const f = fields[idx]!;
       const w = f.bitwidth;
-      const what = `table '${name}' match field '${f.name}'`;
+      const what = t.fieldWhat[idx]!;
       const type = f.match?.$case === "matchType" ? f.match.value : MatchField_MatchType.UNSPECIFIED;
       const m = fm.fieldMatchType;
       if (!m) throw invalid(`${what}: no match value`);
@@ -147,7 +156,8 @@ export class PipelineBinding {
       }
     }
     // Widths and prefixes are checked by the caller (with the entry's priority), once.
-    return out;
+    for (let i = 0; i < out.length; i++) out[i] ??= ANY;
+    return out as KeyMatch[];
   }
 
   encodeMatch(t: TableBinding, match: readonly KeyMatch[]): FieldMatch[] {
