@@ -58,3 +58,9 @@ describe("BMv2 hash algorithms", () => {
     expect(crcCcitt(check)).toBe(0x29b1);
   });
 });
+
+test("mulmod is (a * b) mod 2^k, exact above 2^53 too", async () => {
+  const { mulmod } = await import("../../switch/src/bmv2/bits.js");
+  const cases: Array<[number, number, number]> = [[0, 5, 48], [2 ** 47 + 3, 1, 48], [2 ** 47 + 3, 1000, 48], [2 ** 48 - 1, 2 ** 32 - 1, 48], [123456789, 987654321, 52], [7, 9, 3]];
+  for (const [a, b, k] of cases) expect(mulmod(a, b, k)).toBe(Number((BigInt(a) * BigInt(b)) % (1n << BigInt(k))));
+});

@@ -13,6 +13,14 @@ export function mod2k(x: number, k: number): number {
   return r < 0 ? r + p : r;
 }
 
+/** (a * b) mod 2^k of two non-negative integers below 2^53, k <= 52: exact. */
+export function mulmod(a: number, b: number, k: number): number {
+  const p = a * b;
+  // A product above 2^53 - 1 rounds to at least 2^53, so this test is exact.
+  if (p <= Number.MAX_SAFE_INTEGER) return p < POW2[k]! ? p : p % POW2[k]!;
+  return Number((BigInt(a) * BigInt(b)) & ((1n << BigInt(k)) - 1n));
+}
+
 /** Bitwise AND of two non-negative integers below 2^53. */
 export function and52(a: number, b: number): number {
   if (a < 0x100000000 && b < 0x100000000) return (a & b) >>> 0;

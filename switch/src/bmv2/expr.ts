@@ -18,6 +18,8 @@ export interface CExpr {
   neg: boolean;
   /** known at compile time */
   constant?: bigint;
+  /** a product of two non-negative numbers, kept as operands for `(a * b) & (2^k - 1)` */
+  mul?: [string, string];
 }
 
 const WIDE = 1 << 20;
@@ -239,7 +241,8 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
       const bits = l.bits + r.bits;
       const neg = l.neg || r.neg;
       if (l.kind === "n" && r.kind === "n" && bits <= NUM_BITS) return { code: `(${l.code} * ${r.code})`, kind: "n", bits, neg };
-      return { code: `(${toBig(l)} * ${toBig(r)})`, kind: "b", bits, neg };
+      const mul: [string, string] | undefined = l.kind === "n" && r.kind === "n" && !neg ? [l.code, r.code] : undefined;
+      return { code: `(${toBig(l)} * ${toBig(r)})`, kind: "b", bits, neg, ...(mul ? { mul } : {}) };
     }
     case "<<": {
       const l = L(), r = R();
@@ -283,6 +286,15 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
             const k = bitLength(m);
             return { code: `mod2k(${v.code}, ${k})`, kind: "n", bits: k, neg: false };
           }
+        }
+      }
+      if (op === "&") {
+        // (a * b) & (2^k - 1) of two numbers, k <= 52 (a 48-bit timestamp times
+        // its scale): number arithmetic while the product is exact.
+        const [v, m] = l.mul && r.constant !== undefined ? [l, r.constant] : r.mul && l.constant !== undefined ? [r, l.constant] : [undefined, undefined];
+        if (v?.mul && m !== undefined && m > 0n && (m & (m + 1n)) === 0n && bitLength(m) <= NUM_BITS) {
+          const k = bitLength(m);
+          return { code: `mulmod(${v.mul[0]}, ${v.mul[1]}, ${k})`, kind: "n", bits: k, neg: false };
         }
       }
       const neg = op === "&" ? l.neg && r.neg : l.neg || r.neg;

@@ -315,7 +315,7 @@ class Generator {
     this.collectReferences();
     this.skipUnread = this.immutableHeaders();
     this.emit(`"use strict";`);
-    this.emit(`const { mod2k, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
+    this.emit(`const { mod2k, mulmod, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
     this.emit(`const N = S.N, B = S.B, V = S.V;`);
     this.emit(`const SN = new Int32Array(${Math.max(1, this.layout.stacks.length)}); // next index of each header stack`);
     this.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
