@@ -243,43 +243,49 @@ async function benchKafka(): Promise<void> {
   const broker = process.env.KAFKA_BROKERS ? undefined : await startBroker();
   const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
   try {
-    const n = 300_000;
-    const id = `bench-${Date.now()}`;
-    const topics = { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
-    const sink = new KafkaSink({ brokers: [brokers], topics, partitions: 8, batchSize: 2000 });
-    await sink.start();
-    const rec = (i: number): IoRecordJson => ({
-      type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, cid: i & 0xffff,
-      op: i & 1 ? "read" : "write", bytes: 4096, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
-      incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: String(1_800_000_000_000_000_000n + BigInt(i) * 1000n),
-    });
-    let bytes = 0;
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) {
-      const m = encodeRecord(rec(i), topics, "protobuf", 1_000_000_000n);
-      bytes += m.value.length;
-      sink.push(m);
-      if ((i & 8191) === 8191) await new Promise((r) => setImmediate(r));
-    }
-    await sink.flush(300_000);
-    const ms = performance.now() - t0;
-    await sink.close();
-    const size = Math.round(bytes / n);
-    print(`kafka: ${n} IoRecords (${size} bytes each, protobuf, gzip, acks=all, idempotent) from the exporter in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} records/s`);
-    const libs = fetchJars();
-    const perf = await new Promise<string>((resolve) => {
-      const child = spawn("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${id}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
-        "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", "compression.type=gzip", "batch.size=262144", "linger.ms=5"]);
-      let out = "";
-      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-      child.on("close", () => resolve(out));
-    });
-    const last = perf.trim().split("\n").filter((l) => /records sent/.test(l)).pop() ?? perf.trim().split("\n").pop();
-    print(`kafka-producer-perf-test (same broker, record size, acks=all, idempotence, gzip): ${last}`);
+    const only = process.env.BENCH_KAFKA_COMPRESSION as "gzip" | "none" | undefined;
+    for (const compression of only ? [only] : (["gzip", "none"] as const)) await benchKafkaWith(brokers, compression, fetchJars());
   } finally {
     await broker?.stop();
   }
+}
+
+/** The exporter and Kafka's own perf tool, one after the other, with the same record size and producer settings. */
+async function benchKafkaWith(brokers: string, compression: "gzip" | "none", libs: string): Promise<void> {
+  const n = 300_000;
+  const id = `bench-${Date.now()}-${compression}`;
+  const topics = { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
+  const batchSize = Number(process.env.BENCH_KAFKA_BATCH ?? 2000);
+  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: 8, batchSize, compression });
+  await sink.start();
+  const rec = (i: number): IoRecordJson => ({
+    type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, cid: i & 0xffff,
+    op: i & 1 ? "read" : "write", bytes: 4096, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
+    incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: String(1_800_000_000_000_000_000n + BigInt(i) * 1000n),
+  });
+  let bytes = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const m = encodeRecord(rec(i), topics, "protobuf", 1_000_000_000n);
+    bytes += m.value.length;
+    sink.push(m);
+    if ((i & 8191) === 8191) await new Promise((r) => setImmediate(r));
+  }
+  await sink.flush(300_000);
+  const ms = performance.now() - t0;
+  await sink.close();
+  const size = Math.round(bytes / n);
+  print(`kafka (${compression}): ${n} IoRecords (${size} bytes each, protobuf, ${compression}, acks=all, idempotent, ${batchSize} per request) from the exporter in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} records/s`);
+  const perf = await new Promise<string>((resolve) => {
+    const child = spawn("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${id}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
+      "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", `compression.type=${compression}`, "batch.size=262144", "linger.ms=5"]);
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("close", () => resolve(out));
+  });
+  const last = perf.trim().split("\n").filter((l) => /records sent/.test(l)).pop() ?? perf.trim().split("\n").pop();
+  print(`kafka-producer-perf-test (${compression}; same broker, record size, acks=all, idempotence): ${last}`);
 }
 
 async function benchMemory(): Promise<void> {

@@ -1,3 +1,4 @@
+import { crc32 as zlibCrc32 } from "node:zlib";
 import { describe, expect, test } from "vitest";
 import { and52, mod2k, or52, readBitsBig, readBitsNum, toBytes, writeBits, xor52 } from "../../switch/src/bmv2/bits.js";
 import { crc16, crc32, crcCcitt } from "../../switch/src/bmv2/crc.js";
@@ -56,6 +57,23 @@ describe("BMv2 hash algorithms", () => {
     expect(crc32(check)).toBe(0xcbf43926);
     expect(crc16(check)).toBe(0xbb3d);
     expect(crcCcitt(check)).toBe(0x29b1);
+  });
+
+  test("crc32 equals zlib's and crc16 a bitwise CRC-16/ARC on random keys", () => {
+    const arc = (b: Uint8Array) => {
+      let c = 0;
+      for (const x of b) {
+        c ^= x;
+        for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xa001 : c >>> 1;
+      }
+      return c;
+    };
+    let seed = 7;
+    for (let n = 0; n < 200; n++) {
+      const b = Uint8Array.from({ length: n % 41 }, () => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24);
+      expect(crc32(b)).toBe(zlibCrc32(b));
+      expect(crc16(b)).toBe(arc(b));
+    }
   });
 });
 

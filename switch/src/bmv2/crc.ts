@@ -20,29 +20,34 @@ function reflect(v: number, bits: number): number {
   return r >>> 0;
 }
 
-const REFLECT8 = Uint8Array.from({ length: 256 }, (_, i) => reflect(i, 8));
-const CRC32_TABLE = makeTable(0x04c11db7, 32);
-const CRC16_TABLE = makeTable(0x8005, 16);
 const CCITT_TABLE = makeTable(0x1021, 16);
 
-/** CRC-32 (IEEE 802.3; BMv2 "crc32"). */
-export function crc32(buf: Uint8Array, len = buf.length): number {
-  let rem = 0xffffffff;
-  for (let i = 0; i < len; i++) {
-    const data = REFLECT8[buf[i]!]! ^ (rem >>> 24);
-    rem = (CRC32_TABLE[data]! ^ (rem << 8)) >>> 0;
+/** Table of a reflected CRC (input and output bit-reversed), one byte at a time. */
+function makeReflectedTable(reflectedPoly: number): Uint32Array {
+  const table = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let b = 0; b < 8; b++) c = c & 1 ? (c >>> 1) ^ reflectedPoly : c >>> 1;
+    table[i] = c >>> 0;
   }
-  return (reflect(rem, 32) ^ 0xffffffff) >>> 0;
+  return table;
 }
 
-/** CRC-16/ARC (BMv2 "crc16"). */
+const CRC32_REFLECTED = makeReflectedTable(reflect(0x04c11db7, 32));
+const CRC16_REFLECTED = makeReflectedTable(reflect(0x8005, 16));
+
+/** CRC-32 (IEEE 802.3; BMv2 "crc32"): reflected in and out, so no bit reversal per byte. */
+export function crc32(buf: Uint8Array, len = buf.length): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < len; i++) c = CRC32_REFLECTED[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** CRC-16/ARC (BMv2 "crc16"): reflected in and out. */
 export function crc16(buf: Uint8Array, len = buf.length): number {
-  let rem = 0;
-  for (let i = 0; i < len; i++) {
-    const data = REFLECT8[buf[i]!]! ^ (rem >>> 8);
-    rem = (CRC16_TABLE[data]! ^ (rem << 8)) & 0xffff;
-  }
-  return reflect(rem, 16);
+  let c = 0;
+  for (let i = 0; i < len; i++) c = CRC16_REFLECTED[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return c;
 }
 
 /** CRC-16/CCITT-FALSE (BMv2 "crcCCITT"). */
