@@ -1,11 +1,25 @@
 // Tails a topic and prints each record decoded, one JSON object a line.
 import { Kafka, logLevel } from "kafkajs";
 import { decodeMessage } from "../exporter/src/kafka/encode.js";
+import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
 
-export async function consume(o: { brokers: string[]; topic: string; fromBeginning: boolean; print: (t: string) => void; signal: AbortSignal }): Promise<number> {
-  const kafka = new Kafka({ clientId: "rdma-telemetry-consume", brokers: o.brokers, logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}` });
-  await consumer.connect();
+export interface ConsumeOptions extends KafkaSecurity {
+  brokers: string[];
+  topic: string;
+  fromBeginning: boolean;
+  print: (t: string) => void;
+  signal: AbortSignal;
+}
+
+export async function consume(o: ConsumeOptions): Promise<number> {
+  const kafka = new Kafka({ clientId: "rdma-telemetry-consume", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING });
+  // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
+  const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, maxWaitTimeInMs: 500 });
+  try {
+    await consumer.connect();
+  } catch (err) {
+    throw new KafkaConnectError(describeKafkaError(err, o));
+  }
   await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
   let n = 0;
   await consumer.run({

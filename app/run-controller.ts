@@ -4,6 +4,7 @@ import { JsonlSink } from "../exporter/src/jsonl-sink.js";
 import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
@@ -13,6 +14,8 @@ export interface RunControllerOptions {
   configFile: string;
   out?: string;
   brokers?: string[];
+  /** TLS and SASL for Kafka */
+  kafkaSecurity?: KafkaSecurity;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -26,7 +29,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   if (jsonl) exporter.addSink((r) => jsonl.write(r));
   let kafka: KafkaSink | undefined;
   if (o.brokers?.length) {
-    kafka = new KafkaSink({ brokers: o.brokers, logger: o.logger, spillDir: ".cache/kafka-spill" });
+    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });
     await kafka.start();
     const k = kafka;
     exporter.addSink((r) => k.push(encodeRecord(r, k.topicNames, "protobuf", exporter.metrics.options.intervalNs)));

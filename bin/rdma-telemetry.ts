@@ -3,6 +3,8 @@
 import { parseArgs } from "node:util";
 import { consume } from "../app/consume.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import { KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
+import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
@@ -34,6 +36,20 @@ Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
+Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
+variable in brackets; a flag wins over its variable):
+  --kafka-ca FILE            PEM CA certificates that verify the brokers, instead of
+                             the system's; implies TLS (KAFKA_CA_FILE)
+  --kafka-tls                TLS, brokers verified by the system's CAs (KAFKA_TLS=true)
+  --kafka-cert FILE --kafka-key FILE
+                             client certificate and its unencrypted key, PEM, for
+                             mutual TLS (KAFKA_CERT_FILE, KAFKA_KEY_FILE)
+  --kafka-sasl-mechanism plain|scram-sha-256|scram-sha-512   (KAFKA_SASL_MECHANISM)
+  --kafka-sasl-username NAME                                 (KAFKA_SASL_USERNAME)
+  --kafka-sasl-password-file FILE                            (KAFKA_SASL_PASSWORD_FILE)
+                             or the password itself in KAFKA_SASL_PASSWORD; there is
+                             no password flag (a command line is visible to all users)
+
 Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
@@ -54,9 +70,9 @@ function mode(v: string | undefined): "full" | "polling" {
   throw new UsageError(`--mode must be full or polling (got '${v}')`);
 }
 
-async function kafkaSink(brokers: string | undefined, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), logger, spillDir: ".cache/kafka-spill" });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: ".cache/kafka-spill" });
   await sink.start();
   return sink;
 }
@@ -81,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
+      ...KAFKA_SECURITY_FLAGS,
     },
   });
   if (values.help) {
@@ -92,10 +109,11 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger(levelText as LogLevel);
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
+  const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
 
   switch (command) {
     case "demo": {
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
       await runDemo({
         kafka,
         seed: int(values.seed, "seed", 1),
@@ -118,7 +136,7 @@ async function main(argv: string[]): Promise<number> {
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
       const topo = Topology.load(values.topology);
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
       const r = await replayCapture(capture, topo, { mode: mode(values.mode), out: values.out, logger, kafka, forwarded: values.forwarded });
       await kafka?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
@@ -139,7 +157,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, brokers: brokers ? brokers.split(",") : undefined, logger, print });
+      await runController({ configFile: values.config, out: values.out, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
       return 0;
     }
     case "consume": {
@@ -149,7 +167,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await consume({ brokers, topic: values.topic, fromBeginning: values["from-beginning"] ?? false, print, signal: ac.signal });
+      await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, print, signal: ac.signal });
       return 0;
     }
     case "mode": {
@@ -177,6 +195,9 @@ main(process.argv.slice(2)).then(
     if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
+    } else if (err instanceof KafkaConnectError) {
+      process.stderr.write(`rdma-telemetry: ${err.message}\n`);
+      process.exitCode = 1;
     } else {
       process.stderr.write(`rdma-telemetry: ${(err as Error).stack ?? String(err)}\n`);
       process.exitCode = 1;

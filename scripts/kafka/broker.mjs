@@ -3,9 +3,15 @@
 // Java 17) on loopback, for tests and the demo.
 //
 //   node scripts/kafka/broker.mjs fetch            download the jars (mvn) into .cache/kafka/libs
-//   node scripts/kafka/broker.mjs start [--port N] start a broker, print its address, stay in the foreground
+//   node scripts/kafka/broker.mjs start [--port N] [--security sasl_ssl]
+//                                                  start a broker, print its address, stay in the foreground
 //
-// As a module: startBroker({ port }) -> { brokers, stop() }.
+// As a module: startBroker({ port }) -> { brokers, stop() }, a PLAINTEXT listener.
+// startBroker({ security: "sasl_ssl" }) -> also { caFile, username, password,
+// mechanisms, mtlsBrokers, clientCertFile, clientKeyFile }: a SASL_SSL listener
+// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and an SSL listener that requires a
+// client certificate, with a throwaway CA, certificates and passwords made
+// by openssl into the broker's temporary directory. For tests only.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -55,7 +61,30 @@ function waitForPort(port, timeoutMs, child) {
   });
 }
 
-export async function startBroker({ port, logDir } = {}) {
+/** A test CA, a broker certificate for 127.0.0.1/localhost (PKCS12) and a client certificate, in `dir`. */
+function makePki(dir, storePassword) {
+  const openssl = (...args) => {
+    const r = spawnSync("openssl", args, { cwd: dir, encoding: "utf8" });
+    if (r.error) throw new Error(`openssl is needed for a TLS broker: ${r.error.message}`);
+    if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`);
+  };
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  openssl("req", "-x509", ...ec, "-days", "2", "-subj", "/CN=rdma-telemetry test CA", "-keyout", "ca.key", "-out", "ca.pem");
+  const issue = (name, cn, ext) => {
+    openssl("req", ...ec, "-subj", `/CN=${cn}`, "-keyout", `${name}.key`, "-out", `${name}.csr`);
+    writeFileSync(join(dir, `${name}.ext`), ext);
+    openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.pem`);
+  };
+  issue("broker", "localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
+  issue("client", "rdma-telemetry-test-client", "extendedKeyUsage=clientAuth\n");
+  openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", "ca.pem", "-name", "broker", "-out", "broker.p12", "-passout", `pass:${storePassword}`);
+  return { caFile: join(dir, "ca.pem"), keystore: join(dir, "broker.p12"), clientCertFile: join(dir, "client.pem"), clientKeyFile: join(dir, "client.key") };
+}
+
+const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
+export async function startBroker({ port, logDir, security = "plaintext" } = {}) {
+  if (security !== "plaintext" && security !== "sasl_ssl") throw new Error(`security must be plaintext or sasl_ssl (got ${security})`);
   fetchJars();
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, "bin/java") : "java";
   const brokerPort = port ?? (await freePort());
@@ -63,15 +92,68 @@ export async function startBroker({ port, logDir } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "kafka-"));
   const data = join(dir, "data");
   const props = join(dir, "server.properties");
+  const secret = () => randomBytes(12).toString("hex");
+  let listeners;
+  let secured = {};
+  const scram = [];
+  if (security === "plaintext") {
+    listeners = [
+      `listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort}`,
+      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "inter.broker.listener.name=PLAINTEXT",
+    ];
+  } else {
+    const mtlsPort = await freePort();
+    const username = "exporter";
+    const password = secret();
+    const storePassword = secret();
+    const adminPassword = secret();
+    let pki;
+    try {
+      pki = makePki(dir, storePassword);
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    const jaas = (module, options) => `${module} required ${Object.entries(options).map(([k, v]) => `${k}="${v}"`).join(" ")};`;
+    listeners = [
+      `listeners=SASL_SSL://127.0.0.1:${brokerPort},MTLS://127.0.0.1:${mtlsPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=SASL_SSL://127.0.0.1:${brokerPort},MTLS://127.0.0.1:${mtlsPort}`,
+      "listener.security.protocol.map=SASL_SSL:SASL_SSL,MTLS:SSL,CONTROLLER:PLAINTEXT",
+      "inter.broker.listener.name=SASL_SSL",
+      `sasl.enabled.mechanisms=${SASL_MECHANISMS.join(",")}`,
+      "sasl.mechanism.inter.broker.protocol=PLAIN",
+      `listener.name.sasl_ssl.plain.sasl.jaas.config=${jaas("org.apache.kafka.common.security.plain.PlainLoginModule", { username: "admin", password: adminPassword, user_admin: adminPassword, [`user_${username}`]: password })}`,
+      "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+      "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+      "listener.name.mtls.ssl.client.auth=required",
+      "ssl.keystore.type=PKCS12",
+      `ssl.keystore.location=${pki.keystore}`,
+      `ssl.keystore.password=${storePassword}`,
+      `ssl.key.password=${storePassword}`,
+      "ssl.truststore.type=PEM",
+      `ssl.truststore.location=${pki.caFile}`,
+    ];
+    // SCRAM credentials live in the cluster metadata: written when the storage is formatted.
+    for (const m of SASL_MECHANISMS.filter((x) => x.startsWith("SCRAM"))) scram.push("--add-scram", `${m}=[name=${username},password=${password}]`);
+    secured = {
+      caFile: pki.caFile,
+      username,
+      password,
+      mechanisms: SASL_MECHANISMS.map((m) => m.toLowerCase()),
+      mtlsPort,
+      mtlsBrokers: `127.0.0.1:${mtlsPort}`,
+      clientCertFile: pki.clientCertFile,
+      clientKeyFile: pki.clientKeyFile,
+    };
+  }
   writeFileSync(props, [
     "process.roles=broker,controller",
     "node.id=1",
     `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort}`,
+    ...listeners,
     "controller.listener.names=CONTROLLER",
-    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    "inter.broker.listener.name=PLAINTEXT",
     `log.dirs=${data}`,
     "num.partitions=4",
     "offsets.topic.replication.factor=1",
@@ -92,16 +174,34 @@ export async function startBroker({ port, logDir } = {}) {
     "",
   ].join("\n"));
   const cp = `${libs}/*`;
-  const jvm = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", `-Dlog4j.configuration=file:${join(dir, "log4j.properties")}`, "-cp", cp];
-  const clusterId = randomBytes(16).toString("base64url").slice(0, 22);
-  const fmt = spawnSync(java, [...jvm, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", props], { encoding: "utf8" });
-  if (fmt.status !== 0) throw new Error(`formatting Kafka storage failed: ${fmt.stderr || fmt.stdout}`);
+  const common = [`-Dlog4j.configuration=file:${join(dir, "log4j.properties")}`, "-cp", cp];
+  // The quick JIT and a small heap about halve the CPU time of a start: for
+  // the one-shot storage tool, and for the secured broker, which only serves
+  // tests (the plaintext one also serves the benchmarks).
+  const light = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", ...common];
+  const jvm = security === "plaintext" ? ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", ...common] : light;
+  // A leading '-' would read as an option of the storage tool.
+  let clusterId;
+  do clusterId = randomBytes(16).toString("base64url").slice(0, 22);
+  while (clusterId.startsWith("-"));
+  const fmt = spawnSync(java, [...light, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", props, ...scram], { encoding: "utf8" });
+  if (fmt.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`formatting Kafka storage failed: ${fmt.stderr || fmt.stdout}`);
+  }
   const out = logDir ? join(logDir, "kafka.log") : join(dir, "kafka.log");
   const { openSync } = await import("node:fs");
   const fd = openSync(out, "a");
   const launch = () => spawn(java, [...jvm, "kafka.Kafka", props], { stdio: ["ignore", fd, fd], detached: false });
+  const ports = secured.mtlsPort ? [brokerPort, secured.mtlsPort] : [brokerPort];
+  const listening = async () => { for (const p of ports) await waitForPort(p, 90_000, child); };
   let child = launch();
-  await waitForPort(brokerPort, 90_000, child);
+  try {
+    await listening();
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw new Error(`${err.message}; its log: ${out}`);
+  }
   const brokers = `127.0.0.1:${brokerPort}`;
   let stopped = false;
   const stop = async () => {
@@ -122,9 +222,9 @@ export async function startBroker({ port, logDir } = {}) {
     await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
     if (downMs) await new Promise((r) => setTimeout(r, downMs));
     child = launch();
-    await waitForPort(brokerPort, 90_000, child);
+    await listening();
   };
-  return { brokers, port: brokerPort, stop, restart, dir };
+  return { brokers, port: brokerPort, stop, restart, dir, security, ...secured };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -132,14 +232,22 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (cmd === "fetch") {
     console.log(`Kafka jars in ${fetchJars()}`);
   } else if (cmd === "start") {
-    const i = process.argv.indexOf("--port");
-    const b = await startBroker({ port: i > 0 ? Number(process.argv[i + 1]) : undefined });
+    const arg = (name) => {
+      const i = process.argv.indexOf(name);
+      return i > 0 ? process.argv[i + 1] : undefined;
+    };
+    const port = arg("--port");
+    const b = await startBroker({ port: port === undefined ? undefined : Number(port), security: arg("--security") ?? "plaintext" });
     console.log(`Kafka broker at ${b.brokers} (Ctrl-C stops it)`);
+    if (b.security === "sasl_ssl") {
+      console.log(`SASL_SSL (${b.mechanisms.join(", ")}): user ${b.username}, password ${b.password}, CA ${b.caFile}`);
+      console.log(`SSL with client certificates at ${b.mtlsBrokers}: cert ${b.clientCertFile}, key ${b.clientKeyFile}`);
+    }
     const stop = async () => { await b.stop(); process.exit(0); };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   } else {
-    console.error("usage: broker.mjs fetch | start [--port N]");
+    console.error("usage: broker.mjs fetch | start [--port N] [--security plaintext|sasl_ssl]");
     process.exit(2);
   }
 }

@@ -9,6 +9,7 @@ import { memberBytes } from "../../../p4runtime-controller/src/lib/digest-decodi
 import type { DigestBatch } from "../../../p4runtime-controller/src/telemetry/controller.js";
 import { decodeDigest, EXPECTED, type TelemetryDigest } from "../digests.js";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
+import type { KafkaSecurity } from "./security.js";
 
 /** The partition key of a digest: both vantages of an I/O share host|target. */
 export function digestKey(d: TelemetryDigest): string {
@@ -44,7 +45,7 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
   return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], raw: { digest: raw.digest, samples: [values] } };
 }
 
-export interface DigestConsumerOptions {
+export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
   groupId: string;
   topic: string;
@@ -61,7 +62,7 @@ export class DigestConsumer {
   bad = 0;
 
   constructor(private readonly o: DigestConsumerOptions) {
-    const kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING });
     this.consumer = kafka.consumer({ groupId: o.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 10_000 });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
       this.assigned.clear();

@@ -2,14 +2,17 @@
 // batching and compression, topics created with a partition count, SASL and
 // TLS. While Kafka is unreachable, messages wait in a bounded memory queue
 // that spills to disk; they go out in order when Kafka returns. If even the
-// disk bound is reached, what is dropped is counted and logged.
+// disk bound is reached, what is dropped is counted and logged. Refused
+// credentials and untrusted certificates are logged as errors naming the
+// cause; records wait for them too.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CompressionTypes, Kafka, logLevel, type Producer, type SASLOptions } from "kafkajs";
+import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
 import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
+import { describeKafkaError, type KafkaSecurity } from "./security.js";
 
-export interface KafkaSinkOptions {
+export interface KafkaSinkOptions extends KafkaSecurity {
   brokers: string[];
   clientId?: string;
   topics?: TopicNames;
@@ -23,8 +26,6 @@ export interface KafkaSinkOptions {
   /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
   spillDir?: string;
   maxSpillBytes?: number;
-  ssl?: boolean | { ca?: string[]; cert?: string; key?: string; rejectUnauthorized?: boolean };
-  sasl?: SASLOptions;
   logger?: Logger;
 }
 
@@ -35,12 +36,16 @@ export interface KafkaSinkStats {
   spilledTotal: number;
   dropped: number;
   sendFailures: number;
+  /** why the last attempt to connect or send failed; cleared by the next success */
+  lastError?: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class KafkaSink {
   private readonly kafka: Kafka;
+  /** the same client with few retries, to set up topics */
+  private readonly adminKafka: Kafka;
   private readonly producer: Producer;
   private readonly topics: TopicNames;
   private readonly queue: KafkaMessageOut[] = [];
@@ -58,14 +63,18 @@ export class KafkaSink {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
     this.opts = { batchSize: 500, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
-    this.kafka = new Kafka({
+    const config: KafkaConfig = {
       clientId: options.clientId ?? "rdma-telemetry-exporter",
       brokers: options.brokers,
       ssl: options.ssl,
       sasl: options.sasl,
       logLevel: logLevel.NOTHING,
       retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
-    });
+    };
+    this.kafka = new Kafka(config);
+    // The pump retries connecting for as long as it takes: a failure to
+    // connect is reported at once rather than after kafkajs's backoff.
+    this.adminKafka = new Kafka({ ...config, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } });
     // Idempotent: kafkajs retries a request with its sequence numbers, so the
     // broker drops what it already has (also across a broker restart).
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
@@ -88,16 +97,25 @@ export class KafkaSink {
     try {
       await this.connect();
     } catch (err) {
-      this.opts.logger?.warn("Kafka unreachable at start; records are buffered until it is", { error: (err as Error).message });
+      this.failed(err, "Kafka connection failed at start; records are buffered until it succeeds");
     }
     this.pumping = this.pump();
   }
 
+  /** Logs a failure by its cause: refused credentials and TLS failures need an operator, so they are errors. */
+  private failed(err: unknown, what: string): void {
+    const f = describeKafkaError(err, this.opts);
+    this.stats.lastError = f.message;
+    const fields = { cause: f.cause, error: f.message, buffered: this.memoryLength, spilled: this.stats.spilledNow };
+    if (f.cause === "authentication" || f.cause === "tls") this.opts.logger?.error(what, fields);
+    else this.opts.logger?.warn(what, fields);
+  }
+
   /** Creates the topics (if missing) and connects the producer. */
   private async connect(): Promise<void> {
-    const admin = this.kafka.admin();
-    await admin.connect();
+    const admin = this.adminKafka.admin();
     try {
+      await admin.connect();
       const existing = new Set(await admin.listTopics());
       const wanted = [...new Set(Object.values(this.topics))].filter((t) => !existing.has(t));
       if (wanted.length) {
@@ -199,10 +217,11 @@ export class KafkaSink {
           this.head = 0;
         }
         this.stats.buffered = this.memoryLength;
+        this.stats.lastError = undefined;
         backoff = 100;
       } catch (err) {
         this.stats.sendFailures++;
-        this.opts.logger?.warn("Kafka send failed; records stay buffered", { error: (err as Error).message, buffered: this.memoryLength, spilled: this.stats.spilledNow });
+        this.failed(err, "Kafka send failed; records stay buffered");
         if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return;
         await sleep(backoff * (0.5 + Math.random() / 2));
         backoff = Math.min(5000, backoff * 2);

@@ -1,0 +1,131 @@
+// Kafka TLS and SASL settings from command-line flags and environment
+// variables (a flag wins over its variable), validated with errors that name
+// the flag or variable. The SASL password comes from the environment or a
+// file, never from the command line.
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { SASLOptions } from "kafkajs";
+import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
+import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
+
+/** parseArgs options of the Kafka security flags. */
+export const KAFKA_SECURITY_FLAGS = {
+  "kafka-tls": { type: "boolean" },
+  "kafka-ca": { type: "string" },
+  "kafka-cert": { type: "string" },
+  "kafka-key": { type: "string" },
+  "kafka-sasl-mechanism": { type: "string" },
+  "kafka-sasl-username": { type: "string" },
+  "kafka-sasl-password-file": { type: "string" },
+} as const;
+
+export type KafkaSecurityFlags = { [K in keyof typeof KAFKA_SECURITY_FLAGS]?: (typeof KAFKA_SECURITY_FLAGS)[K]["type"] extends "boolean" ? boolean : string };
+
+/** Each flag's environment variable. */
+const ENV = {
+  "kafka-tls": "KAFKA_TLS",
+  "kafka-ca": "KAFKA_CA_FILE",
+  "kafka-cert": "KAFKA_CERT_FILE",
+  "kafka-key": "KAFKA_KEY_FILE",
+  "kafka-sasl-mechanism": "KAFKA_SASL_MECHANISM",
+  "kafka-sasl-username": "KAFKA_SASL_USERNAME",
+  "kafka-sasl-password-file": "KAFKA_SASL_PASSWORD_FILE",
+} as const satisfies Record<keyof typeof KAFKA_SECURITY_FLAGS, string>;
+
+const MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"];
+
+interface Setting {
+  value: string;
+  /** where it came from: `--flag` or `VARIABLE` */
+  from: string;
+}
+
+/**
+ * The TLS and SASL options of a Kafka client; throws ConfigError naming the
+ * flag or variable at fault. `warn` hears about settings that work but are unsafe.
+ */
+export function kafkaSecurity(flags: KafkaSecurityFlags, env: Record<string, string | undefined>, warn: (message: string) => void = () => {}): KafkaSecurity {
+  const get = (name: Exclude<keyof typeof ENV, "kafka-tls">): Setting | undefined => {
+    const flag = flags[name];
+    if (flag !== undefined) return { value: flag, from: `--${name}` };
+    const v = env[ENV[name]];
+    return v ? { value: v, from: ENV[name] } : undefined;
+  };
+  const read = (s: Setting): string => {
+    try {
+      return readFileSync(s.value, "utf8");
+    } catch (err) {
+      throw new ConfigError(`${s.from}: cannot read ${s.value}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  const certificate = (s: Setting): string => {
+    const pem = read(s);
+    try {
+      new X509Certificate(pem);
+    } catch {
+      throw new ConfigError(`${s.from}: ${s.value} is not a PEM certificate`);
+    }
+    return pem;
+  };
+
+  let tls = flags["kafka-tls"] ?? false;
+  const tlsEnv = env[ENV["kafka-tls"]];
+  if (flags["kafka-tls"] === undefined && tlsEnv) {
+    if (/^(1|true|yes)$/i.test(tlsEnv)) tls = true;
+    else if (!/^(0|false|no)$/i.test(tlsEnv)) throw new ConfigError(`KAFKA_TLS: must be true or false (got '${tlsEnv}')`);
+  }
+  const caFile = get("kafka-ca");
+  const certFile = get("kafka-cert");
+  const keyFile = get("kafka-key");
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError(`${(certFile ?? keyFile)!.from}: mutual TLS needs both a client certificate (--kafka-cert) and its key (--kafka-key)`);
+  }
+  let ssl: KafkaSecurity["ssl"];
+  if (caFile || certFile) {
+    const opts: { ca?: string[]; cert?: string; key?: string } = {};
+    if (caFile) opts.ca = [certificate(caFile)];
+    if (certFile && keyFile) {
+      const cert = certificate(certFile);
+      const key = read(keyFile);
+      let privateKey;
+      try {
+        privateKey = createPrivateKey(key);
+      } catch {
+        throw new ConfigError(`${keyFile.from}: ${keyFile.value} is not an unencrypted PEM private key`);
+      }
+      if (!new X509Certificate(cert).checkPrivateKey(privateKey)) throw new ConfigError(`${keyFile.from}: ${keyFile.value} is not the key of the certificate ${certFile.value}`);
+      opts.cert = cert;
+      opts.key = key;
+    }
+    ssl = opts;
+  } else if (tls) {
+    ssl = true;
+  }
+
+  const mechanismSetting = get("kafka-sasl-mechanism");
+  const username = get("kafka-sasl-username");
+  const passwordFile = get("kafka-sasl-password-file");
+  const passwordEnv = env.KAFKA_SASL_PASSWORD;
+  if (!mechanismSetting) {
+    const stray = username?.from ?? passwordFile?.from ?? (passwordEnv ? "KAFKA_SASL_PASSWORD" : undefined);
+    if (stray) throw new ConfigError(`${stray}: SASL credentials without a mechanism; set --kafka-sasl-mechanism (${MECHANISMS.join(", ")})`);
+    return { ssl };
+  }
+  const mechanism = mechanismSetting.value.toLowerCase();
+  if (!MECHANISMS.includes(mechanism)) throw new ConfigError(`${mechanismSetting.from}: must be ${MECHANISMS.join(", ")} (got '${mechanismSetting.value}')`);
+  if (!username) throw new ConfigError(`SASL ${mechanism} needs a username: --kafka-sasl-username or KAFKA_SASL_USERNAME`);
+  if (passwordFile && passwordEnv) throw new ConfigError(`SASL password given twice: ${passwordFile.from} and KAFKA_SASL_PASSWORD; keep one`);
+  let password: string;
+  if (passwordFile) {
+    password = read(passwordFile).replace(/\r?\n$/, "");
+    if (!password) throw new ConfigError(`${passwordFile.from}: ${passwordFile.value} is empty`);
+  } else if (passwordEnv) {
+    password = passwordEnv;
+  } else {
+    throw new ConfigError(`SASL ${mechanism} needs a password: KAFKA_SASL_PASSWORD or --kafka-sasl-password-file FILE`);
+  }
+  if (mechanism === "plain" && !ssl) warn("SASL PLAIN without TLS sends the Kafka password in clear; add --kafka-ca or --kafka-tls");
+  const creds = { username: username.value, password };
+  const sasl: SASLOptions = mechanism === "plain" ? { mechanism, ...creds } : mechanism === "scram-sha-256" ? { mechanism, ...creds } : { mechanism: "scram-sha-512", ...creds };
+  return { ssl, sasl };
+}
