@@ -4,12 +4,8 @@
 // they were sent, through the software switch: the records must agree within
 // the timing noise of the injection (BMv2 timestamps are µs).
 //
-// Runs wherever simple_switch_grpc is installed (SIMPLE_SWITCH_GRPC, PATH or
-// /opt/p4/bin) and the tests run as root; says why it was skipped otherwise.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection } from "node:net";
-import { tmpdir } from "node:os";
+// Runs wherever the BMv2 harness can (test/bmv2/harness.ts); says why it was
+// skipped otherwise.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Rig } from "../../app/rig.js";
@@ -17,98 +13,35 @@ import { ipv4Source, Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../exporter/src/records.js";
 import type { TelemetryDigest } from "../../exporter/src/digests.js";
-import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../../p4runtime-controller/src/telemetry/controller.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { writePcap } from "../../traffic/src/pcap.js";
+import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire } from "./harness.js";
 
-function findBmv2(): string | undefined {
-  const candidates = [process.env.SIMPLE_SWITCH_GRPC, ...(process.env.PATH ?? "").split(":").map((d) => join(d, "simple_switch_grpc")), "/opt/p4/bin/simple_switch_grpc"];
-  return candidates.find((c) => c && existsSync(c));
-}
-
-const bmv2 = findBmv2();
-const isRoot = process.getuid?.() === 0;
-const hasIp = spawnSync("ip", ["-V"]).status === 0;
-const skipReason = !bmv2 ? "simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC, put it on PATH, or install BMv2 under /opt/p4)"
-  : !isRoot ? "creating veth pairs needs root"
-  : !hasIp ? "the 'ip' command (iproute2) is missing"
-  : undefined;
-if (skipReason) {
-  console.warn(`\n*** BMv2 end-to-end tests SKIPPED: ${skipReason} ***\n`);
-}
-
-const root = new URL("../..", import.meta.url).pathname;
+announceSkip("BMv2 end-to-end tests");
 const PORTS = [1, 2, 33, 34];
-const ip = (...args: string[]) => {
-  const r = spawnSync("ip", args, { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim()}`);
-};
 
-function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const s = createConnection({ host: "127.0.0.1", port }, () => {
-        s.end();
-        resolve();
-      });
-      s.on("error", () => {
-        s.destroy();
-        if (Date.now() > deadline) reject(new Error(`nothing listens on ${port} after ${timeoutMs} ms`));
-        else setTimeout(attempt, 100);
-      });
-    };
-    attempt();
-  });
-}
-
-describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", () => {
-  const tmp = mkdtempSync(join(tmpdir(), "bmv2-e2e-"));
-  let sw: ChildProcess | undefined;
-  const grpcPort = 50051 + Math.floor(Math.random() * 1000);
-
+describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to end${bmv2SkipReason ? ` (SKIPPED: ${bmv2SkipReason})` : ""}`, () => {
+  let sw: Bmv2Switch | undefined;
   beforeAll(async () => {
-    for (const p of PORTS) {
-      spawnSync("ip", ["link", "del", `rtsw${p}`]);
-      ip("link", "add", `rtsw${p}`, "type", "veth", "peer", "name", `rthost${p}`);
-      for (const dev of [`rtsw${p}`, `rthost${p}`]) {
-        spawnSync("sysctl", ["-qw", `net.ipv6.conf.${dev}.disable_ipv6=1`]);
-        ip("link", "set", dev, "mtu", "9000");
-        ip("link", "set", dev, "up");
-      }
-    }
-    const args = ["--no-p4", "--device-id", "1", "--log-level", "error", ...PORTS.flatMap((p) => ["-i", `${p}@rtsw${p}`]), "--", "--grpc-server-addr", `127.0.0.1:${grpcPort}`, "--cpu-port", "510"];
-    sw = spawn(bmv2!, args, { stdio: ["ignore", "ignore", "pipe"] });
-    await waitForPort(grpcPort, 20_000);
+    sw = await Bmv2Switch.start({ name: "rte", ports: PORTS });
   }, 60_000);
-
-  afterAll(() => {
-    sw?.kill("SIGKILL");
-    for (const p of PORTS) spawnSync("ip", ["link", "del", `rtsw${p}`]);
-    rmSync(tmp, { recursive: true, force: true });
-  });
+  afterAll(() => sw?.stop());
 
   test("the same packets give the same digests, field by field, and the same records on BMv2 and on the software switch", async () => {
     const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000 });
     expect(traffic.ios.length).toBeGreaterThan(10);
     const capture = traffic.switches[0]!;
     const topology = Topology.parse(capture.topology);
-    writePcap(join(tmp, "in.pcap"), capture.packets);
+    const pcap = join(sw!.tmp, "in.pcap");
+    writePcap(pcap, capture.packets);
     const ports = capture.packets.map((p) => topology.portOf(ipv4Source(p.data)!)!);
-    writeFileSync(join(tmp, "ports.json"), JSON.stringify({ ifaces: Object.fromEntries(PORTS.map((p) => [p, `rthost${p}`])), ports }));
 
     // BMv2: controller + exporter over P4Runtime, packets on the veths.
     const bmRecords: RecordJson[] = [];
     const exporter = new Exporter({ correlationWindowNs: 60_000_000_000n });
     exporter.addSink((r) => bmRecords.push(r));
-    const config = parseConfig({
-      switch: { address: `127.0.0.1:${grpcPort}`, switch_id: "bmv2", timestamp_unit_ns: 1000 },
-      pipeline: { p4info: join(root, "p4/build/telemetry.p4info.json"), device_config: join(root, "p4/build/telemetry.json") },
-      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
-      digest: { max_list_size: 16, max_timeout_us: 1000, ack_timeout_ms: 1000 },
-    });
-    const controller = new TelemetryController(config);
+    const controller = new TelemetryController(sw!.controllerConfig(topology, { max_list_size: 16, max_timeout_us: 1000 }));
     const bmDigests: TelemetryDigest[] = [];
     controller.on("digests", (b) => {
       bmDigests.push(...b.digests);
@@ -119,12 +52,10 @@ describe.skipIf(skipReason !== undefined)("BMv2 simple_switch_grpc end to end", 
     await new Promise((r) => setTimeout(r, 500));
     // Slowed down so that BMv2 timing noise stays small next to the durations measured.
     const slowdown = 40;
-    const inj = spawnSync("python3", [join(root, "test/bmv2/inject.py"), join(tmp, "in.pcap"), join(tmp, "ports.json"), String(slowdown), join(tmp, "report.json")], { encoding: "utf8", timeout: 120_000 });
-    expect(inj.status, inj.stderr).toBe(0);
+    const report = replayOnWire(sw!, pcap, ports, slowdown);
     await new Promise((r) => setTimeout(r, 2000));
     await controller.stop();
     exporter.finish();
-    const report = JSON.parse(readFileSync(join(tmp, "report.json"), "utf8")) as { sent_monotonic_ns: number[]; received: Array<{ port: number; hex: string }> };
 
     // Forwarding: every packet with a route came out of the port of its destination.
     const expected = capture.packets.map((p) => topology.portOf(p.data.readUInt32BE(30)));
