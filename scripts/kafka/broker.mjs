@@ -93,7 +93,10 @@ export async function startBroker({ port, logDir } = {}) {
   ].join("\n"));
   const cp = `${libs}/*`;
   const jvm = ["-Xms256m", "-Xmx768m", "-XX:+UseG1GC", `-Dlog4j.configuration=file:${join(dir, "log4j.properties")}`, "-cp", cp];
-  const clusterId = randomBytes(16).toString("base64url").slice(0, 22);
+  // As Kafka's own Uuid.randomUuid(): never starting with "-", which StorageTool would take for an option.
+  let clusterId;
+  do clusterId = randomBytes(16).toString("base64url").slice(0, 22);
+  while (clusterId.startsWith("-"));
   const fmt = spawnSync(java, [...jvm, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", props], { encoding: "utf8" });
   if (fmt.status !== 0) throw new Error(`formatting Kafka storage failed: ${fmt.stderr || fmt.stdout}`);
   const out = logDir ? join(logDir, "kafka.log") : join(dir, "kafka.log");
