@@ -124,6 +124,8 @@ export class Bmv2Switch {
   private readonly tapPath = join(this.tmp, "clock-tap.txt");
   private readonly onExit = () => this.cleanup();
   private tapCursor = 0;
+  /** P4Runtime device id, unlike any other switch's */
+  readonly deviceId = 2 + Math.floor(Math.random() * 0x7fff_fff0);
 
   private constructor(readonly options: Bmv2Options) {}
 
@@ -162,7 +164,7 @@ export class Bmv2Switch {
     }
     const grpcPort = await freePort();
     this.address = `127.0.0.1:${grpcPort}`;
-    const args = ["--no-p4", "--device-id", "1", "--log-level", "error", ...ports.flatMap((p) => ["-i", `${p}@${name}s${p}`]), "--", "--grpc-server-addr", this.address, "--cpu-port", "510"];
+    const args = ["--no-p4", "--device-id", String(this.deviceId), "--log-level", "error", ...ports.flatMap((p) => ["-i", `${p}@${name}s${p}`]), "--", "--grpc-server-addr", this.address, "--cpu-port", "510"];
     this.proc = spawn("python3", ["-c", BOUND_EXEC, String(process.pid), bmv2Binary!, ...args], {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, BMV2_TAP_PRELOAD: tap, BMV2_CLOCK_TAP: this.tapPath },
@@ -174,6 +176,11 @@ export class Bmv2Switch {
       this.exited = `simple_switch_grpc exited (${signal ?? code}): ${this.stderr.trim()}`;
     });
     await waitForPort(grpcPort, 20_000, () => this.exited);
+    // simple_switch_grpc listens with SO_REUSEPORT: a second switch on the same
+    // port would take some of our connections. The device id makes a
+    // controller that reaches the wrong one fail instead.
+    const listeners = spawnSync("ss", ["-Hltn", `sport = :${grpcPort}`], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean);
+    if (listeners.length > 1) throw new Error(`another process listens on ${this.address} too`);
     const header = existsSync(this.tapPath) ? readFileSync(this.tapPath, "utf8") : "";
     if (!header.startsWith("tap get_ts\n") || !/^start \d+$/m.test(header)) {
       throw new Error(`the clock tap cannot see this simple_switch_grpc's ingress timestamps (it needs SimpleSwitch::get_ts exported and the SimpleSwitch constructor's clock reading): ${JSON.stringify(header)}`);
@@ -183,7 +190,7 @@ export class Bmv2Switch {
   /** Controller configuration for this switch (BMv2 timestamps are µs). */
   controllerConfig(topology: Topology, digest: { max_list_size: number; max_timeout_us: number }): ControllerConfig {
     return parseConfig({
-      switch: { address: this.address, switch_id: "bmv2", timestamp_unit_ns: 1000 },
+      switch: { address: this.address, device_id: this.deviceId, switch_id: "bmv2", timestamp_unit_ns: 1000 },
       pipeline: { p4info: join(root, "p4/build/telemetry.p4info.json"), device_config: join(root, "p4/build/telemetry.json") },
       ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
       digest: { ...digest, ack_timeout_ms: 1000 },
