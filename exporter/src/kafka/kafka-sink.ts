@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
 import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
+import { KeyedPartitioner } from "./partitioner.js";
 import { describeKafkaError, type KafkaSecurity } from "./security.js";
 
 export interface KafkaSinkOptions extends KafkaSecurity {
@@ -77,7 +78,7 @@ export class KafkaSink {
     this.adminKafka = new Kafka({ ...config, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } });
     // Idempotent: kafkajs retries a request with its sequence numbers, so the
     // broker drops what it already has (also across a broker restart).
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyedPartitioner, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
     if (options.spillDir) {
       mkdirSync(options.spillDir, { recursive: true });
       // Messages spilled by an earlier run go out first.
