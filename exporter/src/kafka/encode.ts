@@ -14,6 +14,9 @@ import {
   Stats,
   SwitchStats,
 } from "../../../generated/proto/rdma/telemetry/v1/records.js";
+
+/** A Buffer over the encoder's fresh output, without copying it. */
+const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 import type { ModeName, RecordJson, StatsJson } from "../records.js";
 
 export interface TopicNames {
@@ -67,7 +70,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         bytes: BigInt(r.bytes), nvmeStatus: r.nvme_status, e2eCNs: big(r.e2e_c_ns), e2eSNs: big(r.e2e_s_ns), rttNs: big(r.rtt_ns), dalNs: big(r.dal_ns), dplNs: big(r.dpl_ns),
         incomplete: r.incomplete, mode: mode(r.mode), cSwitchId: r.c_switch_id ?? "", sSwitchId: r.s_switch_id ?? "", cmdUnixNs: BigInt(r.cmd_unix_ns),
       });
-      return { topic: topics.io, key, value: Buffer.from(IoRecord.encode(m).finish()), headers };
+      return { topic: topics.io, key, value: bytes(IoRecord.encode(m).finish()), headers };
     }
     case "io_interval": {
       const key = `${r.host}|${r.target}`;
@@ -77,7 +80,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         count: BigInt(r.count), incomplete: BigInt(r.incomplete), bytes: BigInt(r.bytes), errors: BigInt(r.errors),
         e2eCNs: stats(r.e2e_c_ns), e2eSNs: stats(r.e2e_s_ns), rttNs: stats(r.rtt_ns), dalNs: stats(r.dal_ns), dplNs: stats(r.dpl_ns), mode: mode(r.mode),
       });
-      return { topic: topics.io, key, value: Buffer.from(IoAggregate.encode(m).finish()), headers };
+      return { topic: topics.io, key, value: bytes(IoAggregate.encode(m).finish()), headers };
     }
     case "message": {
       const key = `${r.src}|${r.dst}|${r.dest_qp}`;
@@ -87,7 +90,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         bytes: BigInt(r.bytes), packets: r.packets, retransmitted: r.retransmitted, fctNs: BigInt(r.fct_ns), fetBps: r.fet_bps ?? undefined, fnr: r.fnr,
         ecnCePackets: r.ecn_ce_packets, gapNs: big(r.gap_ns), mode: mode(r.mode), firstUnixNs: BigInt(r.first_unix_ns),
       });
-      return { topic: topics.flow, key, value: Buffer.from(MessageRecord.encode(m).finish()), headers };
+      return { topic: topics.flow, key, value: bytes(MessageRecord.encode(m).finish()), headers };
     }
     case "flow_interval": {
       const key = `${r.src}|${r.dst}|${r.dest_qp}`;
@@ -99,7 +102,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         mode: mode(r.mode), straddledMessages: BigInt(r.straddled_messages),
         coverage: r.coverage ? { measuredFlows: BigInt(r.coverage.measured_flows), knownFlows: BigInt(r.coverage.known_flows), ratio: r.coverage.ratio } : undefined,
       });
-      return { topic: topics.flow, key, value: Buffer.from(FlowAggregate.encode(m).finish()), headers };
+      return { topic: topics.flow, key, value: bytes(FlowAggregate.encode(m).finish()), headers };
     }
     case "alert": {
       if (encoding === "json") return json(topics.alert, r.scope_key);
@@ -108,7 +111,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         state: r.state === "raised" ? AlertState.ALERT_STATE_RAISED : AlertState.ALERT_STATE_CLEARED, value: r.value,
         raiseThreshold: r.raise_threshold, clearThreshold: r.clear_threshold, atUnixNs: BigInt(r.at_unix_ns),
       });
-      return { topic: topics.alert, key: r.scope_key, value: Buffer.from(Alert.encode(m).finish()), headers };
+      return { topic: topics.alert, key: r.scope_key, value: bytes(Alert.encode(m).finish()), headers };
     }
     case "switch_stats": {
       if (encoding === "json") return json(topics.alert, r.switch_id);
@@ -117,14 +120,14 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         digestsLost: BigInt(r.digests_lost), digestsDuplicated: BigInt(r.digests_duplicated), badDigests: BigInt(r.bad_digests), mode: mode(r.mode),
         untrackedFlows: BigInt(r.untracked_flows ?? 0), untrackedIos: BigInt(r.untracked_ios ?? 0), ioReferencesLost: BigInt(r.io_references_lost ?? 0),
       });
-      return { topic: topics.alert, key: r.switch_id, value: Buffer.from(SwitchStats.encode(m).finish()), headers };
+      return { topic: topics.alert, key: r.switch_id, value: bytes(SwitchStats.encode(m).finish()), headers };
     }
   }
 }
 
 /** A raw digest, keyed so that both vantages of an I/O (or one flow) meet in one partition. */
 export function encodeRawDigest(d: RawDigest, key: string, topics: TopicNames): KafkaMessageOut {
-  return { topic: topics.digest, key, value: Buffer.from(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
+  return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
 }
 
 const DECODERS: Record<string, { decode(b: Uint8Array): unknown; toJSON(m: never): unknown }> = {

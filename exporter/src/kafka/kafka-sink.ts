@@ -41,6 +41,24 @@ export interface KafkaSinkStats {
   lastError?: string;
 }
 
+/**
+ * Record headers with their values as Buffers, shared by every record with
+ * the same headers (a handful of type/encoding pairs): kafkajs would encode
+ * each string value of each record anew.
+ */
+const headerCache = new Map<string, Record<string, Buffer>>();
+function headerBytes(h: Record<string, string>): Record<string, Buffer> {
+  const keys = Object.keys(h);
+  let id = "";
+  for (const k of keys) id += `${k}\u0000${h[k]}\u0000`;
+  let out = headerCache.get(id);
+  if (!out) {
+    out = Object.fromEntries(keys.map((k) => [k, Buffer.from(h[k]!)]));
+    if (headerCache.size < 1024) headerCache.set(id, out);
+  }
+  return out;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class KafkaSink {
@@ -209,7 +227,7 @@ export class KafkaSink {
         await this.producer.sendBatch({
           acks: -1,
           compression: this.opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP,
-          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })),
+          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: headerBytes(m.headers) })) })),
         });
         this.head += batch.length;
         this.stats.sent += batch.length;

@@ -15,6 +15,7 @@ import { DesiredState } from "../lib/desired-state.js";
 import { P4Schema } from "../lib/schema.js";
 import { SwitchConnection, silentLogger, type Logger } from "../lib/switch-connection.js";
 import type { ControllerConfig, Mode } from "./config.js";
+import { ListClock } from "./list-clock.js";
 import { Rotation } from "./rotation.js";
 
 const T = P4_NAMES.tables;
@@ -69,6 +70,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly rotation: Rotation;
   private rotationTimer: NodeJS.Timeout | undefined;
   private readonly digestNames = new Map<number, string>();
+  private readonly listClock = new ListClock();
   private readonly log: Logger;
   readonly stats: ControllerStats;
 
@@ -311,7 +313,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
     }
     this.stats.digests += digests.length;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests, raw: { digest: name, samples: raw } });
+    const listTimestampNs = this.listClock.toUnix(list.timestamp, (offsetNs) => {
+      this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
+    });
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, raw: { digest: name, samples: raw } });
   }
 
   private learn(d: TelemetryDigest): void {
