@@ -110,11 +110,11 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     // first packet's ingress time. Each exporter maps its switch's clock to
     // the wall clock on the first digest list it receives (list timestamp −
     // newest sample), so the records' wall-clock fields of one run are offset
-    // from the other's by one constant. (It is not small: the software switch
-    // stamps its lists with the capture's clock, BMv2's P4Runtime server (PI)
-    // with steady_clock, time since boot, where P4Runtime asks for ns since
-    // the epoch.) Every other field must be equal: all are counts or
-    // differences of timestamps, and the timestamps are the same µs ticks.
+    // from the other's by one constant. (The software switch stamps its lists
+    // with the capture's clock; BMv2's P4Runtime server (PI) with steady_clock,
+    // time since boot, which the controller maps to this host's clock.) Every
+    // other field must be equal: all are counts or differences of timestamps,
+    // and the timestamps are the same µs ticks.
     const origin = Number(arrivals[0]!.atNs);
     const onBmv2Clock = (d: TelemetryDigest): TelemetryDigest =>
       d.kind === "io" ? { ...d, ts: d.ts + origin } : d.kind === "msg" ? { ...d, first_ts: d.first_ts + origin } : d;
@@ -150,6 +150,9 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
 
     expect(bmDigests.length).toBeGreaterThan(traffic.ios.length);
     expect(bySeq(bmDigests)).toEqual(bySeq(swDigests).map(onBmv2Clock));
+    // BMv2's records carry Unix time (this run's), not time since boot.
+    const bmCmdMs = Number(BigInt(firstIo(bmRecords).cmd_unix_ns) / 1_000_000n);
+    expect(Math.abs(bmCmdMs - Date.now())).toBeLessThan(600_000);
     expect(bmCounters).toEqual(swCounters);
     expect(ios(bmRecords).size).toBe(traffic.ios.length);
     expect(sorted(bmRecords.map((r) => normal(r, calibration)))).toEqual(sorted(swRecords.map((r) => normal(r, 0n))));
