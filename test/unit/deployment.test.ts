@@ -1,0 +1,52 @@
+// docker-compose.yml and the Dockerfile cannot be run where there is no Docker
+// engine; what they depend on in this repository is checked here.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { expect, test } from "vitest";
+import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+
+const root = resolve(import.meta.dirname, "../..");
+const read = (f: string) => readFileSync(join(root, f), "utf8");
+
+/** Every repository file the command's code imports, transitively (relative imports). */
+function importGraph(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const todo = [join(root, entry)];
+  while (todo.length) {
+    const f = todo.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    for (const m of readFileSync(f, "utf8").matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)) {
+      const target = resolve(dirname(f), m[1]!.replace(/\.js$/, ".ts"));
+      if (existsSync(target) && statSync(target).isFile()) todo.push(target);
+      else if (existsSync(target.replace(/\.ts$/, ".js"))) todo.push(target.replace(/\.ts$/, ".js"));
+    }
+  }
+  return seen;
+}
+
+test("the controller image copies everything the rdma-telemetry command imports, and the compiled P4 it loads", () => {
+  const copied = [...read("Dockerfile").matchAll(/^COPY\s+(.+?)\s+\S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+  const covered = (f: string) => copied.some((c) => f === c || f.startsWith(c.replace(/\/?$/, "/")));
+  const files = [...importGraph("bin/rdma-telemetry.ts")].map((f) => relative(root, f));
+  expect(files.length).toBeGreaterThan(30);
+  expect(files.filter((f) => !covered(f))).toEqual([]);
+  for (const f of readdirSync(join(root, "p4/build"))) expect(covered(`p4/build/${f}`)).toBe(true);
+  expect(read("Dockerfile")).toMatch(/^FROM node:\d+\.\d+[\w.-]*$/m);
+});
+
+test("docker-compose pins every image, runs Kafka 3.9 like the tests, and mounts a valid controller config", () => {
+  const compose = read("docker-compose.yml");
+  const images = [...compose.matchAll(/^\s+image:\s*(\S+)/gm)].map((m) => m[1]!);
+  expect(images.length).toBeGreaterThanOrEqual(4);
+  for (const image of images) expect(image, image).toMatch(/^[\w./-]+:(?!latest$)[\w.-]+$/);
+  const kafka = images.find((i) => i.startsWith("apache/kafka:"))!;
+  const pinned = read("scripts/kafka/pom.xml").match(/<kafka\.version>([\d.]+)<\/kafka\.version>/)![1]!;
+  expect(kafka.split(":")[1]!.split(".").slice(0, 2)).toEqual(pinned.split(".").slice(0, 2));
+  // The config the controller service mounts, with the image's /app as this checkout.
+  const mount = compose.match(/-\s*\.\/(deploy\/[\w.-]+\.json):\/config\/controller\.json/)![1]!;
+  const cfg = parseConfig(JSON.parse(read(mount).replaceAll("/app/", `${root}/`)));
+  expect(cfg.switch.address).toBe("bmv2:9559");
+  expect(existsSync(cfg.pipeline.p4info) && existsSync(cfg.pipeline.deviceConfig)).toBe(true);
+  expect(compose).toContain("--grpc-server-addr 0.0.0.0:9559");
+});
