@@ -17,6 +17,15 @@ import {
 } from "./digests.js";
 import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "./records.js";
 import { SeqTracker } from "./seq-tracker.js";
+
+/** The switch counters a switch_stats record carries (read by the controller). */
+export interface SwitchCounterFigures {
+  untracked_flows: number;
+  untracked_ios: number;
+  ioref_overwritten: number;
+  parser_errors: number;
+  unknown_opcodes: number;
+}
 import { QuantileSketch } from "./sketch.js";
 
 export interface MetricsOptions {
@@ -164,10 +173,10 @@ export class MetricsEngine {
   private watermark = 0n;
   private lastScan = -(1n << 62n);
   badDigests = 0;
-  private readonly counters = new Map<string, { untracked_flows: number; untracked_ios: number; ioref_overwritten: number }>();
+  private readonly counters = new Map<string, SwitchCounterFigures>();
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
-  setSwitchCounters(switchId: string, c: { untracked_flows: number; untracked_ios: number; ioref_overwritten: number }): void {
+  setSwitchCounters(switchId: string, c: SwitchCounterFigures): void {
     this.counters.set(switchId, c);
   }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
@@ -474,6 +483,7 @@ export class MetricsEngine {
           incomplete_ios: si?.incomplete ?? 0,
           untracked_flows: this.counters.get(sw)?.untracked_flows ?? null, untracked_ios: this.counters.get(sw)?.untracked_ios ?? null,
           io_references_lost: this.counters.get(sw)?.ioref_overwritten ?? null,
+          parser_errors: this.counters.get(sw)?.parser_errors ?? null, unknown_opcodes: this.counters.get(sw)?.unknown_opcodes ?? null,
           mode: modeName(si?.mode ?? 0),
         };
         this.sink(rec);

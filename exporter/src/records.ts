@@ -124,6 +124,10 @@ export interface SwitchStatsJson {
   untracked_ios: number | null;
   /** I/Os in flight whose data-reference entry a newer I/O took (their DAL or DPL may be absent) */
   io_references_lost: number | null;
+  /** packets the switch could not parse whole (forwarded) */
+  parser_errors: number | null;
+  /** RoCE packets with a reserved BTH opcode (forwarded, not measured) */
+  unknown_opcodes: number | null;
   mode: ModeName;
 }
 

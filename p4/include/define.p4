@@ -54,6 +54,13 @@ const bit<8> OP_ACK = 0x11;
 const bit<8> OP_SEND_LAST_INV = 0x16;
 const bit<8> OP_SEND_ONLY_INV = 0x17;
 const bit<8> OP_CNP = 0x81;
+// The other opcodes a RoCEv2 fabric carries: RC atomics up to FETCH_ADD,
+// UC SEND/WRITE, UD SEND ONLY. Any other opcode is reserved.
+const bit<8> OP_RC_FETCH_ADD = 0x14;
+const bit<8> OP_UC_SEND_FIRST = 0x20;
+const bit<8> OP_UC_WRITE_ONLY_IMM = 0x2B;
+const bit<8> OP_UD_SEND_ONLY = 0x64;
+const bit<8> OP_UD_SEND_ONLY_IMM = 0x65;
 
 // UDP lengths of a SEND that carries exactly a 16-byte NVMe CQE:
 // UDP 8 + BTH 12 + CQE 16 + ICRC 4, plus 4 with ImmDt or IETH.
@@ -111,5 +118,6 @@ const bit<32> STAT_CNP = 11;
 const bit<32> STAT_ECN_CE = 12;
 const bit<32> STAT_NO_ROUTE = 13;
 const bit<32> STAT_IOREF_OVERWRITTEN = 14;  // an in-flight I/O's R_Key entry taken by another
+const bit<32> STAT_UNKNOWN_OPCODES = 15;    // a BTH with a reserved opcode (forwarded, not measured)
 
 #endif

@@ -197,6 +197,7 @@ struct stat_flags_t {
     bool no_route;
     bool parser_error;
     bool ioref_overwritten;
+    bool unknown_opcode;
 }
 
 struct local_metadata_t {

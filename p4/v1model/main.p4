@@ -45,6 +45,12 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         egress_port_role.apply(meta.egress_port, meta.egress_role);
         meta.stat.roce = hdr.bth.isValid();
         meta.stat.parser_error = std_meta.parser_error != error.NoError;
+        if (hdr.bth.isValid()) {
+            bit<8> op = hdr.bth.opcode;
+            meta.stat.unknown_opcode = !(op <= OP_RC_FETCH_ADD || op == OP_SEND_LAST_INV || op == OP_SEND_ONLY_INV
+                || (op >= OP_UC_SEND_FIRST && op <= OP_UC_WRITE_ONLY_IMM) || op == OP_UD_SEND_ONLY || op == OP_UD_SEND_ONLY_IMM
+                || op == OP_CNP);
+        }
         io_tracker.apply(hdr, meta);
         flow_tracker.apply(hdr, meta);
 

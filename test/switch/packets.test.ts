@@ -56,14 +56,14 @@ for (const target of [softwareTarget(), bmv2Target("rtp")]) {
       for (let i = 42; i < random.length; i++) random[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
       // What each packet does to the switch's counters: the parser stops
       // (PacketTooShort) in a truncated header or a SEND too short for a
-      // command capsule; an opcode it does not know (these random bytes start
-      // with 0x6f) ends parsing after the BTH, without error.
+      // command capsule; a reserved opcode (these random bytes start with
+      // 0x6f) ends parsing after the BTH without error, and is counted.
       const cases: Array<[string, Uint8Array, Partial<SwitchCounters>]> = [
         ["truncated in the BTH", good.subarray(0, 14 + 20 + 8 + 6), { parser_errors: 1 }],
         ["truncated in the SQE", good.subarray(0, 14 + 20 + 8 + 12 + 20), { parser_errors: 1, roce_packets: 1 }],
         ["short SEND payload", frame({ src: H1, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 9, psn: 2, payload: Buffer.alloc(20, 1) }), { parser_errors: 1, roce_packets: 1 }],
-        ["reserved opcode", frame({ src: H1, dst: T1, opcode: 0x1f, destQp: 9, psn: 3, payload: Buffer.alloc(64, 0xff) }), { roce_packets: 1 }],
-        ["random bytes on UDP 4791", random, { roce_packets: 1 }],
+        ["reserved opcode", frame({ src: H1, dst: T1, opcode: 0x1f, destQp: 9, psn: 3, payload: Buffer.alloc(64, 0xff) }), { roce_packets: 1, unknown_opcodes: 1 }],
+        ["random bytes on UDP 4791", random, { roce_packets: 1, unknown_opcodes: 1 }],
       ];
       for (const [name, data, counted] of cases) {
         const before = await t.controller.readCounters();

@@ -118,7 +118,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
       const m = SwitchStats.fromPartial({
         switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), digestsReceived: BigInt(r.digests_received),
         digestsLost: BigInt(r.digests_lost), digestsDuplicated: BigInt(r.digests_duplicated), badDigests: BigInt(r.bad_digests), mode: mode(r.mode),
-        untrackedFlows: BigInt(r.untracked_flows ?? 0), untrackedIos: BigInt(r.untracked_ios ?? 0), ioReferencesLost: BigInt(r.io_references_lost ?? 0),
+        untrackedFlows: BigInt(r.untracked_flows ?? 0), untrackedIos: BigInt(r.untracked_ios ?? 0), ioReferencesLost: BigInt(r.io_references_lost ?? 0), parserErrors: BigInt(r.parser_errors ?? 0), unknownOpcodes: BigInt(r.unknown_opcodes ?? 0),
       });
       return { topic: topics.alert, key: r.switch_id, value: bytes(SwitchStats.encode(m).finish()), headers };
     }

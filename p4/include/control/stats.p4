@@ -23,6 +23,7 @@ control Stats(in headers_t hdr, in bit<9> ingress_port, in local_metadata_t meta
         if (meta.stat.parser_error) { telemetry_stats.count(STAT_PARSER_ERRORS); }
         if (meta.stat.no_route) { telemetry_stats.count(STAT_NO_ROUTE); }
         if (meta.stat.ioref_overwritten) { telemetry_stats.count(STAT_IOREF_OVERWRITTEN); }
+        if (meta.stat.unknown_opcode) { telemetry_stats.count(STAT_UNKNOWN_OPCODES); }
     }
 }
 

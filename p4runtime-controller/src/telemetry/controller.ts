@@ -45,7 +45,7 @@ export interface ControllerEvents {
 export const SWITCH_COUNTERS = [
   "roce_packets", "untracked_flows", "untracked_ios", "io_commands", "io_responses", "io_unmatched_responses",
   "messages", "straddled_messages", "learned", "digests", "parser_errors", "cnp", "ecn_ce", "no_route",
-  "ioref_overwritten",
+  "ioref_overwritten", "unknown_opcodes",
 ] as const;
 export type SwitchCounters = Record<(typeof SWITCH_COUNTERS)[number], number>;
 

@@ -309,6 +309,9 @@ export interface SwitchStats {
   mode: Mode;
   /** In-flight I/Os whose data reference a newer I/O took (DAL/DPL may be absent). */
   ioReferencesLost: bigint;
+  /** Packets the switch could not parse whole, and RoCE packets with a reserved BTH opcode (both forwarded). */
+  parserErrors: bigint;
+  unknownOpcodes: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -2756,6 +2759,8 @@ function createBaseSwitchStats(): SwitchStats {
     badDigests: 0n,
     mode: 0,
     ioReferencesLost: 0n,
+    parserErrors: 0n,
+    unknownOpcodes: 0n,
   };
 }
 
@@ -2811,6 +2816,18 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.ioReferencesLost of type uint64 too large");
       }
       writer.uint32(80).uint64(message.ioReferencesLost);
+    }
+    if (message.parserErrors !== 0n) {
+      if (BigInt.asUintN(64, message.parserErrors) !== message.parserErrors) {
+        throw new globalThis.Error("value provided for field message.parserErrors of type uint64 too large");
+      }
+      writer.uint32(88).uint64(message.parserErrors);
+    }
+    if (message.unknownOpcodes !== 0n) {
+      if (BigInt.asUintN(64, message.unknownOpcodes) !== message.unknownOpcodes) {
+        throw new globalThis.Error("value provided for field message.unknownOpcodes of type uint64 too large");
+      }
+      writer.uint32(96).uint64(message.unknownOpcodes);
     }
     return writer;
   },
@@ -2908,6 +2925,22 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.ioReferencesLost = reader.uint64() as bigint;
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.parserErrors = reader.uint64() as bigint;
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.unknownOpcodes = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2964,6 +2997,16 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.io_references_lost)
         ? BigInt(object.io_references_lost)
         : 0n,
+      parserErrors: isSet(object.parserErrors)
+        ? BigInt(object.parserErrors)
+        : isSet(object.parser_errors)
+        ? BigInt(object.parser_errors)
+        : 0n,
+      unknownOpcodes: isSet(object.unknownOpcodes)
+        ? BigInt(object.unknownOpcodes)
+        : isSet(object.unknown_opcodes)
+        ? BigInt(object.unknown_opcodes)
+        : 0n,
     };
   },
 
@@ -2999,6 +3042,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.ioReferencesLost !== 0n) {
       obj.ioReferencesLost = message.ioReferencesLost.toString();
     }
+    if (message.parserErrors !== 0n) {
+      obj.parserErrors = message.parserErrors.toString();
+    }
+    if (message.unknownOpcodes !== 0n) {
+      obj.unknownOpcodes = message.unknownOpcodes.toString();
+    }
     return obj;
   },
 
@@ -3032,6 +3081,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     message.mode = object.mode ?? 0;
     message.ioReferencesLost = (object.ioReferencesLost !== undefined && object.ioReferencesLost !== null)
       ? BigInt(object.ioReferencesLost)
+      : 0n;
+    message.parserErrors = (object.parserErrors !== undefined && object.parserErrors !== null)
+      ? BigInt(object.parserErrors)
+      : 0n;
+    message.unknownOpcodes = (object.unknownOpcodes !== undefined && object.unknownOpcodes !== null)
+      ? BigInt(object.unknownOpcodes)
       : 0n;
     return message;
   },
