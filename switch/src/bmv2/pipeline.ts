@@ -1,8 +1,6 @@
 // Runs packets through a compiled program the way simple_switch does:
 // parse, verify checksums, ingress, learn, egress, update checksums, deparse.
-import { mod2k, POW2 } from "./bits.js";
 import { CompiledProgram, DROP_PORT, type PacketContext } from "./program.js";
-import type { FieldInfo } from "./layout.js";
 import type { Value } from "./table.js";
 
 export interface PacketIn {
@@ -40,16 +38,7 @@ export class Pipeline {
   packetsDropped = 0;
   packetErrors = 0;
 
-  constructor(readonly program: CompiledProgram) {
-    const { N, B } = program;
-    this.set = (f, v) => {
-      if (!f) return;
-      if (f.kind === "n") N[f.slot] = v >= 0 && v < POW2[f.width]! ? v : mod2k(v, f.width);
-      else B[f.slot] = BigInt.asUintN(f.width, BigInt(v));
-    };
-  }
-
-  private readonly set: (f: FieldInfo | undefined, v: number) => void;
+  constructor(readonly program: CompiledProgram) {}
 
   process(pkt: PacketIn): ProcessResult {
     const p = this.program;
@@ -64,17 +53,11 @@ export class Pipeline {
     ctx.truncateTo = 0;
     ctx.failed = undefined;
     ctx.packetLength = pkt.wireLength ?? pkt.data.length;
-    const set = this.set;
     try {
-      fn.reset();
-      set(std.ingressPort, pkt.port);
-      set(std.packetLength, ctx.packetLength);
-      set(std.instanceType, 0);
-      set(std.ingressTs, pkt.timestampNs);
+      fn.begin(pkt.port, ctx.packetLength, pkt.timestampNs);
       const parsed = fn.parse(pkt.data, ctx);
-      set(std.parserError, ctx.parserError);
-      set(std.checksumError, 0);
-      if (!fn.verifyChecksums()) set(std.checksumError, 1);
+      fn.parsed(ctx.parserError, 0);
+      if (!fn.verifyChecksums()) fn.parsed(ctx.parserError, 1);
       fn.ingress(ctx);
       ctx.exit = false;
       let learn: LearnSample | undefined;
@@ -87,8 +70,7 @@ export class Pipeline {
         this.packetsDropped++;
         return { output: undefined, learn, parserError: ctx.parserError, error: ctx.failed };
       }
-      set(std.egressPort, egressSpec);
-      set(std.egressTs, pkt.timestampNs);
+      fn.toEgress(egressSpec, pkt.timestampNs);
       fn.egress(ctx);
       const egressDrop = std.egressSpec.kind === "n" ? N[std.egressSpec.slot] === DROP_PORT : false;
       if (egressDrop || ctx.failed) {

@@ -63,6 +63,12 @@ export interface CompiledFunctions {
   deparse(buf: Uint8Array, parsed: number, original?: Buffer): Buffer;
   learn(id: number): Value[];
   reset(): void;
+  /** reset(), then the standard metadata a packet arrives with */
+  begin(port: number, packetLength: number, ingressTs: number): void;
+  /** parser_error and checksum_error after parsing */
+  parsed(parserError: number, checksumError: number): void;
+  /** egress_port and egress_global_timestamp as egress starts */
+  toEgress(port: number, egressTs: number): void;
 }
 
 const SUPPORTED_HASHES = new Set(Object.keys(HASH_ALGORITHMS));
@@ -343,7 +349,8 @@ class Generator {
     this.genChecksums();
     this.genDeparser();
     this.genLearn();
-    this.emit(`return { parse, verifyChecksums, ingress: pipe_ingress, egress: pipe_egress, updateChecksums, deparse, learn, reset };`);
+    this.genStandardMetadata();
+    this.emit(`return { parse, verifyChecksums, ingress: pipe_ingress, egress: pipe_egress, updateChecksums, deparse, learn, reset, begin, parsed, toEgress };`);
     return this.out.join("\n");
   }
 
@@ -353,6 +360,15 @@ class Generator {
     if (tv.type !== "field") throw new UnsupportedProgramError(`${where}: expected a field, got '${tv.type}'`);
     const [h, f] = tv.value as [string, string];
     return this.layout.field(h, f, where);
+  }
+
+  /** Stores of standard metadata, truncated to the fields' widths (instance_type stays 0 from reset). */
+  private genStandardMetadata(): void {
+    const std = this.p.std;
+    const store = (f: FieldInfo | undefined, v: string) => (f ? storeCode(this.slot(f), f.kind, f.width, false, { code: v, kind: "n", bits: 53, neg: false }) : "");
+    this.emit(`function begin(port, length, ts) { reset(); ${store(std.ingressPort, "port")} ${store(std.packetLength, "length")} ${store(std.ingressTs, "ts")} }`);
+    this.emit(`function parsed(err, csum) { ${store(std.parserError, "err")} ${store(std.checksumError, "csum")} }`);
+    this.emit(`function toEgress(port, ts) { ${store(std.egressPort, "port")} ${store(std.egressTs, "ts")} }`);
   }
 
   private slot(f: FieldInfo): string {
