@@ -23,6 +23,7 @@ import {
   type Update,
 } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { decodeStreamMessageResponse } from "./digest-decoding.js";
+import { encodeWriteRequest } from "./write-encoding.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
 
 export interface TlsOptions {
@@ -101,9 +102,13 @@ export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
   return new P4RuntimeError(`${what}: ${c}: ${e?.details ?? e?.message ?? String(err)}`, c, RETRIABLE.has(c), { cause: err });
 }
 
-/** The generated client, with digest lists on the StreamChannel read by the fast decoder. */
+/** The generated client, with digest lists on the StreamChannel read by the fast decoder and table writes by the fast encoder. */
 const FastClient = grpc.makeGenericClientConstructor(
-  { ...P4RuntimeService, streamChannel: { ...P4RuntimeService.streamChannel, responseDeserialize: decodeStreamMessageResponse } },
+  {
+    ...P4RuntimeService,
+    streamChannel: { ...P4RuntimeService.streamChannel, responseDeserialize: decodeStreamMessageResponse },
+    write: { ...P4RuntimeService.write, requestSerialize: encodeWriteRequest },
+  },
   "p4.v1.P4Runtime",
 );
 
