@@ -27,7 +27,6 @@ import {
   type StreamMessageRequest,
   type Uint128,
   type Update,
-  type WriteRequest,
   type WriteResponse,
 } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { GRPC_CODE, P4RuntimeError, type ErrorCode } from "../../../p4runtime-controller/src/lib/errors.js";
@@ -39,6 +38,7 @@ import type { DigestList } from "../digest-engine.js";
 import type { SoftwareSwitch } from "../software-switch.js";
 import { PipelineBinding } from "./binding.js";
 import { encodeDigestListMessage } from "./digest-encoding.js";
+import { decodeWriteRequest, type LazyWriteRequest, type TableWrite } from "./fast-write.js";
 
 export const P4RUNTIME_API_VERSION = "1.5.0";
 
@@ -62,6 +62,8 @@ export interface P4RuntimeServerOptions {
   /** port that packet-out is injected on and packet-in is taken from */
   cpuPort: number;
   logger?: (level: "debug" | "info" | "warn", msg: string, fields?: Record<string, unknown>) => void;
+  /** decode every update with the generated decoder (tests compare both paths) */
+  genericWrites?: boolean;
 }
 
 const u128 = (v: Uint128 | undefined): bigint | undefined => (v === undefined ? undefined : (v.high << 64n) | v.low);
@@ -93,6 +95,8 @@ export class P4RuntimeServer {
   private saved: Committed | undefined;
   private originalDefaults = new Map<number, ReturnType<PipelineBinding["table"]>["table"]["defaultAction"]>();
   digestListsDropped = 0;
+  /** updates applied as read from the request bytes (fast-write.ts) */
+  fastWrites = 0;
 
   constructor(readonly sw: SoftwareSwitch, readonly options: P4RuntimeServerOptions) {
     // Digest lists are written pre-encoded (digest-encoding.ts); everything else through the generated encoder.
@@ -102,6 +106,8 @@ export class P4RuntimeServer {
         ...P4RuntimeService.streamChannel,
         responseSerialize: (v: StreamMessageResponse | Buffer): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(StreamMessageResponse.encode(v).finish())),
       },
+      // Table writes are read from the request's bytes as they are applied (fast-write.ts).
+      write: { ...P4RuntimeService.write, requestDeserialize: decodeWriteRequest },
     };
     this.grpcServer.addService(service, {
       capabilities: this.capabilities.bind(this),
@@ -345,7 +351,7 @@ export class P4RuntimeServer {
     }
   }
 
-  private write(call: grpc.ServerUnaryCall<WriteRequest, WriteResponse>, cb: grpc.sendUnaryData<WriteResponse>): void {
+  private write(call: grpc.ServerUnaryCall<LazyWriteRequest, WriteResponse>, cb: grpc.sendUnaryData<WriteResponse>): void {
     try {
       const req = call.request;
       this.requireDevice(req.deviceId);
@@ -356,9 +362,13 @@ export class P4RuntimeServer {
       }
       const errors: P4Error[] = [];
       let failed = 0;
-      for (const u of req.updates) {
+      for (let i = 0; i < req.count; i++) {
         try {
-          this.applyUpdate(pipeline.binding, u);
+          const w = this.options.genericWrites ? undefined : req.fast(i, pipeline.binding);
+          if (w) {
+            this.applyTableWrite(w);
+            this.fastWrites++;
+          } else this.applyUpdate(pipeline.binding, req.update(i));
           errors.push({ canonicalCode: 0, message: "", space: "", code: 0, details: undefined });
         } catch (err) {
           failed++;
@@ -372,13 +382,21 @@ export class P4RuntimeServer {
       }
       const status = Status.encode({
         code: GRPC_CODE.UNKNOWN,
-        message: `${failed} of ${req.updates.length} updates failed`,
+        message: `${failed} of ${req.count} updates failed`,
         details: errors.map((e) => Any.fromPartial({ typeUrl: "type.googleapis.com/p4.v1.Error", value: Buffer.from(P4Error.encode(e).finish()) })),
       }).finish();
-      cb(grpcError(new RpcError("UNKNOWN", `${failed} of ${req.updates.length} updates failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`, Buffer.from(status))));
+      cb(grpcError(new RpcError("UNKNOWN", `${failed} of ${req.count} updates failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`, Buffer.from(status))));
     } catch (err) {
       cb(grpcError(toRpc(err)));
     }
+  }
+
+  /** A table write the fast path read: what applyUpdate does for the same update. */
+  private applyTableWrite(w: TableWrite): void {
+    const t = w.table.table;
+    if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
+    else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: undefined, idleTimeoutNs: 0n });
+    else t.modify(w.match, w.priority, w.action!, undefined);
   }
 
   private applyUpdate(b: PipelineBinding, u: Update): void {
