@@ -1,6 +1,6 @@
 // Entities by name: table entries with every match kind, counters and digest
 // entries, built from a P4Schema and decoded back symmetrically.
-import { MatchField_MatchType } from "../../../generated/proto/p4/config/v1/p4info.js";
+import { MatchField_MatchType, type Table } from "../../../generated/proto/p4/config/v1/p4info.js";
 import type { P4Data } from "../../../generated/proto/p4/v1/p4data.js";
 import { TableEntry, type Entity, type FieldMatch } from "../../../generated/proto/p4/v1/p4runtime.js";
 import { P4ValueError } from "./errors.js";
@@ -36,17 +36,19 @@ export interface DecodedTableEntry {
   isDefault: boolean;
 }
 
-function encodeMatch(schema: P4Schema, tableName: string, field: string, v: MatchValue): FieldMatch {
-  const table = schema.tables.get(tableName);
+/** The canonical bytes of a scalar (a number goes straight to them, without a bigint). */
+const scalarBits = (v: Scalar, w: number, what: string): Buffer => encodeBits(typeof v === "number" ? v : parseScalar(v, w, what), w, what);
+
+function encodeMatch(schema: P4Schema, table: Table, field: string, v: MatchValue): FieldMatch {
   const f = schema.matchField(table, field);
   const w = f.bitwidth;
   const what = `table '${table.preamble!.name}' field '${field}'`;
   const type = f.match?.$case === "matchType" ? f.match.value : MatchField_MatchType.UNSPECIFIED;
   switch (type) {
     case MatchField_MatchType.EXACT:
-      return { fieldId: f.id, fieldMatchType: { $case: "exact", value: { value: encodeBits(parseScalar(v as Scalar, w, what), w, what) } } };
+      return { fieldId: f.id, fieldMatchType: { $case: "exact", value: { value: scalarBits(v as Scalar, w, what) } } };
     case MatchField_MatchType.OPTIONAL:
-      return { fieldId: f.id, fieldMatchType: { $case: "optional", value: { value: encodeBits(parseScalar(v as Scalar, w, what), w, what) } } };
+      return { fieldId: f.id, fieldMatchType: { $case: "optional", value: { value: scalarBits(v as Scalar, w, what) } } };
     case MatchField_MatchType.LPM: {
       let value: bigint;
       let prefixLen: number;
@@ -77,7 +79,7 @@ function encodeMatch(schema: P4Schema, tableName: string, field: string, v: Matc
 
 export function buildTableEntry(schema: P4Schema, spec: TableEntrySpec): TableEntry {
   const table = schema.tables.get(spec.table);
-  const match = Object.entries(spec.match ?? {}).map(([k, v]) => encodeMatch(schema, spec.table, k, v));
+  const match = Object.entries(spec.match ?? {}).map(([k, v]) => encodeMatch(schema, table, k, v));
   let action: TableEntry["action"];
   if (spec.action) {
     const a = schema.actions.get(spec.action.name);
@@ -92,13 +94,14 @@ export function buildTableEntry(schema: P4Schema, spec: TableEntrySpec): TableEn
             const v = given[p.name];
             if (v === undefined) throw new P4ValueError(`action '${a.preamble!.name}': parameter '${p.name}' missing`);
             const what = `action '${a.preamble!.name}' parameter '${p.name}'`;
-            return { paramId: p.id, value: encodeBits(parseScalar(v, p.bitwidth, what), p.bitwidth, what) };
+            return { paramId: p.id, value: scalarBits(v, p.bitwidth, what) };
           }),
         },
       },
     };
   }
-  return TableEntry.fromPartial({ tableId: table.preamble!.id, match, action, priority: spec.priority ?? 0, isDefaultAction: spec.isDefault ?? false });
+  // The defaults of every other field; match and action are complete already (no deep copy).
+  return { ...TableEntry.fromPartial({}), tableId: table.preamble!.id, match, action, priority: spec.priority ?? 0, isDefaultAction: spec.isDefault ?? false };
 }
 
 export function tableEntity(schema: P4Schema, spec: TableEntrySpec): Entity {

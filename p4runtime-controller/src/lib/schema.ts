@@ -47,7 +47,12 @@ class Registry<T extends Named> {
   }
 
   get(key: string | number): T {
-    const hit = typeof key === "number" ? this.byId.get(key) : this.byName.get(key) ?? this.bySuffix(key);
+    let hit = typeof key === "number" ? this.byId.get(key) : this.byName.get(key);
+    if (!hit && typeof key === "string") {
+      hit = this.bySuffix(key);
+      // The registry does not change: an unambiguous suffix resolves the same way next time.
+      if (hit) this.byName.set(key, hit);
+    }
     if (!hit) {
       if (typeof key === "number") throw new P4SchemaError(`no ${this.kind} with id ${key}`);
       throw new P4SchemaError(`no ${this.kind} named '${key}'.${suggest(key, this.names())}`.replace(/\.$/, ""));

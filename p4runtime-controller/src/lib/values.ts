@@ -7,26 +7,24 @@ export type Scalar = bigint | number | string | Uint8Array;
 
 /** Canonical bytestring of `value` for a field of `bitwidth` bits. */
 export function encodeBits(value: bigint | number, bitwidth: number, what = "value"): Buffer {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && value < 2 ** Math.min(bitwidth, 48)) return smallBits(value);
   const v = typeof value === "number" ? BigInt(value) : value;
   if (typeof value === "number" && !Number.isSafeInteger(value)) throw new P4ValueError(`${what}: ${value} is not an integer`);
   if (v < 0n) throw new P4ValueError(`${what}: ${v} is negative`);
   if (v >> BigInt(bitwidth) !== 0n) throw new P4ValueError(`${what}: ${v} does not fit in ${bitwidth} bits`);
-  if (v === 0n) return Buffer.from([0]);
-  if (v < 0x1000000000000n) {
-    // Up to 6 bytes: number arithmetic.
-    let x = Number(v);
-    let n = 0;
-    for (let t = x; t >= 1; t = Math.floor(t / 256)) n++;
-    const out = Buffer.allocUnsafe(n);
-    for (let i = n - 1; i >= 0; i--) {
-      out[i] = x % 256;
-      x = Math.floor(x / 256);
-    }
-    return out;
-  }
+  if (v < 0x1000000000000n) return smallBits(Number(v));
   const bytes: number[] = [];
   for (let x = v; x > 0n; x >>= 8n) bytes.unshift(Number(x & 0xffn));
   return Buffer.from(bytes);
+}
+
+/** Canonical bytes of 0 <= x < 2^48: number arithmetic. */
+function smallBits(x: number): Buffer {
+  let n = 1;
+  while (n < 6 && x >= 2 ** (8 * n)) n++;
+  const out = Buffer.allocUnsafe(n);
+  out.writeUIntBE(x, 0, n);
+  return out;
 }
 
 /** Value of a bytestring for a field of `bitwidth` bits; accepts non-canonical leading zeros. */
