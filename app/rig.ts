@@ -79,7 +79,8 @@ export class Rig {
       digest: { max_list_size: o.maxListSize ?? 256, max_timeout_us: o.maxTimeoutUs ?? 1000, ack_timeout_ms: 1000 },
     });
     // Rotation follows the capture's clock, not the host's (see feedMerged).
-    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false });
+    // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
+    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch" });
     this.controller.on("digests", onDigests);
     this.controller.start();
     await this.controller.ready();

@@ -70,7 +70,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly rotation: Rotation;
   private rotationTimer: NodeJS.Timeout | undefined;
   private readonly digestNames = new Map<number, string>();
-  private readonly listClock = new ListClock();
+  private readonly listClock: ListClock | undefined;
   private readonly log: Logger;
   readonly stats: ControllerStats;
 
@@ -78,12 +78,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
 
   /**
    * `rotationTimer: false` leaves rotation to the owner (replay rotates in the
-   * capture's time by calling rotate()).
+   * capture's time by calling rotate()). `listClock: "switch"` takes digest
+   * list timestamps as they are (replay: the capture's clock, whatever its
+   * epoch); by default a clock since boot is mapped to Unix time (list-clock.ts).
    */
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean } = {}) {
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch" } = {}) {
     super();
     this.log = opts.logger ?? silentLogger;
     this.rotationTimerEnabled = opts.rotationTimer ?? true;
+    this.listClock = opts.listClock === "switch" ? undefined : new ListClock();
     const p4infoText = readFileSync(config.pipeline.p4info, "utf8");
     const deviceConfig = readFileSync(config.pipeline.deviceConfig);
     this.schema = P4Schema.fromJson(p4infoText);
@@ -313,9 +316,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
     }
     this.stats.digests += digests.length;
-    const listTimestampNs = this.listClock.toUnix(list.timestamp, (offsetNs) => {
-      this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
-    });
+    const listTimestampNs = this.listClock
+      ? this.listClock.toUnix(list.timestamp, (offsetNs) => {
+          this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
+        })
+      : list.timestamp;
     this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, raw: { digest: name, samples: raw } });
   }
 
