@@ -135,12 +135,13 @@ export class MatchTable {
       const m = match[0]!;
       return m.kind === "exact" ? this.exactKey1(m.value) : "*";
     }
-    let text = "";
+    // join() builds one flat string; += would keep a tree of pieces alive in every stored key.
+    const parts = new Array<string>(match.length);
     for (let i = 0; i < match.length; i++) {
       const m = match[i]!;
-      text += (i ? "," : "") + (m.kind === "exact" ? String(m.value) : "*");
+      parts[i] = m.kind === "exact" ? String(m.value) : "*";
     }
-    return text;
+    return parts.join(",");
   }
 
   private exactKey1(v: Value): number | string {
@@ -150,9 +151,7 @@ export class MatchTable {
 
   private exactKey(values: readonly Value[]): number | string {
     if (values.length === 1) return this.exactKey1(values[0]!);
-    let text = "";
-    for (let i = 0; i < values.length; i++) text += (i ? "," : "") + String(values[i]);
-    return text;
+    return values.join(",");
   }
 
   private indexKey(e: TableEntry): number | string {
