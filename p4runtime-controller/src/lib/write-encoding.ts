@@ -118,6 +118,12 @@ class Out {
     this.buf.set(b, this.pos);
     this.pos += b.length;
   }
+  /** A message of two bytes fields, 1 and 2 (ternary value/mask, range low/high). */
+  pair(tag: number, a: Uint8Array, b: Uint8Array): void {
+    this.open(tag, bytesField(a) + bytesField(b));
+    this.bytes(10, a);
+    this.bytes(18, b);
+  }
 }
 
 function writeEntry(o: Out, e: TableEntry, p: Plan): void {
@@ -139,14 +145,10 @@ function writeEntry(o: Out, e: TableEntry, p: Plan): void {
         o.field(16, t.value.prefixLen);
         break;
       case "ternary":
-        o.open(26, bytesField(t.value.value) + bytesField(t.value.mask));
-        o.bytes(10, t.value.value);
-        o.bytes(18, t.value.mask);
+        o.pair(26, t.value.value, t.value.mask);
         break;
       case "range":
-        o.open(50, bytesField(t.value.low) + bytesField(t.value.high));
-        o.bytes(10, t.value.low);
-        o.bytes(18, t.value.high);
+        o.pair(50, t.value.low, t.value.high);
         break;
     }
   });
