@@ -6,6 +6,7 @@
 // up equal.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { P4Info } from "../../generated/proto/p4/config/v1/p4info.js";
 import { SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity, type FieldMatch, type Update } from "../../generated/proto/p4/v1/p4runtime.js";
@@ -19,17 +20,18 @@ const p4infoText = readFileSync(join(root, "p4/build/telemetry.p4info.json"), "u
 const schema = P4Schema.fromJson(p4infoText);
 const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
 
-const targets: Array<{ server: P4RuntimeServer; client: P4RuntimeClient }> = [];
+const targets: Array<{ server: P4RuntimeServer; client: P4RuntimeClient; address: string }> = [];
 
 beforeAll(async () => {
   for (const genericWrites of [false, true]) {
     const server = new P4RuntimeServer(new SoftwareSwitch({ clock: "virtual" }), { deviceId: 1n, cpuPort: 510, genericWrites });
-    const client = new P4RuntimeClient({ address: `127.0.0.1:${await server.listen("127.0.0.1:0")}`, deviceId: 1n, timeoutMs: 10_000 });
+    const address = `127.0.0.1:${await server.listen("127.0.0.1:0")}`;
+    const client = new P4RuntimeClient({ address, deviceId: 1n, timeoutMs: 10_000 });
     const ch = client.streamChannel();
     ch.send({ update: { $case: "arbitration", value: { deviceId: 1n, role: undefined, electionId: toUint128(1n), status: undefined } } });
     for await (const m of ch) if (m.update?.$case === "arbitration") break;
     await client.setPipeline({ role: "", electionId: toUint128(1n), action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, config: { p4info, p4DeviceConfig: readFileSync(join(root, "p4/build/telemetry.json")), cookie: { cookie: 1n } } });
-    targets.push({ server, client });
+    targets.push({ server, client, address });
   }
 });
 
@@ -123,4 +125,17 @@ test("table writes have the same outcome, update by update, with and without the
     const read = (c: P4RuntimeClient) => c.readAll([{ entity: { $case: "tableEntry", value: TableEntry.fromPartial({ tableId: t.preamble!.id }) } }]);
     expect(text(await read(targets[0]!.client)), t.preamble!.name).toEqual(text(await read(targets[1]!.client)));
   }
+});
+
+test("bytes that are no WriteRequest get an error, and the switch keeps serving", async () => {
+  const Raw = grpc.makeGenericClientConstructor({ write: { path: "/p4.v1.P4Runtime/Write", requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } }, "p4.v1.P4Runtime");
+  for (const junk of [Buffer.from([0x22, 0x7f, 0x01]), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Buffer.from("random bytes, not protobuf")]) {
+    const raw = new Raw(targets[0]!.address, grpc.credentials.createInsecure()) as unknown as { write(b: Buffer, cb: (err: grpc.ServiceError | null) => void): void; close(): void };
+    const err = await new Promise<grpc.ServiceError | null>((resolve) => raw.write(junk, resolve));
+    raw.close();
+    expect(err, junk.toString("hex")).not.toBeNull();
+  }
+  // Still serving: a good write goes through.
+  const route = { type: Update_Type.INSERT, entity: { entity: { $case: "tableEntry" as const, value: TableEntry.fromPartial({ tableId: schema.tables.get("forwarding.ipv4_routes").preamble!.id, match: [{ fieldId: 1, fieldMatchType: { $case: "lpm", value: { value: Buffer.from([10, 99, 0, 0]), prefixLen: 16 } } }], action: { type: { $case: "action", value: { actionId: schema.actions.get("forwarding.route").preamble!.id, params: [{ paramId: 1, value: Buffer.from([1]) }] } } } }) } } };
+  await targets[0]!.client.write([route], 1n);
 });
