@@ -107,7 +107,8 @@ const FastClient = grpc.makeGenericClientConstructor(
   {
     ...P4RuntimeService,
     streamChannel: { ...P4RuntimeService.streamChannel, responseDeserialize: decodeStreamMessageResponse },
-    write: { ...P4RuntimeService.write, requestSerialize: encodeWriteRequest },
+    // write() hands over bytes it serialized itself (see there); a message object is encoded here.
+    write: { ...P4RuntimeService.write, requestSerialize: (r: WriteRequest | Buffer) => (Buffer.isBuffer(r) ? r : encodeWriteRequest(r)) },
   },
   "p4.v1.P4Runtime",
 );
@@ -185,7 +186,10 @@ export class P4RuntimeClient {
     // The updates go as they are (the entity builders make complete messages:
     // a deep copy of thousands of updates would cost more than the write).
     const req: WriteRequest = { ...WriteRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", electionId: toUint128(electionId) }), updates };
-    await this.unary("Write", this.grpcClient.write as never, req, opts.signal);
+    // Serialized here: grpc-js keeps the message it was given until the call
+    // object is collected, and two thousand updates outliving the write would
+    // be copied by the next young-generation collections.
+    await this.unary("Write", this.grpcClient.write as never, encodeWriteRequest(req), opts.signal);
   }
 
   async *read(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): AsyncGenerator<Entity> {
