@@ -64,6 +64,11 @@ class Writer {
     }
     this.buf[this.pos++] = Number(x);
   }
+  /** A tag byte and a varint: a length-delimited field's head, or a varint field. */
+  field(tag: number, v: number | bigint): void {
+    this.byte(tag);
+    this.varint(v);
+  }
   /** The `n`-byte canonical bitstring of `v`. */
   value(v: Value, n: number): void {
     if (typeof v === "number") {
@@ -110,29 +115,21 @@ export function encodeDigestListMessage(digestId: number, listId: bigint, timest
   }
   const listLen = 1 + varintLength(digestId) + 1 + varintLength(listId) + dataLen + 1 + varintLength(timestampNs);
   const w = new Writer(1 + varintLength(listLen) + listLen);
-  w.byte(0x1a);
-  w.varint(listLen);
-  w.byte(0x08);
-  w.varint(digestId);
-  w.byte(0x10);
-  w.varint(listId);
+  w.field(0x1a, listLen);
+  w.field(0x08, digestId);
+  w.field(0x10, listId);
   k = 0;
   for (const s of samples) {
     const structLen = lengths[k++]!;
-    w.byte(0x1a);
-    w.varint(1 + varintLength(structLen) + structLen);
-    w.byte(0x2a);
-    w.varint(structLen);
+    w.field(0x1a, 1 + varintLength(structLen) + structLen);
+    w.field(0x2a, structLen);
     for (const v of s) {
       const n = lengths[k++]!;
-      w.byte(0x0a);
-      w.varint(1 + varintLength(n) + n);
-      w.byte(0x0a);
-      w.varint(n);
+      w.field(0x0a, 1 + varintLength(n) + n);
+      w.field(0x0a, n);
       w.value(v, n);
     }
   }
-  w.byte(0x20);
-  w.varint(timestampNs);
+  w.field(0x20, timestampNs);
   return w.buf;
 }
