@@ -4,6 +4,9 @@
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
+// Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_COMPRESSION
+// (gzip or none only), BENCH_KAFKA_BATCH (records per produce request),
+// BENCH_CPU_PROF (a directory: CPU profiles of the switch process).
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -17,6 +17,7 @@ import {
 } from "./digests.js";
 import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "./records.js";
 import { SeqTracker } from "./seq-tracker.js";
+import { QuantileSketch } from "./sketch.js";
 
 /** The switch counters a switch_stats record carries (read by the controller). */
 export interface SwitchCounterFigures {
@@ -26,7 +27,6 @@ export interface SwitchCounterFigures {
   parser_errors: number;
   unknown_opcodes: number;
 }
-import { QuantileSketch } from "./sketch.js";
 
 export interface MetricsOptions {
   intervalNs: bigint;
@@ -477,13 +477,13 @@ export class MetricsEngine {
       for (const sw of switches) {
         const seq = this.seqs.get(sw)!;
         const si = this.switchIntervals.get(start)?.get(sw);
+        const c = this.counters.get(sw);
         const rec: SwitchStatsJson = {
           type: "switch_stats", switch_id: sw, interval_start_unix_ns: start.toString(), interval_end_unix_ns: end.toString(),
           digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests,
           incomplete_ios: si?.incomplete ?? 0,
-          untracked_flows: this.counters.get(sw)?.untracked_flows ?? null, untracked_ios: this.counters.get(sw)?.untracked_ios ?? null,
-          io_references_lost: this.counters.get(sw)?.ioref_overwritten ?? null,
-          parser_errors: this.counters.get(sw)?.parser_errors ?? null, unknown_opcodes: this.counters.get(sw)?.unknown_opcodes ?? null,
+          untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
+          parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
           mode: modeName(si?.mode ?? 0),
         };
         this.sink(rec);

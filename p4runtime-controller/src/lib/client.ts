@@ -107,8 +107,8 @@ const FastClient = grpc.makeGenericClientConstructor(
   {
     ...P4RuntimeService,
     streamChannel: { ...P4RuntimeService.streamChannel, responseDeserialize: decodeStreamMessageResponse },
-    // write() hands over bytes it serialized itself (see there); a message object is encoded here.
-    write: { ...P4RuntimeService.write, requestSerialize: (r: WriteRequest | Buffer) => (Buffer.isBuffer(r) ? r : encodeWriteRequest(r)) },
+    // write() hands over the bytes it serialized itself (see there).
+    write: { ...P4RuntimeService.write, requestSerialize: (b: Buffer) => b },
   },
   "p4.v1.P4Runtime",
 );

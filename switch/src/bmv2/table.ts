@@ -192,12 +192,21 @@ export class MatchTable {
     return e;
   }
 
+  /** The prefix length of an entry's lpm field (0 when the field is left out). */
+  private prefixLen(e: TableEntry): number {
+    const m = e.match[this.lpmField]!;
+    return m.kind === "lpm" ? m.prefixLen : 0;
+  }
+
+  private lpmBucket(e: TableEntry): { prefixLen: number; map: Map<number | string, TableEntry> } | undefined {
+    const len = this.prefixLen(e);
+    return this.lpmIndex.find((b) => b.prefixLen === len);
+  }
+
   private removeFromIndex(e: TableEntry): void {
     if (this.kind === "exact") return; // byKey is the index
     if (this.kind === "lpm") {
-      const m = e.match[this.lpmField]!;
-      const len = m.kind === "lpm" ? m.prefixLen : 0;
-      const bucket = this.lpmIndex.find((b) => b.prefixLen === len);
+      const bucket = this.lpmBucket(e);
       const k = this.indexKey(e);
       if (bucket && bucket.map.get(k) === e) bucket.map.delete(k);
     } else {
@@ -218,9 +227,8 @@ export class MatchTable {
   private addToIndex(e: TableEntry): void {
     if (this.kind === "exact") return; // byKey is the index
     if (this.kind === "lpm") {
-      const m = e.match[this.lpmField]!;
-      const len = m.kind === "lpm" ? m.prefixLen : 0;
-      let bucket = this.lpmIndex.find((b) => b.prefixLen === len);
+      const len = this.prefixLen(e);
+      let bucket = this.lpmBucket(e);
       if (!bucket) {
         bucket = { prefixLen: len, map: new Map() };
         this.lpmIndex.push(bucket);

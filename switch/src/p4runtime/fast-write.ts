@@ -37,6 +37,9 @@ export interface TableWrite {
   priority: number;
   /** absent on DELETE */
   action: ActionCall | undefined;
+  /** opaque controller metadata (the fast path declines entries that carry it) */
+  metadata?: Uint8Array;
+  idleTimeoutNs?: bigint;
 }
 
 /** Top-level fields now; updates as byte ranges. */
@@ -141,7 +144,6 @@ function readTableWrite(buf: Uint8Array, start: number, end: number, b: Pipeline
 
   // TableEntry { table_id = 1; match = 2; action = 3; priority = 4 } and nothing else
   const c = new Cursor(buf, entry[0], entry[1]);
-  let table: TableBinding | undefined;
   let tableId = 0;
   let priority = 0;
   const matches: Array<[number, number]> = [];
@@ -155,7 +157,7 @@ function readTableWrite(buf: Uint8Array, start: number, end: number, b: Pipeline
     else return undefined;
   }
   if (c.fail || priority > 0x7fffffff) return undefined;
-  table = b.tables.get(tableId);
+  const table = b.tables.get(tableId);
   if (!table || table.table.constEntries) return undefined;
 
   const fields = table.info.matchFields;

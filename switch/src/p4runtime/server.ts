@@ -392,11 +392,12 @@ export class P4RuntimeServer {
   }
 
   /** A table write the fast path read: what applyUpdate does for the same update. */
+  /** A checked table write, from either decoder. */
   private applyTableWrite(w: TableWrite): void {
     const t = w.table.table;
     if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
-    else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: undefined, idleTimeoutNs: 0n });
-    else t.modify(w.match, w.priority, w.action!, undefined);
+    else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
+    else t.modify(w.match, w.priority, w.action!, w.metadata);
   }
 
   private applyUpdate(b: PipelineBinding, u: Update): void {
@@ -421,16 +422,8 @@ export class P4RuntimeServer {
         const match = b.decodeMatch(t, te.match);
         const problem = t.table.validate(match, te.priority);
         if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
-        if (u.type === T.DELETE) {
-          t.table.delete(match, te.priority);
-          return;
-        }
-        const action = b.decodeAction(t, te.action, false);
-        if (u.type === T.INSERT) {
-          t.table.insert({ match, priority: te.priority, action, packets: 0, bytes: 0, metadata: te.metadata.length ? te.metadata : undefined, idleTimeoutNs: te.idleTimeoutNs });
-        } else {
-          t.table.modify(match, te.priority, action, te.metadata.length ? te.metadata : undefined);
-        }
+        const action = u.type === T.DELETE ? undefined : b.decodeAction(t, te.action, false);
+        this.applyTableWrite({ type: u.type, table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, idleTimeoutNs: te.idleTimeoutNs });
         return;
       }
       case "digestEntry": {
