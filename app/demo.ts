@@ -9,6 +9,7 @@ import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { replaySwitches } from "./replay.js";
+import { SelfCheck } from "./self-check.js";
 import { SummaryView } from "./summary.js";
 import { Topology } from "./topology.js";
 
@@ -44,10 +45,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
 
   const view = new SummaryView(o.print);
   // Self-check: the generator knows the true figures of every I/O and message.
-  const ioTruth = new Map(traffic.ios.map((t) => [`${t.host}|${t.target}|${t.cid}`, t]));
-  const msgTruth = new Map(traffic.messages.map((t) => [`${t.src}|${t.dst}|${t.dest_qp}|${t.first_psn}`, t]));
-  let ioExact = 0;
-  let msgExact = 0;
+  const check = new SelfCheck(traffic.ios, traffic.messages);
   const lastStats = new Map<string, SwitchStatsJson>();
   let lastInterval: string | undefined;
   let lastProgress = 0;
@@ -61,13 +59,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       onRecord: (r) => {
         o.onRecord?.(r);
         if (r.type === "switch_stats") lastStats.set(r.switch_id, r);
-        if (r.type === "io") {
-          const t = ioTruth.get(`${r.host}|${r.target}|${r.cid}`);
-          if (t && r.e2e_c_ns === t.e2e_c_ns && r.e2e_s_ns === t.e2e_s_ns && r.rtt_ns === t.rtt_ns && r.dal_ns === t.dal_ns && r.dpl_ns === t.dpl_ns) ioExact++;
-        } else if (r.type === "message") {
-          const t = msgTruth.get(`${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`);
-          if (t && r.fct_ns === t.fct_ns && r.packets === t.packets && r.retransmitted === t.retransmitted && r.gap_ns === t.gap_ns) msgExact++;
-        }
+        if (r.type === "io") check.io(r);
+        else if (r.type === "message") check.message(r);
         if ((r.type === "io_interval" || r.type === "flow_interval") && r.interval_start_unix_ns !== lastInterval) {
           if (lastInterval !== undefined) view.render();
           lastInterval = r.interval_start_unix_ns;
@@ -86,8 +79,12 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   view.render();
   const switchStats = [...lastStats.values()];
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  o.print(`self-check against the generator's ground truth: ${ioExact}/${traffic.ios.length} I/Os and ${msgExact}/${traffic.messages.length} messages exact to the ns` +
-    (switchStats.length ? `; counted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os and ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
+  const incomplete = traffic.ios.filter((t) => t.record && t.incomplete).length;
+  o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
+    ` (${incomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
+    `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked)` +
+    (check.ioWrong + check.ioUnexpected ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected: ${check.ioProblems.join(" | ")}` : "") +
+    (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

@@ -270,8 +270,8 @@ async function benchKafkaWith(brokers: string, compression: "gzip" | "none", lib
   const sink = new KafkaSink({ brokers: [brokers], topics, partitions: 8, batchSize, compression });
   await sink.start();
   const rec = (i: number): IoRecordJson => ({
-    type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, cid: i & 0xffff,
-    op: i & 1 ? "read" : "write", bytes: 4096, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
+    type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, host_qp: 0x100 + (i & 7), target_qp: 0x800 + (i & 7), cid: i & 0x7f, cmd_psn: i & 0xffffff,
+    op: i & 1 ? "read" : "write", bytes: 4096, in_capsule: false, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
     incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: String(1_800_000_000_000_000_000n + BigInt(i) * 1000n),
   });
   let bytes = 0;

@@ -19,10 +19,15 @@ export class BadDigestError extends Error {
 
 export const IO_EVENT_CMD = 1;
 export const IO_EVENT_RSP = 2;
+/** a response on a queue whose QP pairing is unknown: its I/O is untracked */
+export const IO_EVENT_UNPAIRED_RSP = 3;
 export const VANTAGE_C = 0x01;
 export const VANTAGE_S = 0x02;
 export const IO_FLAG_DATA_SEEN = 0x01;
 export const IO_FLAG_RR_SEEN = 0x02;
+export const IO_FLAG_IN_CAPSULE = 0x04;
+/** CMD: the command closed an open I/O with the same key (its response was lost) */
+export const IO_FLAG_REPLACED = 0x08;
 export const IO_OP_READ = 1;
 export const IO_OP_WRITE = 2;
 export const MSG_FLAG_GAP_VALID = 0x01;
@@ -42,6 +47,9 @@ export interface IoDigest {
   flags: number;
   host: number;
   target: number;
+  host_qp: number;
+  target_qp: number;
+  cmd_psn: number;
   cid: number;
   status: number;
   bytes: number;
@@ -91,7 +99,7 @@ export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
 export const EXPECTED: Readonly<Record<string, { kind: TelemetryDigest["kind"]; fields: Readonly<Record<string, number>> }>> = {
   io_digest_t: {
     kind: "io",
-    fields: { seq: 32, event: 8, vantage: 8, mode: 8, op: 8, flags: 8, host: 32, target: 32, cid: 16, status: 16, bytes: 32, ts: 48, e2e_ns: 48, to_data_ns: 48, from_data_ns: 48, host_prep_ns: 48 },
+    fields: { seq: 32, event: 8, vantage: 8, mode: 8, op: 8, flags: 8, host: 32, target: 32, host_qp: 24, target_qp: 24, cmd_psn: 24, cid: 16, status: 16, bytes: 32, ts: 48, e2e_ns: 48, to_data_ns: 48, from_data_ns: 48, host_prep_ns: 48 },
   },
   msg_digest_t: {
     kind: "msg",

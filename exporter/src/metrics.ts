@@ -5,7 +5,9 @@
 import { ipv4Text } from "../../traffic/src/roce.js";
 import {
   IO_EVENT_CMD,
+  IO_EVENT_UNPAIRED_RSP,
   IO_FLAG_DATA_SEEN,
+  IO_FLAG_IN_CAPSULE,
   IO_FLAG_RR_SEEN,
   IO_OP_WRITE,
   MSG_FLAG_GAP_VALID,
@@ -26,6 +28,10 @@ export interface SwitchCounterFigures {
   ioref_overwritten: number;
   parser_errors: number;
   unknown_opcodes: number;
+  io_replaced: number;
+  io_unpaired_responses: number;
+  queue_pairs_learned: number;
+  cnp_untracked: number;
 }
 
 export interface MetricsOptions {
@@ -50,23 +56,44 @@ export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
 const TS_BITS = 48n;
 const TS_MOD = 1n << TS_BITS;
 
-/** Maps a switch's 48-bit ns clock to the wall clock, unwrapping it. */
-class SwitchClock {
+/**
+ * Maps a switch's 48-bit ns clock to the wall clock, unwrapping it. The
+ * offset is exact where the owner knows when the switch's clock started (a
+ * replayed capture: its first packet); otherwise it is calibrated on the
+ * first digest list, whose timestamp is the time of its newest sample.
+ */
+export class SwitchClock {
   private offset: bigint | undefined;
-  private last = 0n;
-  private wraps = 0n;
+  /** the newest absolute (unwrapped) time seen */
+  private lastAbs: bigint | undefined;
 
-  /** Calibrates on the first digest list: its timestamp is the wall-clock time of its newest sample. */
+  constructor(private readonly exactStart?: () => bigint | undefined) {}
+
   calibrate(listTimestampNs: bigint, newestTs: number): void {
-    if (this.offset === undefined) this.offset = listTimestampNs - this.unwrap(newestTs);
+    if (this.offset !== undefined) return;
+    const exact = this.exactStart?.();
+    this.offset = exact ?? listTimestampNs - this.unwrap(newestTs);
   }
 
-  private unwrap(ts: number): bigint {
+  /**
+   * The absolute time of a 48-bit sample: of the three candidates around the
+   * newest time seen (one wrap before, the same, one wrap after), the nearest,
+   * so that a sample arriving out of order across a wrap lands right.
+   */
+  unwrap(ts: number): bigint {
     const t = BigInt(ts);
-    if (t + TS_MOD / 2n < this.last) this.wraps++;
-    const abs = this.wraps * TS_MOD + t;
-    if (t > this.last || abs > this.last) this.last = t;
-    return abs;
+    const last = this.lastAbs;
+    if (last === undefined) {
+      this.lastAbs = t;
+      return t;
+    }
+    const base = last - (last % TS_MOD);
+    let best = base + t;
+    for (const c of [base - TS_MOD + t, base + TS_MOD + t]) {
+      if (c >= 0n && (c > last ? c - last : last - c) < (best > last ? best - last : last - best)) best = c;
+    }
+    if (best > last) this.lastAbs = best;
+    return best;
   }
 
   toUnix(ts: number): bigint {
@@ -74,10 +101,16 @@ class SwitchClock {
   }
 }
 
-
 /** One vantage's view of an I/O. */
 interface IoHalf {
   switchId: string;
+  host: number;
+  target: number;
+  hostQp: number;
+  targetQp: number;
+  cid: number;
+  cmdPsn: number;
+  inCapsule: boolean;
   vantage: number;
   op: "read" | "write";
   bytes: number;
@@ -89,6 +122,8 @@ interface IoHalf {
   incomplete: boolean;
   cmdUnixNs: bigint;
   atUnixNs: bigint;
+  /** atUnixNs on the engine's common clock (see setClockAlignment) */
+  atAlignedNs: bigint;
 }
 
 interface Outstanding {
@@ -160,19 +195,27 @@ export type RecordSink = (r: RecordJson) => void;
 export class MetricsEngine {
   readonly options: MetricsOptions;
   private readonly clocks = new Map<string, SwitchClock>();
+  private readonly exactStarts = new Map<string, () => bigint | undefined>();
+  /** per switch: added to its times to put them on the engine's common clock */
+  private readonly alignments = new Map<string, bigint>();
   private readonly seqs = new Map<string, SeqTracker>();
+  /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
+  /** the same, by (switch, host, target, CID): where a response of an unpaired queue may belong */
+  private readonly outstandingByCid = new Map<string, Set<string>>();
   private readonly halves = new Map<string, IoHalf[]>();
+  // Interval buckets are keyed by their start on the common clock.
   private readonly ioAggs = new Map<bigint, Map<string, IoAgg>>();
   private readonly flowAggs = new Map<bigint, Map<string, FlowAgg>>();
-  private readonly switchIntervals = new Map<bigint, Map<string, { incomplete: number; mode: number }>>();
+  private readonly switchIntervals = new Map<bigint, Map<string, { incomplete: number; untracked: number; mode: number }>>();
   /** CNPs per (switch, host pair) per interval, spread over the pair's flows */
   private readonly pairCnp = new Map<bigint, Map<string, number>>();
-  /** per switch: the newest list timestamp seen (each switch's digests lag differently) */
+  /** per switch: the newest list timestamp seen, on the common clock (each switch's digests lag differently) */
   private readonly watermarks = new Map<string, bigint>();
   private watermark = 0n;
   private lastScan = -(1n << 62n);
-  badDigests = 0;
+  /** per switch: digests that could not be decoded */
+  private readonly badDigests = new Map<string, number>();
   private readonly counters = new Map<string, SwitchCounterFigures>();
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
@@ -185,9 +228,36 @@ export class MetricsEngine {
     this.options = { ...DEFAULT_METRICS_OPTIONS, ...options };
   }
 
+  /**
+   * The wall-clock (capture-clock) time at which the switch's clock read 0,
+   * where its owner knows it exactly (replay). Must be set before the
+   * switch's first digest list.
+   */
+  setClockStart(switchId: string, start: () => bigint | undefined): void {
+    this.exactStarts.set(switchId, start);
+  }
+
+  /**
+   * Puts a switch whose clock differs from the others' (a capture taken with
+   * another clock) on the engine's common clock: `alignNs` is added to its
+   * times wherever they are compared with other switches' (correlation
+   * window, timeouts, closing intervals). Records keep the switch's own
+   * clock. Rounded to a whole number of intervals, so that the intervals of
+   * both clocks coincide.
+   */
+  setClockAlignment(switchId: string, alignNs: bigint): void {
+    const i = this.options.intervalNs;
+    const q = alignNs >= 0n ? (alignNs + i / 2n) / i : -((-alignNs + i / 2n) / i);
+    this.alignments.set(switchId, q * i);
+  }
+
+  private align(switchId: string): bigint {
+    return this.alignments.get(switchId) ?? 0n;
+  }
+
   private clock(switchId: string): SwitchClock {
     let c = this.clocks.get(switchId);
-    if (!c) this.clocks.set(switchId, (c = new SwitchClock()));
+    if (!c) this.clocks.set(switchId, (c = new SwitchClock(this.exactStarts.get(switchId))));
     return c;
   }
 
@@ -195,14 +265,17 @@ export class MetricsEngine {
     return unixNs - (((unixNs % this.options.intervalNs) + this.options.intervalNs) % this.options.intervalNs);
   }
 
-  /** Feeds one digest list from one switch. */
-  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[]): void {
+  /** Feeds one digest list from one switch; `badDigests` counts its samples that could not be decoded. */
+  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0): void {
+    if (badDigests > 0) this.badDigests.set(switchId, (this.badDigests.get(switchId) ?? 0) + badDigests);
+    if (!this.seqs.has(switchId)) this.seqs.set(switchId, new SeqTracker());
     // (A digest of the switch's very first packet has timestamp 0: still a time.)
     const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : -1), -1);
     if (newest >= 0) this.clock(switchId).calibrate(listTimestampNs, newest);
     for (const d of digests) this.onDigest(switchId, d);
-    if (listTimestampNs > (this.watermarks.get(switchId) ?? 0n)) this.watermarks.set(switchId, listTimestampNs);
-    this.advance(listTimestampNs);
+    const aligned = listTimestampNs + this.align(switchId);
+    if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
+    this.advance(aligned);
   }
 
   /**
@@ -217,56 +290,123 @@ export class MetricsEngine {
     return low;
   }
 
-  private trackSeq(switchId: string, seq: number): void {
+  onDigest(switchId: string, d: TelemetryDigest): void {
     let s = this.seqs.get(switchId);
     if (!s) this.seqs.set(switchId, (s = new SeqTracker()));
-    s.add(seq);
-  }
-
-  onDigest(switchId: string, d: TelemetryDigest): void {
-    this.trackSeq(switchId, d.seq);
+    s.add(d.seq);
     if (d.kind === "io") this.onIo(switchId, d);
     else if (d.kind === "msg") this.onMsg(switchId, d);
   }
 
-  private ioKey(d: { host: number; target: number; cid: number }): string {
-    return `${d.host}|${d.target}|${d.cid}`;
+  /** One I/O: (host, target, queue, CID) and the command's PSN, which tells apart successive uses of the CID. */
+  private static ioKey(host: number, target: number, targetQp: number, cid: number, cmdPsn: number): string {
+    return `${host}|${target}|${targetQp}|${cid}|${cmdPsn}`;
+  }
+
+  private switchInterval(switchId: string, alignedNs: bigint, mode: number): { incomplete: number; untracked: number; mode: number } {
+    const sw = this.bucket(this.switchIntervals, this.intervalOf(alignedNs));
+    let s = sw.get(switchId);
+    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode }));
+    return s;
+  }
+
+  private addOutstanding(key: string, o: Outstanding): void {
+    this.outstanding.set(key, o);
+    const d = o.digest;
+    const byCid = `${o.switchId}|${d.host}|${d.target}|${d.cid}`;
+    let set = this.outstandingByCid.get(byCid);
+    if (!set) this.outstandingByCid.set(byCid, (set = new Set()));
+    set.add(key);
+  }
+
+  private removeOutstanding(key: string): void {
+    const o = this.outstanding.get(key);
+    if (!o) return;
+    this.outstanding.delete(key);
+    const d = o.digest;
+    const byCid = `${o.switchId}|${d.host}|${d.target}|${d.cid}`;
+    const set = this.outstandingByCid.get(byCid);
+    set?.delete(key);
+    if (set?.size === 0) this.outstandingByCid.delete(byCid);
   }
 
   private onIo(switchId: string, d: IoDigest): void {
     const clock = this.clock(switchId);
     const at = clock.toUnix(d.ts);
-    const key = this.ioKey(d);
-    if (d.event === IO_EVENT_CMD) {
-      this.outstanding.set(`${switchId}|${key}`, { switchId, digest: d, cmdUnixNs: at });
+    const align = this.align(switchId);
+    if (d.event === IO_EVENT_UNPAIRED_RSP) {
+      // The response names the host's QP only, and the pairing is unknown:
+      // its I/O cannot be attributed to a queue. It is counted, never merged.
+      // A command it can only have answered (the one open command of this
+      // CID between the pair whose host QP is not known either) is closed as
+      // untracked rather than left to time out as a lost response.
+      this.switchInterval(switchId, at + align, d.mode).untracked++;
+      const set = this.outstandingByCid.get(`${switchId}|${d.host}|${d.target}|${d.cid}`);
+      const candidates = [...(set ?? [])].filter((k) => {
+        const hq = this.outstanding.get(k)?.digest.host_qp ?? 0;
+        return hq === 0 || hq === d.host_qp;
+      });
+      if (candidates.length === 1) this.removeOutstanding(candidates[0]!);
       return;
     }
-    this.outstanding.delete(`${switchId}|${key}`);
+    const outKey = `${switchId}|${d.host}|${d.target}|${d.target_qp}|${d.cid}`;
+    if (d.event === IO_EVENT_CMD) {
+      const open = this.outstanding.get(outKey);
+      if (open && open.digest.cmd_psn === d.cmd_psn) return; // the same command reported twice
+      // NVMe reuses a CID on a queue only after its completion: an open I/O
+      // with this key lost its response, and is closed at once.
+      if (open) this.timeOut(outKey, open, at);
+      this.addOutstanding(outKey, { switchId, digest: d, cmdUnixNs: at });
+      return;
+    }
+    const open = this.outstanding.get(outKey);
+    let hostQp = d.host_qp;
+    if (open && open.digest.cmd_psn === d.cmd_psn) {
+      if (hostQp === 0) hostQp = open.digest.host_qp;
+      this.removeOutstanding(outKey);
+    }
     const write = d.op === IO_OP_WRITE;
+    const inCapsule = (d.flags & IO_FLAG_IN_CAPSULE) !== 0;
     const dataSeen = (d.flags & IO_FLAG_DATA_SEEN) !== 0;
     const rrSeen = (d.flags & IO_FLAG_RR_SEEN) !== 0;
     const lastSeen = write ? rrSeen : dataSeen;
+    let dal: number | null = null;
+    let dpl: number | null = null;
+    if (d.vantage & VANTAGE_S) {
+      // DAL needs both the first and the last data event at the storage side;
+      // an in-capsule write has none: all of its e2e at S is the target's.
+      if (inCapsule) dal = d.e2e_ns;
+      else if (dataSeen && lastSeen) dal = d.to_data_ns + d.from_data_ns;
+    }
+    if (d.vantage & VANTAGE_C && write && !inCapsule && dataSeen && rrSeen) dpl = d.host_prep_ns;
     const half: IoHalf = {
       switchId,
+      host: d.host,
+      target: d.target,
+      hostQp,
+      targetQp: d.target_qp,
+      cid: d.cid,
+      cmdPsn: d.cmd_psn,
+      inCapsule,
       vantage: d.vantage,
       op: write ? "write" : "read",
       bytes: d.bytes,
       status: d.status,
       mode: d.mode,
       e2e: d.e2e_ns,
-      // DAL needs both the first and the last data event at the storage side.
-      dal: d.vantage & VANTAGE_S && dataSeen && lastSeen ? d.to_data_ns + d.from_data_ns : null,
-      dpl: d.vantage & VANTAGE_C && write && dataSeen && rrSeen ? d.host_prep_ns : null,
+      dal,
+      dpl,
       incomplete: false,
       cmdUnixNs: at - BigInt(d.e2e_ns),
       atUnixNs: at,
+      atAlignedNs: at + align,
     };
-    this.addHalf(key, half);
+    this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), half);
   }
 
   private addHalf(key: string, half: IoHalf): void {
     if ((half.vantage & (VANTAGE_C | VANTAGE_S)) === (VANTAGE_C | VANTAGE_S)) {
-      this.emitIo(key, half, half);
+      this.emitIo(half, half);
       return;
     }
     const list = this.halves.get(key) ?? [];
@@ -276,34 +416,38 @@ export class MetricsEngine {
       if (list.length === 0) this.halves.delete(key);
       const c = half.vantage & VANTAGE_C ? half : other;
       const s = half.vantage & VANTAGE_C ? other : half;
-      this.emitIo(key, c, s);
+      this.emitIo(c, s);
     } else {
       list.push(half);
       this.halves.set(key, list);
     }
   }
 
-  private emitIo(key: string, c: IoHalf | undefined, s: IoHalf | undefined): void {
-    const [host, target, cid] = key.split("|").map(Number) as [number, number, number];
+  private emitIo(c: IoHalf | undefined, s: IoHalf | undefined): void {
     const first = c ?? s!;
     const incomplete = (c?.incomplete ?? false) || (s?.incomplete ?? false);
     const e2eC = c && !c.incomplete ? c.e2e : null;
     const e2eS = s && !s.incomplete ? s.e2e : null;
     const rtt = e2eC !== null && e2eS !== null ? e2eC - e2eS : null;
-    const cmdUnix = c ? c.cmdUnixNs : s!.cmdUnixNs;
-    const at = c ? c.atUnixNs : s!.atUnixNs;
+    const cmdUnix = first.cmdUnixNs;
+    const at = first.atUnixNs;
     const interval = this.intervalOf(at);
     const switchId = first.switchId;
+    const complete = c && !c.incomplete ? c : s && !s.incomplete ? s : undefined;
     const rec: IoRecordJson = {
       type: "io",
       switch_id: switchId,
       interval_start_unix_ns: interval.toString(),
-      host: ipv4Text(host),
-      target: ipv4Text(target),
-      cid,
+      host: ipv4Text(first.host),
+      target: ipv4Text(first.target),
+      host_qp: c?.hostQp || s?.hostQp || 0,
+      target_qp: first.targetQp,
+      cid: first.cid,
+      cmd_psn: first.cmdPsn,
       op: first.op,
       bytes: first.bytes,
-      nvme_status: (c && !c.incomplete ? c.status : s?.status) ?? 0,
+      in_capsule: first.inCapsule,
+      nvme_status: complete?.status ?? 0,
       e2e_c_ns: e2eC,
       e2e_s_ns: e2eS,
       rtt_ns: rtt,
@@ -316,7 +460,7 @@ export class MetricsEngine {
       cmd_unix_ns: cmdUnix.toString(),
     };
     if (this.options.perEventRecords) this.sink(rec);
-    const aggs = this.bucket(this.ioAggs, interval);
+    const aggs = this.bucket(this.ioAggs, interval + this.align(switchId));
     const akey = `${switchId}|${rec.host}|${rec.target}|${rec.op}`;
     let a = aggs.get(akey);
     if (!a) {
@@ -346,6 +490,7 @@ export class MetricsEngine {
     const firstUnix = clock.toUnix(d.first_ts);
     const endUnix = firstUnix + BigInt(d.fct_ns);
     const interval = this.intervalOf(endUnix);
+    const bucketStart = interval + this.align(switchId);
     const fet = d.fct_ns > 0 ? (d.bytes * 8 * 1e9) / d.fct_ns : null;
     const gap = d.flags & MSG_FLAG_GAP_VALID ? d.gap_ns : null;
     if (this.options.perEventRecords) {
@@ -371,7 +516,7 @@ export class MetricsEngine {
       };
       this.sink(rec);
     }
-    const aggs = this.bucket(this.flowAggs, interval);
+    const aggs = this.bucket(this.flowAggs, bucketStart);
     const fkey = `${switchId}|${d.src}|${d.dst}|${d.dest_qp}`;
     let a = aggs.get(fkey);
     if (!a) {
@@ -390,29 +535,31 @@ export class MetricsEngine {
     a.fet.add(fet);
     a.gap.add(gap);
     a.mode = d.mode;
-    const pairs = this.bucket(this.pairCnp, interval);
+    const pairs = this.bucket(this.pairCnp, bucketStart);
     const pkey = `${switchId}|${d.src}|${d.dst}`;
     pairs.set(pkey, (pairs.get(pkey) ?? 0) + d.cnp);
   }
 
-  /** A command that got no response: an incomplete half of its I/O, counted for its switch. */
-  private timeOut(key: string, o: Outstanding): void {
-    this.outstanding.delete(key);
+  /**
+   * A command that got no response: an incomplete half of its I/O, counted
+   * for its switch. `atUnixNs`: when it was given up (the timeout, or a new
+   * command with its key).
+   */
+  private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs): void {
+    this.removeOutstanding(key);
     const d = o.digest;
-    const atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs;
-    const sw = this.bucket(this.switchIntervals, this.intervalOf(atUnixNs));
-    const s = sw.get(o.switchId) ?? { incomplete: 0, mode: d.mode };
-    s.incomplete++;
-    sw.set(o.switchId, s);
-    this.addHalf(this.ioKey(d), {
-      switchId: o.switchId, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-      e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs,
+    const atAligned = atUnixNs + this.align(o.switchId);
+    this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
+    this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
+      switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
+      inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
+      e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
     });
   }
 
-  /** Moves time forward: emits I/Os that timed out and intervals that are over. */
-  advance(nowUnixNs: bigint): void {
-    if (nowUnixNs > this.watermark) this.watermark = nowUnixNs;
+  /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */
+  advance(nowAlignedNs: bigint): void {
+    if (nowAlignedNs > this.watermark) this.watermark = nowAlignedNs;
     const now = this.watermark;
     // Timeouts and windows are scanned every 10 ms of digest time, not per list.
     if (now - this.lastScan < 10_000_000n) return;
@@ -420,12 +567,12 @@ export class MetricsEngine {
     const low = this.lowWatermark();
     for (const [k, o] of this.outstanding) {
       const own = this.watermarks.get(o.switchId) ?? now;
-      if (own - o.cmdUnixNs > this.options.ioTimeoutNs) this.timeOut(k, o);
+      if (own - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
     }
     for (const [k, list] of this.halves) {
       const keep = list.filter((h) => {
-        if (low - h.atUnixNs <= this.options.correlationWindowNs) return true;
-        this.emitIo(k, h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
+        if (low - h.atAlignedNs <= this.options.correlationWindowNs) return true;
+        this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
         return false;
       });
       if (keep.length) this.halves.set(k, keep);
@@ -439,9 +586,9 @@ export class MetricsEngine {
   /** Emits everything still pending (end of a replay). */
   finish(): void {
     for (const s of this.seqs.values()) s.finish();
-    for (const [k, o] of this.outstanding) this.timeOut(k, o);
-    for (const [k, list] of this.halves) {
-      for (const h of list) this.emitIo(k, h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
+    for (const [k, o] of [...this.outstanding]) this.timeOut(k, o);
+    for (const list of this.halves.values()) {
+      for (const h of list) this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
     }
     this.halves.clear();
     this.flushIntervals(() => true);
@@ -451,10 +598,14 @@ export class MetricsEngine {
     const starts = new Set([...this.ioAggs.keys(), ...this.flowAggs.keys(), ...this.switchIntervals.keys()]);
     for (const start of [...starts].sort((a, b) => (a < b ? -1 : 1))) {
       if (!closed(start)) continue;
-      const end = start + this.options.intervalNs;
+      // Each record in its switch's own clock.
+      const own = (switchId: string) => {
+        const s = start - this.align(switchId);
+        return { interval_start_unix_ns: s.toString(), interval_end_unix_ns: (s + this.options.intervalNs).toString() };
+      };
       for (const a of this.ioAggs.get(start)?.values() ?? []) {
         const rec: IoAggregateJson = {
-          type: "io_interval", switch_id: a.switchId, interval_start_unix_ns: start.toString(), interval_end_unix_ns: end.toString(),
+          type: "io_interval", switch_id: a.switchId, ...own(a.switchId),
           host: a.host, target: a.target, op: a.op, count: a.count, incomplete: a.incomplete, bytes: a.bytes, errors: a.errors,
           e2e_c_ns: a.e2eC.json(), e2e_s_ns: a.e2eS.json(), rtt_ns: a.rtt.json(), dal_ns: a.dal.json(), dpl_ns: a.dpl.json(), mode: modeName(a.mode),
         };
@@ -463,7 +614,7 @@ export class MetricsEngine {
       const cnps = this.pairCnp.get(start);
       for (const a of this.flowAggs.get(start)?.values() ?? []) {
         const rec: FlowAggregateJson = {
-          type: "flow_interval", switch_id: a.switchId, interval_start_unix_ns: start.toString(), interval_end_unix_ns: end.toString(),
+          type: "flow_interval", switch_id: a.switchId, ...own(a.switchId),
           src: ipv4Text(a.src), dst: ipv4Text(a.dst), dest_qp: a.destQp, messages: a.messages, bytes: a.bytes, packets: a.packets,
           retransmitted: a.retransmitted, fnr: a.packets > 0 ? a.retransmitted / a.packets : 0,
           fct_ns: a.fct.json(), fet_bps: a.fet.json(), ecn_ce_packets: a.ecn,
@@ -473,17 +624,17 @@ export class MetricsEngine {
         };
         this.sink(rec);
       }
-      const switches = new Set<string>([...this.seqs.keys()]);
-      for (const sw of switches) {
-        const seq = this.seqs.get(sw)!;
+      for (const [sw, seq] of this.seqs) {
         const si = this.switchIntervals.get(start)?.get(sw);
         const c = this.counters.get(sw);
         const rec: SwitchStatsJson = {
-          type: "switch_stats", switch_id: sw, interval_start_unix_ns: start.toString(), interval_end_unix_ns: end.toString(),
-          digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests,
+          type: "switch_stats", switch_id: sw, ...own(sw),
+          digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests.get(sw) ?? 0,
           incomplete_ios: si?.incomplete ?? 0,
           untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
           parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
+          io_replaced: c?.io_replaced ?? null, io_unpaired_responses: c ? c.io_unpaired_responses : si ? si.untracked : null,
+          queue_pairs_learned: c?.queue_pairs_learned ?? null, cnp_untracked: c?.cnp_untracked ?? null,
           mode: modeName(si?.mode ?? 0),
         };
         this.sink(rec);

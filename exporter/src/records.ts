@@ -15,9 +15,17 @@ export interface IoRecordJson {
   interval_start_unix_ns: string;
   host: string;
   target: string;
+  /** the NVMe queue: its host-side and target-side QPs (host_qp 0: never learned) */
+  host_qp: number;
+  target_qp: number;
   cid: number;
+  /** PSN of the command capsule (tells apart successive I/Os of one CID) */
+  cmd_psn: number;
   op: "read" | "write";
   bytes: number;
+  /** write with its data in the command capsule (DAL = e2e at S, no DPL) */
+  in_capsule: boolean;
+  /** CQE DW3 bits 31:16 with the phase bit cleared: 0 is success */
   nvme_status: number;
   e2e_c_ns: number | null;
   e2e_s_ns: number | null;
@@ -128,6 +136,14 @@ export interface SwitchStatsJson {
   parser_errors: number | null;
   /** RoCE packets with a reserved BTH opcode (forwarded, not measured) */
   unknown_opcodes: number | null;
+  /** open I/Os closed because a new command reused their key (response lost) */
+  io_replaced: number | null;
+  /** response capsules on a queue whose QP pairing was unknown (their I/Os are untracked) */
+  io_unpaired_responses: number | null;
+  /** host QP <-> target QP pairings learned */
+  queue_pairs_learned: number | null;
+  /** CNPs not counted because their host pair's slot was held by another pair */
+  cnp_untracked: number | null;
   mode: ModeName;
 }
 

@@ -72,6 +72,16 @@ const bit<8> NVME_OPC_WRITE = 0x01;
 const bit<8> NVME_OPC_READ = 0x02;
 // Keyed SGL Data Block descriptor: SGL type 4 in the upper nibble of byte 15.
 const bit<4> NVME_SGL_TYPE_KEYED = 0x4;
+// In-capsule data: an SGL Data Block descriptor (type 0) with the Offset subtype (1).
+const bit<4> NVME_SGL_TYPE_DATA_BLOCK = 0x0;
+const bit<4> NVME_SGL_SUBTYPE_OFFSET = 0x1;
+
+// RDMA CM on RoCEv2 (SPEC §3: a signal for queue pairing). CM MADs travel as
+// UD SEND ONLY to QP 1 with a DETH; management class 0x07; REQ and REP.
+const qpn_t QPN_GSI = 1;
+const bit<8> MAD_CLASS_CM = 0x07;
+const bit<16> CM_ATTR_REQ = 0x0010;
+const bit<16> CM_ATTR_REP = 0x0013;
 
 // I/O operation as reported in digests.
 const bit<8> IO_OP_READ = 1;
@@ -84,10 +94,15 @@ const bit<8> VANTAGE_S = 0x02;
 // I/O digest events.
 const bit<8> IO_EVENT_CMD = 1;
 const bit<8> IO_EVENT_RSP = 2;
+// A response capsule on a queue whose pairing is unknown: the I/O it closes
+// cannot be attributed to a queue (counted as untracked, never merged).
+const bit<8> IO_EVENT_UNPAIRED_RSP = 3;
 
 // Bits of io_digest_t.flags.
 const bit<8> IO_FLAG_DATA_SEEN = 0x01;   // d_first (read) or rreq (write) seen
 const bit<8> IO_FLAG_RR_SEEN = 0x02;     // write: at least one READ RESPONSE seen
+const bit<8> IO_FLAG_IN_CAPSULE = 0x04;  // write whose data is in the command capsule
+const bit<8> IO_FLAG_REPLACED = 0x08;    // CMD: closed an open I/O with the same key (its response was lost)
 
 // Bits of msg_digest_t.flags.
 const bit<8> MSG_FLAG_GAP_VALID = 0x01;  // gap_ns measured (previous message seen)
@@ -119,5 +134,9 @@ const bit<32> STAT_ECN_CE = 12;
 const bit<32> STAT_NO_ROUTE = 13;
 const bit<32> STAT_IOREF_OVERWRITTEN = 14;  // an in-flight I/O's R_Key entry taken by another
 const bit<32> STAT_UNKNOWN_OPCODES = 15;    // a BTH with a reserved opcode (forwarded, not measured)
+const bit<32> STAT_IO_REPLACED = 16;        // an open I/O closed by a new command with its key
+const bit<32> STAT_IO_UNPAIRED_RESPONSES = 17;  // a response on a queue whose pairing is unknown
+const bit<32> STAT_QUEUE_PAIRS_LEARNED = 18;    // host QP <-> target QP pairings learned
+const bit<32> STAT_CNP_UNTRACKED = 19;      // a CNP whose pair slot is held by another host pair
 
 #endif

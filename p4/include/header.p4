@@ -76,6 +76,48 @@ header ieth_h {
     bit<32> rkey;
 }
 
+// Datagram Extended Transport Header (8 bytes), on UD packets.
+header deth_h {
+    bit<32> qkey;
+    bit<8> resv8;
+    qpn_t src_qp;
+}
+
+// Common header of a management datagram (24 bytes).
+header mad_h {
+    bit<8> base_version;
+    bit<8> mgmt_class;
+    bit<8> class_version;
+    bit<8> method;
+    bit<16> status;
+    bit<16> class_specific;
+    bit<64> tid;
+    bit<16> attr_id;
+    bit<16> resv16;
+    bit<32> attr_mod;
+}
+
+// The leading fields of a CM REQ (36 bytes): the active side (the NVMe host) names its QP.
+header cm_req_h {
+    bit<32> local_comm_id;
+    bit<32> resv32;
+    bit<64> service_id;
+    bit<64> local_ca_guid;
+    bit<32> resv32b;
+    bit<32> local_qkey;
+    qpn_t local_qpn;
+    bit<8> responder_resources;
+}
+
+// The leading fields of a CM REP (16 bytes): the passive side (the target) names its QP.
+header cm_rep_h {
+    bit<32> local_comm_id;
+    bit<32> remote_comm_id;
+    bit<32> local_qkey;
+    qpn_t local_qpn;
+    bit<8> resv8;
+}
+
 // First 40 bytes of the 64-byte NVMe submission queue entry in a command
 // capsule. Multi-byte NVMe fields are little-endian on the wire.
 header nvme_sqe_h {
@@ -86,8 +128,8 @@ header nvme_sqe_h {
     bit<64> rsvd;
     bit<64> mptr;
     bit<64> sgl_addr;
-    bit<24> sgl_len_le;
-    bit<32> sgl_key_le;
+    bit<24> sgl_len_le;  // keyed: length (3 bytes); data block: the low 3 bytes of the length
+    bit<32> sgl_key_le;  // keyed: key; data block: byte 0 is the length's high byte
     bit<4> sgl_type;
     bit<4> sgl_subtype;
 }
@@ -112,11 +154,17 @@ struct headers_t {
     aeth_h aeth;
     immdt_h immdt;
     ieth_h ieth;
+    deth_h deth;
+    mad_h mad;
+    cm_req_h cm_req;
+    cm_rep_h cm_rep;
     nvme_sqe_h nvme_sqe;
     nvme_cqe_h nvme_cqe;
 }
 
-// One per completed or started NVMe I/O at a vantage (SPEC §3).
+// One per completed or started NVMe I/O at a vantage (SPEC §3). An I/O is
+// (host, target, target_qp, cid); cmd_psn (the command capsule's PSN) tells
+// apart the successive I/Os of one key, and joins the two vantages' halves.
 // Durations are ns; fields that do not apply are 0 and flagged in `flags`.
 struct io_digest_t {
     bit<32> seq;
@@ -127,8 +175,11 @@ struct io_digest_t {
     bit<8> flags;        // IO_FLAG_*
     ipv4_addr_t host;
     ipv4_addr_t target;
+    qpn_t host_qp;       // 0 while the queue's pairing is unknown
+    qpn_t target_qp;     // 0 on IO_EVENT_UNPAIRED_RSP
+    psn_t cmd_psn;
     cid_t cid;
-    bit<16> status;      // NVMe Status Field (CQE DW3 bits 31:17); 0 on CMD
+    bit<16> status;      // CQE DW3 bits 31:16 with the phase bit (16) cleared; 0 on CMD
     bit<32> bytes;       // SGL length
     ts_t ts;             // ingress time of this event's packet
     ts_t e2e_ns;         // rsp - cmd
@@ -175,6 +226,8 @@ struct learn_digest_t {
 // Telemetry configuration, set by the controller through tables only.
 struct config_t {
     mode_t mode;
+    // Bumped by the controller on a mode switch and when it takes over the
+    // switch: flow state and the learn filters of earlier epochs are stale.
     epoch_t epoch;
     bit<48> ts_scale;        // ns per tick of the ingress timestamp
     ts_t io_timeout_ns;
@@ -198,6 +251,10 @@ struct stat_flags_t {
     bool parser_error;
     bool ioref_overwritten;
     bool unknown_opcode;
+    bool io_replaced;
+    bool io_unpaired_rsp;
+    bool queue_pair_learned;
+    bool cnp_untracked;
 }
 
 struct local_metadata_t {

@@ -59,8 +59,37 @@ parser RoceParser(packet_in pkt, out headers_t hdr) {
             OP_READ_RESPONSE_LAST: parse_aeth;
             OP_READ_RESPONSE_ONLY: parse_aeth;
             OP_ACK: parse_aeth;
+            OP_UD_SEND_ONLY: parse_deth;
             default: accept;
         }
+    }
+
+    // RDMA CM: a MAD to QP 1.
+    state parse_deth {
+        pkt.extract(hdr.deth);
+        transition select(hdr.bth.dest_qp) {
+            QPN_GSI: parse_mad;
+            default: accept;
+        }
+    }
+
+    state parse_mad {
+        pkt.extract(hdr.mad);
+        transition select(hdr.mad.mgmt_class, hdr.mad.attr_id) {
+            (MAD_CLASS_CM, CM_ATTR_REQ): parse_cm_req;
+            (MAD_CLASS_CM, CM_ATTR_REP): parse_cm_rep;
+            default: accept;
+        }
+    }
+
+    state parse_cm_req {
+        pkt.extract(hdr.cm_req);
+        transition accept;
+    }
+
+    state parse_cm_rep {
+        pkt.extract(hdr.cm_rep);
+        transition accept;
     }
 
     state parse_reth {
@@ -137,6 +166,10 @@ control RoceDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.aeth);
         pkt.emit(hdr.immdt);
         pkt.emit(hdr.ieth);
+        pkt.emit(hdr.deth);
+        pkt.emit(hdr.mad);
+        pkt.emit(hdr.cm_req);
+        pkt.emit(hdr.cm_rep);
         pkt.emit(hdr.nvme_sqe);
         pkt.emit(hdr.nvme_cqe);
     }

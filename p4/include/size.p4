@@ -9,10 +9,13 @@
 #define IO_SLOTS 65536
 #define IOREF_SLOTS 65536
 #define PAIR_SLOTS 4096
+// NVMe queues (host QP <-> target QP pairings), and RDMA CM exchanges in flight.
+#define QUEUE_SLOTS 16384
+#define CM_SLOTS 4096
 #define LEARN_SLOTS 65536
 // Polling-mode watchlists (capacity N).
 #define FLOW_WATCHLIST_SIZE 1024
 #define IO_WATCHLIST_SIZE 1024
-#define STATS_SIZE 16
+#define STATS_SIZE 32
 
 #endif

@@ -6,13 +6,16 @@
 // crosses; each ToR's packets form one capture. With `layout: "single"` one
 // switch has both the hosts and the targets.
 //
-// Traffic: NVMe reads and writes over several queue pairs per host, and
-// gradient-sync RDMA WRITE messages in a ring between hosts, with optional
-// faults (slow target, fabric congestion, slow host, GPU idle, lossy flow).
+// Traffic: NVMe over RoCE as real hosts send it (nvme-workload.ts: a queue
+// per CPU with per-queue CIDs, in-capsule writes, RDMA CM set-up, responses
+// missing from a capture, NVMe errors), and gradient-sync RDMA WRITE messages
+// in a ring between hosts, with optional faults (slow target, fabric
+// congestion, slow host, GPU idle, lossy flow).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { generateNvme, type FabricModel } from "./nvme-workload.js";
 import { writePcap } from "./pcap.js";
-import { buildFrame, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "./roce.js";
+import { buildFrame, ipv4, ipv4Text, Opcode, type RoceFrame } from "./roce.js";
 
 export type Fault =
   | { kind: "slow-target"; target: number; fromNs: number; toNs: number; extraNs: number }
@@ -30,9 +33,21 @@ export interface GeneratorOptions {
   layout: "two-tor" | "single";
   hosts: number;
   targets: number;
+  /** I/O queues of each host's controller on each target (one per CPU) */
   queuesPerHost: number;
-  /** NVMe I/Os per second per host */
+  /** tags per queue: the CIDs a queue can have in flight */
+  queueDepth: number;
+  /** NVMe I/Os per second per host (arriving in bursts of 1..burstMax per queue) */
   ioRate: number;
+  burstMax: number;
+  /** writes up to this size carry their data in the command capsule (0: none) */
+  inlineDataBytes: number;
+  /** share of responses missing from a capture (the compute side's, the storage side's or both) */
+  responseLoss: number;
+  /** share of I/Os that fail with an NVMe error status */
+  errorRate: number;
+  /** share of hosts whose controllers connect during the capture (RDMA CM seen); the others were connected before */
+  connectDuringCapture: number;
   ioSizes: readonly number[];
   readFraction: number;
   /** gradient-sync message size and count per ring step */
@@ -58,8 +73,14 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   layout: "two-tor",
   hosts: 4,
   targets: 2,
-  queuesPerHost: 2,
-  ioRate: 2000,
+  queuesPerHost: 4,
+  queueDepth: 32,
+  ioRate: 4000,
+  burstMax: 12,
+  inlineDataBytes: 4096,
+  responseLoss: 0.002,
+  errorRate: 0.003,
+  connectDuringCapture: 0.5,
   ioSizes: [4096, 16384, 65536],
   readFraction: 0.7,
   gradientBytes: 256 << 10,
@@ -91,21 +112,36 @@ export interface SwitchCapture {
   packets: Array<{ timestampNs: bigint; data: Buffer; originalLength: number }>;
 }
 
+/** What the records must say of one NVMe I/O (SPEC §3), from what each switch saw of it. */
 export interface IoTruth {
   host: string;
   target: string;
+  /** 0 where no vantage learned the queue's host QP */
+  host_qp: number;
+  target_qp: number;
   cid: number;
+  cmd_psn: number;
   op: "read" | "write";
   bytes: number;
+  in_capsule: boolean;
+  /** CQE status without the phase bit, as seen; 0 where no response was seen */
   status: number;
-  /** ingress times at the compute-side / storage-side switch (ns since epoch) */
-  cmdCNs: bigint;
-  cmdSNs: bigint;
-  e2e_c_ns: number;
-  e2e_s_ns: number;
-  rtt_ns: number;
-  dal_ns: number;
+  /** false: no vantage could attribute the I/O to a queue; no record, the switches count it untracked */
+  record: boolean;
+  /** a vantage tracked the command and saw no response it could attribute */
+  incomplete: boolean;
+  /** capture time of the command at the compute-side / storage-side switch (null: not tracked there) */
+  cmdCNs: bigint | null;
+  cmdSNs: bigint | null;
+  /** the record's cmd_unix_ns: the compute side's, else the storage side's */
+  cmd_unix_ns: bigint | null;
+  e2e_c_ns: number | null;
+  e2e_s_ns: number | null;
+  rtt_ns: number | null;
+  dal_ns: number | null;
   dpl_ns: number | null;
+  c_seen: boolean;
+  s_seen: boolean;
 }
 
 export interface MessageTruth {
@@ -149,8 +185,6 @@ function rng(seed: number): () => number {
   };
 }
 
-const PSN_MASK = 0xffffff;
-
 interface Qp {
   /** next PSN this side sends */
   psn: number;
@@ -175,7 +209,11 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
   }
   const rows: Array<{ sw: SwitchCapture; t: number; seq: number; frame: RoceFrame }> = [];
   let seq = 0;
-  const emit = (sw: SwitchCapture, t: number, frame: RoceFrame) => rows.push({ sw, t: Math.round(t), seq: seq++, frame });
+  const emit = (sw: SwitchCapture, t: number, frame: RoceFrame) => {
+    const row = { sw, t: Math.round(t), seq: seq++, frame };
+    rows.push(row);
+    return row;
+  };
   const ser = (bytes: number) => Math.ceil(((bytes + 78) * 8 * 1e9) / o.linkBps);
   const active = <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) =>
     o.faults.filter((f): f is Extract<Fault, { kind: K }> => f.kind === kind && t >= f.fromNs && t < f.toNs && (!match || match(f as Extract<Fault, { kind: K }>)));
@@ -184,122 +222,14 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
   const abs = (t: number) => o.epochNs + BigInt(Math.round(t));
 
   // ---- NVMe I/O ---------------------------------------------------------------
-  const ios: IoTruth[] = [];
-  const hostQps: Qp[][] = [];
-  const targetQps: Qp[][] = [];
-  for (let i = 0; i < o.hosts; i++) {
-    hostQps.push([]);
-    targetQps.push([]);
-    for (let q = 0; q < o.queuesPerHost; q++) {
-      hostQps[i]!.push({ psn: Math.floor(rand() * PSN_MASK), qpn: 0x100 + i * 16 + q, busyUntil: 0 });
-      targetQps[i]!.push({ psn: Math.floor(rand() * PSN_MASK), qpn: 0x800 + i * 16 + q, busyUntil: 0 });
-    }
-  }
+  const model: FabricModel = { single, torC, torS, rand, emit, fabric, ser, active, abs };
+  const ios = generateNvme(model, o, hostIp, targetIp);
+  const PSN_MASK = 0xffffff;
   const nextPsn = (qp: Qp, n = 1) => {
     const p = qp.psn;
     qp.psn = (qp.psn + n) & PSN_MASK;
     return p;
   };
-  let cidCounter = 0;
-  for (let i = 0; i < o.hosts; i++) {
-    let t = Math.round(rand() * 1e6);
-    const interval = 1e9 / o.ioRate;
-    while (t < o.durationNs - 50e6) {
-      t += Math.round(interval * (0.5 + rand()));
-      const q = Math.floor(rand() * o.queuesPerHost);
-      const j = Math.floor(rand() * o.targets);
-      const hq = hostQps[i]![q]!;
-      const tq = targetQps[i]![q]!;
-      const host = hostIp(i);
-      const target = targetIp(j);
-      const op = rand() < o.readFraction ? "read" : "write";
-      const bytes = o.ioSizes[Math.floor(rand() * o.ioSizes.length)]!;
-      const cid = cidCounter++ & 0xffff;
-      const rkey = Math.floor(rand() * 0xffffffff) >>> 0;
-      const va = BigInt(Math.floor(rand() * 2 ** 40)) << 12n;
-      const npk = Math.max(1, Math.ceil(bytes / o.mtu));
-      // Command capsule: host -> target, through C then S.
-      const cmdC = Math.max(t, hq.busyUntil);
-      hq.busyUntil = cmdC + ser(64);
-      const cmdS = cmdC + fabric(cmdC);
-      const capsule: RoceFrame = { src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tq.qpn, psn: nextPsn(hq), ackReq: true, payload: nvmeSqe(op, cid, 1, va, bytes, rkey) };
-      emit(torC, cmdC, capsule);
-      if (!single) emit(torS, cmdS, capsule);
-      const slowTarget = active("slow-target", cmdS, (f) => f.target === j).reduce((a, f) => a + f.extraNs, 0);
-      let rspS: number;
-      let truthDal: number;
-      let truthDpl: number | null = null;
-      if (op === "read") {
-        const media = o.mediaReadNs + Math.floor(rand() * 5_000) + slowTarget;
-        let ts = Math.max(cmdS + media, tq.busyUntil);
-        const dFirstS = ts;
-        const psn0 = nextPsn(tq, npk);
-        let dLastS = ts;
-        for (let k = 0; k < npk; k++) {
-          const len = Math.min(o.mtu, bytes - k * o.mtu);
-          const opcode = npk === 1 ? Opcode.WRITE_ONLY : k === 0 ? Opcode.WRITE_FIRST : k === npk - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
-          const fr: RoceFrame = { src: target, dst: host, opcode, destQp: hq.qpn, psn: (psn0 + k) & PSN_MASK, payloadLength: len };
-          if (k === 0) fr.reth = { va, rkey, length: bytes };
-          dLastS = ts;
-          emit(torS, ts, fr);
-          if (!single) emit(torC, ts + fabric(ts), fr);
-          ts += ser(len);
-        }
-        const respond = 1_000 + Math.floor(rand() * 2_000);
-        rspS = dLastS + respond;
-        tq.busyUntil = rspS + ser(16);
-        truthDal = dFirstS - cmdS + (rspS - dLastS);
-        // The host acknowledges the data.
-        const ackC = dLastS + fabric(dLastS) + 500;
-        const ack: RoceFrame = { src: host, dst: target, opcode: Opcode.ACK, destQp: tq.qpn, psn: (psn0 + npk - 1) & PSN_MASK, aeth: { syndrome: 0, msn: cid } };
-        emit(torC, ackC, ack);
-        if (!single) emit(torS, ackC + fabric(ackC), ack);
-      } else {
-        const prep = o.targetPrepNs + Math.floor(rand() * 2_000) + slowTarget;
-        const rreqS = Math.max(cmdS + prep, tq.busyUntil);
-        tq.busyUntil = rreqS + ser(16);
-        const reqPsn = nextPsn(tq, npk);
-        const rreq: RoceFrame = { src: target, dst: host, opcode: Opcode.READ_REQUEST, destQp: hq.qpn, psn: reqPsn, ackReq: true, reth: { va, rkey, length: bytes } };
-        emit(torS, rreqS, rreq);
-        const rreqC = rreqS + fabric(rreqS);
-        if (!single) emit(torC, rreqC, rreq);
-        const slowHost = active("slow-host", rreqC, (f) => f.host === i).reduce((a, f) => a + f.extraNs, 0);
-        const hostPrep = o.hostPrepNs + Math.floor(rand() * 1_000) + slowHost;
-        let tc = Math.max(rreqC + hostPrep, hq.busyUntil);
-        const rrFirstC = tc;
-        let rrLastS = 0;
-        for (let k = 0; k < npk; k++) {
-          const len = Math.min(o.mtu, bytes - k * o.mtu);
-          const opcode = npk === 1 ? Opcode.READ_RESPONSE_ONLY : k === 0 ? Opcode.READ_RESPONSE_FIRST : k === npk - 1 ? Opcode.READ_RESPONSE_LAST : Opcode.READ_RESPONSE_MIDDLE;
-          const fr: RoceFrame = { src: host, dst: target, opcode, destQp: tq.qpn, psn: (reqPsn + k) & PSN_MASK, payloadLength: len };
-          if (opcode !== Opcode.READ_RESPONSE_MIDDLE) fr.aeth = { syndrome: 0, msn: cid };
-          emit(torC, tc, fr);
-          const s = tc + fabric(tc);
-          if (!single) emit(torS, s, fr);
-          rrLastS = single ? tc : s;
-          tc += ser(len);
-        }
-        hq.busyUntil = tc;
-        const media = o.mediaWriteNs + Math.floor(rand() * 5_000) + slowTarget;
-        rspS = Math.max(rrLastS + media, tq.busyUntil);
-        tq.busyUntil = rspS + ser(16);
-        truthDal = rreqS - cmdS + (rspS - rrLastS);
-        truthDpl = rrFirstC - rreqC;
-      }
-      const rsp: RoceFrame = { src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hq.qpn, psn: nextPsn(tq), payload: nvmeCqe(cid, q + 1, cid & 0x3f, 0) };
-      emit(torS, rspS, rsp);
-      const rspC = rspS + fabric(rspS);
-      if (!single) emit(torC, rspC, rsp);
-      const e2eC = Math.round(single ? rspS : rspC) - Math.round(cmdC);
-      const e2eS = Math.round(rspS) - Math.round(single ? cmdC : cmdS);
-      ios.push({
-        host: ipv4Text(host), target: ipv4Text(target), cid, op, bytes, status: 0,
-        cmdCNs: abs(cmdC), cmdSNs: abs(single ? cmdC : cmdS),
-        e2e_c_ns: e2eC, e2e_s_ns: e2eS, rtt_ns: e2eC - e2eS,
-        dal_ns: Math.round(truthDal), dpl_ns: truthDpl === null ? null : Math.round(truthDpl),
-      });
-    }
-  }
 
   // ---- Gradient sync: RDMA WRITE ring ----------------------------------------------
   const messages: MessageTruth[] = [];
@@ -392,7 +322,8 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
     }
     r.sw.packets.push({ timestampNs: abs(r.t), data: built.data, originalLength: built.wireLength });
   }
-  ios.sort((a, b) => (a.cmdCNs < b.cmdCNs ? -1 : a.cmdCNs > b.cmdCNs ? 1 : 0));
+  const cmdAt = (t: IoTruth) => t.cmdCNs ?? t.cmdSNs ?? 0n;
+  ios.sort((a, b) => (cmdAt(a) < cmdAt(b) ? -1 : cmdAt(a) > cmdAt(b) ? 1 : 0));
   messages.sort((a, b) => (a.firstNs < b.firstNs ? -1 : a.firstNs > b.firstNs ? 1 : 0));
   return { options: o, switches: single ? [torC] : [torC, torS], ios, messages, cnps };
 }

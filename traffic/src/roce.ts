@@ -25,6 +25,7 @@ export const Opcode = {
   ACK: 0x11,
   SEND_LAST_INV: 0x16,
   SEND_ONLY_INV: 0x17,
+  UD_SEND_ONLY: 0x64,
   CNP: 0x81,
 } as const;
 
@@ -41,6 +42,8 @@ export interface RoceFrame {
   aeth?: { syndrome: number; msn: number };
   imm?: number;
   ieth?: number;
+  /** Datagram Extended Transport Header (UD): Q_Key and source QP */
+  deth?: { qkey: number; srcQp: number };
   payload?: Uint8Array;
   /** payload bytes when `payload` is omitted (zeros) */
   payloadLength?: number;
@@ -78,6 +81,12 @@ function ipChecksum(h: Buffer): number {
  */
 export function buildFrame(f: RoceFrame, snaplen = Infinity): { data: Buffer; wireLength: number } {
   const ext: Buffer[] = [];
+  if (f.deth) {
+    const d = Buffer.alloc(8);
+    d.writeUInt32BE(f.deth.qkey >>> 0, 0);
+    d.writeUInt32BE(f.deth.srcQp & 0xffffff, 4);
+    ext.push(d);
+  }
   if (f.reth) {
     const r = Buffer.alloc(16);
     r.writeBigUInt64BE(f.reth.va, 0);
@@ -153,28 +162,93 @@ export function buildFrame(f: RoceFrame, snaplen = Infinity): { data: Buffer; wi
   return { data: frame, wireLength };
 }
 
-/** 64-byte NVMe SQE with a keyed SGL data block descriptor (little-endian fields). */
-export function nvmeSqe(op: "read" | "write", cid: number, nsid: number, sglAddr: bigint, sglLength: number, sglKey: number, slba = 0n): Buffer {
+/** How a command describes its data (SPEC §2-§3). */
+export type SglKind =
+  /** keyed SGL data block (type 4, subtype 0): the target moves the data by RDMA */
+  | "keyed"
+  /** keyed, with remote invalidation (subtype 0xF): the target answers with SEND with Invalidate */
+  | "keyed-invalidate"
+  /** data block with the Offset subtype (type 0, subtype 1): the data follows the SQE in the capsule */
+  | "in-capsule";
+
+/** 64-byte NVMe SQE (little-endian fields). `opcode`: 0x01 write, 0x02 read, others (0x7F fabrics, 0x18 keep alive). */
+export function nvmeSqe(op: "read" | "write" | number, cid: number, nsid: number, sglAddr: bigint, sglLength: number, sglKey: number, slba = 0n, sgl: SglKind = "keyed"): Buffer {
   const s = Buffer.alloc(64);
-  s[0] = op === "write" ? 0x01 : 0x02;
+  s[0] = op === "write" ? 0x01 : op === "read" ? 0x02 : op & 0xff;
   s[1] = 0x40; // PSDT: SGL for data transfer
   s.writeUInt16LE(cid & 0xffff, 2);
   s.writeUInt32LE(nsid >>> 0, 4);
   s.writeBigUInt64LE(sglAddr, 24);
-  s.writeUIntLE(sglLength & 0xffffff, 32, 3);
-  s.writeUInt32LE(sglKey >>> 0, 35);
-  s[39] = 0x40; // SGL type 4 (keyed data block), subtype 0
-  s.writeBigUInt64LE(slba, 40);
-  s.writeUInt16LE(Math.max(0, Math.ceil(sglLength / 512) - 1) & 0xffff, 48);
+  if (sgl === "in-capsule") {
+    s.writeUInt32LE(sglLength >>> 0, 32); // 4-byte length, 3 reserved bytes
+    s[39] = 0x01; // SGL type 0 (data block), subtype 1 (offset)
+  } else {
+    s.writeUIntLE(sglLength & 0xffffff, 32, 3);
+    s.writeUInt32LE(sglKey >>> 0, 35);
+    s[39] = sgl === "keyed-invalidate" ? 0x4f : 0x40; // SGL type 4 (keyed data block)
+  }
+  if (typeof op === "string") {
+    s.writeBigUInt64LE(slba, 40);
+    s.writeUInt16LE(Math.max(0, Math.ceil(sglLength / 512) - 1) & 0xffff, 48);
+  }
   return s;
 }
 
-/** 16-byte NVMe CQE; `status` is the Status Field (SCT/SC), phase bit 1. */
-export function nvmeCqe(cid: number, sqid: number, sqhd: number, status: number): Buffer {
+/**
+ * 16-byte NVMe CQE. `status` is DW3 bits 31:16 with the phase bit clear
+ * (bit 0 here): SC in bits 8:1, SCT 11:9, CRD 13:12, More 14, DNR 15; 0 is
+ * success. `phase` is the phase tag the host expects.
+ */
+export function nvmeCqe(cid: number, sqid: number, sqhd: number, status: number, phase = 1): Buffer {
   const c = Buffer.alloc(16);
   c.writeUInt16LE(sqhd & 0xffff, 8);
   c.writeUInt16LE(sqid & 0xffff, 10);
   c.writeUInt16LE(cid & 0xffff, 12);
-  c.writeUInt16LE(((status & 0x7fff) << 1) | 1, 14);
+  c.writeUInt16LE((status & 0xfffe) | (phase & 1), 14);
   return c;
+}
+
+/** NVMe status values as nvmeCqe takes them (phase bit clear). */
+export const NvmeStatus = {
+  SUCCESS: 0x0000,
+  /** generic: Namespace Not Ready (SCT 0, SC 0x82), with DNR clear */
+  NAMESPACE_NOT_READY: 0x0104,
+  /** media: Write Fault (SCT 2, SC 0x80) */
+  WRITE_FAULT: 0x0500,
+  /** media: Unrecovered Read Error (SCT 2, SC 0x81) */
+  UNRECOVERED_READ_ERROR: 0x0502,
+  /** path: Asymmetric Access Transition (SCT 3, SC 0x03) */
+  ANA_TRANSITION: 0x0606,
+} as const;
+
+/** Attribute ids of the RDMA CM MADs this project reads. */
+export const CmAttr = { REQ: 0x0010, REP: 0x0013, RTU: 0x0014 } as const;
+
+/**
+ * An RDMA CM MAD (256 bytes) as RoCEv2 carries it: the payload of a UD SEND
+ * ONLY to QP 1. REQ names the active side's QP, REP the passive side's and
+ * answers the REQ's communication id.
+ */
+export function cmMad(attr: number, tid: bigint, f: { localCommId: number; remoteCommId?: number; localQpn: number; startingPsn?: number }): Buffer {
+  const m = Buffer.alloc(256);
+  m[0] = 1; // base version
+  m[1] = 0x07; // management class: CM
+  m[2] = 2; // class version
+  m[3] = 0x03; // method: Send
+  m.writeBigUInt64BE(tid, 8);
+  m.writeUInt16BE(attr, 16);
+  const d = 24;
+  m.writeUInt32BE(f.localCommId >>> 0, d);
+  if (attr === CmAttr.REQ) {
+    m.writeBigUInt64BE(0x0000000001060000n + 4420n, d + 8); // service id: RDMA_PS_TCP, port 4420 (NVMe-oF)
+    m.writeUInt32BE(((f.localQpn & 0xffffff) << 8) >>> 0, d + 32);
+    m.writeUInt32BE(((f.startingPsn ?? 0) & 0xffffff) << 8 >>> 0, d + 44);
+  } else {
+    m.writeUInt32BE((f.remoteCommId ?? 0) >>> 0, d + 4);
+    if (attr === CmAttr.REP) {
+      m.writeUInt32BE(((f.localQpn & 0xffffff) << 8) >>> 0, d + 12);
+      m.writeUInt32BE(((f.startingPsn ?? 0) & 0xffffff) << 8 >>> 0, d + 20);
+    }
+  }
+  return m;
 }

@@ -69,6 +69,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), host: r.host, target: r.target, cid: r.cid, op: op(r.op),
         bytes: BigInt(r.bytes), nvmeStatus: r.nvme_status, e2eCNs: big(r.e2e_c_ns), e2eSNs: big(r.e2e_s_ns), rttNs: big(r.rtt_ns), dalNs: big(r.dal_ns), dplNs: big(r.dpl_ns),
         incomplete: r.incomplete, mode: mode(r.mode), cSwitchId: r.c_switch_id ?? "", sSwitchId: r.s_switch_id ?? "", cmdUnixNs: BigInt(r.cmd_unix_ns),
+        hostQp: r.host_qp, targetQp: r.target_qp, cmdPsn: r.cmd_psn, inCapsule: r.in_capsule,
       });
       return { topic: topics.io, key, value: bytes(IoRecord.encode(m).finish()), headers };
     }
@@ -119,6 +120,8 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), digestsReceived: BigInt(r.digests_received),
         digestsLost: BigInt(r.digests_lost), digestsDuplicated: BigInt(r.digests_duplicated), badDigests: BigInt(r.bad_digests), mode: mode(r.mode),
         untrackedFlows: BigInt(r.untracked_flows ?? 0), untrackedIos: BigInt(r.untracked_ios ?? 0), ioReferencesLost: BigInt(r.io_references_lost ?? 0), parserErrors: BigInt(r.parser_errors ?? 0), unknownOpcodes: BigInt(r.unknown_opcodes ?? 0),
+        ioReplaced: BigInt(r.io_replaced ?? 0), ioUnpairedResponses: BigInt(r.io_unpaired_responses ?? 0), queuePairsLearned: BigInt(r.queue_pairs_learned ?? 0),
+        cnpUntracked: BigInt(r.cnp_untracked ?? 0), incompleteIos: BigInt(r.incomplete_ios),
       });
       return { topic: topics.alert, key: r.switch_id, value: bytes(SwitchStats.encode(m).finish()), headers };
     }

@@ -34,12 +34,18 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<32>, FLOW_SLOTS, extra_retransmitted)
     REGISTER(bit<32>, FLOW_SLOTS, extra_ecn_ce)
     REGISTER(bit<16>, FLOW_SLOTS, straddled)
-    // CNPs per host pair, in the direction of the data (CNP dst -> CNP src).
+    // CNPs per host pair, in the direction of the data (CNP dst -> CNP src),
+    // with the pair they count for: a slot is taken over only while its count
+    // is 0 (reported), so colliding pairs never add to each other's counts.
+    REGISTER(ipv4_addr_t, PAIR_SLOTS, pair_cnp_src)
+    REGISTER(ipv4_addr_t, PAIR_SLOTS, pair_cnp_dst)
     REGISTER(bit<32>, PAIR_SLOTS, pair_cnp)
-    // Flows already reported by a learn digest (polling mode).
+    // Flows already reported by a learn digest (polling mode), with the epoch
+    // they were reported in: a controller that takes over bumps it.
     REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_src)
     REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_dst)
     REGISTER(qpn_t, LEARN_SLOTS, learned_qp)
+    REGISTER(bit<16>, LEARN_SLOTS, learned_epoch)
 
     bit<32> slot = 0;
     epoch_t epoch = 0;
@@ -75,10 +81,22 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (opcode == OP_CNP) {
             bit<32> cidx;
             HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr });
+            ipv4_addr_t c_src;
+            ipv4_addr_t c_dst;
             bit<32> cnp;
+            pair_cnp_src.read(c_src, cidx);
+            pair_cnp_dst.read(c_dst, cidx);
             pair_cnp.read(cnp, cidx);
-            pair_cnp.write(cidx, cnp + 1);
             meta.stat.cnp = true;
+            if (c_src == hdr.ipv4.dst_addr && c_dst == hdr.ipv4.src_addr) {
+                pair_cnp.write(cidx, cnp + 1);
+            } else if (cnp == 0) {
+                pair_cnp_src.write(cidx, hdr.ipv4.dst_addr);
+                pair_cnp_dst.write(cidx, hdr.ipv4.src_addr);
+                pair_cnp.write(cidx, 1);
+            } else {
+                meta.stat.cnp_untracked = true;
+            }
             return;
         }
         if (opcode < OP_WRITE_FIRST || opcode > OP_WRITE_ONLY_IMM) {
@@ -101,13 +119,17 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                 ipv4_addr_t seen_src;
                 ipv4_addr_t seen_dst;
                 qpn_t seen_qp;
+                bit<16> seen_epoch;
                 learned_src.read(seen_src, lidx);
                 learned_dst.read(seen_dst, lidx);
                 learned_qp.read(seen_qp, lidx);
-                if (seen_src != hdr.ipv4.src_addr || seen_dst != hdr.ipv4.dst_addr || seen_qp != qp) {
+                learned_epoch.read(seen_epoch, lidx);
+                if (seen_src != hdr.ipv4.src_addr || seen_dst != hdr.ipv4.dst_addr || seen_qp != qp
+                        || seen_epoch != meta.cfg.epoch) {
                     learned_src.write(lidx, hdr.ipv4.src_addr);
                     learned_dst.write(lidx, hdr.ipv4.dst_addr);
                     learned_qp.write(lidx, qp);
+                    learned_epoch.write(lidx, meta.cfg.epoch);
                     meta.digest_kind = DIGEST_LEARN;
                     meta.learn_digest.kind = LEARN_FLOW;
                     meta.learn_digest.src = hdr.ipv4.src_addr;
@@ -234,9 +256,17 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (ends && is_new && (state & FLOW_MSG_OPEN) != 0) {
             bit<32> cidx;
             HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+            ipv4_addr_t c_src;
+            ipv4_addr_t c_dst;
             bit<32> cnp;
+            pair_cnp_src.read(c_src, cidx);
+            pair_cnp_dst.read(c_dst, cidx);
             pair_cnp.read(cnp, cidx);
-            pair_cnp.write(cidx, 0);
+            if (c_src == hdr.ipv4.src_addr && c_dst == hdr.ipv4.dst_addr) {
+                pair_cnp.write(cidx, 0);
+            } else {
+                cnp = 0;  // the slot counts for another pair
+            }
 
             meta.stat.message = true;
             meta.digest_kind = DIGEST_MSG;

@@ -1,21 +1,29 @@
 // NVMe-over-RoCE I/O tracking (SPEC §3).
 //
-// An I/O (host, target, CID) gets a hash-indexed slot at its command capsule.
-// Data packets find their I/O through two reference maps:
+// An I/O is (host, target, queue, CID), the queue named by its target-side
+// QP (the command capsule's destination). It gets a hash-indexed slot at its
+// command capsule. Data packets find their I/O through reference maps:
 //   - by R_Key: RDMA WRITE first/only (read data) and READ REQUEST (write);
 //   - by PSN: READ RESPONSE first/only (write data) answers the request's PSN;
-// and continuation packets (middle/last) through the map of the QP's
-// current message. The response capsule closes the slot and emits one
-// io_digest_t with every duration measured at this switch. The command
-// capsule emits one too, so that the exporter can count I/Os that never
-// complete.
+// and continuation packets (middle/last) through the map of the QP's current
+// message. The response capsule arrives on the host-side QP: QueuePairs
+// gives the queue's target QP, and the I/O's slot. The response closes the
+// slot and emits one io_digest_t with every duration measured at this
+// switch. The command capsule emits one too, so that the exporter can count
+// I/Os that never complete.
+//
+// Stages, in the order a pipeline with one access per register can run
+// them: RDMA CM map, R_Key map, PSN map, QP map, queue pairs, I/O slot.
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
+
+#include "queue_pairs.p4"
 
 // Bits of the io_info register.
 const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
+const bit<8> IO_INFO_IN_CAPSULE = 0x10;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
@@ -28,33 +36,48 @@ const bit<8> IO_PKT_READ_REQ = 4;     // target -> host READ REQUEST (write I/O)
 const bit<8> IO_PKT_READ_RESP = 5;    // host -> target READ RESPONSE (write I/O)
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
-    // The I/O slots.
+    // The I/O slots; the key is (host, target, target QP, CID).
     REGISTER(ipv4_addr_t, IO_SLOTS, io_host)
     REGISTER(ipv4_addr_t, IO_SLOTS, io_target)
+    REGISTER(bit<32>, IO_SLOTS, io_target_qp)
     REGISTER(bit<16>, IO_SLOTS, io_cid)
+    REGISTER(bit<32>, IO_SLOTS, io_cmd_psn)       // tells a retransmitted command from a new one
     REGISTER(bit<8>, IO_SLOTS, io_info)           // IO_INFO_*
     REGISTER(bit<32>, IO_SLOTS, io_bytes)
     REGISTER(ts_t, IO_SLOTS, io_cmd_ts)
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    // Reference maps; a reference is slot[31:16] ++ cid[15:0]. Keys are kept
-    // whole, in registers of at most 32 bits (as Tofino's are).
+    // Reference maps; a reference is slot[31:16] ++ cid[15:0], with the
+    // I/O's target QP beside it. Keys are kept whole, in registers of at most
+    // 32 bits (as Tofino's are).
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_target)
     REGISTER(rkey_t, IOREF_SLOTS, rkey_map_rkey)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_ref)
+    REGISTER(bit<32>, IOREF_SLOTS, rkey_map_target_qp)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_target)
-    REGISTER(psn_t, IOREF_SLOTS, psn_map_psn)
+    REGISTER(bit<32>, IOREF_SLOTS, psn_map_psn)       // valid bit 31 ++ PSN
+    REGISTER(bit<32>, IOREF_SLOTS, psn_map_target_qp)
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_ref)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_src)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_dst)
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_qpn)      // valid bit 31 ++ QP number
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_ref)
-    // Host-target pairs already reported by a learn digest (polling mode).
+    REGISTER(bit<32>, IOREF_SLOTS, qp_map_target_qp)
+    // RDMA CM exchanges in flight: the host's QP from its REQ, by communication id.
+    REGISTER(ipv4_addr_t, CM_SLOTS, cm_host)
+    REGISTER(ipv4_addr_t, CM_SLOTS, cm_target)
+    REGISTER(bit<32>, CM_SLOTS, cm_comm_id)
+    REGISTER(bit<32>, CM_SLOTS, cm_host_qp)
+    // Host-target pairs already reported by a learn digest (polling mode), with
+    // the epoch they were reported in: a controller that takes over bumps it.
     REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_host)
     REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_target)
+    REGISTER(bit<16>, LEARN_SLOTS, learned_epoch)
+
+    QueuePairs() queue_pairs;
 
     bit<8> pkt_class = IO_PKT_NONE;
     ipv4_addr_t host = 0;
@@ -86,11 +109,47 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
         bit<8> opcode = hdr.bth.opcode;
 
+        // RDMA CM: the REQ (host -> target) names the host's QP; the REP
+        // (target -> host) names the target's, and answers the REQ's id.
+        if (hdr.cm_req.isValid()) {
+            bit<32> cidx;
+            HASH_INDEX(cidx, CM_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.cm_req.local_comm_id });
+            cm_host.write(cidx, hdr.ipv4.src_addr);
+            cm_target.write(cidx, hdr.ipv4.dst_addr);
+            cm_comm_id.write(cidx, hdr.cm_req.local_comm_id);
+            cm_host_qp.write(cidx, 8w0 ++ hdr.cm_req.local_qpn);
+            return;
+        }
+        if (hdr.cm_rep.isValid()) {
+            bit<32> cidx;
+            HASH_INDEX(cidx, CM_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.cm_rep.remote_comm_id });
+            ipv4_addr_t c_host;
+            ipv4_addr_t c_target;
+            bit<32> c_id;
+            bit<32> c_qp;
+            cm_host.read(c_host, cidx);
+            cm_target.read(c_target, cidx);
+            cm_comm_id.read(c_id, cidx);
+            cm_host_qp.read(c_qp, cidx);
+            if (c_host == hdr.ipv4.dst_addr && c_target == hdr.ipv4.src_addr && c_id == hdr.cm_rep.remote_comm_id) {
+                bool cm_found;
+                qpn_t cm_peer;
+                queue_pairs.apply(QP_LEARN, hdr.ipv4.dst_addr, hdr.ipv4.src_addr, c_qp[23:0], hdr.cm_rep.local_qpn,
+                                  cm_found, cm_peer, meta);
+            }
+            return;
+        }
+
         // Classify, and orient the packet as host/target.
+        bool in_capsule = false;
         if (hdr.nvme_sqe.isValid()) {
             if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
                     && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
                 pkt_class = IO_PKT_CMD;
+            } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK
+                    && hdr.nvme_sqe.sgl_subtype == NVME_SGL_SUBTYPE_OFFSET) {
+                pkt_class = IO_PKT_CMD;
+                in_capsule = true;
             }
         } else if (hdr.nvme_cqe.isValid()) {
             pkt_class = IO_PKT_RSP;
@@ -129,11 +188,14 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     HASH_INDEX(lidx, LEARN_SLOTS, { host, target });
                     ipv4_addr_t seen_host;
                     ipv4_addr_t seen_target;
+                    bit<16> seen_epoch;
                     learned_host.read(seen_host, lidx);
                     learned_target.read(seen_target, lidx);
-                    if (seen_host != host || seen_target != target) {
+                    learned_epoch.read(seen_epoch, lidx);
+                    if (seen_host != host || seen_target != target || seen_epoch != meta.cfg.epoch) {
                         learned_host.write(lidx, host);
                         learned_target.write(lidx, target);
+                        learned_epoch.write(lidx, meta.cfg.epoch);
                         meta.digest_kind = DIGEST_LEARN;
                         meta.learn_digest.kind = LEARN_IO_PAIR;
                         meta.learn_digest.src = host;
@@ -146,72 +208,234 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
         }
 
-        bit<32> slot = 0;
         bit<16> cid = 0;
+        qpn_t ref_tqp = 0;       // the target QP of the I/O a data packet belongs to
+        bit<32> ref = 0;
         bool found = false;
-
+        rkey_t sgl_key = 0;
+        bit<32> sgl_len = 0;
         if (pkt_class == IO_PKT_CMD) {
             cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
-            rkey_t sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
+            sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
                 ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
-            bit<32> sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
-                ++ hdr.nvme_sqe.sgl_len_le[23:16];
-            HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
+            if (in_capsule) {
+                // Data Block descriptor: a 4-byte length.
+                sgl_len = hdr.nvme_sqe.sgl_key_le[31:24] ++ hdr.nvme_sqe.sgl_len_le[7:0]
+                    ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
+            } else {
+                sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
+                    ++ hdr.nvme_sqe.sgl_len_le[23:16];
+            }
+        } else if (pkt_class == IO_PKT_RSP) {
+            cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
+        }
+        bit<32> cmd_slot;
+        HASH_INDEX(cmd_slot, IO_SLOTS, { host, target, hdr.bth.dest_qp, cid });
+
+        // R_Key map. The command writes its key whatever becomes of it (a
+        // reference to another I/O's slot fails that slot's key check).
+        if (pkt_class == IO_PKT_CMD && !in_capsule) {
+            bit<32> ridx;
+            HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
+            // An entry of another I/O still in flight is lost here: count it.
+            ipv4_addr_t prev_host;
+            ipv4_addr_t prev_target;
+            rkey_t prev_rkey;
+            bit<32> prev_ref;
+            rkey_map_host.read(prev_host, ridx);
+            rkey_map_target.read(prev_target, ridx);
+            rkey_map_rkey.read(prev_rkey, ridx);
+            rkey_map_ref.read(prev_ref, ridx);
+            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
+                bit<8> prev_info;
+                bit<16> prev_cid;
+                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
+                    meta.stat.ioref_overwritten = true;
+                }
+            }
+            rkey_map_host.write(ridx, host);
+            rkey_map_target.write(ridx, target);
+            rkey_map_rkey.write(ridx, sgl_key);
+            rkey_map_ref.write(ridx, cmd_slot[15:0] ++ cid);
+            rkey_map_target_qp.write(ridx, 8w0 ++ hdr.bth.dest_qp);
+        } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
+            bit<32> ridx;
+            HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
+            ipv4_addr_t k_host;
+            ipv4_addr_t k_target;
+            rkey_t k_rkey;
+            bit<32> k_ref;
+            bit<32> k_tqp;
+            rkey_map_host.read(k_host, ridx);
+            rkey_map_target.read(k_target, ridx);
+            rkey_map_rkey.read(k_rkey, ridx);
+            rkey_map_ref.read(k_ref, ridx);
+            rkey_map_target_qp.read(k_tqp, ridx);
+            if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
+                ref = k_ref;
+                ref_tqp = k_tqp[23:0];
+                found = true;
+            }
+        }
+
+        // PSN map: a READ RESPONSE first/only carries the PSN of the READ
+        // REQUEST it answers, on the I/O's target QP.
+        bit<32> psn_tag = 1w1 ++ 7w0 ++ hdr.bth.psn;
+        if (pkt_class == IO_PKT_READ_REQ && found) {
+            bit<32> pidx;
+            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, ref_tqp, hdr.bth.psn });
+            // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
+            ipv4_addr_t prev_host;
+            ipv4_addr_t prev_target;
+            bit<32> prev_psn;
+            bit<32> prev_tqp;
+            bit<32> prev_ref;
+            psn_map_host.read(prev_host, pidx);
+            psn_map_target.read(prev_target, pidx);
+            psn_map_psn.read(prev_psn, pidx);
+            psn_map_target_qp.read(prev_tqp, pidx);
+            psn_map_ref.read(prev_ref, pidx);
+            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != psn_tag
+                    || prev_tqp != 8w0 ++ ref_tqp)) {
+                bit<8> prev_info;
+                bit<16> prev_cid;
+                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
+                    meta.stat.ioref_overwritten = true;
+                }
+            }
+            psn_map_host.write(pidx, host);
+            psn_map_target.write(pidx, target);
+            psn_map_psn.write(pidx, psn_tag);
+            psn_map_target_qp.write(pidx, 8w0 ++ ref_tqp);
+            psn_map_ref.write(pidx, ref);
+        } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
+            bit<32> pidx;
+            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.dest_qp, hdr.bth.psn });
+            ipv4_addr_t p_host;
+            ipv4_addr_t p_target;
+            bit<32> p_psn;
+            bit<32> p_tqp;
+            bit<32> p_ref;
+            psn_map_host.read(p_host, pidx);
+            psn_map_target.read(p_target, pidx);
+            psn_map_psn.read(p_psn, pidx);
+            psn_map_target_qp.read(p_tqp, pidx);
+            psn_map_ref.read(p_ref, pidx);
+            if (p_host == host && p_target == target && p_psn == psn_tag && p_tqp == 8w0 ++ hdr.bth.dest_qp) {
+                ref = p_ref;
+                ref_tqp = hdr.bth.dest_qp;
+                found = true;
+            }
+        }
+
+        // QP map: the QP's current message belongs to this I/O, or to none.
+        bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
+            || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
+        if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
+            bit<32> qidx;
+            HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+            bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
+            if (starts_message) {
+                qp_map_src.write(qidx, hdr.ipv4.src_addr);
+                qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
+                qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
+                qp_map_ref.write(qidx, ref);
+                qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
+            } else {
+                ipv4_addr_t q_src;
+                ipv4_addr_t q_dst;
+                bit<32> q_qpn;
+                bit<32> q_ref;
+                bit<32> q_tqp;
+                qp_map_src.read(q_src, qidx);
+                qp_map_dst.read(q_dst, qidx);
+                qp_map_qpn.read(q_qpn, qidx);
+                qp_map_ref.read(q_ref, qidx);
+                qp_map_target_qp.read(q_tqp, qidx);
+                if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
+                    ref = q_ref;
+                    ref_tqp = q_tqp[23:0];
+                    found = true;
+                }
+            }
+        }
+
+        // Queue pairs: a keyed transfer teaches the pairing (it goes to the
+        // host's QP, and its key names an I/O of the target's QP); a command
+        // looks up its host QP, a response its target QP.
+        bool paired = false;
+        qpn_t peer_qp = 0;
+        if (pkt_class == IO_PKT_CMD) {
+            queue_pairs.apply(QP_FIND_BY_TARGET, host, target, 0, hdr.bth.dest_qp, paired, peer_qp, meta);
+        } else if (pkt_class == IO_PKT_RSP) {
+            queue_pairs.apply(QP_FIND_BY_HOST, host, target, hdr.bth.dest_qp, 0, paired, peer_qp, meta);
+        } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid() && found) {
+            queue_pairs.apply(QP_LEARN, host, target, hdr.bth.dest_qp, ref_tqp, paired, peer_qp, meta);
+        }
+
+        // The I/O's slot.
+        if (pkt_class == IO_PKT_CMD) {
+            if (in_capsule && !paired) {
+                // No keyed transfer will name this queue's host QP before the
+                // response: the I/O cannot be attributed to a queue.
+                meta.stat.untracked_io = true;
+                return;
+            }
+            bit<32> slot = cmd_slot;
+            bit<32> cmd_psn = 8w0 ++ hdr.bth.psn;
             ipv4_addr_t old_host;
             ipv4_addr_t old_target;
+            bit<32> old_tqp;
             bit<16> old_cid;
+            bit<32> old_psn;
             bit<8> old_info;
             ts_t old_cmd_ts;
             io_host.read(old_host, slot);
             io_target.read(old_target, slot);
+            io_target_qp.read(old_tqp, slot);
             io_cid.read(old_cid, slot);
+            io_cmd_psn.read(old_psn, slot);
             io_info.read(old_info, slot);
             io_cmd_ts.read(old_cmd_ts, slot);
             bool live = (old_info & IO_INFO_VALID) != 0
                 && meta.now - old_cmd_ts <= meta.cfg.io_timeout_ns;
-            bool same = old_host == host && old_target == target && old_cid == cid;
-            if (live && same) {
+            bool same = old_host == host && old_target == target && old_tqp == 8w0 ++ hdr.bth.dest_qp
+                && old_cid == cid;
+            if (live && same && old_psn == cmd_psn) {
                 // A retransmitted command capsule: the first one counts.
-            } else if (live) {
+            } else if (live && !same) {
                 meta.stat.untracked_io = true;
             } else {
+                // New, or the key of an open I/O: NVMe reuses a CID only after
+                // its completion, so that I/O's response was lost.
+                bit<8> flags = 0;
+                if (live) {
+                    flags = IO_FLAG_REPLACED;
+                    meta.stat.io_replaced = true;
+                }
                 bit<8> info = IO_INFO_VALID | vantage;
                 if (hdr.nvme_sqe.opc == NVME_OPC_WRITE) {
                     info = info | IO_INFO_WRITE;
                 }
+                if (in_capsule) {
+                    info = info | IO_INFO_IN_CAPSULE;
+                    flags = flags | IO_FLAG_IN_CAPSULE;
+                }
                 io_host.write(slot, host);
                 io_target.write(slot, target);
+                io_target_qp.write(slot, 8w0 ++ hdr.bth.dest_qp);
                 io_cid.write(slot, cid);
+                io_cmd_psn.write(slot, cmd_psn);
                 io_info.write(slot, info);
                 io_bytes.write(slot, sgl_len);
                 io_cmd_ts.write(slot, meta.now);
                 io_data_first_ts.write(slot, 0);
                 io_data_last_ts.write(slot, 0);
                 io_rr_first_ts.write(slot, 0);
-                bit<32> ridx;
-                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
-                // An entry of another I/O still in flight is lost here: count it.
-                ipv4_addr_t prev_host;
-                ipv4_addr_t prev_target;
-                rkey_t prev_rkey;
-                bit<32> prev_ref;
-                rkey_map_host.read(prev_host, ridx);
-                rkey_map_target.read(prev_target, ridx);
-                rkey_map_rkey.read(prev_rkey, ridx);
-                rkey_map_ref.read(prev_ref, ridx);
-                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
-                    bit<8> prev_info;
-                    bit<16> prev_cid;
-                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                    if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
-                        meta.stat.ioref_overwritten = true;
-                    }
-                }
-                rkey_map_host.write(ridx, host);
-                rkey_map_target.write(ridx, target);
-                rkey_map_rkey.write(ridx, sgl_key);
-                rkey_map_ref.write(ridx, slot[15:0] ++ cid);
 
                 meta.stat.io_cmd = true;
                 meta.digest_kind = DIGEST_IO;
@@ -219,9 +443,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 meta.io_digest.mode = meta.cfg.mode;
                 meta.io_digest.vantage = vantage;
                 meta.io_digest.op = (hdr.nvme_sqe.opc == NVME_OPC_WRITE) ? IO_OP_WRITE : IO_OP_READ;
-                meta.io_digest.flags = 0;
+                meta.io_digest.flags = flags;
                 meta.io_digest.host = host;
                 meta.io_digest.target = target;
+                meta.io_digest.host_qp = peer_qp;
+                meta.io_digest.target_qp = hdr.bth.dest_qp;
+                meta.io_digest.cmd_psn = hdr.bth.psn;
                 meta.io_digest.cid = cid;
                 meta.io_digest.status = 0;
                 meta.io_digest.bytes = sgl_len;
@@ -235,18 +462,47 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
 
         if (pkt_class == IO_PKT_RSP) {
-            cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
-            bit<16> status_word = hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8];
-            HASH_INDEX(slot, IO_SLOTS, { host, target, cid });
+            // CQE DW3 bits 31:16, without the phase bit.
+            bit<16> status = (hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8]) & 16w0xfffe;
+            meta.io_digest.mode = meta.cfg.mode;
+            meta.io_digest.host = host;
+            meta.io_digest.target = target;
+            meta.io_digest.host_qp = hdr.bth.dest_qp;
+            meta.io_digest.cid = cid;
+            meta.io_digest.status = status;
+            meta.io_digest.ts = meta.now;
+            meta.io_digest.to_data_ns = 0;
+            meta.io_digest.from_data_ns = 0;
+            meta.io_digest.host_prep_ns = 0;
+            if (!paired) {
+                meta.stat.io_unpaired_rsp = true;
+                meta.digest_kind = DIGEST_IO;
+                meta.io_digest.event = IO_EVENT_UNPAIRED_RSP;
+                meta.io_digest.vantage = vantage;
+                meta.io_digest.op = 0;
+                meta.io_digest.flags = 0;
+                meta.io_digest.target_qp = 0;
+                meta.io_digest.cmd_psn = 0;
+                meta.io_digest.bytes = 0;
+                meta.io_digest.e2e_ns = 0;
+                return;
+            }
+            bit<32> slot;
+            HASH_INDEX(slot, IO_SLOTS, { host, target, peer_qp, cid });
             ipv4_addr_t slot_host;
             ipv4_addr_t slot_target;
+            bit<32> slot_tqp;
             bit<16> slot_cid;
+            bit<32> slot_psn;
             bit<8> info;
             io_host.read(slot_host, slot);
             io_target.read(slot_target, slot);
+            io_target_qp.read(slot_tqp, slot);
             io_cid.read(slot_cid, slot);
+            io_cmd_psn.read(slot_psn, slot);
             io_info.read(info, slot);
-            if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target || slot_cid != cid) {
+            if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
+                    || slot_tqp != 8w0 ++ peer_qp || slot_cid != cid) {
                 meta.stat.io_unmatched_rsp = true;
                 return;
             }
@@ -266,15 +522,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             bool data_seen = (info & IO_INFO_DATA_SEEN) != 0;
             bool rr_seen = (info & IO_INFO_RR_SEEN) != 0;
             meta.io_digest.flags = 0;
-            meta.io_digest.to_data_ns = 0;
-            meta.io_digest.from_data_ns = 0;
-            meta.io_digest.host_prep_ns = 0;
             if (data_seen) {
                 meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_DATA_SEEN;
                 meta.io_digest.to_data_ns = first_ts - cmd_ts;
             }
             if (rr_seen) {
                 meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_RR_SEEN;
+            }
+            if ((info & IO_INFO_IN_CAPSULE) != 0) {
+                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_IN_CAPSULE;
             }
             // The last data packet: read data (read), READ RESPONSE (write).
             if ((!is_write && data_seen) || (is_write && rr_seen)) {
@@ -286,91 +542,34 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.stat.io_rsp = true;
             meta.digest_kind = DIGEST_IO;
             meta.io_digest.event = IO_EVENT_RSP;
-            meta.io_digest.mode = meta.cfg.mode;
             meta.io_digest.vantage = info & IO_INFO_VANTAGE;
             meta.io_digest.op = is_write ? IO_OP_WRITE : IO_OP_READ;
-            meta.io_digest.host = host;
-            meta.io_digest.target = target;
-            meta.io_digest.cid = cid;
-            meta.io_digest.status = status_word >> 1;
+            meta.io_digest.target_qp = peer_qp;
+            meta.io_digest.cmd_psn = slot_psn[23:0];
             meta.io_digest.bytes = bytes;
-            meta.io_digest.ts = meta.now;
             meta.io_digest.e2e_ns = meta.now - cmd_ts;
             return;
         }
 
-        // Data packets: find the I/O they belong to.
-        bit<32> ref = 0;
-        bit<32> qidx;
-        HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
-        bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
-        bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
-            || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
-
-        if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) {
-            if (hdr.reth.isValid()) {
-                bit<32> ridx;
-                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
-                ipv4_addr_t k_host;
-                ipv4_addr_t k_target;
-                rkey_t k_rkey;
-                rkey_map_host.read(k_host, ridx);
-                rkey_map_target.read(k_target, ridx);
-                rkey_map_rkey.read(k_rkey, ridx);
-                if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
-                    rkey_map_ref.read(ref, ridx);
-                    found = true;
-                }
-            }
-        } else if (starts_message) {
-            // READ RESPONSE first/only carries the PSN of the READ REQUEST.
-            bit<32> pidx;
-            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
-            ipv4_addr_t p_host;
-            ipv4_addr_t p_target;
-            psn_t p_psn;
-            psn_map_host.read(p_host, pidx);
-            psn_map_target.read(p_target, pidx);
-            psn_map_psn.read(p_psn, pidx);
-            if (p_host == host && p_target == target && p_psn == hdr.bth.psn) {
-                psn_map_ref.read(ref, pidx);
-                found = true;
-            }
-        }
-        if (starts_message) {
-            // The QP's current message belongs to this I/O, or to none.
-            qp_map_src.write(qidx, hdr.ipv4.src_addr);
-            qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
-            qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
-            qp_map_ref.write(qidx, ref);
-        } else if (pkt_class != IO_PKT_READ_REQ) {
-            ipv4_addr_t q_src;
-            ipv4_addr_t q_dst;
-            bit<32> q_qpn;
-            qp_map_src.read(q_src, qidx);
-            qp_map_dst.read(q_dst, qidx);
-            qp_map_qpn.read(q_qpn, qidx);
-            if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
-                qp_map_ref.read(ref, qidx);
-                found = true;
-            }
-        }
+        // Data packets: the I/O their reference names, if its key still holds.
         if (!found) {
             return;
         }
-
-        slot = 16w0 ++ ref[31:16];
+        bit<32> slot = 16w0 ++ ref[31:16];
         cid = ref[15:0];
         ipv4_addr_t slot_host;
         ipv4_addr_t slot_target;
+        bit<32> slot_tqp;
         bit<16> slot_cid;
         bit<8> info;
         io_host.read(slot_host, slot);
         io_target.read(slot_target, slot);
+        io_target_qp.read(slot_tqp, slot);
         io_cid.read(slot_cid, slot);
         io_info.read(info, slot);
         bool is_write = (info & IO_INFO_WRITE) != 0;
-        if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target || slot_cid != cid) {
+        if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
+                || slot_tqp != 8w0 ++ ref_tqp || slot_cid != cid) {
             return;
         }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
@@ -384,30 +583,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_data_first_ts.write(slot, meta.now);
                 io_info.write(slot, info | IO_INFO_DATA_SEEN);
             }
-            bit<32> pidx;
-            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.psn });
-            // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
-            ipv4_addr_t prev_host;
-            ipv4_addr_t prev_target;
-            psn_t prev_psn;
-            bit<32> prev_ref;
-            psn_map_host.read(prev_host, pidx);
-            psn_map_target.read(prev_target, pidx);
-            psn_map_psn.read(prev_psn, pidx);
-            psn_map_ref.read(prev_ref, pidx);
-            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != hdr.bth.psn)) {
-                bit<8> prev_info;
-                bit<16> prev_cid;
-                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
-                    meta.stat.ioref_overwritten = true;
-                }
-            }
-            psn_map_host.write(pidx, host);
-            psn_map_target.write(pidx, target);
-            psn_map_psn.write(pidx, hdr.bth.psn);
-            psn_map_ref.write(pidx, ref);
         } else if (pkt_class == IO_PKT_READ_RESP && is_write) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
                 io_rr_first_ts.write(slot, meta.now);

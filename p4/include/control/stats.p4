@@ -24,6 +24,10 @@ control Stats(in headers_t hdr, in bit<9> ingress_port, in local_metadata_t meta
         if (meta.stat.no_route) { telemetry_stats.count(STAT_NO_ROUTE); }
         if (meta.stat.ioref_overwritten) { telemetry_stats.count(STAT_IOREF_OVERWRITTEN); }
         if (meta.stat.unknown_opcode) { telemetry_stats.count(STAT_UNKNOWN_OPCODES); }
+        if (meta.stat.io_replaced) { telemetry_stats.count(STAT_IO_REPLACED); }
+        if (meta.stat.io_unpaired_rsp) { telemetry_stats.count(STAT_IO_UNPAIRED_RESPONSES); }
+        if (meta.stat.queue_pair_learned) { telemetry_stats.count(STAT_QUEUE_PAIRS_LEARNED); }
+        if (meta.stat.cnp_untracked) { telemetry_stats.count(STAT_CNP_UNTRACKED); }
     }
 }
 

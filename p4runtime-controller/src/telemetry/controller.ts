@@ -2,7 +2,7 @@
 // port roles, measurement mode, digest configuration and draining, flow
 // learning and the polling-mode rotation. Everything is a table write: the
 // mode switches at run time without a pipeline reload.
-import { createHash } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { EventEmitter } from "node:events";
 import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
@@ -28,6 +28,8 @@ export interface DigestBatch {
   switchId: string;
   listTimestampNs: bigint;
   digests: TelemetryDigest[];
+  /** samples of this list that could not be decoded (counted, and reported on switch_stats) */
+  badDigests: number;
   /** the raw samples, by digest name, for the raw-digest topic */
   raw: { digest: string; samples: DigestMember[][] };
 }
@@ -45,7 +47,7 @@ export interface ControllerEvents {
 export const SWITCH_COUNTERS = [
   "roce_packets", "untracked_flows", "untracked_ios", "io_commands", "io_responses", "io_unmatched_responses",
   "messages", "straddled_messages", "learned", "digests", "parser_errors", "cnp", "ecn_ce", "no_route",
-  "ioref_overwritten", "unknown_opcodes",
+  "ioref_overwritten", "unknown_opcodes", "io_replaced", "io_unpaired_responses", "queue_pairs_learned", "cnp_untracked",
 ] as const;
 export type SwitchCounters = Record<(typeof SWITCH_COUNTERS)[number], number>;
 
@@ -66,7 +68,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   readonly state = new DesiredState();
   readonly connection: SwitchConnection;
   private mode: Mode;
-  private epoch = 1;
+  /**
+   * Tags flow state and the switch's learn filters. It starts at a random
+   * value and moves on every time this controller becomes primary, so that a
+   * controller taking over a running switch (restart, failover) never shares
+   * an epoch with the one before it: the switch reports every flow and pair
+   * again (SPEC §5).
+   */
+  private epoch = randomInt(1, 0x10000);
+  private primaryOnce = false;
   private readonly rotation: Rotation;
   private rotationTimer: NodeJS.Timeout | undefined;
   private readonly digestNames = new Map<number, string>();
@@ -114,6 +124,14 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     });
     this.connection.on("primary", () => {
       this.stats.primary = true;
+      if (this.primaryOnce) {
+        // Taking over again (reconnection, failover back): what this
+        // controller learned before may be stale, and a switch that kept
+        // running must report its flows again.
+        this.bumpEpoch();
+        this.connection.sync().catch((err: unknown) => this.log.warn("epoch write failed", { error: (err as Error).message }));
+      }
+      this.primaryOnce = true;
       this.emit("primary");
       if (this.mode === "polling") this.startRotation();
     });
@@ -203,10 +221,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   }
 
   /** Switches the measurement mode by table writes only. */
+  private bumpEpoch(): void {
+    this.epoch = (this.epoch % 0xffff) + 1;
+    this.stats.epoch = this.epoch;
+    this.setConfigEntry();
+  }
+
   async setMode(mode: Mode): Promise<void> {
     if (mode === this.mode) return;
     this.mode = mode;
-    this.epoch++;
+    this.epoch = (this.epoch % 0xffff) + 1;
     this.stats.mode = mode;
     this.stats.epoch = this.epoch;
     if (mode === "full") {
@@ -296,12 +320,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stats.digestLists++;
     const name = this.digestNames.get(list.digestId);
     if (!name) {
-      this.stats.badDigests++;
-      this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId}` });
+      const n = isFastDigestList(list) ? list.samples.length : list.data.length;
+      this.stats.badDigests += n;
+      this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId} (${n} samples)` });
+      this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, raw: { digest: "", samples: [] } });
       return;
     }
     const digests: TelemetryDigest[] = [];
     const raw: DigestMember[][] = [];
+    let bad = 0;
     const samples = isFastDigestList(list) ? list.samples : list.data;
     for (const sample of samples) {
       try {
@@ -311,6 +338,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
         raw.push(values);
         this.learn(d);
       } catch (err) {
+        bad++;
         this.stats.badDigests++;
         this.emit("bad-digest", { message: (err as Error).message });
       }
@@ -321,7 +349,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
         })
       : list.timestamp;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, raw: { digest: name, samples: raw } });
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, raw: { digest: name, samples: raw } });
   }
 
   private learn(d: TelemetryDigest): void {

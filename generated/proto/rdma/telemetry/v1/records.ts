@@ -177,8 +177,25 @@ export interface IoRecord {
   /** Switch ids of the compute-side and storage-side vantages that reported. */
   cSwitchId: string;
   sSwitchId: string;
-  /** Wall-clock time of the command (first vantage that saw it). */
+  /**
+   * Wall-clock time of the command (first vantage that saw it); in replay,
+   * the capture timestamp of the command capsule.
+   */
   cmdUnixNs: bigint;
+  /**
+   * The NVMe queue: the host-side and target-side QP numbers of its RC
+   * connection (host_qp 0: the response was never seen and the pairing was
+   * not yet known at the command).
+   */
+  hostQp: number;
+  targetQp: number;
+  /**
+   * PSN of the command capsule: with (host, target, target_qp, cid) it names
+   * one I/O even where the CID is reused.
+   */
+  cmdPsn: number;
+  /** A write whose data followed the command in its capsule: DAL = e2e at S, no DPL. */
+  inCapsule: boolean;
 }
 
 /** Per (host, target, op) per interval (topic rdma.io.v1). Key: "host|target". */
@@ -312,6 +329,19 @@ export interface SwitchStats {
   /** Packets the switch could not parse whole, and RoCE packets with a reserved BTH opcode (both forwarded). */
   parserErrors: bigint;
   unknownOpcodes: bigint;
+  /**
+   * Open I/Os closed at once because a new command reused their key (their
+   * response was lost); they are also in the I/O records as incomplete.
+   */
+  ioReplaced: bigint;
+  /** Response capsules on a queue whose host-QP/target-QP pairing was not known. */
+  ioUnpairedResponses: bigint;
+  /** Pairings of a host QP with a target QP learned (keyed transfers, RDMA CM). */
+  queuePairsLearned: bigint;
+  /** CNPs not counted: their host pair's slot was held by another pair. */
+  cnpUntracked: bigint;
+  /** Commands with no response within the I/O timeout, seen by this switch. */
+  incompleteIos: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -587,6 +617,10 @@ function createBaseIoRecord(): IoRecord {
     cSwitchId: "",
     sSwitchId: "",
     cmdUnixNs: 0n,
+    hostQp: 0,
+    targetQp: 0,
+    cmdPsn: 0,
+    inCapsule: false,
   };
 }
 
@@ -666,6 +700,18 @@ export const IoRecord: MessageFns<IoRecord> = {
         throw new globalThis.Error("value provided for field message.cmdUnixNs of type uint64 too large");
       }
       writer.uint32(144).uint64(message.cmdUnixNs);
+    }
+    if (message.hostQp !== 0) {
+      writer.uint32(152).uint32(message.hostQp);
+    }
+    if (message.targetQp !== 0) {
+      writer.uint32(160).uint32(message.targetQp);
+    }
+    if (message.cmdPsn !== 0) {
+      writer.uint32(168).uint32(message.cmdPsn);
+    }
+    if (message.inCapsule !== false) {
+      writer.uint32(176).bool(message.inCapsule);
     }
     return writer;
   },
@@ -827,6 +873,38 @@ export const IoRecord: MessageFns<IoRecord> = {
             message.cmdUnixNs = reader.uint64() as bigint;
             continue;
           }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.hostQp = reader.uint32();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.targetQp = reader.uint32();
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.cmdPsn = reader.uint32();
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.inCapsule = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -887,6 +965,26 @@ export const IoRecord: MessageFns<IoRecord> = {
         : isSet(object.cmd_unix_ns)
         ? BigInt(object.cmd_unix_ns)
         : 0n,
+      hostQp: isSet(object.hostQp)
+        ? globalThis.Number(object.hostQp)
+        : isSet(object.host_qp)
+        ? globalThis.Number(object.host_qp)
+        : 0,
+      targetQp: isSet(object.targetQp)
+        ? globalThis.Number(object.targetQp)
+        : isSet(object.target_qp)
+        ? globalThis.Number(object.target_qp)
+        : 0,
+      cmdPsn: isSet(object.cmdPsn)
+        ? globalThis.Number(object.cmdPsn)
+        : isSet(object.cmd_psn)
+        ? globalThis.Number(object.cmd_psn)
+        : 0,
+      inCapsule: isSet(object.inCapsule)
+        ? globalThis.Boolean(object.inCapsule)
+        : isSet(object.in_capsule)
+        ? globalThis.Boolean(object.in_capsule)
+        : false,
     };
   },
 
@@ -946,6 +1044,18 @@ export const IoRecord: MessageFns<IoRecord> = {
     if (message.cmdUnixNs !== 0n) {
       obj.cmdUnixNs = message.cmdUnixNs.toString();
     }
+    if (message.hostQp !== 0) {
+      obj.hostQp = Math.round(message.hostQp);
+    }
+    if (message.targetQp !== 0) {
+      obj.targetQp = Math.round(message.targetQp);
+    }
+    if (message.cmdPsn !== 0) {
+      obj.cmdPsn = Math.round(message.cmdPsn);
+    }
+    if (message.inCapsule !== false) {
+      obj.inCapsule = message.inCapsule;
+    }
     return obj;
   },
 
@@ -974,6 +1084,10 @@ export const IoRecord: MessageFns<IoRecord> = {
     message.cSwitchId = object.cSwitchId ?? "";
     message.sSwitchId = object.sSwitchId ?? "";
     message.cmdUnixNs = (object.cmdUnixNs !== undefined && object.cmdUnixNs !== null) ? BigInt(object.cmdUnixNs) : 0n;
+    message.hostQp = object.hostQp ?? 0;
+    message.targetQp = object.targetQp ?? 0;
+    message.cmdPsn = object.cmdPsn ?? 0;
+    message.inCapsule = object.inCapsule ?? false;
     return message;
   },
 };
@@ -2761,6 +2875,11 @@ function createBaseSwitchStats(): SwitchStats {
     ioReferencesLost: 0n,
     parserErrors: 0n,
     unknownOpcodes: 0n,
+    ioReplaced: 0n,
+    ioUnpairedResponses: 0n,
+    queuePairsLearned: 0n,
+    cnpUntracked: 0n,
+    incompleteIos: 0n,
   };
 }
 
@@ -2828,6 +2947,36 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.unknownOpcodes of type uint64 too large");
       }
       writer.uint32(96).uint64(message.unknownOpcodes);
+    }
+    if (message.ioReplaced !== 0n) {
+      if (BigInt.asUintN(64, message.ioReplaced) !== message.ioReplaced) {
+        throw new globalThis.Error("value provided for field message.ioReplaced of type uint64 too large");
+      }
+      writer.uint32(104).uint64(message.ioReplaced);
+    }
+    if (message.ioUnpairedResponses !== 0n) {
+      if (BigInt.asUintN(64, message.ioUnpairedResponses) !== message.ioUnpairedResponses) {
+        throw new globalThis.Error("value provided for field message.ioUnpairedResponses of type uint64 too large");
+      }
+      writer.uint32(112).uint64(message.ioUnpairedResponses);
+    }
+    if (message.queuePairsLearned !== 0n) {
+      if (BigInt.asUintN(64, message.queuePairsLearned) !== message.queuePairsLearned) {
+        throw new globalThis.Error("value provided for field message.queuePairsLearned of type uint64 too large");
+      }
+      writer.uint32(120).uint64(message.queuePairsLearned);
+    }
+    if (message.cnpUntracked !== 0n) {
+      if (BigInt.asUintN(64, message.cnpUntracked) !== message.cnpUntracked) {
+        throw new globalThis.Error("value provided for field message.cnpUntracked of type uint64 too large");
+      }
+      writer.uint32(128).uint64(message.cnpUntracked);
+    }
+    if (message.incompleteIos !== 0n) {
+      if (BigInt.asUintN(64, message.incompleteIos) !== message.incompleteIos) {
+        throw new globalThis.Error("value provided for field message.incompleteIos of type uint64 too large");
+      }
+      writer.uint32(136).uint64(message.incompleteIos);
     }
     return writer;
   },
@@ -2941,6 +3090,46 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.unknownOpcodes = reader.uint64() as bigint;
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.ioReplaced = reader.uint64() as bigint;
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.ioUnpairedResponses = reader.uint64() as bigint;
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.queuePairsLearned = reader.uint64() as bigint;
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.cnpUntracked = reader.uint64() as bigint;
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.incompleteIos = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3007,6 +3196,31 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.unknown_opcodes)
         ? BigInt(object.unknown_opcodes)
         : 0n,
+      ioReplaced: isSet(object.ioReplaced)
+        ? BigInt(object.ioReplaced)
+        : isSet(object.io_replaced)
+        ? BigInt(object.io_replaced)
+        : 0n,
+      ioUnpairedResponses: isSet(object.ioUnpairedResponses)
+        ? BigInt(object.ioUnpairedResponses)
+        : isSet(object.io_unpaired_responses)
+        ? BigInt(object.io_unpaired_responses)
+        : 0n,
+      queuePairsLearned: isSet(object.queuePairsLearned)
+        ? BigInt(object.queuePairsLearned)
+        : isSet(object.queue_pairs_learned)
+        ? BigInt(object.queue_pairs_learned)
+        : 0n,
+      cnpUntracked: isSet(object.cnpUntracked)
+        ? BigInt(object.cnpUntracked)
+        : isSet(object.cnp_untracked)
+        ? BigInt(object.cnp_untracked)
+        : 0n,
+      incompleteIos: isSet(object.incompleteIos)
+        ? BigInt(object.incompleteIos)
+        : isSet(object.incomplete_ios)
+        ? BigInt(object.incomplete_ios)
+        : 0n,
     };
   },
 
@@ -3048,6 +3262,21 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.unknownOpcodes !== 0n) {
       obj.unknownOpcodes = message.unknownOpcodes.toString();
     }
+    if (message.ioReplaced !== 0n) {
+      obj.ioReplaced = message.ioReplaced.toString();
+    }
+    if (message.ioUnpairedResponses !== 0n) {
+      obj.ioUnpairedResponses = message.ioUnpairedResponses.toString();
+    }
+    if (message.queuePairsLearned !== 0n) {
+      obj.queuePairsLearned = message.queuePairsLearned.toString();
+    }
+    if (message.cnpUntracked !== 0n) {
+      obj.cnpUntracked = message.cnpUntracked.toString();
+    }
+    if (message.incompleteIos !== 0n) {
+      obj.incompleteIos = message.incompleteIos.toString();
+    }
     return obj;
   },
 
@@ -3087,6 +3316,21 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       : 0n;
     message.unknownOpcodes = (object.unknownOpcodes !== undefined && object.unknownOpcodes !== null)
       ? BigInt(object.unknownOpcodes)
+      : 0n;
+    message.ioReplaced = (object.ioReplaced !== undefined && object.ioReplaced !== null)
+      ? BigInt(object.ioReplaced)
+      : 0n;
+    message.ioUnpairedResponses = (object.ioUnpairedResponses !== undefined && object.ioUnpairedResponses !== null)
+      ? BigInt(object.ioUnpairedResponses)
+      : 0n;
+    message.queuePairsLearned = (object.queuePairsLearned !== undefined && object.queuePairsLearned !== null)
+      ? BigInt(object.queuePairsLearned)
+      : 0n;
+    message.cnpUntracked = (object.cnpUntracked !== undefined && object.cnpUntracked !== null)
+      ? BigInt(object.cnpUntracked)
+      : 0n;
+    message.incompleteIos = (object.incompleteIos !== undefined && object.incompleteIos !== null)
+      ? BigInt(object.incompleteIos)
       : 0n;
     return message;
   },

@@ -1,0 +1,528 @@
+// NVMe over RoCE as Linux and SPDK hosts put it on the wire (SPEC §2-§3),
+// with the figures each switch must report.
+//
+// Every host has one NVMe controller per target, with an admin queue and
+// `queuesPerHost` I/O queues (one per CPU). A queue is one RC connection: a
+// host QP and a target QP, each with its own PSNs. CIDs are allocated per
+// queue from its tags (lowest free), so the same CIDs are in flight on every
+// busy queue at once; Linux-style hosts add the 4-bit generation counter of
+// nvme_cid() above the tag, SPDK-style hosts send the bare tag. Writes up to
+// `inlineDataBytes` carry their data in the command capsule. Linux-style
+// hosts ask for remote invalidation of their keyed SGLs, and their responses
+// come as SEND with Invalidate.
+//
+// Each queue is simulated event by event, in time order, so that every QP
+// sends its PSNs in order: the target's media works on I/Os in parallel and
+// completes them out of order, its QP sends data and responses one at a time.
+// Controllers set up during the capture show their RDMA CM exchange and
+// Fabrics Connect; the others were connected before it began. Responses can
+// be missing from a capture, and some I/Os fail with an NVMe error.
+import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./generator.js";
+import { cmMad, CmAttr, ipv4Text, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
+
+/** A packet's place in a capture: its time, then the order it was emitted in. */
+export interface RowRef {
+  t: number;
+  seq: number;
+}
+
+/** What the NVMe workload needs from the simulated fabric (generator.ts). */
+export interface FabricModel {
+  single: boolean;
+  torC: SwitchCapture;
+  torS: SwitchCapture;
+  rand: () => number;
+  /** adds a packet to a switch's capture at time t (ns of simulated time) */
+  emit: (sw: SwitchCapture, t: number, frame: RoceFrame) => RowRef;
+  /** one-way fabric delay between the ToRs for a packet sent at t */
+  fabric: (t: number) => number;
+  /** serialization time of a packet with this many payload bytes */
+  ser: (bytes: number) => number;
+  active: <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) => Array<Extract<Fault, { kind: K }>>;
+  abs: (t: number) => bigint;
+}
+
+const PSN_MASK = 0xffffff;
+const before = (a: RowRef | undefined, b: RowRef): boolean => a !== undefined && (a.t < b.t || (a.t === b.t && a.seq < b.seq));
+const minRow = (a: RowRef | undefined, b: RowRef): RowRef => (a === undefined || before(b, a) ? b : a);
+
+type HostStyle = "linux" | "spdk";
+
+interface Qp {
+  qpn: number;
+  psn: number;
+  busyUntil: number;
+}
+
+interface Io {
+  op: "read" | "write";
+  bytes: number;
+  sgl: SglKind;
+  status: number;
+  tag: number;
+  cid: number;
+  cmdPsn: number;
+  rkey: number;
+  va: bigint;
+  lostC: boolean;
+  lostS: boolean;
+  cmdRowC?: RowRef;
+  cmdRowS?: RowRef;
+  rspRowC?: RowRef;
+  rspRowS?: RowRef;
+  /** storage side: first and last data event (read: RDMA WRITE; write: READ REQUEST, last READ RESPONSE) */
+  dFirstS?: number;
+  dLastS?: number;
+  /** write: READ REQUEST and first READ RESPONSE at the compute side */
+  rreqC?: number;
+  rrFirstC?: number;
+  /** write: READ REQUEST PSN */
+  reqPsn?: number;
+}
+
+/** An event of a queue; `n` (its insertion order) is set by the queue. */
+type Event =
+  | { t: number; n?: number; kind: "arrive"; op: "read" | "write"; bytes: number }
+  | { t: number; n?: number; kind: "data" | "rreq" | "rsp" | "hostrr"; io: Io }
+  | { t: number; n?: number; kind: "free"; tag: number }
+  /** an acknowledgement: host -> target ("up", on the host's QP) or target -> host ("down") */
+  | { t: number; n?: number; kind: "ack"; dir: "up" | "down"; frame: RoceFrame };
+
+/** A min-heap of events by (time, insertion order). */
+class EventQueue {
+  private readonly heap: Event[] = [];
+  private n = 0;
+  get size(): number {
+    return this.heap.length;
+  }
+  push(e: Event): void {
+    const ev = { ...e, n: this.n++ };
+    const h = this.heap;
+    h.push(ev);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (EventQueue.less(h[p]!, ev)) break;
+      h[i] = h[p]!;
+      i = p;
+    }
+    h[i] = ev;
+  }
+  pop(): Event | undefined {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length && last) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= h.length) break;
+        const r = l + 1;
+        const c = r < h.length && EventQueue.less(h[r]!, h[l]!) ? r : l;
+        if (EventQueue.less(last, h[c]!)) break;
+        h[i] = h[c]!;
+        i = c;
+      }
+      h[i] = last;
+    }
+    return top;
+  }
+  private static less(a: Event, b: Event): boolean {
+    return a.t < b.t || (a.t === b.t && a.n! < b.n!);
+  }
+}
+
+/** One NVMe queue (or the admin queue, qid 0) of one host's controller on one target. */
+class Queue {
+  readonly hq: Qp;
+  readonly tq: Qp;
+  /** the first packet at each switch from which the switch knows this queue's QP pairing */
+  pairedC: RowRef | undefined;
+  pairedS: RowRef | undefined;
+  private readonly free: boolean[];
+  private readonly gen: number[];
+  private readonly waiting: Array<{ op: "read" | "write"; bytes: number }> = [];
+  private readonly ios: Io[] = [];
+  readonly events = new EventQueue();
+  /** per direction: the latest send time and far-side arrival emitted (a path does not reorder a QP's packets) */
+  private readonly upFifo = { sent: -1, arrived: -1 };
+  private readonly downFifo = { sent: -1, arrived: -1 };
+  private phase = 0;
+  private completions = 0;
+
+  constructor(
+    private readonly m: FabricModel,
+    private readonly o: GeneratorOptions,
+    readonly hostIndex: number,
+    readonly targetIndex: number,
+    readonly qid: number,
+    readonly host: number,
+    readonly target: number,
+    readonly style: HostStyle,
+    hostQpn: number,
+    targetQpn: number,
+  ) {
+    this.hq = { qpn: hostQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
+    this.tq = { qpn: targetQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
+    this.free = new Array<boolean>(o.queueDepth).fill(true);
+    this.gen = new Array<number>(o.queueDepth).fill(0);
+  }
+
+  private nextPsn(qp: Qp, n = 1): number {
+    const p = qp.psn;
+    qp.psn = (qp.psn + n) & PSN_MASK;
+    return p;
+  }
+
+  /** When a packet sent at t reaches the far ToR: after the fabric, and not before an earlier packet of the same direction. */
+  private arrival(fifo: { sent: number; arrived: number }, t: number): number {
+    let at = t + this.m.fabric(t);
+    if (t >= fifo.sent) {
+      at = Math.max(at, fifo.arrived + 1);
+      fifo.sent = t;
+      fifo.arrived = at;
+    }
+    return at;
+  }
+
+  /** Host -> target: at C at t, at S after the fabric. Returns the two rows (undefined where the capture missed it). */
+  private up(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atS: number } {
+    const c = skipC ? undefined : this.m.emit(this.m.torC, t, frame);
+    if (this.m.single) return { c, s: skipS ? undefined : c, atS: t };
+    const atS = this.arrival(this.upFifo, t);
+    const s = skipS ? undefined : this.m.emit(this.m.torS, atS, frame);
+    return { c, s, atS };
+  }
+
+  /** Target -> host: at S at t, at C after the fabric. */
+  private down(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atC: number } {
+    const s = skipS ? undefined : this.m.emit(this.m.torS, t, frame);
+    if (this.m.single) return { c: skipC ? undefined : s, s, atC: t };
+    const atC = this.arrival(this.downFifo, t);
+    const c = skipC ? undefined : this.m.emit(this.m.torC, atC, frame);
+    return { c, s, atC };
+  }
+
+  /**
+   * The RDMA CM exchange that sets the queue up (REQ, REP, RTU on QP 1),
+   * then the Fabrics Connect command in its own capsule. Returns when the
+   * queue is ready for I/O.
+   */
+  connect(t: number, commId: number): number {
+    const gsi = (src: number, dst: number, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: commId & 0xffff, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
+    const tid = BigInt(commId) << 8n;
+    const req = this.up(t, gsi(this.host, this.target, cmMad(CmAttr.REQ, tid, { localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn })));
+    const repAt = req.atS + 40_000 + Math.floor(this.m.rand() * 20_000);
+    const targetCommId = (commId ^ 0x5a5a0000) >>> 0;
+    const rep = this.down(repAt, gsi(this.target, this.host, cmMad(CmAttr.REP, tid, { localCommId: targetCommId, remoteCommId: commId, localQpn: this.tq.qpn, startingPsn: this.tq.psn })));
+    if (rep.s) this.pairedS = minRow(this.pairedS, rep.s);
+    if (rep.c) this.pairedC = minRow(this.pairedC, rep.c);
+    const rtu = this.up(rep.atC + 5_000, gsi(this.host, this.target, cmMad(CmAttr.RTU, tid, { localCommId: commId, remoteCommId: targetCommId, localQpn: 0 })));
+    // Fabrics Connect (opcode 0x7F) with its 1024-byte data in the capsule.
+    const connectAt = rtu.atS + 10_000;
+    const capsule = Buffer.concat([nvmeSqe(0x7f, 0, 0, 0n, 1024, 0, 0n, "in-capsule"), Buffer.alloc(1024)]);
+    const cmd = this.up(connectAt, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: capsule });
+    const rspAt = cmd.atS + 30_000;
+    const rsp = this.down(rspAt, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(0, this.qid, 1, 0, 0) });
+    return rsp.atC + 5_000;
+  }
+
+  /** A keep-alive on the admin queue: a command without data and its response. */
+  keepAlive(t: number, cid: number): void {
+    const cmd = this.up(t, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: nvmeSqe(0x18, cid, 0, 0n, 0, 0) });
+    this.down(cmd.atS + 15_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(cid, 0, 1, 0, 0) });
+  }
+
+  arrive(t: number, op: "read" | "write", bytes: number): void {
+    this.events.push({ t, kind: "arrive", op, bytes });
+  }
+
+  /** Runs the queue's events to the end. */
+  run(): Io[] {
+    for (let e = this.events.pop(); e; e = this.events.pop()) this.handle(e);
+    return this.ios;
+  }
+
+  private handle(e: Event): void {
+    switch (e.kind) {
+      case "arrive":
+        if (!this.start(e.t, e.op, e.bytes)) this.waiting.push({ op: e.op, bytes: e.bytes });
+        return;
+      case "free": {
+        this.free[e.tag] = true;
+        const next = this.waiting.shift();
+        if (next) this.start(e.t, next.op, next.bytes);
+        return;
+      }
+      case "hostrr":
+        if (e.t < this.hq.busyUntil) return this.events.push({ ...e, t: this.hq.busyUntil });
+        return this.hostReadResponse(e.t, e.io);
+      case "ack": {
+        // Each QP sends one packet at a time, in time order.
+        const qp = e.dir === "up" ? this.hq : this.tq;
+        if (e.t < qp.busyUntil) return this.events.push({ ...e, t: qp.busyUntil });
+        if (e.dir === "up") this.up(e.t, e.frame);
+        else this.down(e.t, e.frame);
+        qp.busyUntil = e.t + this.m.ser(0);
+        return;
+      }
+      default:
+        // The target's QP sends one thing at a time, in time order.
+        if (e.t < this.tq.busyUntil) return this.events.push({ ...e, t: this.tq.busyUntil });
+        if (e.kind === "data") return this.readData(e.t, e.io);
+        if (e.kind === "rreq") return this.readRequest(e.t, e.io);
+        return this.response(e.t, e.io);
+    }
+  }
+
+  private slowTarget(t: number): number {
+    return this.m.active("slow-target", t, (f) => f.target === this.targetIndex).reduce((a, f) => a + f.extraNs, 0);
+  }
+
+  /** Sends a command if a tag is free. */
+  private start(t: number, op: "read" | "write", bytes: number): boolean {
+    const tag = this.free.indexOf(true);
+    if (tag < 0) return false;
+    this.free[tag] = false;
+    const o = this.o;
+    const r = this.m.rand;
+    const cid = this.style === "linux" ? ((this.gen[tag]! & 0xf) << 12) | tag : tag;
+    this.gen[tag]!++;
+    const sgl: SglKind = op === "write" && bytes <= o.inlineDataBytes ? "in-capsule" : this.style === "linux" ? "keyed-invalidate" : "keyed";
+    const lost = r() < o.responseLoss;
+    const where = r();
+    const io: Io = {
+      op, bytes, sgl,
+      status: r() < o.errorRate ? (op === "read" ? (r() < 0.7 ? NvmeStatus.UNRECOVERED_READ_ERROR : NvmeStatus.ANA_TRANSITION) : (r() < 0.7 ? NvmeStatus.WRITE_FAULT : NvmeStatus.NAMESPACE_NOT_READY)) : 0,
+      tag, cid, cmdPsn: 0,
+      rkey: sgl === "in-capsule" ? 0 : (Math.floor(r() * 0xffffff) << 8 | (this.gen[tag]! & 0xff)) >>> 0,
+      va: BigInt(Math.floor(r() * 2 ** 36)) << 12n,
+      // A response missing from a capture: the compute side's, the storage side's, or both.
+      lostC: lost && (this.m.single || where < 0.6),
+      lostS: lost && (this.m.single || where >= 0.4),
+    };
+    this.ios.push(io);
+    // The command capsule: the SQE, and for an in-capsule write its data, in MTU-sized packets.
+    const sqe = nvmeSqe(op, cid, 1, sgl === "in-capsule" ? 0n : io.va, bytes, io.rkey, BigInt(Math.floor(r() * 2 ** 30)) * 8n, sgl);
+    const capsuleLen = 64 + (sgl === "in-capsule" ? bytes : 0);
+    const npk = Math.ceil(capsuleLen / o.mtu);
+    let tc = Math.max(t, this.hq.busyUntil);
+    io.cmdPsn = this.nextPsn(this.hq, npk);
+    let lastAtS = 0;
+    const capsule = Buffer.concat([sqe, Buffer.alloc(capsuleLen - 64)]);
+    for (let k = 0; k < npk; k++) {
+      const len = Math.min(o.mtu, capsuleLen - k * o.mtu);
+      const opcode = npk === 1 ? Opcode.SEND_ONLY : k === 0 ? Opcode.SEND_FIRST : k === npk - 1 ? Opcode.SEND_LAST : Opcode.SEND_MIDDLE;
+      const frame: RoceFrame = { src: this.host, dst: this.target, opcode, destQp: this.tq.qpn, psn: (io.cmdPsn + k) & PSN_MASK, ackReq: k === npk - 1 };
+      if (k === 0) frame.payload = capsule.subarray(0, len);
+      else frame.payloadLength = len;
+      const rows = this.up(tc, frame);
+      if (k === 0) {
+        io.cmdRowC = rows.c;
+        io.cmdRowS = rows.s;
+      }
+      lastAtS = rows.atS;
+      tc += this.m.ser(len);
+    }
+    this.hq.busyUntil = tc;
+    // The target acknowledges the capsule.
+    this.events.push({ t: lastAtS + 600 + Math.floor(r() * 400), kind: "ack", dir: "down", frame: { src: this.target, dst: this.host, opcode: Opcode.ACK, destQp: this.hq.qpn, psn: (io.cmdPsn + npk - 1) & PSN_MASK, aeth: { syndrome: 0x1f, msn: io.cmdPsn & 0xffff } } });
+    const cmdS = io.cmdRowS?.t ?? lastAtS;
+    if (op === "read") {
+      const media = o.mediaReadNs + Math.floor(r() * 5_000) + this.slowTarget(cmdS);
+      // A failed read answers without moving data.
+      this.events.push({ t: lastAtS + media, kind: io.status ? "rsp" : "data", io });
+    } else if (sgl === "in-capsule") {
+      const media = o.mediaWriteNs + Math.floor(r() * 5_000) + this.slowTarget(cmdS);
+      this.events.push({ t: lastAtS + media, kind: "rsp", io });
+    } else {
+      const prep = o.targetPrepNs + Math.floor(r() * 2_000) + this.slowTarget(cmdS);
+      this.events.push({ t: lastAtS + prep, kind: "rreq", io });
+    }
+    return true;
+  }
+
+  /** Read data: RDMA WRITEs to the host's QP, the first carrying the command's key. */
+  private readData(t: number, io: Io): void {
+    const o = this.o;
+    const npk = Math.max(1, Math.ceil(io.bytes / o.mtu));
+    const psn0 = this.nextPsn(this.tq, npk);
+    let ts = t;
+    let lastAtC = 0;
+    for (let k = 0; k < npk; k++) {
+      const len = Math.min(o.mtu, io.bytes - k * o.mtu);
+      const opcode = npk === 1 ? Opcode.WRITE_ONLY : k === 0 ? Opcode.WRITE_FIRST : k === npk - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+      const fr: RoceFrame = { src: this.target, dst: this.host, opcode, destQp: this.hq.qpn, psn: (psn0 + k) & PSN_MASK, payloadLength: len, ackReq: k === npk - 1 };
+      if (k === 0) fr.reth = { va: io.va, rkey: io.rkey, length: io.bytes };
+      const rows = this.down(ts, fr);
+      if (k === 0) {
+        io.dFirstS = ts;
+        // A keyed transfer names the host's QP: the switches learn the pairing here.
+        if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
+        if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+      }
+      io.dLastS = ts;
+      lastAtC = rows.atC;
+      ts += this.m.ser(len);
+    }
+    this.tq.busyUntil = ts;
+    // The host acknowledges the data.
+    this.events.push({ t: lastAtC + 500, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: (psn0 + npk - 1) & PSN_MASK, aeth: { syndrome: 0x1f, msn: 0 } } });
+    this.events.push({ t: io.dLastS! + 1_000 + Math.floor(this.m.rand() * 2_000), kind: "rsp", io });
+  }
+
+  /** Write: the target asks for the data with a READ REQUEST to the host's QP. */
+  private readRequest(t: number, io: Io): void {
+    const npk = Math.max(1, Math.ceil(io.bytes / this.o.mtu));
+    io.reqPsn = this.nextPsn(this.tq, npk);
+    const rows = this.down(t, { src: this.target, dst: this.host, opcode: Opcode.READ_REQUEST, destQp: this.hq.qpn, psn: io.reqPsn, ackReq: true, reth: { va: io.va, rkey: io.rkey, length: io.bytes } });
+    if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
+    if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+    io.dFirstS = t;
+    io.rreqC = rows.atC;
+    this.tq.busyUntil = t + this.m.ser(16);
+    const slowHost = this.m.active("slow-host", rows.atC, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
+    this.events.push({ t: rows.atC + this.o.hostPrepNs + Math.floor(this.m.rand() * 1_000) + slowHost, kind: "hostrr", io });
+  }
+
+  /** Write: the host's READ RESPONSEs, on the target's QP with the request's PSNs. */
+  private hostReadResponse(t: number, io: Io): void {
+    const o = this.o;
+    const npk = Math.max(1, Math.ceil(io.bytes / o.mtu));
+    let tc = t;
+    io.rrFirstC = t;
+    let lastAtS = 0;
+    for (let k = 0; k < npk; k++) {
+      const len = Math.min(o.mtu, io.bytes - k * o.mtu);
+      const opcode = npk === 1 ? Opcode.READ_RESPONSE_ONLY : k === 0 ? Opcode.READ_RESPONSE_FIRST : k === npk - 1 ? Opcode.READ_RESPONSE_LAST : Opcode.READ_RESPONSE_MIDDLE;
+      const fr: RoceFrame = { src: this.host, dst: this.target, opcode, destQp: this.tq.qpn, psn: (io.reqPsn! + k) & PSN_MASK, payloadLength: len };
+      if (opcode !== Opcode.READ_RESPONSE_MIDDLE) fr.aeth = { syndrome: 0x1f, msn: 0 };
+      lastAtS = this.up(tc, fr).atS;
+      tc += this.m.ser(len);
+    }
+    this.hq.busyUntil = tc;
+    io.dLastS = lastAtS;
+    const media = o.mediaWriteNs + Math.floor(this.m.rand() * 5_000) + this.slowTarget(lastAtS);
+    this.events.push({ t: lastAtS + media, kind: "rsp", io });
+  }
+
+  /** The response capsule to the host's QP (SEND with Invalidate where the host asked for it). */
+  private response(t: number, io: Io): void {
+    this.completions++;
+    if (this.completions % this.o.queueDepth === 0) this.phase ^= this.targetIndex & 1; // some targets toggle the phase tag
+    const inv = io.sgl === "keyed-invalidate";
+    const fr: RoceFrame = {
+      src: this.target, dst: this.host, opcode: inv ? Opcode.SEND_ONLY_INV : Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq),
+      payload: nvmeCqe(io.cid, this.qid, (io.tag + 1) & 0xffff, io.status, this.phase),
+    };
+    if (inv) fr.ieth = io.rkey;
+    const rows = this.down(t, fr, io.lostS, io.lostC);
+    io.rspRowS = rows.s;
+    io.rspRowC = rows.c;
+    this.tq.busyUntil = t + this.m.ser(16);
+    // The host acknowledges it, and completes the request: the tag is free again.
+    this.events.push({ t: rows.atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: fr.psn, aeth: { syndrome: 0x1f, msn: 0 } } });
+    this.events.push({ t: rows.atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag: io.tag });
+  }
+
+  /** The record each I/O must give (SPEC §3), from what each switch saw of it. */
+  truth(io: Io): IoTruth {
+    const single = this.m.single;
+    const half = (cmd: RowRef | undefined, rsp: RowRef | undefined, paired: RowRef | undefined) => {
+      if (!cmd) return undefined;
+      // An in-capsule write on a queue whose pairing is not yet known cannot be attributed.
+      if (io.sgl === "in-capsule" && !before(paired, cmd)) return undefined;
+      // A response the switch cannot attribute leaves the command open: incomplete.
+      const complete = rsp !== undefined && before(paired, rsp);
+      return { cmd, rsp: complete ? rsp : undefined, hostQpKnown: complete || before(paired, cmd) };
+    };
+    const c = half(io.cmdRowC, io.rspRowC, this.pairedC);
+    const s = single ? c : half(io.cmdRowS, io.rspRowS, this.pairedS);
+    const e2e = (h: typeof c) => (h?.rsp ? h.rsp.t - h.cmd.t : null);
+    const e2eC = e2e(c);
+    const e2eS = e2e(s);
+    let dal: number | null = null;
+    if (s?.rsp) {
+      const rsp = s.rsp.t;
+      const cmd = s.cmd.t;
+      if (io.sgl === "in-capsule") dal = rsp - cmd;
+      else if (io.dFirstS !== undefined && io.dLastS !== undefined) dal = io.dFirstS - cmd + (rsp - io.dLastS);
+    }
+    let dpl: number | null = null;
+    if (c?.rsp && io.op === "write" && io.sgl !== "in-capsule" && io.rrFirstC !== undefined) dpl = io.rrFirstC - io.rreqC!;
+    const first = c ?? s;
+    return {
+      host: ipv4Text(this.host),
+      target: ipv4Text(this.target),
+      host_qp: c?.hostQpKnown || s?.hostQpKnown ? this.hq.qpn : 0,
+      target_qp: this.tq.qpn,
+      cid: io.cid,
+      cmd_psn: io.cmdPsn,
+      op: io.op,
+      bytes: io.bytes,
+      in_capsule: io.sgl === "in-capsule",
+      status: c?.rsp || s?.rsp ? io.status : 0,
+      record: first !== undefined,
+      incomplete: (c !== undefined && !c.rsp) || (s !== undefined && !s.rsp),
+      cmdCNs: c ? this.m.abs(c.cmd.t) : null,
+      cmdSNs: s ? this.m.abs(s.cmd.t) : null,
+      cmd_unix_ns: first ? this.m.abs(first.cmd.t) : null,
+      e2e_c_ns: e2eC,
+      e2e_s_ns: e2eS,
+      rtt_ns: e2eC !== null && e2eS !== null ? e2eC - e2eS : null,
+      dal_ns: dal,
+      dpl_ns: dpl,
+      c_seen: c !== undefined,
+      s_seen: s !== undefined,
+    };
+  }
+}
+
+/** Bursts of I/O per queue: fio-like jobs with an I/O depth, one per CPU. */
+function scheduleArrivals(q: Queue, o: GeneratorOptions, rand: () => number, startNs: number): void {
+  // ioRate is per host, spread over its controllers' queues.
+  const perQueueRate = o.ioRate / (o.targets * o.queuesPerHost);
+  const meanBurst = (1 + o.burstMax) / 2;
+  const burstInterval = (1e9 * meanBurst) / perQueueRate;
+  let t = startNs + Math.round(rand() * burstInterval);
+  while (t < o.durationNs - 50e6) {
+    const n = 1 + Math.floor(rand() * o.burstMax);
+    for (let k = 0; k < n; k++) {
+      const op = rand() < o.readFraction ? "read" : "write";
+      const bytes = o.ioSizes[Math.floor(rand() * o.ioSizes.length)]!;
+      q.arrive(t + k * (200 + Math.floor(rand() * 800)), op, bytes);
+    }
+    t += Math.round(burstInterval * (0.5 + rand()));
+  }
+}
+
+/** Generates the NVMe traffic of every host and target; returns the truth of every I/O. */
+export function generateNvme(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): IoTruth[] {
+  const ios: IoTruth[] = [];
+  const connectedInCapture = Math.round(o.hosts * o.connectDuringCapture);
+  for (let i = 0; i < o.hosts; i++) {
+    const style: HostStyle = i % 2 === 0 ? "linux" : "spdk";
+    for (let j = 0; j < o.targets; j++) {
+      // QPNs come from each side's HCA: unique per host, unique per target.
+      const hostQpn = (q: number) => 0x100 + ((j * 16 + q) * 7 + i) % 0xf00 + 0x40 * j;
+      const targetQpn = (q: number) => 0x4000 + i * 64 + q * 3 + j * 0x1000;
+      const queues: Queue[] = [];
+      for (let q = 0; q <= o.queuesPerHost; q++) queues.push(new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff));
+      const connects = i < connectedInCapture;
+      let ready = 0;
+      queues.forEach((q, idx) => {
+        if (connects) ready = q.connect(200_000 + i * 150_000 + j * 60_000 + idx * 20_000, ((i + 1) << 20 | (j + 1) << 12 | idx) >>> 0);
+        if (q.qid === 0) {
+          for (let t = 1_000_000_000 + i * 37_000_000 + j * 11_000_000; t < o.durationNs; t += 2_500_000_000) q.keepAlive(t, 0x10 + Math.floor(t / 1e9));
+        } else {
+          scheduleArrivals(q, o, m.rand, connects ? ready : 0);
+        }
+      });
+      for (const q of queues) {
+        if (q.qid === 0) continue;
+        for (const io of q.run()) ios.push(q.truth(io));
+      }
+    }
+  }
+  return ios;
+}
