@@ -9,6 +9,7 @@ import { JsonlSink } from "../exporter/src/jsonl-sink.js";
 import type { RecordJson } from "../exporter/src/records.js";
 import type { Mode } from "../p4runtime-controller/src/telemetry/config.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { estimateAlignments } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
 import type { Topology } from "./topology.js";
 
@@ -51,6 +52,14 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
   const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling }));
+  // Each capture is a switch with its own clock: records keep it exactly (the
+  // switch's clock starts at its first packet), and the switches are
+  // compared on a common clock read off the packets they share.
+  const alignments = estimateAlignments(switches.map((s) => s.packets));
+  rigs.forEach((r, i) => {
+    exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
+    exporter.metrics.setClockAlignment(r.options.name, alignments[i]!);
+  });
   const forwarded: Array<{ timestampNs: bigint; data: Buffer }> = [];
   if (opts.forwarded && rigs[0]) {
     const sw = rigs[0].sw;
@@ -64,7 +73,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       });
     }
     opts.beforeFeed?.(rigs);
-    await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets })), opts.onProgress);
+    await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets, alignNs: alignments[i]! })), opts.onProgress);
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
     for (const r of rigs) exporter.metrics.setSwitchCounters(r.options.name, await r.controller.readCounters());
@@ -85,6 +94,23 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
 }
 
 export async function replayCapture(capture: string, topology: Topology, opts: ReplayOptions = {}): Promise<ReplayResult> {
-  const packets = readCapture(capture).map((p) => ({ timestampNs: p.timestampNs, data: p.data, originalLength: p.originalLength }));
-  return replaySwitches([{ name: "switch", topology, packets }], opts);
+  return replayCaptures([{ path: capture, topology }], opts);
+}
+
+/**
+ * Replays several captures, each one switch with its own clock and topology
+ * (e.g. the compute-side and the storage-side ToR of the same I/Os). A
+ * switch is named after its capture's file name.
+ */
+export async function replayCaptures(captures: ReadonlyArray<{ path: string; topology: Topology }>, opts: ReplayOptions = {}): Promise<ReplayResult> {
+  const names = new Set<string>();
+  const switches = captures.map(({ path, topology }) => {
+    const base = path.split("/").pop()!.replace(/\.(pcapng|pcap|cap)$/i, "") || "switch";
+    let name = captures.length === 1 ? "switch" : base;
+    for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
+    names.add(name);
+    const packets = readCapture(path).map((p) => ({ timestampNs: p.timestampNs, data: p.data, originalLength: p.originalLength }));
+    return { name, topology, packets };
+  });
+  return replaySwitches(switches, opts);
 }

@@ -131,8 +131,12 @@ export class Rig {
   }
 }
 
-/** Feeds several switches' captures merged by time, yielding to the event loop so digests flow. */
-export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readonly FeedPacket[] }>, onProgress?: (done: number, total: number, tsNs: bigint) => void): Promise<void> {
+/**
+ * Feeds several switches' captures merged by time (each capture's times plus
+ * its `alignNs`, so that captures taken with different clocks interleave as
+ * they happened), yielding to the event loop so digests flow.
+ */
+export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readonly FeedPacket[]; alignNs?: bigint }>, onProgress?: (done: number, total: number, tsNs: bigint) => void): Promise<void> {
   const idx = rigs.map(() => 0);
   const total = rigs.reduce((a, r) => a + r.packets.length, 0);
   let done = 0;
@@ -141,15 +145,17 @@ export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readon
     let bestTs = 0n;
     rigs.forEach((r, i) => {
       const p = r.packets[idx[i]!];
-      if (p && (best < 0 || p.timestampNs < bestTs)) {
+      const t = p ? p.timestampNs + (r.alignNs ?? 0n) : 0n;
+      if (p && (best < 0 || t < bestTs)) {
         best = i;
-        bestTs = p.timestampNs;
+        bestTs = t;
       }
     });
     if (best < 0) break;
     const r = rigs[best]!;
+    const own = r.packets[idx[best]!]!.timestampNs;
     // Table writes due at this time (rotation, mode switch) land before the packet.
-    if (r.rig.due(bestTs)) await r.rig.runDue(bestTs);
+    if (r.rig.due(own)) await r.rig.runDue(own);
     r.rig.feed(r.packets[idx[best]!]!);
     idx[best]!++;
     done++;

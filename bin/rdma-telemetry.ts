@@ -8,7 +8,7 @@ import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
-import { replayCapture } from "../app/replay.js";
+import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { generateTraffic, writeTraffic } from "../traffic/src/generator.js";
 import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
@@ -20,8 +20,12 @@ Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--out-dir DIR] [--mode full|polling]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary.
-  rdma-telemetry replay CAPTURE --topology FILE --out RECORDS.jsonl [--mode full|polling]
-      Replays a pcap/pcapng capture through the P4 program, controller and exporter.
+  rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
+                 --out RECORDS.jsonl [--mode full|polling]
+      Replays pcap/pcapng captures through the P4 program, controller and
+      exporter. Each capture is one switch with its own clock; the i-th
+      topology belongs to the i-th capture (one serves all when only one is
+      given). RTT needs a compute-side and a storage-side capture.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl] [--kafka-brokers HOST:PORT,...]
@@ -88,7 +92,7 @@ async function main(argv: string[]): Promise<number> {
       seed: { type: "string" },
       "out-dir": { type: "string" },
       out: { type: "string" },
-      topology: { type: "string" },
+      topology: { type: "string", multiple: true },
       mode: { type: "string" },
       layout: { type: "string" },
       config: { type: "string" },
@@ -130,14 +134,18 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "replay": {
-      const capture = rest[0];
-      if (!capture) throw new UsageError("replay needs a CAPTURE file");
-      if (!values.topology) throw new UsageError("replay needs --topology FILE");
+      if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
+      const topologies = values.topology ?? [];
+      if (topologies.length === 0) throw new UsageError("replay needs --topology FILE");
+      if (topologies.length !== 1 && topologies.length !== rest.length) {
+        throw new UsageError(`replay got ${rest.length} captures and ${topologies.length} topologies: give one topology for all, or one per capture`);
+      }
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
-      const topo = Topology.load(values.topology);
+      const topos = topologies.map((f) => Topology.load(f));
+      const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]! }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
-      const r = await replayCapture(capture, topo, { mode: mode(values.mode), out: values.out, logger, kafka, forwarded: values.forwarded });
+      const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, logger, kafka, forwarded: values.forwarded });
       await kafka?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);

@@ -60,6 +60,11 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
     this.pipeline = undefined;
   }
 
+  /** The wall-clock (capture-clock) time at which the ingress timestamps read 0: the first packet's; undefined before it. */
+  get clockStartUnixNs(): bigint | undefined {
+    return this.startUnixNs;
+  }
+
   /** Wall-clock (or capture-clock) time now, ns since the epoch. */
   nowUnixNs(): bigint {
     if (this.options.clock === "virtual") return this.lastUnixNs;

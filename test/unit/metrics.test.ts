@@ -74,11 +74,11 @@ describe("metrics engine", () => {
   });
 
   test("digests with a member of the wrong width are rejected, naming it", () => {
-    const vals = Array(16).fill(0);
+    const vals = Array(19).fill(0);
     vals[1] = 256;
     expect(() => decodeDigest("io_digest_t", vals)).toThrow(BadDigestError);
     expect(() => decodeDigest("io_digest_t", vals)).toThrow(/member 'event': value 256 does not fit in 8 bits/);
-    expect(() => decodeDigest("io_digest_t", vals.slice(1))).toThrow(/has 15 members, expected 16/);
+    expect(() => decodeDigest("io_digest_t", vals.slice(1))).toThrow(/has 18 members, expected 19/);
     expect(() => decodeDigest("nope_t", vals)).toThrow(/unknown digest 'nope_t'/);
   });
 });
@@ -114,4 +114,93 @@ test("a switch whose first digest has timestamp 0 is still placed on the wall cl
   const r = out.find((x): x is IoRecordJson => x.type === "io")!;
   expect(r.incomplete).toBe(false);
   expect(BigInt(r.cmd_unix_ns)).toBe(T0 + 5_000n);
+});
+
+describe("NVMe queues in the exporter", () => {
+  const ios = (out: RecordJson[]) => out.filter((r): r is IoRecordJson => r.type === "io");
+
+  test("the same CID in flight on two queues makes two I/Os; the halves of each join by queue and command PSN", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-s", T0 + 100_000n, [
+      io({ seq: 0, vantage: 2, target_qp: 0x801, host_qp: 0x101, cmd_psn: 10, ts: 100_000, e2e_ns: 40_000, to_data_ns: 5_000, from_data_ns: 20_000 }),
+      io({ seq: 1, vantage: 2, target_qp: 0x802, host_qp: 0x102, cmd_psn: 77, ts: 100_000, e2e_ns: 30_000, to_data_ns: 4_000, from_data_ns: 10_000 }),
+    ]);
+    m.onDigestList("tor-c", T0 + 110_000n, [
+      io({ seq: 0, vantage: 1, target_qp: 0x802, host_qp: 0x102, cmd_psn: 77, ts: 110_000, e2e_ns: 36_000, host_prep_ns: 2_000 }),
+      io({ seq: 1, vantage: 1, target_qp: 0x801, host_qp: 0x101, cmd_psn: 10, ts: 110_000, e2e_ns: 47_000, host_prep_ns: 3_000 }),
+    ]);
+    m.finish();
+    const r = ios(out).sort((a, b) => a.target_qp - b.target_qp);
+    expect(r.map((x) => [x.target_qp, x.host_qp, x.cmd_psn, x.cid, x.rtt_ns, x.dal_ns, x.dpl_ns])).toEqual([
+      [0x801, 0x101, 10, 9, 7_000, 25_000, 3_000],
+      [0x802, 0x102, 77, 9, 6_000, 14_000, 2_000],
+    ]);
+  });
+
+  test("a command that reuses the key of an open I/O closes it as incomplete at once", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, cmd_psn: 5, ts: 0 })]);
+    // The response to PSN 5 was never seen; the host reuses the CID 2 ms later.
+    m.onDigestList("tor", T0 + 2_000_000n, [io({ seq: 1, event: 1, vantage: 3, cmd_psn: 6, ts: 2_000_000, flags: 0x08 })]);
+    expect(ios(out).map((r) => [r.cmd_psn, r.incomplete, r.e2e_c_ns])).toEqual([[5, true, null]]);
+    m.onDigestList("tor", T0 + 2_050_000n, [io({ seq: 2, event: 2, vantage: 3, cmd_psn: 6, ts: 2_050_000, e2e_ns: 50_000, flags: 0 })]);
+    m.finish();
+    expect(ios(out).map((r) => [r.cmd_psn, r.incomplete, r.e2e_c_ns])).toEqual([[5, true, null], [6, false, 50_000]]);
+    expect(out.filter((r): r is SwitchStatsJson => r.type === "switch_stats").reduce((a, s) => a + s.incomplete_ios, 0)).toBe(1);
+  });
+
+  test("an in-capsule write: DAL is e2e at the storage side, no DPL", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor", T0 + 30_000n, [io({ vantage: 3, op: 2, flags: 0x04, ts: 30_000, e2e_ns: 25_000 })]);
+    m.finish();
+    expect(ios(out)[0]).toMatchObject({ in_capsule: true, dal_ns: 25_000, dpl_ns: null, e2e_s_ns: 25_000 });
+  });
+
+  test("responses on unpaired queues and undecodable digests are counted per switch", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-a", T0, [io({ seq: 0, event: 3, vantage: 3, target_qp: 0, cmd_psn: 0 })], 2);
+    m.onDigestList("tor-b", T0, [], 1);
+    m.finish();
+    const stats = out.filter((r): r is SwitchStatsJson => r.type === "switch_stats");
+    expect(stats.map((s) => [s.switch_id, s.bad_digests, s.io_unpaired_responses])).toEqual([["tor-a", 2, 1], ["tor-b", 1, null]]);
+    expect(ios(out)).toHaveLength(0);
+  });
+
+  test("two captures with clocks hours apart: halves join, each record keeps its switch's clock", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    const skew = 3_600_000_000_000n + 123_456_789n; // the storage-side capture's clock is an hour and a bit behind
+    m.setClockAlignment("tor-s", skew);
+    m.setClockStart("tor-c", () => T0);
+    m.setClockStart("tor-s", () => T0 - skew);
+    for (let i = 0; i < 2000; i++) {
+      const t = i * 1_000_000; // one I/O a ms for 2 s
+      m.onDigestList("tor-s", T0 - skew + BigInt(t + 50_000), [io({ seq: i, vantage: 2, cmd_psn: i, ts: t + 50_000, e2e_ns: 40_000, to_data_ns: 5_000, from_data_ns: 20_000 })]);
+      m.onDigestList("tor-c", T0 + BigInt(t + 55_000), [io({ seq: i, vantage: 1, cmd_psn: i, ts: t + 55_000, e2e_ns: 46_000 })]);
+    }
+    m.finish();
+    const r = ios(out);
+    expect(r).toHaveLength(2000);
+    expect(r.every((x) => x.rtt_ns === 6_000 && x.c_switch_id === "tor-c" && x.s_switch_id === "tor-s")).toBe(true);
+    expect(BigInt(r[0]!.cmd_unix_ns)).toBe(T0 + 9_000n);
+    const sIntervals = out.filter((x) => x.type === "switch_stats" && x.switch_id === "tor-s").map((x) => BigInt(x.interval_start_unix_ns));
+    expect(sIntervals.every((s) => s < T0 - 3_000_000_000_000n)).toBe(true);
+  });
+});
+
+describe("switch clock", () => {
+  test("a sample that arrives out of order across the 48-bit wrap lands before the wrap", async () => {
+    const { SwitchClock } = await import("../../exporter/src/metrics.js");
+    const c = new SwitchClock();
+    const wrap = 2 ** 48;
+    expect(c.unwrap(wrap - 1000)).toBe(BigInt(wrap - 1000));
+    expect(c.unwrap(500)).toBe(BigInt(wrap + 500)); // wrapped
+    expect(c.unwrap(wrap - 200)).toBe(BigInt(wrap - 200)); // late, from before the wrap
+    expect(c.unwrap(900)).toBe(BigInt(wrap + 900)); // and on after it, not a second wrap
+    expect(c.unwrap(wrap - 10)).toBe(BigInt(wrap - 10));
+  });
 });

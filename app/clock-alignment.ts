@@ -1,0 +1,61 @@
+// Several captures in one replay (SPEC §7): each is a switch with its own
+// clock, and the clocks may be far apart. The same RoCE packet crosses both
+// ToRs of an I/O, so the offset between two captures is read off the packets
+// they share: the median difference of their capture times (the fabric's
+// microseconds are noise beside the seconds this is for). Replay feeds the
+// captures merged on the common clock this gives, and the exporter compares
+// switches' progress on it; records keep each capture's own clock.
+import type { FeedPacket } from "./rig.js";
+
+/** How many packets of each capture are looked at. */
+const SCAN = 200_000;
+
+/** Ethernet (802.1Q) / IPv4 / UDP 4791 / BTH: a key naming the packet (addresses, opcode, QP, PSN), or undefined. */
+export function roceKey(frame: Uint8Array): string | undefined {
+  let off = 12;
+  let type = (frame[off]! << 8) | frame[off + 1]!;
+  if (type === 0x8100) {
+    off += 4;
+    type = (frame[off]! << 8) | frame[off + 1]!;
+  }
+  const ip = off + 2;
+  if (type !== 0x0800 || frame.length < ip + 20 + 8 + 12 || (frame[ip]! & 0x0f) !== 5 || frame[ip + 9] !== 17) return undefined;
+  const udp = ip + 20;
+  if (((frame[udp + 2]! << 8) | frame[udp + 3]!) !== 4791) return undefined;
+  const b = udp + 8;
+  // src, dst, opcode, dest QP, PSN: one RC packet, retransmissions aside.
+  return Buffer.from(frame.subarray(ip + 12, ip + 20)).toString("hex") + Buffer.from(frame.subarray(b, b + 1)).toString("hex")
+    + Buffer.from(frame.subarray(b + 5, b + 8)).toString("hex") + Buffer.from(frame.subarray(b + 9, b + 12)).toString("hex");
+}
+
+/**
+ * For each capture, the ns to add to its times to put it on the first
+ * capture's clock: from the packets it shares with the first capture, else
+ * by aligning the first packets.
+ */
+export function estimateAlignments(captures: ReadonlyArray<readonly FeedPacket[]>): bigint[] {
+  const first = captures[0];
+  if (!first || captures.length === 1) return captures.map(() => 0n);
+  const seen = new Map<string, bigint>();
+  for (let i = 0; i < Math.min(first.length, SCAN); i++) {
+    const p = first[i]!;
+    const k = roceKey(p.data);
+    if (k !== undefined && !seen.has(k)) seen.set(k, p.timestampNs);
+  }
+  return captures.map((packets, idx) => {
+    if (idx === 0) return 0n;
+    const diffs: bigint[] = [];
+    const used = new Set<string>();
+    for (let i = 0; i < Math.min(packets.length, SCAN); i++) {
+      const p = packets[i]!;
+      const k = roceKey(p.data);
+      if (k === undefined || used.has(k)) continue;
+      used.add(k);
+      const t0 = seen.get(k);
+      if (t0 !== undefined) diffs.push(t0 - p.timestampNs);
+    }
+    if (diffs.length === 0) return (first[0]?.timestampNs ?? 0n) - (packets[0]?.timestampNs ?? 0n);
+    diffs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return diffs[diffs.length >> 1]!;
+  });
+}
