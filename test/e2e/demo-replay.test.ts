@@ -7,7 +7,9 @@ import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { runDemo } from "../../app/demo.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../exporter/src/records.js";
-import { readCapture } from "../../traffic/src/pcap.js";
+import { readCapture, writePcap } from "../../traffic/src/pcap.js";
+import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
+import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "demo-replay-"));
@@ -28,13 +30,56 @@ test("a live demo run and a replay of its own capture agree", async () => {
   const msgs = (rs: RecordJson[]) => rs.filter((r): r is MessageRecordJson => r.type === "message").map((r) => ({ ...r, switch_id: "" })).sort((a, b) => a.first_unix_ns.localeCompare(b.first_unix_ns) || a.src.localeCompare(b.src));
   expect(msgs(replay)).toEqual(msgs(live).map((m) => ({ ...m })));
   // I/Os: the compute-side figures (e2e at C, DPL) match the live run's; RTT needs tor-s too.
-  const ios = (rs: RecordJson[]) => new Map(rs.filter((r): r is IoRecordJson => r.type === "io").map((r) => [`${r.host}|${r.target}|${r.cid}`, r]));
+  const ios = (rs: RecordJson[]) => new Map(rs.filter((r): r is IoRecordJson => r.type === "io" && r.c_switch_id !== null).map((r) => [ioRecordKey(r), r]));
   const [l, r] = [ios(live), ios(replay)];
   expect(r.size).toBe(l.size);
-  for (const [k, a] of l) expect({ e2e: r.get(k)?.e2e_c_ns, dpl: r.get(k)?.dpl_ns }).toEqual({ e2e: a.e2e_c_ns, dpl: a.dpl_ns });
+  for (const [k, a] of l) expect({ e2e: r.get(k)?.e2e_c_ns, dpl: r.get(k)?.dpl_ns, cmd: r.get(k)?.cmd_unix_ns }).toEqual({ e2e: a.e2e_c_ns, dpl: a.dpl_ns, cmd: a.cmd_unix_ns });
   // Every packet with a route was forwarded, unchanged.
   const input = readCapture(join(dir, "tor-c.pcap"));
   const out = readCapture(join(dir, "forwarded.pcap"));
   expect(out.length).toBe(input.length);
   expect(Buffer.compare(out[10]!.data, input[10]!.data)).toBe(0);
 }, 120_000);
+
+test("two captures whose clocks are seconds apart, replayed together, give RTT for every I/O both saw, exact to the ns", () => {
+  const d = join(dir, "two");
+  const traffic = generateTraffic({ seed: 9, durationNs: 300_000_000, hosts: 3, targets: 2, ioRate: 3000, responseLoss: 0.01, errorRate: 0.01 });
+  writeTraffic(d, traffic);
+  // The storage-side capture was taken on a clock 7.3 s behind the compute side's.
+  const skew = 7_300_000_123n;
+  const s = readCapture(join(d, "tor-s.pcap"));
+  writePcap(join(d, "tor-s-skewed.pcap"), s.map((p) => ({ timestampNs: p.timestampNs - skew, data: p.data, originalLength: p.originalLength })), 128);
+  const cli = spawnSync(process.execPath, ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "replay", join(d, "tor-c.pcap"), join(d, "tor-s-skewed.pcap"),
+    "--topology", join(d, "tor-c.topology.json"), "--topology", join(d, "tor-s.topology.json"), "--out", join(d, "both.jsonl")], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  expect(cli.status, cli.stderr).toBe(0);
+  const recs = read(join(d, "both.jsonl"));
+  const ios = new Map(recs.filter((r): r is IoRecordJson => r.type === "io").map((r) => [ioRecordKey(r), r]));
+  const problems: string[] = [];
+  let rtt = 0;
+  for (const t of traffic.ios) {
+    const r = ios.get(ioTruthKey(t));
+    if (!t.record) {
+      if (r) problems.push(`${ioTruthKey(t)}: unexpected record`);
+      continue;
+    }
+    if (!r) {
+      problems.push(`${ioTruthKey(t)}: missing`);
+      continue;
+    }
+    // Each vantage keeps its own capture's clock: the storage-side-only I/Os carry the skewed time.
+    const want = { ...t, cmd_unix_ns: t.c_seen ? t.cmdCNs : t.cmdSNs === null ? null : t.cmdSNs - skew };
+    const m = ioMismatches(want, { ...r, c_switch_id: r.c_switch_id === null ? null : "tor-c", s_switch_id: r.s_switch_id });
+    if (m.length) problems.push(`${ioTruthKey(t)}: ${m.join("; ")}`);
+    if (r.rtt_ns !== null) rtt++;
+    expect(r.c_switch_id === null || r.c_switch_id === "tor-c").toBe(true);
+    expect(r.s_switch_id === null || r.s_switch_id === "tor-s-skewed").toBe(true);
+  }
+  expect(problems.slice(0, 10)).toEqual([]);
+  expect(rtt).toBeGreaterThan(traffic.ios.length * 0.9);
+  expect(ios.size).toBe(traffic.ios.filter((t) => t.record).length);
+  // Interval records of the skewed switch are on its own clock.
+  const first = s[0]!.timestampNs - skew;
+  const sStats = recs.filter((r) => r.type === "switch_stats" && r.switch_id === "tor-s-skewed");
+  expect(sStats.length).toBeGreaterThan(0);
+  expect(sStats.every((r) => BigInt(r.interval_start_unix_ns) < first + 1_000_000_000n)).toBe(true);
+}, 180_000);

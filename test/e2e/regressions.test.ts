@@ -1,0 +1,155 @@
+// Defects found in review, each pinned by a test through the compiled program
+// on the software switch (or the controller itself where no switch is needed).
+import { afterEach, describe, expect, test } from "vitest";
+import { Topology } from "../../app/topology.js";
+import { replaySwitches } from "../../app/replay.js";
+import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
+import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+import { TelemetryController, type DigestBatch } from "../../p4runtime-controller/src/telemetry/controller.js";
+import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
+import { SoftwareSwitch } from "../../switch/src/software-switch.js";
+import { crc32 } from "../../switch/src/bmv2/crc.js";
+import { buildFrame, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function until(cond: () => boolean, timeoutMs: number, what: string) {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const T0 = 1_800_000_000_000_000_000n;
+
+describe("CNP counts per host pair", () => {
+  test("two host pairs whose counter slots collide never add to each other's CNPs", async () => {
+    // Find a second pair whose CNP slot (CRC-32 of {dst, src} mod 4096, as the program hashes it) is the first pair's.
+    const slot = (src: number, dst: number) => {
+      const b = Buffer.alloc(8);
+      b.writeUInt32BE(src, 0);
+      b.writeUInt32BE(dst, 4);
+      return crc32(b) % 4096;
+    };
+    const a = { src: ipv4("10.0.1.1"), dst: ipv4("10.0.1.2") };
+    let b: { src: number; dst: number } | undefined;
+    for (let x = 3; x < 250 && !b; x++) for (let y = 3; y < 250 && !b; y++) {
+      const c = { src: ipv4(`10.0.1.${x}`), dst: ipv4(`10.0.1.${y}`) };
+      if (x !== y && slot(c.src, c.dst) === slot(a.src, a.dst)) b = c;
+    }
+    expect(b, "a colliding pair").toBeDefined();
+    const hosts = [a.src, a.dst, b!.src, b!.dst];
+    const topology = Topology.parse({ ports: hosts.map((h, i) => ({ port: i + 1, role: "compute", prefixes: [`${ipv4Text(h)}/32`] })) });
+    let t = T0;
+    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+    const send = (f: RoceFrame) => packets.push({ timestampNs: (t += 10_000n), data: buildFrame(f).data });
+    const cnp = (p: { src: number; dst: number }) => send({ src: p.dst, dst: p.src, opcode: Opcode.CNP, destQp: 0x99, psn: 0, payload: Buffer.alloc(16) });
+    const write = (p: { src: number; dst: number }, psn: number) =>
+      send({ src: p.src, dst: p.dst, opcode: Opcode.WRITE_ONLY, destQp: 0x20, psn, reth: { va: 0n, rkey: 1, length: 1024 }, payloadLength: 1024 });
+    cnp(a);
+    cnp(a);
+    cnp(a);
+    cnp(b!); // the slot is a's, with CNPs not yet reported: not counted for b, counted as untracked
+    cnp(b!);
+    write(b!, 1);
+    write(a, 1);
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const flows = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    const cnps = Object.fromEntries(flows.map((f) => [`${f.src}>${f.dst}`, f.cnp_packets]));
+    expect(cnps).toEqual({ [`${ipv4Text(a.src)}>${ipv4Text(a.dst)}`]: 3, [`${ipv4Text(b!.src)}>${ipv4Text(b!.dst)}`]: 0 });
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats.cnp_untracked).toBe(2);
+  }, 60_000);
+});
+
+describe("polling mode after a takeover", () => {
+  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+
+  function controllerFor(port: number, electionId: number) {
+    const c = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${port}`, election_id: electionId, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      mode: "polling",
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+    }), { rotationTimer: false });
+    c.start();
+    cleanups.push(() => c.stop());
+    return c;
+  }
+
+  test("a new controller on a running switch is told every flow and host-target pair again", async () => {
+    const sw = new SoftwareSwitch({ clock: "virtual" });
+    const server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
+    const port = await server.listen("127.0.0.1:0");
+    cleanups.push(() => server.close());
+    let t = T0;
+    const traffic = () => {
+      // A gradient-sync flow and an NVMe command from the host.
+      sw.process({ port: 1, unixNs: (t += 1000n), data: buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4("10.0.2.1"), opcode: Opcode.WRITE_ONLY, destQp: 0x44, psn: Number(t % 1000n), reth: { va: 0n, rkey: 5, length: 64 }, payloadLength: 64 }).data });
+      sw.process({ port: 1, unixNs: (t += 1000n), data: buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 0x81, psn: Number(t % 1000n), payload: nvmeSqe("read", Number(t % 100n), 1, 0n, 4096, 7) }).data });
+    };
+    const first = controllerFor(port, 5);
+    await first.ready();
+    traffic();
+    await until(() => first.stats.learnedFlows === 1 && first.stats.learnedPairs === 1, 3000, "the first controller to learn");
+    await first.stop();
+    // The switch keeps running (and its learn filters keep their state); a new controller takes over.
+    const second = controllerFor(port, 6);
+    await second.ready();
+    traffic();
+    await until(() => second.stats.learnedFlows === 1 && second.stats.learnedPairs === 1, 3000, "the new controller to learn the same flow and pair");
+    // And it does not hear of them again while it stays primary.
+    const lists = second.stats.digests;
+    traffic();
+    traffic();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(second.stats.digests).toBe(lists);
+  }, 30_000);
+});
+
+describe("bad digests", () => {
+  test("samples the controller cannot decode are counted on the batch, per switch", () => {
+    const c = new TelemetryController(parseConfig({
+      switch: { address: "127.0.0.1:1", switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }],
+    }));
+    const batches: DigestBatch[] = [];
+    c.on("digests", (b) => batches.push(b));
+    c.on("bad-digest", () => undefined);
+    const ioId = c.schema.digests.get("io_digest_t").preamble!.id;
+    const bitstring = (n: number) => ({ data: { $case: "bitstring" as const, value: Buffer.from([n]) } });
+    const member = (n: number) => ({ data: { $case: "struct" as const, value: { members: Array.from({ length: n }, () => bitstring(1)) } } });
+    // A list for a digest the P4Info does not have, and one whose second sample has too few members.
+    c.connection.emit("digest", { digestId: 12345, listId: 1n, data: [member(3)], timestamp: T0 });
+    c.connection.emit("digest", { digestId: ioId, listId: 2n, data: [member(19), member(4)], timestamp: T0 });
+    expect(batches.map((b) => [b.digests.length, b.badDigests])).toEqual([[0, 1], [1, 1]]);
+    expect(c.stats.badDigests).toBe(2);
+  });
+});
+
+describe("NVMe status", () => {
+  test("the CQE status is reported without its phase bit, in place", async () => {
+    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+    const host = ipv4("10.0.1.1");
+    const target = ipv4("10.0.2.1");
+    let t = T0;
+    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+    const send = (f: RoceFrame) => packets.push({ timestampNs: (t += 5_000n), data: buildFrame(f).data });
+    // Two reads on one queue; the target's data pairs the queue; both fail: 0x0502 with phase 0, 0x0503 (same status, phase 1).
+    for (const [cid, word] of [[1, 0x0502], [2, 0x0503]] as const) {
+      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: cid, payload: nvmeSqe("read", cid, 1, 0n, 512, 0x100 + cid) });
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: 0x101, psn: cid, reth: { va: 0n, rkey: 0x100 + cid, length: 512 }, payloadLength: 512 });
+      send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: 0x101, psn: 10 + cid, payload: nvmeCqe(cid, 1, 0, word & 0xfffe, word & 1) });
+    }
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cid, r.nvme_status, r.host_qp, r.target_qp])).toEqual([[1, 0x0502, 0x101, 0x801], [2, 0x0502, 0x101, 0x801]]);
+    expect(records.filter((r): r is MessageRecordJson => r.type === "message")).toHaveLength(0);
+  }, 60_000);
+});
