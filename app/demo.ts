@@ -54,6 +54,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     {
       mode: o.mode,
       out: join(o.outDir, "records.jsonl"),
+      outMode: "replace", // the demo's own output directory
       kafka: o.kafka,
       logger: o.logger,
       onRecord: (r) => {

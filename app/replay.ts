@@ -5,7 +5,7 @@ import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { Exporter, type ExporterOptions } from "../exporter/src/exporter.js";
-import { JsonlSink } from "../exporter/src/jsonl-sink.js";
+import { JsonlSink, type OutputMode } from "../exporter/src/jsonl-sink.js";
 import type { RecordJson } from "../exporter/src/records.js";
 import type { Mode } from "../p4runtime-controller/src/telemetry/config.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
@@ -22,6 +22,8 @@ export interface ReplaySwitch {
 export interface ReplayOptions {
   mode?: Mode;
   out?: string;
+  /** what to do with an `out` file that already holds records (default: refuse) */
+  outMode?: OutputMode;
   /** write the packets the switch forwarded to this pcap (one switch) */
   forwarded?: string;
   /** publish records and raw digests on Kafka */
@@ -46,8 +48,13 @@ export interface ReplayResult {
 /** Replays one or more switches' captures (merged by time) and exports records. */
 export async function replaySwitches(switches: readonly ReplaySwitch[], opts: ReplayOptions = {}): Promise<ReplayResult> {
   const exporter = new Exporter(opts.exporter);
-  const sink = opts.out ? new JsonlSink(opts.out) : undefined;
-  if (sink) exporter.addSink((r) => sink.write(r));
+  const sink = opts.out ? new JsonlSink(opts.out, opts.outMode) : undefined;
+  if (sink) {
+    exporter.addSink((r) => {
+      sink.write(r);
+      if (r.type === "switch_stats") sink.sync(); // an interval closed
+    });
+  }
   if (opts.onRecord) exporter.addSink(opts.onRecord);
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));

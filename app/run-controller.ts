@@ -13,6 +13,8 @@ import { startControlServer } from "./control-server.js";
 export interface RunControllerOptions {
   configFile: string;
   out?: string;
+  /** add to an `out` file that already holds records (otherwise refused) */
+  append?: boolean;
   brokers?: string[];
   /** TLS and SASL for Kafka */
   kafkaSecurity?: KafkaSecurity;
@@ -25,8 +27,13 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   const controller = new TelemetryController(config, { logger: o.logger });
   const exporter = new Exporter();
   exporter.metrics.coverage = () => controller.coverage();
-  const jsonl = o.out ? new JsonlSink(o.out) : undefined;
-  if (jsonl) exporter.addSink((r) => jsonl.write(r));
+  const jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
+  if (jsonl) {
+    exporter.addSink((r) => {
+      jsonl.write(r);
+      if (r.type === "switch_stats") jsonl.sync(); // an interval closed
+    });
+  }
   let kafka: KafkaSink | undefined;
   if (o.brokers?.length) {
     kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });

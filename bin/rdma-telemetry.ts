@@ -13,6 +13,7 @@ import { Topology } from "../app/topology.js";
 import { generateTraffic, writeTraffic } from "../traffic/src/generator.js";
 import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
 import { CaptureError } from "../traffic/src/pcap.js";
+import { OutputError } from "../exporter/src/jsonl-sink.js";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
@@ -28,7 +29,7 @@ Usage:
       given). RTT needs a compute-side and a storage-side capture.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
-  rdma-telemetry controller --config FILE [--out RECORDS.jsonl] [--kafka-brokers HOST:PORT,...]
+  rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--kafka-brokers HOST:PORT,...]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
@@ -36,7 +37,8 @@ Usage:
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
 
-Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
+An --out file that already holds records is refused unless --append is given
+(a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
@@ -101,6 +103,7 @@ async function main(argv: string[]): Promise<number> {
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
+      append: { type: "boolean" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -145,7 +148,7 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]! }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
-      const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, logger, kafka, forwarded: values.forwarded });
+      const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded });
       await kafka?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
@@ -165,7 +168,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, out: values.out, append: values.append, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
       return 0;
     }
     case "consume": {
@@ -200,7 +203,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError) {

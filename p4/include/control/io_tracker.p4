@@ -109,6 +109,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
         bit<8> opcode = hdr.bth.opcode;
 
+        // Queue pairing request, made once below (one access per register).
+        bit<8> qp_op = 0;
+        ipv4_addr_t qp_host = 0;
+        ipv4_addr_t qp_target = 0;
+        qpn_t qp_host_qp = 0;
+        qpn_t qp_target_qp = 0;
+
         // RDMA CM: the REQ (host -> target) names the host's QP; the REP
         // (target -> host) names the target's, and answers the REQ's id.
         if (hdr.cm_req.isValid()) {
@@ -120,7 +127,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cm_host_qp.write(cidx, 8w0 ++ hdr.cm_req.local_qpn);
             return;
         }
-        if (hdr.cm_rep.isValid()) {
+        bool is_cm_rep = hdr.cm_rep.isValid();
+        if (is_cm_rep) {
             bit<32> cidx;
             HASH_INDEX(cidx, CM_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.cm_rep.remote_comm_id });
             ipv4_addr_t c_host;
@@ -132,79 +140,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cm_comm_id.read(c_id, cidx);
             cm_host_qp.read(c_qp, cidx);
             if (c_host == hdr.ipv4.dst_addr && c_target == hdr.ipv4.src_addr && c_id == hdr.cm_rep.remote_comm_id) {
-                bool cm_found;
-                qpn_t cm_peer;
-                queue_pairs.apply(QP_LEARN, hdr.ipv4.dst_addr, hdr.ipv4.src_addr, c_qp[23:0], hdr.cm_rep.local_qpn,
-                                  cm_found, cm_peer, meta);
-            }
-            return;
-        }
-
-        // Classify, and orient the packet as host/target.
-        bool in_capsule = false;
-        if (hdr.nvme_sqe.isValid()) {
-            if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
-                    && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
-                pkt_class = IO_PKT_CMD;
-            } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK
-                    && hdr.nvme_sqe.sgl_subtype == NVME_SGL_SUBTYPE_OFFSET) {
-                pkt_class = IO_PKT_CMD;
-                in_capsule = true;
-            }
-        } else if (hdr.nvme_cqe.isValid()) {
-            pkt_class = IO_PKT_RSP;
-        } else if (opcode >= OP_WRITE_FIRST && opcode <= OP_WRITE_ONLY_IMM) {
-            pkt_class = IO_PKT_WRITE_DATA;
-        } else if (opcode == OP_READ_REQUEST) {
-            pkt_class = IO_PKT_READ_REQ;
-        } else if (opcode >= OP_READ_RESPONSE_FIRST && opcode <= OP_READ_RESPONSE_ONLY) {
-            pkt_class = IO_PKT_READ_RESP;
-        }
-        if (pkt_class == IO_PKT_NONE) {
-            return;
-        }
-        if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_READ_RESP) {
-            // host -> target
-            host = hdr.ipv4.src_addr;
-            target = hdr.ipv4.dst_addr;
-            if (meta.ingress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
-            if (meta.egress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
-        } else {
-            // target -> host
-            host = hdr.ipv4.dst_addr;
-            target = hdr.ipv4.src_addr;
-            if (meta.egress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
-            if (meta.ingress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
-        }
-        if (vantage == 0) {
-            return;  // neither end of this I/O is attached here
-        }
-
-        if (meta.cfg.mode == MODE_POLLING) {
-            io_watchlist.apply();
-            if (!watched) {
-                if (pkt_class == IO_PKT_CMD) {
-                    bit<32> lidx;
-                    HASH_INDEX(lidx, LEARN_SLOTS, { host, target });
-                    ipv4_addr_t seen_host;
-                    ipv4_addr_t seen_target;
-                    bit<16> seen_epoch;
-                    learned_host.read(seen_host, lidx);
-                    learned_target.read(seen_target, lidx);
-                    learned_epoch.read(seen_epoch, lidx);
-                    if (seen_host != host || seen_target != target || seen_epoch != meta.cfg.epoch) {
-                        learned_host.write(lidx, host);
-                        learned_target.write(lidx, target);
-                        learned_epoch.write(lidx, meta.cfg.epoch);
-                        meta.digest_kind = DIGEST_LEARN;
-                        meta.learn_digest.kind = LEARN_IO_PAIR;
-                        meta.learn_digest.src = host;
-                        meta.learn_digest.dst = target;
-                        meta.learn_digest.dest_qp = 0;
-                        meta.stat.learned = true;
-                    }
-                }
-                return;
+                qp_op = QP_LEARN;
+                qp_host = hdr.ipv4.dst_addr;
+                qp_target = hdr.ipv4.src_addr;
+                qp_host_qp = c_qp[23:0];
+                qp_target_qp = hdr.cm_rep.local_qpn;
             }
         }
 
@@ -212,169 +152,250 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         qpn_t ref_tqp = 0;       // the target QP of the I/O a data packet belongs to
         bit<32> ref = 0;
         bool found = false;
+        bool in_capsule = false;
+        bit<32> cmd_slot = 0;
         rkey_t sgl_key = 0;
         bit<32> sgl_len = 0;
-        if (pkt_class == IO_PKT_CMD) {
-            cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
-            sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
-                ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
-            if (in_capsule) {
-                // Data Block descriptor: a 4-byte length.
-                sgl_len = hdr.nvme_sqe.sgl_key_le[31:24] ++ hdr.nvme_sqe.sgl_len_le[7:0]
-                    ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
-            } else {
-                sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
-                    ++ hdr.nvme_sqe.sgl_len_le[23:16];
+        if (!is_cm_rep) {
+            // Classify, and orient the packet as host/target.
+            if (hdr.nvme_sqe.isValid()) {
+                if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
+                        && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
+                    pkt_class = IO_PKT_CMD;
+                } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK
+                        && hdr.nvme_sqe.sgl_subtype == NVME_SGL_SUBTYPE_OFFSET) {
+                    pkt_class = IO_PKT_CMD;
+                    in_capsule = true;
+                }
+            } else if (hdr.nvme_cqe.isValid()) {
+                pkt_class = IO_PKT_RSP;
+            } else if (opcode >= OP_WRITE_FIRST && opcode <= OP_WRITE_ONLY_IMM) {
+                pkt_class = IO_PKT_WRITE_DATA;
+            } else if (opcode == OP_READ_REQUEST) {
+                pkt_class = IO_PKT_READ_REQ;
+            } else if (opcode >= OP_READ_RESPONSE_FIRST && opcode <= OP_READ_RESPONSE_ONLY) {
+                pkt_class = IO_PKT_READ_RESP;
             }
-        } else if (pkt_class == IO_PKT_RSP) {
-            cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
-        }
-        bit<32> cmd_slot;
-        HASH_INDEX(cmd_slot, IO_SLOTS, { host, target, hdr.bth.dest_qp, cid });
+            if (pkt_class == IO_PKT_NONE) {
+                return;
+            }
+            if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_READ_RESP) {
+                // host -> target
+                host = hdr.ipv4.src_addr;
+                target = hdr.ipv4.dst_addr;
+                if (meta.ingress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
+                if (meta.egress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
+            } else {
+                // target -> host
+                host = hdr.ipv4.dst_addr;
+                target = hdr.ipv4.src_addr;
+                if (meta.egress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
+                if (meta.ingress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
+            }
+            if (vantage == 0) {
+                return;  // neither end of this I/O is attached here
+            }
 
-        // R_Key map. The command writes its key whatever becomes of it (a
-        // reference to another I/O's slot fails that slot's key check).
-        if (pkt_class == IO_PKT_CMD && !in_capsule) {
-            bit<32> ridx;
-            HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
-            // An entry of another I/O still in flight is lost here: count it.
-            ipv4_addr_t prev_host;
-            ipv4_addr_t prev_target;
-            rkey_t prev_rkey;
-            bit<32> prev_ref;
-            rkey_map_host.read(prev_host, ridx);
-            rkey_map_target.read(prev_target, ridx);
-            rkey_map_rkey.read(prev_rkey, ridx);
-            rkey_map_ref.read(prev_ref, ridx);
-            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
-                bit<8> prev_info;
-                bit<16> prev_cid;
-                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
-                    meta.stat.ioref_overwritten = true;
+            if (meta.cfg.mode == MODE_POLLING) {
+                io_watchlist.apply();
+                if (!watched) {
+                    if (pkt_class == IO_PKT_CMD) {
+                        bit<32> lidx;
+                        HASH_INDEX(lidx, LEARN_SLOTS, { host, target });
+                        ipv4_addr_t seen_host;
+                        ipv4_addr_t seen_target;
+                        bit<16> seen_epoch;
+                        learned_host.read(seen_host, lidx);
+                        learned_target.read(seen_target, lidx);
+                        learned_epoch.read(seen_epoch, lidx);
+                        if (seen_host != host || seen_target != target || seen_epoch != meta.cfg.epoch) {
+                            learned_host.write(lidx, host);
+                            learned_target.write(lidx, target);
+                            learned_epoch.write(lidx, meta.cfg.epoch);
+                            meta.digest_kind = DIGEST_LEARN;
+                            meta.learn_digest.kind = LEARN_IO_PAIR;
+                            meta.learn_digest.src = host;
+                            meta.learn_digest.dst = target;
+                            meta.learn_digest.dest_qp = 0;
+                            meta.stat.learned = true;
+                        }
+                    }
+                    return;
                 }
             }
-            rkey_map_host.write(ridx, host);
-            rkey_map_target.write(ridx, target);
-            rkey_map_rkey.write(ridx, sgl_key);
-            rkey_map_ref.write(ridx, cmd_slot[15:0] ++ cid);
-            rkey_map_target_qp.write(ridx, 8w0 ++ hdr.bth.dest_qp);
-        } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
-            bit<32> ridx;
-            HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
-            ipv4_addr_t k_host;
-            ipv4_addr_t k_target;
-            rkey_t k_rkey;
-            bit<32> k_ref;
-            bit<32> k_tqp;
-            rkey_map_host.read(k_host, ridx);
-            rkey_map_target.read(k_target, ridx);
-            rkey_map_rkey.read(k_rkey, ridx);
-            rkey_map_ref.read(k_ref, ridx);
-            rkey_map_target_qp.read(k_tqp, ridx);
-            if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
-                ref = k_ref;
-                ref_tqp = k_tqp[23:0];
-                found = true;
-            }
-        }
 
-        // PSN map: a READ RESPONSE first/only carries the PSN of the READ
-        // REQUEST it answers, on the I/O's target QP.
-        bit<32> psn_tag = 1w1 ++ 7w0 ++ hdr.bth.psn;
-        if (pkt_class == IO_PKT_READ_REQ && found) {
-            bit<32> pidx;
-            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, ref_tqp, hdr.bth.psn });
-            // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
-            ipv4_addr_t prev_host;
-            ipv4_addr_t prev_target;
-            bit<32> prev_psn;
-            bit<32> prev_tqp;
-            bit<32> prev_ref;
-            psn_map_host.read(prev_host, pidx);
-            psn_map_target.read(prev_target, pidx);
-            psn_map_psn.read(prev_psn, pidx);
-            psn_map_target_qp.read(prev_tqp, pidx);
-            psn_map_ref.read(prev_ref, pidx);
-            if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != psn_tag
-                    || prev_tqp != 8w0 ++ ref_tqp)) {
-                bit<8> prev_info;
-                bit<16> prev_cid;
-                io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
-                    meta.stat.ioref_overwritten = true;
+            if (pkt_class == IO_PKT_CMD) {
+                cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
+                sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
+                    ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
+                if (in_capsule) {
+                    // Data Block descriptor: a 4-byte length.
+                    sgl_len = hdr.nvme_sqe.sgl_key_le[31:24] ++ hdr.nvme_sqe.sgl_len_le[7:0]
+                        ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
+                } else {
+                    sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
+                        ++ hdr.nvme_sqe.sgl_len_le[23:16];
                 }
+            } else if (pkt_class == IO_PKT_RSP) {
+                cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
             }
-            psn_map_host.write(pidx, host);
-            psn_map_target.write(pidx, target);
-            psn_map_psn.write(pidx, psn_tag);
-            psn_map_target_qp.write(pidx, 8w0 ++ ref_tqp);
-            psn_map_ref.write(pidx, ref);
-        } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
-            bit<32> pidx;
-            HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.dest_qp, hdr.bth.psn });
-            ipv4_addr_t p_host;
-            ipv4_addr_t p_target;
-            bit<32> p_psn;
-            bit<32> p_tqp;
-            bit<32> p_ref;
-            psn_map_host.read(p_host, pidx);
-            psn_map_target.read(p_target, pidx);
-            psn_map_psn.read(p_psn, pidx);
-            psn_map_target_qp.read(p_tqp, pidx);
-            psn_map_ref.read(p_ref, pidx);
-            if (p_host == host && p_target == target && p_psn == psn_tag && p_tqp == 8w0 ++ hdr.bth.dest_qp) {
-                ref = p_ref;
-                ref_tqp = hdr.bth.dest_qp;
-                found = true;
-            }
-        }
+            HASH_INDEX(cmd_slot, IO_SLOTS, { host, target, hdr.bth.dest_qp, cid });
 
-        // QP map: the QP's current message belongs to this I/O, or to none.
-        bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
-            || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
-        if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
-            bit<32> qidx;
-            HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
-            bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
-            if (starts_message) {
-                qp_map_src.write(qidx, hdr.ipv4.src_addr);
-                qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
-                qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
-                qp_map_ref.write(qidx, ref);
-                qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
-            } else {
-                ipv4_addr_t q_src;
-                ipv4_addr_t q_dst;
-                bit<32> q_qpn;
-                bit<32> q_ref;
-                bit<32> q_tqp;
-                qp_map_src.read(q_src, qidx);
-                qp_map_dst.read(q_dst, qidx);
-                qp_map_qpn.read(q_qpn, qidx);
-                qp_map_ref.read(q_ref, qidx);
-                qp_map_target_qp.read(q_tqp, qidx);
-                if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
-                    ref = q_ref;
-                    ref_tqp = q_tqp[23:0];
+            // R_Key map. The command writes its key whatever becomes of it (a
+            // reference to another I/O's slot fails that slot's key check).
+            if (pkt_class == IO_PKT_CMD && !in_capsule) {
+                bit<32> ridx;
+                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
+                // An entry of another I/O still in flight is lost here: count it.
+                ipv4_addr_t prev_host;
+                ipv4_addr_t prev_target;
+                rkey_t prev_rkey;
+                bit<32> prev_ref;
+                rkey_map_host.read(prev_host, ridx);
+                rkey_map_target.read(prev_target, ridx);
+                rkey_map_rkey.read(prev_rkey, ridx);
+                rkey_map_ref.read(prev_ref, ridx);
+                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
+                    bit<8> prev_info;
+                    bit<16> prev_cid;
+                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                    if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
+                        meta.stat.ioref_overwritten = true;
+                    }
+                }
+                rkey_map_host.write(ridx, host);
+                rkey_map_target.write(ridx, target);
+                rkey_map_rkey.write(ridx, sgl_key);
+                rkey_map_ref.write(ridx, cmd_slot[15:0] ++ cid);
+                rkey_map_target_qp.write(ridx, 8w0 ++ hdr.bth.dest_qp);
+            } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
+                bit<32> ridx;
+                HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
+                ipv4_addr_t k_host;
+                ipv4_addr_t k_target;
+                rkey_t k_rkey;
+                bit<32> k_ref;
+                bit<32> k_tqp;
+                rkey_map_host.read(k_host, ridx);
+                rkey_map_target.read(k_target, ridx);
+                rkey_map_rkey.read(k_rkey, ridx);
+                rkey_map_ref.read(k_ref, ridx);
+                rkey_map_target_qp.read(k_tqp, ridx);
+                if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
+                    ref = k_ref;
+                    ref_tqp = k_tqp[23:0];
                     found = true;
                 }
             }
+
+            // PSN map: a READ RESPONSE first/only carries the PSN of the READ
+            // REQUEST it answers, on the I/O's target QP.
+            bit<32> psn_tag = 1w1 ++ 7w0 ++ hdr.bth.psn;
+            if (pkt_class == IO_PKT_READ_REQ && found) {
+                bit<32> pidx;
+                HASH_INDEX(pidx, IOREF_SLOTS, { host, target, ref_tqp, hdr.bth.psn });
+                // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
+                ipv4_addr_t prev_host;
+                ipv4_addr_t prev_target;
+                bit<32> prev_psn;
+                bit<32> prev_tqp;
+                bit<32> prev_ref;
+                psn_map_host.read(prev_host, pidx);
+                psn_map_target.read(prev_target, pidx);
+                psn_map_psn.read(prev_psn, pidx);
+                psn_map_target_qp.read(prev_tqp, pidx);
+                psn_map_ref.read(prev_ref, pidx);
+                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != psn_tag
+                        || prev_tqp != 8w0 ++ ref_tqp)) {
+                    bit<8> prev_info;
+                    bit<16> prev_cid;
+                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
+                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
+                    if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
+                        meta.stat.ioref_overwritten = true;
+                    }
+                }
+                psn_map_host.write(pidx, host);
+                psn_map_target.write(pidx, target);
+                psn_map_psn.write(pidx, psn_tag);
+                psn_map_target_qp.write(pidx, 8w0 ++ ref_tqp);
+                psn_map_ref.write(pidx, ref);
+            } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
+                bit<32> pidx;
+                HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.dest_qp, hdr.bth.psn });
+                ipv4_addr_t p_host;
+                ipv4_addr_t p_target;
+                bit<32> p_psn;
+                bit<32> p_tqp;
+                bit<32> p_ref;
+                psn_map_host.read(p_host, pidx);
+                psn_map_target.read(p_target, pidx);
+                psn_map_psn.read(p_psn, pidx);
+                psn_map_target_qp.read(p_tqp, pidx);
+                psn_map_ref.read(p_ref, pidx);
+                if (p_host == host && p_target == target && p_psn == psn_tag && p_tqp == 8w0 ++ hdr.bth.dest_qp) {
+                    ref = p_ref;
+                    ref_tqp = hdr.bth.dest_qp;
+                    found = true;
+                }
+            }
+
+            // QP map: the QP's current message belongs to this I/O, or to none.
+            bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
+                || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
+            if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
+                bit<32> qidx;
+                HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+                bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
+                if (starts_message) {
+                    qp_map_src.write(qidx, hdr.ipv4.src_addr);
+                    qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
+                    qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
+                    qp_map_ref.write(qidx, ref);
+                    qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
+                } else {
+                    ipv4_addr_t q_src;
+                    ipv4_addr_t q_dst;
+                    bit<32> q_qpn;
+                    bit<32> q_ref;
+                    bit<32> q_tqp;
+                    qp_map_src.read(q_src, qidx);
+                    qp_map_dst.read(q_dst, qidx);
+                    qp_map_qpn.read(q_qpn, qidx);
+                    qp_map_ref.read(q_ref, qidx);
+                    qp_map_target_qp.read(q_tqp, qidx);
+                    if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
+                        ref = q_ref;
+                        ref_tqp = q_tqp[23:0];
+                        found = true;
+                    }
+                }
+            }
+
+            // Queue pairs: a keyed transfer teaches the pairing (it goes to the
+            // host's QP, and its key names an I/O of the target's QP); a command
+            // looks up its host QP, a response its target QP.
+            qp_host = host;
+            qp_target = target;
+            if (pkt_class == IO_PKT_CMD) {
+                qp_op = QP_FIND_BY_TARGET;
+                qp_target_qp = hdr.bth.dest_qp;
+            } else if (pkt_class == IO_PKT_RSP) {
+                qp_op = QP_FIND_BY_HOST;
+                qp_host_qp = hdr.bth.dest_qp;
+            } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid() && found) {
+                qp_op = QP_LEARN;
+                qp_host_qp = hdr.bth.dest_qp;
+                qp_target_qp = ref_tqp;
+            }
         }
 
-        // Queue pairs: a keyed transfer teaches the pairing (it goes to the
-        // host's QP, and its key names an I/O of the target's QP); a command
-        // looks up its host QP, a response its target QP.
-        bool paired = false;
-        qpn_t peer_qp = 0;
-        if (pkt_class == IO_PKT_CMD) {
-            queue_pairs.apply(QP_FIND_BY_TARGET, host, target, 0, hdr.bth.dest_qp, paired, peer_qp, meta);
-        } else if (pkt_class == IO_PKT_RSP) {
-            queue_pairs.apply(QP_FIND_BY_HOST, host, target, hdr.bth.dest_qp, 0, paired, peer_qp, meta);
-        } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid() && found) {
-            queue_pairs.apply(QP_LEARN, host, target, hdr.bth.dest_qp, ref_tqp, paired, peer_qp, meta);
+        bool paired;
+        qpn_t peer_qp;
+        queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, meta);
+        if (is_cm_rep) {
+            return;
         }
 
         // The I/O's slot.
