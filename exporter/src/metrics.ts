@@ -216,6 +216,12 @@ export class MetricsEngine {
   private lastScan = -(1n << 62n);
   /** per switch: digests that could not be decoded */
   private readonly badDigests = new Map<string, number>();
+  /** per switch: its session (see DigestBatch.session), restarts seen, and the digest counts of its earlier sessions */
+  private readonly sessions = new Map<string, { session: number; restarts: number; received: number; lost: number; duplicated: number }>();
+  /** intervals before this (common clock) are closed: nothing is added to them again */
+  private closedBefore = -(1n << 62n);
+  /** per switch: figures that arrived for an interval already closed (reported on the event records only) */
+  private readonly late = new Map<string, number>();
   private readonly counters = new Map<string, SwitchCounterFigures>();
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
@@ -265,8 +271,13 @@ export class MetricsEngine {
     return unixNs - (((unixNs % this.options.intervalNs) + this.options.intervalNs) % this.options.intervalNs);
   }
 
-  /** Feeds one digest list from one switch; `badDigests` counts its samples that could not be decoded. */
-  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0): void {
+  /**
+   * Feeds one digest list from one switch; `badDigests` counts its samples
+   * that could not be decoded, `session` is the switch session it came from
+   * (a new one: the switch restarted or reloaded its pipeline).
+   */
+  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number): void {
+    if (session !== undefined) this.checkSession(switchId, session, listTimestampNs);
     if (badDigests > 0) this.badDigests.set(switchId, (this.badDigests.get(switchId) ?? 0) + badDigests);
     if (!this.seqs.has(switchId)) this.seqs.set(switchId, new SeqTracker());
     // (A digest of the switch's very first packet has timestamp 0: still a time.)
@@ -276,6 +287,34 @@ export class MetricsEngine {
     const aligned = listTimestampNs + this.align(switchId);
     if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
     this.advance(aligned);
+  }
+
+  /**
+   * A switch that starts a new session has a new clock, counts its digests
+   * from 0 again and has lost the I/Os it held: the clock is calibrated
+   * anew, the sequence tracking starts over (the earlier session's counts
+   * are kept), and its open commands end as incomplete.
+   */
+  private checkSession(switchId: string, session: number, listTimestampNs: bigint): void {
+    const s = this.sessions.get(switchId);
+    if (!s) {
+      this.sessions.set(switchId, { session, restarts: 0, received: 0, lost: 0, duplicated: 0 });
+      return;
+    }
+    if (s.session === session) return;
+    s.session = session;
+    s.restarts++;
+    this.clocks.delete(switchId);
+    const seq = this.seqs.get(switchId);
+    if (seq) {
+      seq.finish();
+      s.received += seq.received;
+      s.lost += seq.lost;
+      s.duplicated += seq.duplicated;
+      this.seqs.set(switchId, new SeqTracker());
+    }
+    const at = listTimestampNs;
+    for (const [k, o] of [...this.outstanding]) if (o.switchId === switchId) this.timeOut(k, o, at);
   }
 
   /**
@@ -304,7 +343,9 @@ export class MetricsEngine {
   }
 
   private switchInterval(switchId: string, alignedNs: bigint, mode: number): { incomplete: number; untracked: number; mode: number } {
-    const sw = this.bucket(this.switchIntervals, this.intervalOf(alignedNs));
+    const start = this.intervalOf(alignedNs);
+    // A closed interval's switch_stats are out: count in the oldest open one.
+    const sw = this.bucket(this.switchIntervals, start < this.closedBefore ? this.closedBefore : start);
     let s = sw.get(switchId);
     if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode }));
     return s;
@@ -460,6 +501,7 @@ export class MetricsEngine {
       cmd_unix_ns: cmdUnix.toString(),
     };
     if (this.options.perEventRecords) this.sink(rec);
+    if (this.isLate(switchId, interval + this.align(switchId))) return;
     const aggs = this.bucket(this.ioAggs, interval + this.align(switchId));
     const akey = `${switchId}|${rec.host}|${rec.target}|${rec.op}`;
     let a = aggs.get(akey);
@@ -483,6 +525,13 @@ export class MetricsEngine {
     let b = m.get(interval);
     if (!b) m.set(interval, (b = new Map()));
     return b;
+  }
+
+  /** True (and counted) when an interval has been closed already: its aggregates are out and are not emitted again. */
+  private isLate(switchId: string, bucketStart: bigint): boolean {
+    if (bucketStart >= this.closedBefore) return false;
+    this.late.set(switchId, (this.late.get(switchId) ?? 0) + 1);
+    return true;
   }
 
   private onMsg(switchId: string, d: MsgDigest): void {
@@ -516,6 +565,7 @@ export class MetricsEngine {
       };
       this.sink(rec);
     }
+    if (this.isLate(switchId, bucketStart)) return;
     const aggs = this.bucket(this.flowAggs, bucketStart);
     const fkey = `${switchId}|${d.src}|${d.dst}|${d.dest_qp}`;
     let a = aggs.get(fkey);
@@ -598,6 +648,7 @@ export class MetricsEngine {
     const starts = new Set([...this.ioAggs.keys(), ...this.flowAggs.keys(), ...this.switchIntervals.keys()]);
     for (const start of [...starts].sort((a, b) => (a < b ? -1 : 1))) {
       if (!closed(start)) continue;
+      if (start + this.options.intervalNs > this.closedBefore) this.closedBefore = start + this.options.intervalNs;
       // Each record in its switch's own clock.
       const own = (switchId: string) => {
         const s = start - this.align(switchId);
@@ -627,9 +678,12 @@ export class MetricsEngine {
       for (const [sw, seq] of this.seqs) {
         const si = this.switchIntervals.get(start)?.get(sw);
         const c = this.counters.get(sw);
+        const ses = this.sessions.get(sw);
         const rec: SwitchStatsJson = {
           type: "switch_stats", switch_id: sw, ...own(sw),
-          digests_received: seq.received, digests_lost: seq.lost, digests_duplicated: seq.duplicated, bad_digests: this.badDigests.get(sw) ?? 0,
+          digests_received: seq.received + (ses?.received ?? 0), digests_lost: seq.lost + (ses?.lost ?? 0),
+          digests_duplicated: seq.duplicated + (ses?.duplicated ?? 0), bad_digests: this.badDigests.get(sw) ?? 0,
+          switch_restarts: ses?.restarts ?? 0, late_records: this.late.get(sw) ?? 0,
           incomplete_ios: si?.incomplete ?? 0,
           untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
           parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,

@@ -126,6 +126,10 @@ export interface SwitchStatsJson {
   digests_lost: number;
   digests_duplicated: number;
   bad_digests: number;
+  /** new switch sessions seen (restart, pipeline reload): clock and sequence started anew */
+  switch_restarts: number;
+  /** I/Os and messages that arrived for an interval already closed: in their event records, not in the aggregates */
+  late_records: number;
   incomplete_ios: number;
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;

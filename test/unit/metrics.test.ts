@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { decodeDigest, BadDigestError, type IoDigest, type MsgDigest } from "../../exporter/src/digests.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
-import type { IoRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../exporter/src/records.js";
 
 const T0 = 1_800_000_000_000_000_000n;
 const host = 0x0a000101;
@@ -202,5 +202,26 @@ describe("switch clock", () => {
     expect(c.unwrap(wrap - 200)).toBe(BigInt(wrap - 200)); // late, from before the wrap
     expect(c.unwrap(900)).toBe(BigInt(wrap + 900)); // and on after it, not a second wrap
     expect(c.unwrap(wrap - 10)).toBe(BigInt(wrap - 10));
+  });
+});
+
+describe("switch sessions", () => {
+  test("a switch that restarts: clock calibrated anew, sequence restarted without loss or duplicates, open I/Os ended, no interval emitted twice", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { correlationWindowNs: 100_000_000n, ioTimeoutNs: 100_000_000n });
+    // Session 1: 10 messages, one a second... then a command left open.
+    for (let i = 0; i < 10; i++) m.onDigestList("tor", T0 + BigInt(i) * 1_000_000_000n + 30_000n, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })], 0, 1);
+    m.onDigestList("tor", T0 + 9_500_000_000n, [io({ seq: 10, event: 1, vantage: 3, ts: 9_500_000_000 })], 0, 1);
+    // The switch restarts 30 s later: its clock and sequence start at 0.
+    const back = T0 + 40_000_000_000n;
+    for (let i = 0; i < 5; i++) m.onDigestList("tor", back + BigInt(i) * 1_000_000_000n + 30_000n, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })], 0, 2);
+    m.finish();
+    const msgs = out.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.slice(10).map((r) => BigInt(r.first_unix_ns) - back)).toEqual([0n, 1_000_000_000n, 2_000_000_000n, 3_000_000_000n, 4_000_000_000n]);
+    const stats = out.filter((r): r is SwitchStatsJson => r.type === "switch_stats");
+    expect(stats.at(-1)).toMatchObject({ digests_received: 16, digests_lost: 0, digests_duplicated: 0, switch_restarts: 1 });
+    expect(stats.reduce((a, s) => a + s.incomplete_ios, 0)).toBe(1);
+    const starts = out.filter((r) => r.type === "flow_interval").map((r) => r.interval_start_unix_ns);
+    expect(new Set(starts).size).toBe(starts.length);
   });
 });

@@ -42,7 +42,7 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
   const values = names.map((n) => byName.get(n) ?? Buffer.alloc(0));
   const d = decodeDigest(raw.digest, values.map((v) => (v.length ? v : new Uint8Array([0]))));
   if (names.some((n) => !byName.has(n))) throw new Error(`raw digest '${raw.digest}' from ${raw.switchId} lacks members ${names.filter((n) => !byName.has(n)).join(", ")}`);
-  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], badDigests: 0, raw: { digest: raw.digest, samples: [values] } };
+  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [values] } };
 }
 
 export interface DigestConsumerOptions extends KafkaSecurity {

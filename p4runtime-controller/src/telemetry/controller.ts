@@ -30,6 +30,12 @@ export interface DigestBatch {
   digests: TelemetryDigest[];
   /** samples of this list that could not be decoded (counted, and reported on switch_stats) */
   badDigests: number;
+  /**
+   * The switch session the list belongs to: it moves on when this controller
+   * pushes the pipeline (a switch that restarted, or a new pipeline), after
+   * which the switch's clock, sequence numbers and registers start anew.
+   */
+  session: number;
   /** the raw samples, by digest name, for the raw-digest topic */
   raw: { digest: string; samples: DigestMember[][] };
 }
@@ -61,6 +67,8 @@ export interface ControllerStats {
   mode: Mode;
   epoch: number;
   primary: boolean;
+  /** switch sessions seen (1 + pipeline pushes after the first) */
+  sessions: number;
 }
 
 export class TelemetryController extends EventEmitter<ControllerEvents> {
@@ -105,7 +113,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
-    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false };
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, sessions: 0 };
     this.buildStaticState();
     this.connection = new SwitchConnection({
       address: config.switch.address,
@@ -122,8 +130,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       state: this.state,
       logger: this.log,
     });
+    this.connection.on("pipeline-pushed", () => {
+      // A switch without our pipeline: new, restarted, or reloaded. Its
+      // clock, digest sequence and registers start anew.
+      this.stats.sessions++;
+      if (this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session: this.stats.sessions });
+    });
     this.connection.on("primary", () => {
       this.stats.primary = true;
+      if (this.stats.sessions === 0) this.stats.sessions = 1; // a running switch that already had the pipeline
       if (this.primaryOnce) {
         // Taking over again (reconnection, failover back): what this
         // controller learned before may be stale, and a switch that kept
@@ -323,7 +338,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       const n = isFastDigestList(list) ? list.samples.length : list.data.length;
       this.stats.badDigests += n;
       this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId} (${n} samples)` });
-      this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, raw: { digest: "", samples: [] } });
+      this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, session: this.stats.sessions, raw: { digest: "", samples: [] } });
       return;
     }
     const digests: TelemetryDigest[] = [];
@@ -349,7 +364,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
         })
       : list.timestamp;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, raw: { digest: name, samples: raw } });
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.stats.sessions, raw: { digest: name, samples: raw } });
   }
 
   private learn(d: TelemetryDigest): void {

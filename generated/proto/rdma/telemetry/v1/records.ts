@@ -342,6 +342,16 @@ export interface SwitchStats {
   cnpUntracked: bigint;
   /** Commands with no response within the I/O timeout, seen by this switch. */
   incompleteIos: bigint;
+  /**
+   * New sessions of the switch (restart, pipeline reload): its clock and
+   * digest sequence started anew.
+   */
+  switchRestarts: bigint;
+  /**
+   * I/Os and messages that arrived for an interval already closed: in their
+   * event records, not in the aggregates (closed intervals are never re-emitted).
+   */
+  lateRecords: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -2880,6 +2890,8 @@ function createBaseSwitchStats(): SwitchStats {
     queuePairsLearned: 0n,
     cnpUntracked: 0n,
     incompleteIos: 0n,
+    switchRestarts: 0n,
+    lateRecords: 0n,
   };
 }
 
@@ -2977,6 +2989,18 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.incompleteIos of type uint64 too large");
       }
       writer.uint32(136).uint64(message.incompleteIos);
+    }
+    if (message.switchRestarts !== 0n) {
+      if (BigInt.asUintN(64, message.switchRestarts) !== message.switchRestarts) {
+        throw new globalThis.Error("value provided for field message.switchRestarts of type uint64 too large");
+      }
+      writer.uint32(144).uint64(message.switchRestarts);
+    }
+    if (message.lateRecords !== 0n) {
+      if (BigInt.asUintN(64, message.lateRecords) !== message.lateRecords) {
+        throw new globalThis.Error("value provided for field message.lateRecords of type uint64 too large");
+      }
+      writer.uint32(152).uint64(message.lateRecords);
     }
     return writer;
   },
@@ -3130,6 +3154,22 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.incompleteIos = reader.uint64() as bigint;
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.switchRestarts = reader.uint64() as bigint;
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.lateRecords = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3221,6 +3261,16 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.incomplete_ios)
         ? BigInt(object.incomplete_ios)
         : 0n,
+      switchRestarts: isSet(object.switchRestarts)
+        ? BigInt(object.switchRestarts)
+        : isSet(object.switch_restarts)
+        ? BigInt(object.switch_restarts)
+        : 0n,
+      lateRecords: isSet(object.lateRecords)
+        ? BigInt(object.lateRecords)
+        : isSet(object.late_records)
+        ? BigInt(object.late_records)
+        : 0n,
     };
   },
 
@@ -3277,6 +3327,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.incompleteIos !== 0n) {
       obj.incompleteIos = message.incompleteIos.toString();
     }
+    if (message.switchRestarts !== 0n) {
+      obj.switchRestarts = message.switchRestarts.toString();
+    }
+    if (message.lateRecords !== 0n) {
+      obj.lateRecords = message.lateRecords.toString();
+    }
     return obj;
   },
 
@@ -3331,6 +3387,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       : 0n;
     message.incompleteIos = (object.incompleteIos !== undefined && object.incompleteIos !== null)
       ? BigInt(object.incompleteIos)
+      : 0n;
+    message.switchRestarts = (object.switchRestarts !== undefined && object.switchRestarts !== null)
+      ? BigInt(object.switchRestarts)
+      : 0n;
+    message.lateRecords = (object.lateRecords !== undefined && object.lateRecords !== null)
+      ? BigInt(object.lateRecords)
       : 0n;
     return message;
   },
