@@ -76,9 +76,19 @@ function mode(v: string | undefined): "full" | "polling" {
   throw new UsageError(`--mode must be full or polling (got '${v}')`);
 }
 
+const SPILL_DIR = ".cache/kafka-spill";
+
+/** Closes a Kafka sink and says what became of its records: published, or kept on disk for the next run. */
+async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise<void> {
+  const left = await kafka.close(5_000);
+  const sent = kafka.stats.sent;
+  if (left === 0) print(`Kafka: ${sent} records and digests published`);
+  else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
+}
+
 async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: ".cache/kafka-spill" });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -130,10 +140,7 @@ async function main(argv: string[]): Promise<number> {
         logger,
         print,
       });
-      if (kafka) {
-        print(`Kafka: ${kafka.stats.sent} records and digests published`);
-        await kafka.close();
-      }
+      if (kafka) await closeKafka(kafka, print);
       return 0;
     }
     case "replay": {
@@ -149,7 +156,7 @@ async function main(argv: string[]): Promise<number> {
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
       const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded });
-      await kafka?.close();
+      if (kafka) await closeKafka(kafka, print);
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);

@@ -201,8 +201,6 @@ export class MetricsEngine {
   private readonly seqs = new Map<string, SeqTracker>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
-  /** the same, by (switch, host, target, CID): where a response of an unpaired queue may belong */
-  private readonly outstandingByCid = new Map<string, Set<string>>();
   private readonly halves = new Map<string, IoHalf[]>();
   // Interval buckets are keyed by their start on the common clock.
   private readonly ioAggs = new Map<bigint, Map<string, IoAgg>>();
@@ -353,22 +351,10 @@ export class MetricsEngine {
 
   private addOutstanding(key: string, o: Outstanding): void {
     this.outstanding.set(key, o);
-    const d = o.digest;
-    const byCid = `${o.switchId}|${d.host}|${d.target}|${d.cid}`;
-    let set = this.outstandingByCid.get(byCid);
-    if (!set) this.outstandingByCid.set(byCid, (set = new Set()));
-    set.add(key);
   }
 
   private removeOutstanding(key: string): void {
-    const o = this.outstanding.get(key);
-    if (!o) return;
     this.outstanding.delete(key);
-    const d = o.digest;
-    const byCid = `${o.switchId}|${d.host}|${d.target}|${d.cid}`;
-    const set = this.outstandingByCid.get(byCid);
-    set?.delete(key);
-    if (set?.size === 0) this.outstandingByCid.delete(byCid);
   }
 
   private onIo(switchId: string, d: IoDigest): void {
@@ -376,18 +362,10 @@ export class MetricsEngine {
     const at = clock.toUnix(d.ts);
     const align = this.align(switchId);
     if (d.event === IO_EVENT_UNPAIRED_RSP) {
-      // The response names the host's QP only, and the pairing is unknown:
-      // its I/O cannot be attributed to a queue. It is counted, never merged.
-      // A command it can only have answered (the one open command of this
-      // CID between the pair whose host QP is not known either) is closed as
-      // untracked rather than left to time out as a lost response.
+      // The response names the host's QP only, and the queue's pairing is
+      // unknown: it cannot be attributed to a queue. It is counted, never
+      // matched by guesswork; the command it answered ends as incomplete.
       this.switchInterval(switchId, at + align, d.mode).untracked++;
-      const set = this.outstandingByCid.get(`${switchId}|${d.host}|${d.target}|${d.cid}`);
-      const candidates = [...(set ?? [])].filter((k) => {
-        const hq = this.outstanding.get(k)?.digest.host_qp ?? 0;
-        return hq === 0 || hq === d.host_qp;
-      });
-      if (candidates.length === 1) this.removeOutstanding(candidates[0]!);
       return;
     }
     const outKey = `${switchId}|${d.host}|${d.target}|${d.target_qp}|${d.cid}`;

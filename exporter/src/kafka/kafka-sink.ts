@@ -59,7 +59,8 @@ function headerBytes(h: Record<string, string>): Record<string, Buffer> {
   return out;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A wait that does not keep the process alive by itself. */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
 export class KafkaSink {
   private readonly kafka: Kafka;
@@ -75,6 +76,8 @@ export class KafkaSink {
   private pumping: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private closing = false;
+  /** set by close() once its deadline passed: the pump stops at its next step */
+  private stopped = false;
   private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
   readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
 
@@ -208,6 +211,7 @@ export class KafkaSink {
   private async pump(): Promise<void> {
     let backoff = 100;
     for (;;) {
+      if (this.stopped) return;
       if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
       if (this.memoryLength === 0) {
         if (this.closing) return;
@@ -224,11 +228,13 @@ export class KafkaSink {
           list.push(m);
           byTopic.set(m.topic, list);
         }
-        await this.producer.sendBatch({
+        const sent = this.producer.sendBatch({
           acks: -1,
           compression: this.opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP,
           topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: headerBytes(m.headers) })) })),
         });
+        await sent;
+        if (this.stopped) return; // close() has spilled this batch already: it goes out again next run (at least once)
         this.head += batch.length;
         this.stats.sent += batch.length;
         if (this.head > 65536 && this.head * 2 > this.queue.length) {
@@ -250,6 +256,21 @@ export class KafkaSink {
 
   private closeDeadline: number | undefined;
 
+  /** Messages not yet acknowledged by Kafka (in memory or spilled). */
+  get pending(): number {
+    return this.memoryLength + this.stats.spilledNow;
+  }
+
+  /** Waits up to `timeoutMs` for everything pushed so far to be acknowledged; true when it was. */
+  async waitDelivered(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.memoryLength > 0 || this.segments.length > 0) {
+      if (Date.now() > deadline) return false;
+      await sleep(10);
+    }
+    return true;
+  }
+
   /** Resolves when everything pushed so far has been acknowledged by Kafka. */
   async flush(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -259,17 +280,26 @@ export class KafkaSink {
     }
   }
 
-  /** Delivers what is buffered (up to `timeoutMs`), then disconnects; undelivered records stay spilled when a spill dir is set. */
-  async close(timeoutMs = 30_000): Promise<void> {
+  /**
+   * Delivers what is buffered (up to `timeoutMs`), then disconnects. What
+   * Kafka has not acknowledged by then stays spilled (when a spill dir is
+   * set) and goes out first the next time a sink starts on that directory.
+   * Returns the number of messages left undelivered.
+   */
+  async close(timeoutMs = 30_000): Promise<number> {
     this.closing = true;
     this.closeDeadline = Date.now() + timeoutMs;
     this.wake?.();
-    await this.pumping;
+    await Promise.race([this.pumping, sleep(timeoutMs + 1000)]);
+    this.stopped = true;
+    this.wake?.();
     if (this.memoryLength > 0) {
       this.spill(this.queue.slice(this.head));
       this.head = this.queue.length;
     }
-    await this.producer.disconnect();
+    this.stats.buffered = 0;
+    await Promise.race([this.producer.disconnect().catch(() => undefined), sleep(2000)]);
+    return this.stats.spilledNow + this.stats.dropped;
   }
 
   /** Spill files left on disk. */
