@@ -114,11 +114,11 @@ export async function replayCapture(capture: string, topology: Topology, opts: R
  * (e.g. the compute-side and the storage-side ToR of the same I/Os). A
  * switch is named after its capture's file name.
  */
-export async function replayCaptures(captures: ReadonlyArray<{ path: string; topology: Topology }>, opts: ReplayOptions = {}): Promise<ReplayResult> {
+export async function replayCaptures(captures: ReadonlyArray<{ path: string; topology: Topology; switchId?: string }>, opts: ReplayOptions = {}): Promise<ReplayResult> {
   const names = new Set<string>();
-  const switches = captures.map(({ path, topology }) => {
-    const base = path.split("/").pop()!.replace(/\.(pcapng|pcap|cap)$/i, "") || "switch";
-    let name = captures.length === 1 ? "switch" : base;
+  const switches = captures.map(({ path, topology, switchId }) => {
+    const base = switchId ?? (path.split("/").pop()!.replace(/\.(pcapng|pcap|cap)$/i, "") || "switch");
+    let name = base;
     for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
     names.add(name);
     const packets = readCapture(path).map((p) => ({ timestampNs: p.timestampNs, data: p.data, originalLength: p.originalLength }));

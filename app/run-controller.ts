@@ -49,6 +49,18 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
   controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
   const tick = setInterval(() => exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n), 250);
+  // The switch's own counters (untracked I/Os and flows, parser errors, ...) ride on every interval's switch_stats.
+  const intervalMs = Number(exporter.metrics.options.intervalNs / 1_000_000n);
+  let reading = false;
+  const counters = setInterval(() => {
+    if (!controller.stats.primary || reading) return;
+    reading = true;
+    controller.readCounters()
+      .then((c) => exporter.metrics.setSwitchCounters(config.switch.switchId, c))
+      .catch((err: unknown) => o.logger.warn("reading the switch counters failed", { error: (err as Error).message }))
+      .finally(() => (reading = false));
+    exporter.metrics.setSwitchMode(config.switch.switchId, controller.currentMode === "polling" ? 2 : 1);
+  }, Math.max(100, intervalMs / 2));
   const control = config.controlPort ? await startControlServer(controller, config.controlPort) : undefined;
   controller.start();
   await new Promise<void>((resolve) => {
@@ -56,6 +68,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     process.once("SIGTERM", resolve);
   });
   clearInterval(tick);
+  clearInterval(counters);
   control?.close();
   await controller.stop();
   exporter.finish();

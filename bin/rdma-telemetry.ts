@@ -22,11 +22,12 @@ Usage:
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
-                 --out RECORDS.jsonl [--mode full|polling]
+                 --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
       topology belongs to the i-th capture (one serves all when only one is
-      given). RTT needs a compute-side and a storage-side capture.
+      given). RTT needs a compute-side and a storage-side capture. Switches
+      are named after their capture files unless --switch-id names them.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--kafka-brokers HOST:PORT,...]
@@ -114,6 +115,7 @@ async function main(argv: string[]): Promise<number> {
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
       append: { type: "boolean" },
+      "switch-id": { type: "string", multiple: true },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -152,7 +154,9 @@ async function main(argv: string[]): Promise<number> {
       }
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
       const topos = topologies.map((f) => Topology.load(f));
-      const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]! }));
+      const ids = values["switch-id"] ?? [];
+      if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
+      const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
       const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded });

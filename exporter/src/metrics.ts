@@ -221,6 +221,13 @@ export class MetricsEngine {
   /** per switch: figures that arrived for an interval already closed (reported on the event records only) */
   private readonly late = new Map<string, number>();
   private readonly counters = new Map<string, SwitchCounterFigures>();
+  /** per switch: the mode of its latest digest (or as its controller last said) */
+  private readonly modes = new Map<string, number>();
+
+  /** The switch's mode as its controller set it (1 full, 2 polling). */
+  setSwitchMode(switchId: string, mode: number): void {
+    this.modes.set(switchId, mode);
+  }
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
   setSwitchCounters(switchId: string, c: SwitchCounterFigures): void {
@@ -331,6 +338,8 @@ export class MetricsEngine {
     let s = this.seqs.get(switchId);
     if (!s) this.seqs.set(switchId, (s = new SeqTracker()));
     s.add(d.seq);
+    if (d.kind !== "learn") this.modes.set(switchId, d.mode);
+    else this.modes.set(switchId, 2); // learn digests come in polling mode only
     if (d.kind === "io") this.onIo(switchId, d);
     else if (d.kind === "msg") this.onMsg(switchId, d);
   }
@@ -667,7 +676,7 @@ export class MetricsEngine {
           parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
           io_replaced: c?.io_replaced ?? null, io_unpaired_responses: c ? c.io_unpaired_responses : si ? si.untracked : null,
           queue_pairs_learned: c?.queue_pairs_learned ?? null, cnp_untracked: c?.cnp_untracked ?? null,
-          mode: modeName(si?.mode ?? 0),
+          mode: modeName(this.modes.get(sw) ?? si?.mode ?? 0),
         };
         this.sink(rec);
       }
