@@ -5,7 +5,7 @@ import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { Exporter, type ExporterOptions } from "../exporter/src/exporter.js";
-import { JsonlSink, type OutputMode } from "../exporter/src/jsonl-sink.js";
+import { JsonlSink, OutputError, type OutputMode } from "../exporter/src/jsonl-sink.js";
 import type { RecordJson } from "../exporter/src/records.js";
 import type { Mode } from "../p4runtime-controller/src/telemetry/config.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
@@ -70,6 +70,14 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     exporter.metrics.setClockAlignment(r.options.name, alignments[i]!);
   });
   const forwarded: Array<{ timestampNs: bigint; data: Buffer }> = [];
+  if (opts.forwarded) {
+    // An unwritable path fails now, before any work.
+    try {
+      writePcap(opts.forwarded, []);
+    } catch (err) {
+      throw new OutputError(`cannot write ${opts.forwarded}: ${(err as Error).message}`);
+    }
+  }
   if (opts.forwarded && rigs[0]) {
     const sw = rigs[0].sw;
     sw.on("packet", (p) => forwarded.push({ timestampNs: sw.nowUnixNs(), data: Buffer.from(p.data) }));
@@ -85,7 +93,11 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets, alignNs: alignments[i]! })), opts.onProgress);
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
-    for (const r of rigs) exporter.metrics.setSwitchCounters(r.options.name, await r.controller.readCounters());
+    for (const r of rigs) {
+      exporter.metrics.setSwitchCounters(r.options.name, await r.controller.readCounters());
+      exporter.metrics.setSwitchMode(r.options.name, r.controller.currentMode === "polling" ? 2 : 1);
+      if (r.lastFedNs > 0n) exporter.metrics.noteSwitch(r.options.name, r.lastFedNs);
+    }
     exporter.finish();
     if (opts.forwarded) writePcap(opts.forwarded, forwarded);
     // Kafka may be away: records wait (and spill) in the sink, which its owner closes.

@@ -35,6 +35,11 @@ export class Rig {
   port = 0;
   noIngressPort = 0;
   private lastTs = 0n;
+
+  /** Capture time of the last packet fed (0 before the first). */
+  get lastFedNs(): bigint {
+    return this.lastTs;
+  }
   /** next polling rotation, capture time */
   nextRotationNs: bigint | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */

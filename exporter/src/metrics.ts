@@ -224,6 +224,16 @@ export class MetricsEngine {
   /** per switch: the mode of its latest digest (or as its controller last said) */
   private readonly modes = new Map<string, number>();
 
+  /**
+   * A switch that was running at `atUnixNs` (its own clock): it gets a
+   * switch_stats record for that interval even if it sent no digest at all
+   * (a capture of nothing the program measures still has counters to report).
+   */
+  noteSwitch(switchId: string, atUnixNs: bigint): void {
+    if (!this.seqs.has(switchId)) this.seqs.set(switchId, new SeqTracker());
+    this.switchInterval(switchId, atUnixNs + this.align(switchId), this.modes.get(switchId) ?? 0);
+  }
+
   /** The switch's mode as its controller set it (1 full, 2 polling). */
   setSwitchMode(switchId: string, mode: number): void {
     this.modes.set(switchId, mode);
