@@ -1,5 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { ConfigError, parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, loadConfig, parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
 
 const ports = [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] }];
 
@@ -17,7 +20,12 @@ describe("controller config", () => {
   test.each([
     [{ ports: [{ port: 1, role: "computer", prefixes: [] }] }, /ports\[0\]\.role: must be compute, storage or fabric \(got "computer"\)/],
     [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.0.300/24"] }] }, /ports\[0\]\.prefixes\[0\]: not an IPv4 prefix/],
-    [{ ports: [{ port: 1, role: "compute" }, { port: 1, role: "storage" }] }, /ports\[1\]\.port: port 1 is listed twice/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 1, role: "storage", prefixes: ["10.0.2.0/24"] }] }, /ports\[1\]\.port: port 1 is listed twice/],
+    [{ ports: [{ port: 1, role: "compute" }] }, /ports\[0\]\.prefixes: port 1 has no prefixes/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 2, role: "storage", prefixes: ["10.0.1.1/24"] }] }, /10\.0\.1\.1\/24 has host bits set \(did you mean 10\.0\.1\.0\/24\?\)/],
+    [{ ports: [{ port: 510, role: "fabric", prefixes: ["0.0.0.0/0"] }] }, /510 is the CPU port/],
+    [{ ports, switch: { address: "127.0.0.1:99999" } }, /port 99999 is not a TCP port/],
+    [{ ports, switch: { device_id: "123456789012345678901" } }, /switch\.device_id: at most 18446744073709551615/],
     [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.0.0/8"] }, { port: 2, role: "storage", prefixes: ["10.0.0.0/8"] }] }, /also routed to port 1/],
     [{ ports, mode: "sometimes" }, /mode: must be full or polling/],
     [{ ports, polling: { flow_capacity: 5000 } }, /polling\.flow_capacity: must be between 1 and 1024/],
@@ -28,5 +36,19 @@ describe("controller config", () => {
   ])("rejects %j", (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
+  });
+
+  test("files the config names are checked when it is loaded", () => {
+    const dir = mkdtempSync(join(tmpdir(), "config-"));
+    const write = (o: unknown) => {
+      const f = join(dir, `c${Math.random()}.json`);
+      writeFileSync(f, JSON.stringify(o));
+      return f;
+    };
+    expect(() => loadConfig(write({ ports, pipeline: { p4info: "missing.json" } }))).toThrow(/pipeline\.p4info: cannot read .*missing\.json/);
+    expect(() => loadConfig(write({ ports, switch: { tls: { ca: "no-ca.pem" } } }))).toThrow(/switch\.tls\.ca: cannot read .*no-ca\.pem/);
+    writeFileSync(join(dir, "not-json.bin"), "\u0000\u0001");
+    expect(() => loadConfig(write({ ports, pipeline: { device_config: "not-json.bin" } }))).toThrow(/pipeline\.device_config: .*not-json\.bin is not JSON/);
+    expect(loadConfig(write({ ports })).ports).toHaveLength(2);
   });
 });

@@ -1,7 +1,7 @@
 // The telemetry controller's configuration: a JSON file, validated with
 // errors that name the field. Options are typed, immutable and defaulted
 // here; environment variables are read only by the command line.
-import { readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { packageRoot } from "./paths.js";
 
@@ -75,9 +75,13 @@ function num(v: unknown, path: string, def: number, min: number, max: number): n
   return v;
 }
 
-function big(v: unknown, path: string, def: bigint): bigint {
+function big(v: unknown, path: string, def: bigint, max = (1n << 64n) - 1n): bigint {
   if (v === undefined) return def;
-  if ((typeof v === "number" && Number.isInteger(v) && v >= 0) || (typeof v === "string" && /^\d+$/.test(v))) return BigInt(v);
+  if ((typeof v === "number" && Number.isSafeInteger(v) && v >= 0) || (typeof v === "string" && /^\d+$/.test(v))) {
+    const b = BigInt(v);
+    if (b > max) throw new ConfigError(`${path}: at most ${max} (got ${String(v)})`);
+    return b;
+  }
   throw new ConfigError(`${path}: must be a non-negative integer (got ${JSON.stringify(v)})`);
 }
 
@@ -103,20 +107,29 @@ export function parsePorts(v: unknown, path = "ports"): PortConfig[] {
     const at = `${path}[${i}]`;
     const o = obj(p, at);
     checkUnknown(o, at, ["port", "role", "prefixes"]);
-    const port = num(o.port, `${at}.port`, NaN, 0, 510);
+    const port = num(o.port, `${at}.port`, NaN, 0, 511);
     if (Number.isNaN(port)) throw new ConfigError(`${at}.port: required`);
+    if (port === CPU_PORT) throw new ConfigError(`${at}.port: ${CPU_PORT} is the CPU port, not a data port`);
     if (seen.has(port)) throw new ConfigError(`${at}.port: port ${port} is listed twice`);
     seen.add(port);
     const role = o.role;
     if (role !== "compute" && role !== "storage" && role !== "fabric") throw new ConfigError(`${at}.role: must be compute, storage or fabric (got ${JSON.stringify(role)})`);
     const list = o.prefixes ?? [];
     if (!Array.isArray(list)) throw new ConfigError(`${at}.prefixes: must be a list of IPv4 prefixes`);
+    if (list.length === 0) throw new ConfigError(`${at}.prefixes: port ${port} has no prefixes: no traffic would be routed to it (a fabric uplink takes "0.0.0.0/0")`);
     const pre = list.map((x, j) => {
       const m = typeof x === "string" ? PREFIX.exec(x) : null;
       if (!m || m.slice(1, 5).some((b) => Number(b) > 255) || Number(m[5]) > 32) throw new ConfigError(`${at}.prefixes[${j}]: not an IPv4 prefix like 10.0.0.0/24 (got ${JSON.stringify(x)})`);
-      const other = prefixes.get(x as string);
+      // Compared as networks, not as text: 10.0.1.1/24 is 10.0.1.0/24 with host bits set.
+      const len = Number(m[5]);
+      const addr = m.slice(1, 5).reduce((a, b) => a * 256 + Number(b), 0);
+      const mask = len === 0 ? 0 : Number((0xffffffffn << BigInt(32 - len)) & 0xffffffffn);
+      const net = (addr & mask) >>> 0;
+      const canonical = `${net >>> 24}.${(net >>> 16) & 255}.${(net >>> 8) & 255}.${net & 255}/${len}`;
+      if (net !== addr >>> 0) throw new ConfigError(`${at}.prefixes[${j}]: ${x as string} has host bits set (did you mean ${canonical}?)`);
+      const other = prefixes.get(canonical);
       if (other !== undefined) throw new ConfigError(`${at}.prefixes[${j}]: ${x as string} is also routed to port ${other}`);
-      prefixes.set(x as string, port);
+      prefixes.set(canonical, port);
       return x as string;
     });
     return { port, role, prefixes: pre };
@@ -131,6 +144,8 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   checkUnknown(sw, "switch", ["address", "device_id", "election_id", "role", "switch_id", "timestamp_unit_ns", "tls"]);
   const address = str(sw.address, "switch.address", DEFAULTS.address);
   if (!/^[^\s:]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$|^unix:/.test(address)) throw new ConfigError(`switch.address: expected host:port (got ${JSON.stringify(address)})`);
+  const tcpPort = /:(\d+)$/.exec(address);
+  if (tcpPort && !address.startsWith("unix:") && (Number(tcpPort[1]) < 1 || Number(tcpPort[1]) > 65535)) throw new ConfigError(`switch.address: port ${tcpPort[1]} is not a TCP port (1-65535)`);
   const tlsRaw = sw.tls === undefined ? undefined : obj(sw.tls, "switch.tls");
   if (tlsRaw) checkUnknown(tlsRaw, "switch.tls", ["ca", "cert", "key", "server_name"]);
   if (tlsRaw && (tlsRaw.cert === undefined) !== (tlsRaw.key === undefined)) throw new ConfigError("switch.tls: cert and key go together (mutual TLS)");
@@ -185,6 +200,32 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   });
 }
 
+/** The CPU port of the telemetry program's targets (packet-in/out), never a data port. */
+export const CPU_PORT = 510;
+
+/** Files a config names must exist and be readable now, not at the first connection. */
+export function checkConfigFiles(c: ControllerConfig): void {
+  const files: Array<[string, string | undefined]> = [
+    ["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.deviceConfig],
+    ["switch.tls.ca", c.switch.tls?.ca], ["switch.tls.cert", c.switch.tls?.cert], ["switch.tls.key", c.switch.tls?.key],
+  ];
+  for (const [what, f] of files) {
+    if (f === undefined) continue;
+    try {
+      accessSync(f, constants.R_OK);
+    } catch {
+      throw new ConfigError(`${what}: cannot read ${f}`);
+    }
+  }
+  for (const [what, f] of [["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.deviceConfig]] as const) {
+    try {
+      JSON.parse(readFileSync(f, "utf8"));
+    } catch (err) {
+      throw new ConfigError(`${what}: ${f} is not JSON (${(err as Error).message}); it must be p4c's BMv2 JSON and P4Info JSON`);
+    }
+  }
+}
+
 export function loadConfig(file: string): ControllerConfig {
   let text: string;
   try {
@@ -198,5 +239,7 @@ export function loadConfig(file: string): ControllerConfig {
   } catch (err) {
     throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
   }
-  return parseConfig(raw, dirname(resolve(file)));
+  const config = parseConfig(raw, dirname(resolve(file)));
+  checkConfigFiles(config);
+  return config;
 }
