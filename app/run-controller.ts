@@ -6,7 +6,7 @@ import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
-import { loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
+import { ConfigError, loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
 import { startControlServer } from "./control-server.js";
 
@@ -25,13 +25,27 @@ export interface RunControllerOptions {
 export async function runController(o: RunControllerOptions): Promise<void> {
   const config = loadConfig(o.configFile);
   const controller = new TelemetryController(config, { logger: o.logger });
+  // Everything that can be refused is checked before any work starts.
+  const control = config.controlPort
+    ? await startControlServer(controller, config.controlPort).catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new ConfigError(`control_port ${config.controlPort}: ${code === "EADDRINUSE" ? "already in use (another controller?)" : (err as Error).message}`);
+      })
+    : undefined;
   const exporter = new Exporter();
   exporter.metrics.coverage = () => controller.coverage();
-  const jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
+  let jsonl: JsonlSink | undefined;
+  try {
+    jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
+  } catch (err) {
+    control?.close();
+    throw err;
+  }
   if (jsonl) {
+    const out = jsonl;
     exporter.addSink((r) => {
-      jsonl.write(r);
-      if (r.type === "switch_stats") jsonl.sync(); // an interval closed
+      out.write(r);
+      if (r.type === "switch_stats") out.sync(); // an interval closed
     });
   }
   let kafka: KafkaSink | undefined;
@@ -61,7 +75,6 @@ export async function runController(o: RunControllerOptions): Promise<void> {
       .finally(() => (reading = false));
     exporter.metrics.setSwitchMode(config.switch.switchId, controller.currentMode === "polling" ? 2 : 1);
   }, Math.max(100, intervalMs / 2));
-  const control = config.controlPort ? await startControlServer(controller, config.controlPort) : undefined;
   controller.start();
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
