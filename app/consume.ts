@@ -11,8 +11,27 @@ export interface ConsumeOptions extends KafkaSecurity {
   signal: AbortSignal;
 }
 
+/** A topic the broker does not have: refused with its name and the topics it does have. */
+export class NoSuchTopicError extends Error {
+  override readonly name = "NoSuchTopicError";
+}
+
 export async function consume(o: ConsumeOptions): Promise<number> {
-  const kafka = new Kafka({ clientId: "rdma-telemetry-consume", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ clientId: "rdma-telemetry-consume", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+  const admin = kafka.admin();
+  let topics: string[];
+  try {
+    await admin.connect();
+    topics = await admin.listTopics();
+  } catch (err) {
+    throw new KafkaConnectError(describeKafkaError(err, o));
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+  if (!topics.includes(o.topic)) {
+    const ours = topics.filter((t) => t.startsWith("rdma.")).sort();
+    throw new NoSuchTopicError(`no topic '${o.topic}' on ${o.brokers.join(",")}${ours.length ? ` (it has ${ours.join(", ")})` : ""}`);
+  }
   // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
   const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, maxWaitTimeInMs: 500 });
   try {

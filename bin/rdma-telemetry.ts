@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
 import { parseArgs } from "node:util";
-import { consume } from "../app/consume.js";
+import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import { KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
@@ -214,7 +214,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError) {
