@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
@@ -58,6 +59,7 @@ variable in brackets; a flag wins over its variable):
                              no password flag (a command line is visible to all users)
 
 Options:
+  --version                                  the package version
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
@@ -65,10 +67,32 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology
 
 class UsageError extends Error {}
 
+const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume"] as const;
+
+/** `<command> --help`: that command's usage; the whole text otherwise. */
+function commandHelp(command: string | undefined): string {
+  if (!command || !(COMMANDS as readonly string[]).includes(command)) return USAGE;
+  const lines = USAGE.split("\n");
+  const start = lines.findIndex((l) => l.startsWith(`  rdma-telemetry ${command === "demo" ? "[demo]" : command}`));
+  let end = start + 1;
+  while (end < lines.length && lines[end]!.startsWith("   ")) end++;
+  return [...lines.slice(start, end).map((l) => l.slice(2)), "", "See rdma-telemetry --help for the Kafka, logging and output options."].join("\n");
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL(import.meta.url.includes("/dist/") ? "../../package.json" : "../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
 function int(v: string | undefined, name: string, def: number): number {
   if (v === undefined) return def;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer (got '${v}')`);
+  return n;
+}
+
+function positive(n: number, name: string): number {
+  if (n <= 0) throw new UsageError(`--${name} must be at least 1 (got ${n})`);
   return n;
 }
 
@@ -100,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
       "log-level": { type: "string" },
       "duration-ms": { type: "string" },
       seed: { type: "string" },
@@ -119,8 +144,12 @@ async function main(argv: string[]): Promise<number> {
       ...KAFKA_SECURITY_FLAGS,
     },
   });
+  if (values.version) {
+    process.stdout.write(`rdma-telemetry ${packageVersion()}\n`);
+    return 0;
+  }
   if (values.help) {
-    process.stdout.write(USAGE + "\n");
+    process.stdout.write(commandHelp(positionals[0]) + "\n");
     return 0;
   }
   const levelText = values["log-level"] ?? process.env.RDMA_TELEMETRY_LOG_LEVEL ?? "warn";
@@ -136,7 +165,7 @@ async function main(argv: string[]): Promise<number> {
       await runDemo({
         kafka,
         seed: int(values.seed, "seed", 1),
-        durationMs: int(values["duration-ms"], "duration-ms", 3000),
+        durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
         outDir: values["out-dir"] ?? "demo-out",
         mode: mode(values.mode),
         logger,
@@ -171,7 +200,7 @@ async function main(argv: string[]): Promise<number> {
       if (!dir) throw new UsageError("generate needs --out-dir DIR");
       const layout = values.layout ?? "two-tor";
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
-      const g = generateTraffic({ seed: int(values.seed, "seed", 1), durationNs: int(values["duration-ms"], "duration-ms", 2000) * 1_000_000, layout });
+      const g = generateTraffic({ seed: int(values.seed, "seed", 1), durationNs: positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000, layout });
       writeTraffic(dir, g);
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets.length} packets)`).join(", ")} and ground-truth.json to ${dir}`);
       return 0;
