@@ -1,6 +1,6 @@
 // Tails a topic and prints each record decoded, one JSON object a line.
 import { Kafka, logLevel } from "kafkajs";
-import { decodeMessage } from "../exporter/src/kafka/encode.js";
+import { recordFromMessage } from "../exporter/src/kafka/decode.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
 
 export interface ConsumeOptions extends KafkaSecurity {
@@ -47,7 +47,7 @@ export async function consume(o: ConsumeOptions): Promise<number> {
       const encoding = message.headers?.encoding?.toString();
       let value: unknown;
       try {
-        value = message.value ? decodeMessage(type, encoding, message.value) : null;
+        value = !message.value ? null : encoding === "json" ? JSON.parse(message.value.toString("utf8")) : recordFromMessage(type, message.value);
       } catch (err) {
         value = { error: (err as Error).message };
       }

@@ -132,21 +132,3 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
 export function encodeRawDigest(d: RawDigest, key: string, topics: TopicNames): KafkaMessageOut {
   return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
 }
-
-const DECODERS: Record<string, { decode(b: Uint8Array): unknown; toJSON(m: never): unknown }> = {
-  "rdma.telemetry.v1.IoRecord": IoRecord,
-  "rdma.telemetry.v1.IoAggregate": IoAggregate,
-  "rdma.telemetry.v1.MessageRecord": MessageRecord,
-  "rdma.telemetry.v1.FlowAggregate": FlowAggregate,
-  "rdma.telemetry.v1.Alert": Alert,
-  "rdma.telemetry.v1.SwitchStats": SwitchStats,
-  "rdma.telemetry.v1.RawDigest": RawDigest,
-};
-
-/** Decodes a consumed message by its `type` header; JSON values pass through. */
-export function decodeMessage(type: string | undefined, encoding: string | undefined, value: Buffer): unknown {
-  if (encoding === "json") return JSON.parse(value.toString("utf8"));
-  const d = type ? DECODERS[type] : undefined;
-  if (!d) throw new Error(`unknown record type '${type ?? "(no type header)"}'`);
-  return d.toJSON(d.decode(value) as never);
-}
