@@ -9,6 +9,7 @@ import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
+import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { generateTraffic, writeTraffic } from "../traffic/src/generator.js";
@@ -188,7 +189,11 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
-      const r = await replayCaptures(captures, { mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded });
+      const progress = terminalProgress("replay", "packets");
+      const r = await replayCaptures(captures, {
+        mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        onProgress: (done, total) => progress?.update(done, total),
+      }).finally(() => progress?.stop());
       if (kafka) await closeKafka(kafka, print);
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);

@@ -17,7 +17,7 @@
 // Controllers set up during the capture show their RDMA CM exchange and
 // Fabrics Connect; the others were connected before it began. Responses can
 // be missing from a capture, and some I/Os fail with an NVMe error.
-import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./generator.js";
+import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./types.js";
 import { cmMad, CmAttr, ipv4Text, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
 
 /** A packet's place in a capture: its time, then the order it was emitted in. */

@@ -1,0 +1,129 @@
+// The traffic generator's types: its options, the captures it writes, and
+// the ground truth of every I/O and message.
+
+export type Fault =
+  | { kind: "slow-target"; target: number; fromNs: number; toNs: number; extraNs: number }
+  | { kind: "congestion"; fromNs: number; toNs: number; extraNs: number; ecnFraction: number }
+  | { kind: "slow-host"; host: number; fromNs: number; toNs: number; extraNs: number }
+  | { kind: "gpu-idle"; host: number; fromNs: number; toNs: number; extraNs: number }
+  | { kind: "loss"; host: number; fromNs: number; toNs: number; probability: number };
+
+export interface GeneratorOptions {
+  seed: number;
+  /** simulated time span */
+  durationNs: number;
+  /** capture clock at simulated time 0, ns since the epoch */
+  epochNs: bigint;
+  layout: "two-tor" | "single";
+  hosts: number;
+  targets: number;
+  /** I/O queues of each host's controller on each target (one per CPU) */
+  queuesPerHost: number;
+  /** tags per queue: the CIDs a queue can have in flight */
+  queueDepth: number;
+  /** NVMe I/Os per second per host (arriving in bursts of 1..burstMax per queue) */
+  ioRate: number;
+  burstMax: number;
+  /** writes up to this size carry their data in the command capsule (0: none) */
+  inlineDataBytes: number;
+  /** share of responses missing from a capture (the compute side's, the storage side's or both) */
+  responseLoss: number;
+  /** share of I/Os that fail with an NVMe error status */
+  errorRate: number;
+  /** share of hosts whose controllers connect during the capture (RDMA CM seen); the others were connected before */
+  connectDuringCapture: number;
+  ioSizes: readonly number[];
+  readFraction: number;
+  /** gradient-sync message size and count per ring step */
+  gradientBytes: number;
+  gradientGapNs: number;
+  mtu: number;
+  /** link speed in bit/s (serialization of each packet) */
+  linkBps: number;
+  fabricDelayNs: number;
+  mediaReadNs: number;
+  mediaWriteNs: number;
+  targetPrepNs: number;
+  hostPrepNs: number;
+  faults: readonly Fault[];
+  /** bytes of each packet kept in the captures (the rest is counted, not stored) */
+  snaplen: number;
+}
+
+export interface PortSpec {
+  port: number;
+  role: "compute" | "storage" | "fabric";
+  prefixes: string[];
+}
+
+export interface Topology {
+  ports: PortSpec[];
+}
+
+export interface SwitchCapture {
+  name: string;
+  topology: Topology;
+  packets: Array<{ timestampNs: bigint; data: Buffer; originalLength: number }>;
+}
+
+/** What the records must say of one NVMe I/O (SPEC §3), from what each switch saw of it. */
+export interface IoTruth {
+  host: string;
+  target: string;
+  /** 0 where no vantage learned the queue's host QP */
+  host_qp: number;
+  target_qp: number;
+  cid: number;
+  cmd_psn: number;
+  op: "read" | "write";
+  bytes: number;
+  in_capsule: boolean;
+  /** CQE status without the phase bit, as seen; 0 where no response was seen */
+  status: number;
+  /** false: no vantage could attribute the I/O to a queue; no record, the switches count it untracked */
+  record: boolean;
+  /** a vantage tracked the command and saw no response it could attribute */
+  incomplete: boolean;
+  /** capture time of the command at the compute-side / storage-side switch (null: not tracked there) */
+  cmdCNs: bigint | null;
+  cmdSNs: bigint | null;
+  /** the record's cmd_unix_ns: the compute side's, else the storage side's */
+  cmd_unix_ns: bigint | null;
+  e2e_c_ns: number | null;
+  e2e_s_ns: number | null;
+  rtt_ns: number | null;
+  dal_ns: number | null;
+  dpl_ns: number | null;
+  c_seen: boolean;
+  s_seen: boolean;
+}
+
+export interface MessageTruth {
+  switch: string;
+  src: string;
+  dst: string;
+  dest_qp: number;
+  first_psn: number;
+  last_psn: number;
+  bytes: number;
+  packets: number;
+  retransmitted: number;
+  fct_ns: number;
+  fet_bps: number | null;
+  fnr: number;
+  ecn_ce: number;
+  /** ns since the flow's previous message ended; null for its first */
+  gap_ns: number | null;
+  firstNs: bigint;
+  /** retransmissions of this message sent after its last PSN was first seen */
+  late_retransmitted: number;
+}
+
+export interface GeneratedTraffic {
+  options: GeneratorOptions;
+  switches: SwitchCapture[];
+  ios: IoTruth[];
+  messages: MessageTruth[];
+  cnps: number;
+}
+
