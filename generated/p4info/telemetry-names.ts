@@ -154,6 +154,18 @@ export const P4_NAMES = {
           "bitwidth": 32
         },
         {
+          "name": "host_qp",
+          "bitwidth": 24
+        },
+        {
+          "name": "target_qp",
+          "bitwidth": 24
+        },
+        {
+          "name": "cmd_psn",
+          "bitwidth": 24
+        },
+        {
           "name": "cid",
           "bitwidth": 16
         },
@@ -305,7 +317,7 @@ export const P4_NAMES = {
     },
     "stats_telemetry_stats": {
       "name": "TelemetryIngress.stats.telemetry_stats",
-      "size": 16
+      "size": 32
     }
   },
   "registers": {
@@ -317,8 +329,16 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.io_target",
       "size": 65536
     },
+    "io_tracker_io_target_qp": {
+      "name": "TelemetryIngress.io_tracker.io_target_qp",
+      "size": 65536
+    },
     "io_tracker_io_cid": {
       "name": "TelemetryIngress.io_tracker.io_cid",
+      "size": 65536
+    },
+    "io_tracker_io_cmd_psn": {
+      "name": "TelemetryIngress.io_tracker.io_cmd_psn",
       "size": 65536
     },
     "io_tracker_io_info": {
@@ -361,6 +381,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.rkey_map_ref",
       "size": 65536
     },
+    "io_tracker_rkey_map_target_qp": {
+      "name": "TelemetryIngress.io_tracker.rkey_map_target_qp",
+      "size": 65536
+    },
     "io_tracker_psn_map_host": {
       "name": "TelemetryIngress.io_tracker.psn_map_host",
       "size": 65536
@@ -371,6 +395,10 @@ export const P4_NAMES = {
     },
     "io_tracker_psn_map_psn": {
       "name": "TelemetryIngress.io_tracker.psn_map_psn",
+      "size": 65536
+    },
+    "io_tracker_psn_map_target_qp": {
+      "name": "TelemetryIngress.io_tracker.psn_map_target_qp",
       "size": 65536
     },
     "io_tracker_psn_map_ref": {
@@ -393,6 +421,26 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.qp_map_ref",
       "size": 65536
     },
+    "io_tracker_qp_map_target_qp": {
+      "name": "TelemetryIngress.io_tracker.qp_map_target_qp",
+      "size": 65536
+    },
+    "io_tracker_cm_host": {
+      "name": "TelemetryIngress.io_tracker.cm_host",
+      "size": 4096
+    },
+    "io_tracker_cm_target": {
+      "name": "TelemetryIngress.io_tracker.cm_target",
+      "size": 4096
+    },
+    "io_tracker_cm_comm_id": {
+      "name": "TelemetryIngress.io_tracker.cm_comm_id",
+      "size": 4096
+    },
+    "io_tracker_cm_host_qp": {
+      "name": "TelemetryIngress.io_tracker.cm_host_qp",
+      "size": 4096
+    },
     "io_tracker_learned_host": {
       "name": "TelemetryIngress.io_tracker.learned_host",
       "size": 65536
@@ -400,6 +448,42 @@ export const P4_NAMES = {
     "io_tracker_learned_target": {
       "name": "TelemetryIngress.io_tracker.learned_target",
       "size": 65536
+    },
+    "io_tracker_learned_epoch": {
+      "name": "TelemetryIngress.io_tracker.learned_epoch",
+      "size": 65536
+    },
+    "io_tracker_queue_pairs_by_host_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_host",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_host_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_target",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_host_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_qpn",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_host_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_peer",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_target_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_host",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_target_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_target",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_target_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_qpn",
+      "size": 16384
+    },
+    "io_tracker_queue_pairs_by_target_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_peer",
+      "size": 16384
     },
     "flow_tracker_flow_src": {
       "name": "TelemetryIngress.flow_tracker.flow_src",
@@ -473,6 +557,14 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.flow_tracker.straddled",
       "size": 65536
     },
+    "flow_tracker_pair_cnp_src": {
+      "name": "TelemetryIngress.flow_tracker.pair_cnp_src",
+      "size": 4096
+    },
+    "flow_tracker_pair_cnp_dst": {
+      "name": "TelemetryIngress.flow_tracker.pair_cnp_dst",
+      "size": 4096
+    },
     "flow_tracker_pair_cnp": {
       "name": "TelemetryIngress.flow_tracker.pair_cnp",
       "size": 4096
@@ -487,6 +579,10 @@ export const P4_NAMES = {
     },
     "flow_tracker_learned_qp": {
       "name": "TelemetryIngress.flow_tracker.learned_qp",
+      "size": 65536
+    },
+    "flow_tracker_learned_epoch": {
+      "name": "TelemetryIngress.flow_tracker.learned_epoch",
       "size": 65536
     },
     "digest_seq": {
