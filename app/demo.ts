@@ -83,7 +83,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   const incomplete = traffic.ios.filter((t) => t.record && t.incomplete).length;
   o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
     ` (${incomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
-    `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked)` +
+    `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
+    (check.ioReferenceLost ? `; ${check.ioReferenceLost} without a DAL or DPL, their data reference taken by a colliding key, counted as references lost` : "") + ")" +
     (check.ioWrong + check.ioUnexpected ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected: ${check.ioProblems.join(" | ")}` : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);

@@ -367,63 +367,63 @@ export const P4_NAMES = {
     },
     "io_tracker_rkey_map_host": {
       "name": "TelemetryIngress.io_tracker.rkey_map_host",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_target": {
       "name": "TelemetryIngress.io_tracker.rkey_map_target",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_rkey": {
       "name": "TelemetryIngress.io_tracker.rkey_map_rkey",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_ref": {
       "name": "TelemetryIngress.io_tracker.rkey_map_ref",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_target_qp": {
       "name": "TelemetryIngress.io_tracker.rkey_map_target_qp",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_psn_map_host": {
       "name": "TelemetryIngress.io_tracker.psn_map_host",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_psn_map_target": {
       "name": "TelemetryIngress.io_tracker.psn_map_target",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_psn_map_psn": {
       "name": "TelemetryIngress.io_tracker.psn_map_psn",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_psn_map_target_qp": {
       "name": "TelemetryIngress.io_tracker.psn_map_target_qp",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_psn_map_ref": {
       "name": "TelemetryIngress.io_tracker.psn_map_ref",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_qp_map_src": {
       "name": "TelemetryIngress.io_tracker.qp_map_src",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_qp_map_dst": {
       "name": "TelemetryIngress.io_tracker.qp_map_dst",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_qp_map_qpn": {
       "name": "TelemetryIngress.io_tracker.qp_map_qpn",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_qp_map_ref": {
       "name": "TelemetryIngress.io_tracker.qp_map_ref",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_qp_map_target_qp": {
       "name": "TelemetryIngress.io_tracker.qp_map_target_qp",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_cm_host": {
       "name": "TelemetryIngress.io_tracker.cm_host",

@@ -7,7 +7,9 @@
 // Hash-indexed register slots (full mode). Powers of two.
 #define FLOW_SLOTS 65536
 #define IO_SLOTS 65536
-#define IOREF_SLOTS 65536
+// Data references (R_Key, PSN, QP maps) live from a command to its data: a
+// larger map keeps colliding keys from taking each other's entries.
+#define IOREF_SLOTS 262144
 #define PAIR_SLOTS 4096
 // NVMe queues (host QP <-> target QP pairings), and RDMA CM exchanges in flight.
 #define QUEUE_SLOTS 16384

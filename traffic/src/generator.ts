@@ -29,7 +29,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   targets: 2,
   queuesPerHost: 4,
   queueDepth: 32,
-  ioRate: 4000,
+  ioRate: 2000,
   burstMax: 12,
   inlineDataBytes: 4096,
   responseLoss: 0.002,

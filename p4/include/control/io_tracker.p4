@@ -48,8 +48,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    // Reference maps; a reference is slot[31:16] ++ cid[15:0], with the
-    // I/O's target QP beside it. Keys are kept whole, in registers of at most
+    // Reference maps; a reference is slot[31:16] ++ the command's PSN[15:0]
+    // (one I/O, not only its CID), with the I/O's target QP beside it. Keys are kept whole, in registers of at most
     // 32 bits (as Tofino's are).
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_target)
@@ -257,17 +257,18 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_ref.read(prev_ref, ridx);
                 if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
                     bit<8> prev_info;
-                    bit<16> prev_cid;
+                    bit<32> prev_psn;
                     io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                    if ((prev_info & IO_INFO_VALID) != 0 && prev_cid == prev_ref[15:0]) {
+                    io_cmd_psn.read(prev_psn, 16w0 ++ prev_ref[31:16]);
+                    // Lost only if that I/O still waits for the data its key names.
+                    if ((prev_info & (IO_INFO_VALID | IO_INFO_DATA_SEEN)) == IO_INFO_VALID && prev_psn[15:0] == prev_ref[15:0]) {
                         meta.stat.ioref_overwritten = true;
                     }
                 }
                 rkey_map_host.write(ridx, host);
                 rkey_map_target.write(ridx, target);
                 rkey_map_rkey.write(ridx, sgl_key);
-                rkey_map_ref.write(ridx, cmd_slot[15:0] ++ cid);
+                rkey_map_ref.write(ridx, cmd_slot[15:0] ++ hdr.bth.psn[15:0]);
                 rkey_map_target_qp.write(ridx, 8w0 ++ hdr.bth.dest_qp);
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
                 bit<32> ridx;
@@ -309,10 +310,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != psn_tag
                         || prev_tqp != 8w0 ++ ref_tqp)) {
                     bit<8> prev_info;
-                    bit<16> prev_cid;
+                    bit<32> prev_cmd_psn;
                     io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                    io_cid.read(prev_cid, 16w0 ++ prev_ref[31:16]);
-                    if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cid == prev_ref[15:0]) {
+                    io_cmd_psn.read(prev_cmd_psn, 16w0 ++ prev_ref[31:16]);
+                    if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cmd_psn[15:0] == prev_ref[15:0]) {
                         meta.stat.ioref_overwritten = true;
                     }
                 }
@@ -577,20 +578,19 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             return;
         }
         bit<32> slot = 16w0 ++ ref[31:16];
-        cid = ref[15:0];
         ipv4_addr_t slot_host;
         ipv4_addr_t slot_target;
         bit<32> slot_tqp;
-        bit<16> slot_cid;
+        bit<32> slot_psn;
         bit<8> info;
         io_host.read(slot_host, slot);
         io_target.read(slot_target, slot);
         io_target_qp.read(slot_tqp, slot);
-        io_cid.read(slot_cid, slot);
+        io_cmd_psn.read(slot_psn, slot);
         io_info.read(info, slot);
         bool is_write = (info & IO_INFO_WRITE) != 0;
         if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
-                || slot_tqp != 8w0 ++ ref_tqp || slot_cid != cid) {
+                || slot_tqp != 8w0 ++ ref_tqp || slot_psn[15:0] != ref[15:0]) {
             return;
         }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
