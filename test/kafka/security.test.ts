@@ -120,10 +120,11 @@ describe("exporter on a SASL_SSL broker", () => {
       cli.kill("SIGTERM");
     }
     expect(await exited, err).toBe(0);
-    const lines = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { key: string; type: string; value: { switchId: string; digestsReceived?: string } });
+    // Printed as the JSON-lines sink writes records.
+    const lines = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { key: string; type: string; value: { switch_id: string; digests_received: number } });
     expect(lines).toHaveLength(15);
     for (const l of lines) expect(l.type).toBe("rdma.telemetry.v1.SwitchStats");
-    const seen = lines.map((l) => `${l.value.switchId}:${Number(l.value.digestsReceived ?? 0)}`).sort();
+    const seen = lines.map((l) => `${l.value.switch_id}:${l.value.digests_received}`).sort();
     expect(seen).toEqual(broker.mechanisms.flatMap((m) => [0, 1, 2, 3, 4].map((i) => `${m}:${i}`)).sort());
   }, 30_000);
 
