@@ -5,7 +5,7 @@
 // disk bound is reached, what is dropped is counted and logged. Refused
 // credentials and untrusted certificates are logged as errors naming the
 // cause; records wait for them too.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
 import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
@@ -59,6 +59,21 @@ function headerBytes(h: Record<string, string>): Record<string, Buffer> {
   return out;
 }
 
+/** Messages in a spill segment: one a line. */
+function countLines(file: string): number {
+  const fd = openSync(file, "r");
+  const buf = Buffer.alloc(1 << 20);
+  let n = 0;
+  try {
+    for (let got = readSync(fd, buf); got > 0; got = readSync(fd, buf)) {
+      for (let i = buf.indexOf(10, 0); i >= 0 && i < got; i = buf.indexOf(10, i + 1)) n++;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return n;
+}
+
 /** A wait that does not keep the process alive by itself. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
@@ -104,7 +119,10 @@ export class KafkaSink {
       mkdirSync(options.spillDir, { recursive: true });
       // Messages spilled by an earlier run go out first.
       this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
-      for (const s of this.segments) this.spillBytes += statSync(s).size;
+      for (const s of this.segments) {
+        this.spillBytes += statSync(s).size;
+        this.stats.spilledNow += countLines(s);
+      }
       this.segmentSeq = this.segments.length;
     }
   }
