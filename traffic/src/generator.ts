@@ -13,7 +13,8 @@
 // congestion, slow host, GPU idle, lossy flow).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateNvme, type FabricModel } from "./nvme-workload.js";
+import { WriteFlow } from "./gradient-workload.js";
+import { createNvmeQueues, type FabricModel } from "./nvme-workload.js";
 import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture } from "./types.js";
 
 export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, PortSpec, SwitchCapture, Topology } from "./types.js";
@@ -62,17 +63,83 @@ function rng(seed: number): () => number {
   };
 }
 
-interface Qp {
-  /** next PSN this side sends */
-  psn: number;
-  qpn: number;
-  /** the time its send queue is free (at the sender's ToR) */
-  busyUntil: number;
+/** What the generator produces, in capture-time order. */
+export type TrafficItem =
+  | { kind: "packet"; sw: SwitchCapture; timestampNs: bigint; data: Buffer; originalLength: number }
+  | { kind: "io"; truth: IoTruth }
+  | { kind: "message"; truth: MessageTruth };
+
+/** The traffic source's switches and topologies (their `packets` stay empty: packets are streamed). */
+export interface TrafficLayout {
+  options: GeneratorOptions;
+  switches: SwitchCapture[];
 }
 
-export function generateTraffic(opts: Partial<GeneratorOptions> = {}): GeneratedTraffic {
+interface Row {
+  sw: SwitchCapture;
+  t: number;
+  seq: number;
+  frame: RoceFrame;
+}
+
+/** A min-heap by `less`. */
+class Heap<T> {
+  private readonly a: T[] = [];
+  constructor(private readonly less: (x: T, y: T) => boolean) {}
+  get size(): number {
+    return this.a.length;
+  }
+  peek(): T | undefined {
+    return this.a[0];
+  }
+  push(v: T): void {
+    const a = this.a;
+    a.push(v);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(v, a[p]!)) break;
+      a[i] = a[p]!;
+      i = p;
+    }
+    a[i] = v;
+  }
+  pop(): T | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length && last !== undefined) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= a.length) break;
+        const r = l + 1;
+        const c = r < a.length && this.less(a[r]!, a[l]!) ? r : l;
+        if (!this.less(a[c]!, last)) break;
+        a[i] = a[c]!;
+        i = c;
+      }
+      a[i] = last;
+    }
+    return top;
+  }
+}
+
+/** An event source of the loop: an NVMe queue or a gradient-sync flow. */
+interface Source {
+  nextTime(): number | undefined;
+  step(): void;
+}
+
+/**
+ * The traffic, generated as it goes: every NVMe queue and every gradient
+ * flow is an event source; the loop runs the earliest event of all, and a
+ * packet leaves once no event still to run can put one before it (each
+ * event only sends at or after its own time). Memory holds what is in
+ * flight, whatever the length of the run.
+ */
+export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayout & Iterable<TrafficItem> {
   const o: GeneratorOptions = { ...DEFAULT_GENERATOR_OPTIONS, ...opts };
-  const rand = rng(o.seed);
   const single = o.layout === "single";
   const hostIp = (i: number) => ipv4(`10.0.1.${i + 1}`);
   const targetIp = (j: number) => ipv4(single ? `10.0.1.${101 + j}` : `10.0.2.${j + 1}`);
@@ -84,125 +151,73 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
     torC.topology.ports.push({ port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] });
     torS.topology.ports.push({ port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] });
   }
-  const rows: Array<{ sw: SwitchCapture; t: number; seq: number; frame: RoceFrame }> = [];
-  let seq = 0;
-  const emit = (sw: SwitchCapture, t: number, frame: RoceFrame) => {
-    const row = { sw, t: Math.round(t), seq: seq++, frame };
-    rows.push(row);
-    return row;
-  };
-  const ser = (bytes: number) => Math.ceil(((bytes + 78) * 8 * 1e9) / o.linkBps);
-  const active = <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) =>
-    o.faults.filter((f): f is Extract<Fault, { kind: K }> => f.kind === kind && t >= f.fromNs && t < f.toNs && (!match || match(f as Extract<Fault, { kind: K }>)));
-  const fabric = (t: number) => (single ? 0 : o.fabricDelayNs + Math.floor(rand() * 200) + active("congestion", t).reduce((a, f) => a + f.extraNs, 0));
-  const ecnAt = (t: number) => active("congestion", t).some((f) => rand() < f.ecnFraction);
-  const abs = (t: number) => o.epochNs + BigInt(Math.round(t));
+  const switches = single ? [torC] : [torC, torS];
 
-  // ---- NVMe I/O ---------------------------------------------------------------
-  const model: FabricModel = { single, torC, torS, rand, emit, fabric, ser, active, abs };
-  const ios = generateNvme(model, o, hostIp, targetIp);
-  const PSN_MASK = 0xffffff;
-  const nextPsn = (qp: Qp, n = 1) => {
-    const p = qp.psn;
-    qp.psn = (qp.psn + n) & PSN_MASK;
-    return p;
-  };
+  function* items(): Generator<TrafficItem> {
+    const rand = rng(o.seed);
+    const rows = new Heap<Row>((x, y) => x.t < y.t || (x.t === y.t && x.seq < y.seq));
+    let seq = 0;
+    const emit = (sw: SwitchCapture, t: number, frame: RoceFrame) => {
+      const row = { sw, t: Math.round(t), seq: seq++, frame };
+      rows.push(row);
+      return row;
+    };
+    const ser = (bytes: number) => Math.ceil(((bytes + 78) * 8 * 1e9) / o.linkBps);
+    const active = <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) =>
+      o.faults.filter((f): f is Extract<Fault, { kind: K }> => f.kind === kind && t >= f.fromNs && t < f.toNs && (!match || match(f as Extract<Fault, { kind: K }>)));
+    const fabric = (t: number) => (single ? 0 : o.fabricDelayNs + Math.floor(rand() * 200) + active("congestion", t).reduce((a, f) => a + f.extraNs, 0));
+    const abs = (t: number) => o.epochNs + BigInt(Math.round(t));
+    const model: FabricModel = { single, torC, torS, rand, emit, fabric, ser, active, abs };
 
-  // ---- Gradient sync: RDMA WRITE ring ----------------------------------------------
-  const messages: MessageTruth[] = [];
-  let cnps = 0;
-  if (o.hosts >= 2) {
-    for (let i = 0; i < o.hosts; i++) {
-      const src = hostIp(i);
-      const dst = hostIp((i + 1) % o.hosts);
-      const qp: Qp = { psn: Math.floor(rand() * PSN_MASK), qpn: 0x2000 + i, busyUntil: 0 };
-      const senderQpn = 0x3000 + i;
-      let t = Math.round(rand() * 1e6);
-      let prevEnd: number | null = null;
-      while (t < o.durationNs - 50e6) {
-        const n = Math.ceil(o.gradientBytes / o.mtu);
-        const psn0 = nextPsn(qp, n);
-        const sends: Array<{ k: number; t: number; retx: boolean; ce: boolean }> = [];
-        let k = 0;
-        let ts = t;
-        const lossP = (at: number) => active("loss", at, (f) => f.host === i).reduce((a, f) => Math.max(a, f.probability), 0);
-        let guard = 0;
-        let highest = -1;
-        while (k < n && guard++ < 100_000) {
-          // Send from k until the end or until a NAK stops us.
-          let lostAt = -1;
-          let nakAt = Infinity;
-          for (let m = k; m < n; m++) {
-            if (ts >= nakAt) break;
-            const ce = ecnAt(ts);
-            sends.push({ k: m, t: ts, retx: m <= highest, ce });
-            highest = Math.max(highest, m);
-            if (lostAt < 0 && rand() < lossP(ts)) {
-              lostAt = m;
-              // The receiver NAKs on the next packet; a lost last packet waits for the timeout.
-              nakAt = m === n - 1 ? ts + 100_000 : ts + ser(o.mtu) + 2 * o.fabricDelayNs + 2_000;
-            }
-            ts += ser(o.mtu);
-          }
-          if (lostAt < 0) {
-            k = n;
-          } else {
-            ts = Math.max(ts, nakAt);
-            k = lostAt;
-          }
-        }
-        const firstLast = sends.findIndex((s) => s.k === n - 1);
-        const inMsg = sends.slice(0, firstLast + 1);
-        const late = sends.slice(firstLast + 1);
-        for (const s of sends) {
-          const opcode = n === 1 ? Opcode.WRITE_ONLY : s.k === 0 ? Opcode.WRITE_FIRST : s.k === n - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
-          const len = Math.min(o.mtu, o.gradientBytes - s.k * o.mtu);
-          const fr: RoceFrame = { src, dst, opcode, destQp: qp.qpn, psn: (psn0 + s.k) & PSN_MASK, ecn: s.ce ? 3 : 2, payloadLength: len };
-          if (s.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(i) * 0x100000000n, rkey: 0x5000 + i, length: o.gradientBytes };
-          emit(torC, s.t, fr);
-          if (s.ce) {
-            // The receiver answers a CE mark with a CNP to the sender's QP.
-            emit(torC, s.t + 4_000, { src: dst, dst: src, opcode: Opcode.CNP, destQp: senderQpn, psn: 0, payload: Buffer.alloc(16) });
-            cnps++;
-          }
-        }
-        const first = inMsg[0]!;
-        const last = inMsg[inMsg.length - 1]!;
-        const fct = Math.round(last.t) - Math.round(first.t);
-        const retx = inMsg.filter((s) => s.retx).length;
-        messages.push({
-          switch: torC.name, src: ipv4Text(src), dst: ipv4Text(dst), dest_qp: qp.qpn,
-          first_psn: psn0, last_psn: (psn0 + n - 1) & PSN_MASK, bytes: o.gradientBytes,
-          packets: inMsg.length, retransmitted: retx, fct_ns: fct,
-          fet_bps: fct > 0 ? (o.gradientBytes * 8 * 1e9) / fct : null,
-          fnr: retx / inMsg.length,
-          ecn_ce: inMsg.filter((s) => s.ce).length,
-          gap_ns: prevEnd === null ? null : Math.round(first.t) - Math.round(prevEnd),
-          firstNs: abs(first.t),
-          late_retransmitted: late.length,
-        });
-        prevEnd = last.t;
-        const end = sends[sends.length - 1]!.t;
-        const idle = active("gpu-idle", end, (f) => f.host === i).reduce((a, f) => a + f.extraNs, 0);
-        t = end + ser(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * rand())) + idle;
-      }
+    const queues = createNvmeQueues(model, o, hostIp, targetIp);
+    const messages: MessageTruth[] = [];
+    const flows = o.hosts >= 2 ? Array.from({ length: o.hosts }, (_, i) => new WriteFlow(model, o, i, hostIp(i), hostIp((i + 1) % o.hosts), (m) => messages.push(m))) : [];
+    const sources = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);
+    for (const s of [...queues, ...flows] as Source[]) {
+      const t = s.nextTime();
+      if (t !== undefined) sources.push({ s, t });
     }
+    // A frame crossing both ToRs is built once.
+    const built = new WeakMap<RoceFrame, { data: Buffer; wireLength: number }>();
+    const packet = (r: Row): TrafficItem => {
+      let b = built.get(r.frame);
+      if (!b) built.set(r.frame, (b = buildFrame(r.frame, o.snaplen)));
+      return { kind: "packet", sw: r.sw, timestampNs: abs(r.t), data: b.data, originalLength: b.wireLength };
+    };
+    let steps = 0;
+    for (let top = sources.pop(); top; top = sources.pop()) {
+      const now = top.t;
+      top.s.step();
+      const t = top.s.nextTime();
+      if (t !== undefined) sources.push({ s: top.s, t });
+      // Nothing still to run sends before `now`.
+      while (rows.size && rows.peek()!.t < now) yield packet(rows.pop()!);
+      for (const m of messages.splice(0)) yield { kind: "message", truth: m };
+      if (++steps % 256 === 0) for (const q of queues) for (const truth of q.takeTruths(now)) yield { kind: "io", truth };
+    }
+    while (rows.size) yield packet(rows.pop()!);
+    for (const m of messages.splice(0)) yield { kind: "message", truth: m };
+    for (const q of queues) for (const truth of q.takeTruths(Infinity)) yield { kind: "io", truth };
   }
 
-  rows.sort((a, b) => a.t - b.t || a.seq - b.seq);
-  const frames = new Map<RoceFrame, { data: Buffer; wireLength: number }>();
-  for (const r of rows) {
-    let built = frames.get(r.frame);
-    if (!built) {
-      built = buildFrame(r.frame, o.snaplen);
-      frames.set(r.frame, built);
-    }
-    r.sw.packets.push({ timestampNs: abs(r.t), data: built.data, originalLength: built.wireLength });
+  return { options: o, switches, [Symbol.iterator]: items };
+}
+
+/** The whole traffic in memory: every switch's packets, and the truth of every I/O and message. */
+export function generateTraffic(opts: Partial<GeneratorOptions> = {}): GeneratedTraffic {
+  const stream = streamTraffic(opts);
+  const ios: IoTruth[] = [];
+  const messages: MessageTruth[] = [];
+  for (const item of stream) {
+    if (item.kind === "packet") item.sw.packets.push({ timestampNs: item.timestampNs, data: item.data, originalLength: item.originalLength });
+    else if (item.kind === "io") ios.push(item.truth);
+    else messages.push(item.truth);
   }
   const cmdAt = (t: IoTruth) => t.cmdCNs ?? t.cmdSNs ?? 0n;
   ios.sort((a, b) => (cmdAt(a) < cmdAt(b) ? -1 : cmdAt(a) > cmdAt(b) ? 1 : 0));
   messages.sort((a, b) => (a.firstNs < b.firstNs ? -1 : a.firstNs > b.firstNs ? 1 : 0));
-  return { options: o, switches: single ? [torC] : [torC, torS], ios, messages, cnps };
+  const cnps = stream.switches[0]!.packets.filter((p) => p.data[42] === Opcode.CNP && p.data.length > 42).length;
+  return { options: stream.options, switches: stream.switches, ios, messages, cnps };
 }
 
 /** Writes each switch's capture (snap length 128) and topology, and the ground truth, into `dir`. */

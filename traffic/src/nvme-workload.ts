@@ -55,6 +55,8 @@ interface Qp {
 }
 
 interface Io {
+  /** its response was sent (or lost): the I/O is over */
+  done: boolean;
   op: "read" | "write";
   bytes: number;
   sgl: SglKind;
@@ -82,6 +84,8 @@ interface Io {
 
 /** An event of a queue; `n` (its insertion order) is set by the queue. */
 type Event =
+  /** a burst of commands from one CPU (fio-like job with an I/O depth), and the next burst */
+  | { t: number; n?: number; kind: "burst" }
   | { t: number; n?: number; kind: "arrive"; op: "read" | "write"; bytes: number }
   | { t: number; n?: number; kind: "data" | "rreq" | "rsp" | "hostrr"; io: Io }
   | { t: number; n?: number; kind: "free"; tag: number }
@@ -94,6 +98,9 @@ class EventQueue {
   private n = 0;
   get size(): number {
     return this.heap.length;
+  }
+  peek(): Event | undefined {
+    return this.heap[0];
   }
   push(e: Event): void {
     const ev = { ...e, n: this.n++ };
@@ -133,7 +140,7 @@ class EventQueue {
 }
 
 /** One NVMe queue (or the admin queue, qid 0) of one host's controller on one target. */
-class Queue {
+export class Queue {
   readonly hq: Qp;
   readonly tq: Qp;
   /** the first packet at each switch from which the switch knows this queue's QP pairing */
@@ -142,7 +149,9 @@ class Queue {
   private readonly free: boolean[];
   private readonly gen: number[];
   private readonly waiting: Array<{ op: "read" | "write"; bytes: number }> = [];
-  private readonly ios: Io[] = [];
+  /** I/Os whose truth is not out yet */
+  private ios: Io[] = [];
+  private burstInterval = 0;
   readonly events = new EventQueue();
   /** per direction: the latest send time and far-side arrival emitted (a path does not reorder a QP's packets) */
   private readonly upFifo = { sent: -1, arrived: -1 };
@@ -233,18 +242,61 @@ class Queue {
     this.down(cmd.atS + 15_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(cid, 0, 1, 0, 0) });
   }
 
-  arrive(t: number, op: "read" | "write", bytes: number): void {
-    this.events.push({ t, kind: "arrive", op, bytes });
+  /**
+   * I/O arrives in bursts per queue: `ioRate` is per host, spread over its
+   * controllers' queues; a burst is 1..burstMax commands.
+   */
+  startBursts(startNs: number): void {
+    const o = this.o;
+    const perQueueRate = o.ioRate / (o.targets * o.queuesPerHost);
+    this.burstInterval = (1e9 * (1 + o.burstMax)) / 2 / perQueueRate;
+    const t = startNs + Math.round(this.m.rand() * this.burstInterval);
+    if (t < o.durationNs - 50e6) this.events.push({ t, kind: "burst" });
   }
 
-  /** Runs the queue's events to the end. */
-  run(): Io[] {
-    for (let e = this.events.pop(); e; e = this.events.pop()) this.handle(e);
-    return this.ios;
+  /** Time of the queue's next event, if any. */
+  nextTime(): number | undefined {
+    return this.events.peek()?.t;
+  }
+
+  /** Handles the queue's next event. */
+  step(): void {
+    const e = this.events.pop();
+    if (e) this.handle(e);
+  }
+
+  /**
+   * The truth of every I/O that is over and whose packets all came before
+   * `beforeT` (all: Infinity): by then every packet that could have taught a
+   * switch the queue's pairing earlier is out too.
+   */
+  takeTruths(beforeT: number): IoTruth[] {
+    const out: IoTruth[] = [];
+    const keep: Io[] = [];
+    for (const io of this.ios) {
+      const last = Math.max(io.cmdRowC?.t ?? 0, io.cmdRowS?.t ?? 0, io.rspRowC?.t ?? 0, io.rspRowS?.t ?? 0);
+      if (io.done && last < beforeT) out.push(this.truth(io));
+      else keep.push(io);
+    }
+    this.ios = keep;
+    return out;
   }
 
   private handle(e: Event): void {
     switch (e.kind) {
+      case "burst": {
+        const { o } = this;
+        const r = this.m.rand;
+        const n = 1 + Math.floor(r() * o.burstMax);
+        for (let k = 0; k < n; k++) {
+          const op = r() < o.readFraction ? "read" : "write";
+          const bytes = o.ioSizes[Math.floor(r() * o.ioSizes.length)]!;
+          this.events.push({ t: e.t + k * (200 + Math.floor(r() * 800)), kind: "arrive", op, bytes });
+        }
+        const next = e.t + Math.round(this.burstInterval * (0.5 + r()));
+        if (next < o.durationNs - 50e6) this.events.push({ t: next, kind: "burst" });
+        return;
+      }
       case "arrive":
         if (!this.start(e.t, e.op, e.bytes)) this.waiting.push({ op: e.op, bytes: e.bytes });
         return;
@@ -292,6 +344,7 @@ class Queue {
     const lost = r() < o.responseLoss;
     const where = r();
     const io: Io = {
+      done: false,
       op, bytes, sgl,
       status: r() < o.errorRate ? (op === "read" ? (r() < 0.7 ? NvmeStatus.UNRECOVERED_READ_ERROR : NvmeStatus.ANA_TRANSITION) : (r() < 0.7 ? NvmeStatus.WRITE_FAULT : NvmeStatus.NAMESPACE_NOT_READY)) : 0,
       tag, cid, cmdPsn: 0,
@@ -419,6 +472,7 @@ class Queue {
     const rows = this.down(t, fr, io.lostS, io.lostC);
     io.rspRowS = rows.s;
     io.rspRowC = rows.c;
+    io.done = true;
     this.tq.busyUntil = t + this.m.ser(16);
     // The host acknowledges it, and completes the request: the tag is free again.
     this.events.push({ t: rows.atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: fr.psn, aeth: { syndrome: 0x1f, msn: 0 } } });
@@ -478,27 +532,14 @@ class Queue {
   }
 }
 
-/** Bursts of I/O per queue: fio-like jobs with an I/O depth, one per CPU. */
-function scheduleArrivals(q: Queue, o: GeneratorOptions, rand: () => number, startNs: number): void {
-  // ioRate is per host, spread over its controllers' queues.
-  const perQueueRate = o.ioRate / (o.targets * o.queuesPerHost);
-  const meanBurst = (1 + o.burstMax) / 2;
-  const burstInterval = (1e9 * meanBurst) / perQueueRate;
-  let t = startNs + Math.round(rand() * burstInterval);
-  while (t < o.durationNs - 50e6) {
-    const n = 1 + Math.floor(rand() * o.burstMax);
-    for (let k = 0; k < n; k++) {
-      const op = rand() < o.readFraction ? "read" : "write";
-      const bytes = o.ioSizes[Math.floor(rand() * o.ioSizes.length)]!;
-      q.arrive(t + k * (200 + Math.floor(rand() * 800)), op, bytes);
-    }
-    t += Math.round(burstInterval * (0.5 + rand()));
-  }
-}
-
-/** Generates the NVMe traffic of every host and target; returns the truth of every I/O. */
-export function generateNvme(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): IoTruth[] {
-  const ios: IoTruth[] = [];
+/**
+ * Every host's controllers on every target, each an admin queue and
+ * `queuesPerHost` I/O queues, as event sources for the generator's loop.
+ * Controllers set up during the capture show their RDMA CM exchange; all
+ * admin queues send keep-alives.
+ */
+export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): Queue[] {
+  const all: Queue[] = [];
   const connectedInCapture = Math.round(o.hosts * o.connectDuringCapture);
   for (let i = 0; i < o.hosts; i++) {
     const style: HostStyle = i % 2 === 0 ? "linux" : "spdk";
@@ -506,23 +547,18 @@ export function generateNvme(m: FabricModel, o: GeneratorOptions, hostIp: (i: nu
       // QPNs come from each side's HCA: unique per host, unique per target.
       const hostQpn = (q: number) => 0x100 + ((j * 16 + q) * 7 + i) % 0xf00 + 0x40 * j;
       const targetQpn = (q: number) => 0x4000 + i * 64 + q * 3 + j * 0x1000;
-      const queues: Queue[] = [];
-      for (let q = 0; q <= o.queuesPerHost; q++) queues.push(new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff));
       const connects = i < connectedInCapture;
-      let ready = 0;
-      queues.forEach((q, idx) => {
-        if (connects) ready = q.connect(200_000 + i * 150_000 + j * 60_000 + idx * 20_000, ((i + 1) << 20 | (j + 1) << 12 | idx) >>> 0);
-        if (q.qid === 0) {
-          for (let t = 1_000_000_000 + i * 37_000_000 + j * 11_000_000; t < o.durationNs; t += 2_500_000_000) q.keepAlive(t, 0x10 + Math.floor(t / 1e9));
+      for (let q = 0; q <= o.queuesPerHost; q++) {
+        const queue = new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff);
+        const ready = connects ? queue.connect(200_000 + i * 150_000 + j * 60_000 + q * 20_000, ((i + 1) << 20 | (j + 1) << 12 | q) >>> 0) : 0;
+        if (q === 0) {
+          for (let t = 1_000_000_000 + i * 37_000_000 + j * 11_000_000; t < o.durationNs; t += 2_500_000_000) queue.keepAlive(t, 0x10 + Math.floor(t / 1e9));
         } else {
-          scheduleArrivals(q, o, m.rand, connects ? ready : 0);
+          queue.startBursts(ready);
+          all.push(queue);
         }
-      });
-      for (const q of queues) {
-        if (q.qid === 0) continue;
-        for (const io of q.run()) ios.push(q.truth(io));
       }
     }
   }
-  return ios;
+  return all;
 }
