@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// A single-node KRaft Kafka broker (Apache Kafka 3.9 jars from Maven Central,
-// Java 17) on loopback, for tests and the demo.
+// A single-node KRaft Kafka broker (Apache Kafka's jars from Maven Central,
+// Java 17) on loopback, for tests and the demo. Kafka 4.4 unless KAFKA_VERSION
+// (or --version) names another, e.g. 3.9.1.
 //
-//   node scripts/kafka/broker.mjs fetch            download the jars (mvn) into .cache/kafka/libs
-//   node scripts/kafka/broker.mjs start [--port N] [--security sasl_ssl]
+//   node scripts/kafka/broker.mjs fetch [--version V]    download the jars (mvn) into .cache/kafka/V/libs
+//   node scripts/kafka/broker.mjs start [--port N] [--security sasl_ssl] [--version V]
 //                                                  start a broker, print its address, stay in the foreground
 //
 // As a module: startBroker({ port }) -> { brokers, stop() }, a PLAINTEXT listener.
@@ -21,13 +22,16 @@ import { join } from "node:path";
 
 const root = new URL("../..", import.meta.url).pathname;
 const cache = process.env.KAFKA_CACHE ?? join(root, ".cache/kafka");
-const libs = join(cache, "libs");
+/** The version the tests and the demo use by default: the current Kafka 4. */
+export const DEFAULT_KAFKA_VERSION = "4.4.0";
 
-export function fetchJars() {
-  if (existsSync(libs) && readdirSync(libs).some((f) => f.startsWith("kafka_2.13-"))) return libs;
+export function fetchJars(version = process.env.KAFKA_VERSION || DEFAULT_KAFKA_VERSION) {
+  if (!/^\d+\.\d+\.\d+$/.test(version)) throw new Error(`not a Kafka version: '${version}'`);
+  const libs = join(cache, version, "libs");
+  if (existsSync(libs) && readdirSync(libs).some((f) => f === `kafka_2.13-${version}.jar`)) return libs;
   mkdirSync(libs, { recursive: true });
-  const r = spawnSync("mvn", ["-q", "-B", "-f", join(root, "scripts/kafka/pom.xml"), "dependency:copy-dependencies", `-DoutputDirectory=${libs}`, "-DincludeScope=runtime"], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`mvn could not fetch Kafka's jars (exit ${r.status}); is Maven installed?`);
+  const r = spawnSync("mvn", ["-q", "-B", "-f", join(root, "scripts/kafka/pom.xml"), "dependency:copy-dependencies", `-Dkafka.version=${version}`, `-DoutputDirectory=${libs}`, "-DincludeScope=runtime"], { stdio: "inherit" });
+  if (r.status !== 0) throw new Error(`mvn could not fetch Kafka ${version}'s jars (exit ${r.status}); is Maven installed?`);
   return libs;
 }
 
@@ -83,9 +87,9 @@ function makePki(dir, storePassword) {
 
 const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
-export async function startBroker({ port, logDir, security = "plaintext" } = {}) {
+export async function startBroker({ port, logDir, security = "plaintext", version = process.env.KAFKA_VERSION || DEFAULT_KAFKA_VERSION } = {}) {
   if (security !== "plaintext" && security !== "sasl_ssl") throw new Error(`security must be plaintext or sasl_ssl (got ${security})`);
-  fetchJars();
+  const libs = fetchJars(version);
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, "bin/java") : "java";
   const brokerPort = port ?? (await freePort());
   const controllerPort = await freePort();
@@ -224,21 +228,21 @@ export async function startBroker({ port, logDir, security = "plaintext" } = {})
     child = launch();
     await listening();
   };
-  return { brokers, port: brokerPort, stop, restart, dir, security, ...secured };
+  return { brokers, port: brokerPort, stop, restart, dir, security, version, ...secured };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const cmd = process.argv[2] ?? "start";
+  const arg = (name) => {
+    const i = process.argv.indexOf(name);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
   if (cmd === "fetch") {
-    console.log(`Kafka jars in ${fetchJars()}`);
+    console.log(`Kafka jars in ${fetchJars(arg("--version"))}`);
   } else if (cmd === "start") {
-    const arg = (name) => {
-      const i = process.argv.indexOf(name);
-      return i > 0 ? process.argv[i + 1] : undefined;
-    };
     const port = arg("--port");
-    const b = await startBroker({ port: port === undefined ? undefined : Number(port), security: arg("--security") ?? "plaintext" });
-    console.log(`Kafka broker at ${b.brokers} (Ctrl-C stops it)`);
+    const b = await startBroker({ port: port === undefined ? undefined : Number(port), security: arg("--security") ?? "plaintext", version: arg("--version") });
+    console.log(`Kafka ${b.version} broker at ${b.brokers} (Ctrl-C stops it)`);
     if (b.security === "sasl_ssl") {
       console.log(`SASL_SSL (${b.mechanisms.join(", ")}): user ${b.username}, password ${b.password}, CA ${b.caFile}`);
       console.log(`SSL with client certificates at ${b.mtlsBrokers}: cert ${b.clientCertFile}, key ${b.clientKeyFile}`);
@@ -247,7 +251,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   } else {
-    console.error("usage: broker.mjs fetch | start [--port N] [--security plaintext|sasl_ssl]");
+    console.error("usage: broker.mjs fetch [--version V] | start [--port N] [--security plaintext|sasl_ssl] [--version V]");
     process.exit(2);
   }
 }
