@@ -1,6 +1,8 @@
-// Generates generated/p4info/telemetry-names.ts from the compiled P4Info, so
-// that the controller names tables, actions, digests and counters through
-// constants that the compiler checks, never through strings typed by hand.
+// Generates generated/p4info/telemetry-names.ts from the compiled P4Info and
+// the program's shared constants (p4/include/define.p4), so that the
+// controller and the exporter name tables, actions, digests, digest members
+// and their widths, digest codes and counter indices through constants the
+// compiler checks, never through values typed by hand a second time.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -19,7 +21,27 @@ function widthOf(typeSpec) {
   return Number(typeSpec?.bitstring?.bit?.bitwidth ?? typeSpec?.bitstring?.int?.bitwidth ?? 0);
 }
 
-export function renderNames(p4info) {
+/** The constants the control plane reads digests and counters with: `const bit<W> NAME = value;` of these families. */
+const CONSTANT_FAMILIES = /^(IO_EVENT|IO_FLAG|IO_OP|VANTAGE|MSG_FLAG|LEARN|MODE|STAT)_/;
+
+export function p4Constants(defineSource) {
+  const out = {};
+  for (const m of defineSource.matchAll(/^const\s+(?:bit<\d+>|[a-z0-9_]+_t)\s+([A-Z0-9_]+)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*;/gm)) {
+    if (CONSTANT_FAMILIES.test(m[1])) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** telemetry_stats indices in order: STAT_UNTRACKED_FLOWS = 1 -> "untracked_flows" at 1. */
+export function counterNames(constants) {
+  const stats = Object.entries(constants).filter(([k]) => k.startsWith("STAT_")).sort((a, b) => a[1] - b[1]);
+  stats.forEach(([k, v], i) => {
+    if (v !== i) throw new Error(`define.p4: ${k} is ${v}, expected ${i} (the STAT_* indices must be 0, 1, 2, ...)`);
+  });
+  return stats.map(([k]) => k.slice("STAT_".length).toLowerCase());
+}
+
+export function renderNames(p4info, defineSource = "") {
   const actionsById = new Map((p4info.actions ?? []).map((a) => [a.preamble.id, a.preamble.name]));
   const tables = Object.fromEntries((p4info.tables ?? []).map((t) => [key(t.preamble.name), {
     name: t.preamble.name,
@@ -49,9 +71,14 @@ export function renderNames(p4info) {
     size: Number(r.size ?? 0),
   }]));
   const body = { tables, actions, digests, counters, registers };
+  const constants = p4Constants(defineSource);
   return HEADER + "\n" +
     "/** Names of the telemetry program's P4Info objects, keyed by their path below the top control. */\n" +
     `export const P4_NAMES = ${JSON.stringify(body, null, 2)} as const;\n\n` +
+    "/** The program's digest codes, flags and counter indices (p4/include/define.p4). */\n" +
+    `export const P4_CONSTANTS = ${JSON.stringify(constants, null, 2)} as const;\n\n` +
+    "/** The telemetry_stats counter's indices, by name (STAT_* in define.p4, in index order). */\n" +
+    `export const SWITCH_COUNTER_NAMES = ${JSON.stringify(counterNames(constants))} as const;\n\n` +
     "export type TableKey = keyof typeof P4_NAMES.tables;\n" +
     "export type ActionKey = keyof typeof P4_NAMES.actions;\n" +
     "export type DigestKey = keyof typeof P4_NAMES.digests;\n" +
@@ -62,8 +89,9 @@ export function renderNames(p4info) {
  * Writes the names file from a P4Info JSON file. With { check: true } writes
  * nothing and returns a sentence when the file on disk differs.
  */
-export function generateNames(p4infoPath, outPath, { check = false } = {}) {
-  const text = renderNames(JSON.parse(readFileSync(p4infoPath, "utf8")));
+export function generateNames(p4infoPath, outPath, { check = false, defineFile } = {}) {
+  const define = readFileSync(defineFile ?? new URL("../p4/include/define.p4", import.meta.url), "utf8");
+  const text = renderNames(JSON.parse(readFileSync(p4infoPath, "utf8")), define);
   if (check) {
     if (!existsSync(outPath) || readFileSync(outPath, "utf8") !== text) {
       return `${NAMES_FILE} does not match the P4Info; run \`npm run p4:build\` (or node scripts/gen-p4-names.mjs)`;

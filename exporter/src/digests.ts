@@ -2,6 +2,7 @@
 // A digest arrives as one value per struct member, in declaration order,
 // whichever way it came: from the software switch, or over P4Runtime as a
 // P4Data struct of bitstrings. Decoding checks every member's name and width.
+import { P4_CONSTANTS, P4_NAMES } from "../../generated/p4info/telemetry-names.js";
 
 export interface DigestFieldSpec {
   name: string;
@@ -17,25 +18,27 @@ export class BadDigestError extends Error {
   override readonly name = "BadDigestError";
 }
 
-export const IO_EVENT_CMD = 1;
-export const IO_EVENT_RSP = 2;
+// The program's codes, generated from p4/include/define.p4.
+const C = P4_CONSTANTS;
+export const IO_EVENT_CMD = C.IO_EVENT_CMD;
+export const IO_EVENT_RSP = C.IO_EVENT_RSP;
 /** a response on a queue whose QP pairing is unknown: its I/O is untracked */
-export const IO_EVENT_UNPAIRED_RSP = 3;
-export const VANTAGE_C = 0x01;
-export const VANTAGE_S = 0x02;
-export const IO_FLAG_DATA_SEEN = 0x01;
-export const IO_FLAG_RR_SEEN = 0x02;
-export const IO_FLAG_IN_CAPSULE = 0x04;
+export const IO_EVENT_UNPAIRED_RSP = C.IO_EVENT_UNPAIRED_RSP;
+export const VANTAGE_C = C.VANTAGE_C;
+export const VANTAGE_S = C.VANTAGE_S;
+export const IO_FLAG_DATA_SEEN = C.IO_FLAG_DATA_SEEN;
+export const IO_FLAG_RR_SEEN = C.IO_FLAG_RR_SEEN;
+export const IO_FLAG_IN_CAPSULE = C.IO_FLAG_IN_CAPSULE;
 /** CMD: the command closed an open I/O with the same key (its response was lost) */
-export const IO_FLAG_REPLACED = 0x08;
-export const IO_OP_READ = 1;
-export const IO_OP_WRITE = 2;
-export const MSG_FLAG_GAP_VALID = 0x01;
-export const LEARN_FLOW = 1;
-export const LEARN_IO_PAIR = 2;
-export const MODE_OFF = 0;
-export const MODE_FULL = 1;
-export const MODE_POLLING = 2;
+export const IO_FLAG_REPLACED = C.IO_FLAG_REPLACED;
+export const IO_OP_READ = C.IO_OP_READ;
+export const IO_OP_WRITE = C.IO_OP_WRITE;
+export const MSG_FLAG_GAP_VALID = C.MSG_FLAG_GAP_VALID;
+export const LEARN_FLOW = C.LEARN_FLOW;
+export const LEARN_IO_PAIR = C.LEARN_IO_PAIR;
+export const MODE_OFF = C.MODE_OFF;
+export const MODE_FULL = C.MODE_FULL;
+export const MODE_POLLING = C.MODE_POLLING;
 
 export interface IoDigest {
   kind: "io";
@@ -95,21 +98,17 @@ export interface LearnDigest {
 
 export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
 
-/** The members each digest must have, with their widths: the exporter's contract with the P4 program. */
-export const EXPECTED: Readonly<Record<string, { kind: TelemetryDigest["kind"]; fields: Readonly<Record<string, number>> }>> = {
-  io_digest_t: {
-    kind: "io",
-    fields: { seq: 32, event: 8, vantage: 8, mode: 8, op: 8, flags: 8, host: 32, target: 32, host_qp: 24, target_qp: 24, cmd_psn: 24, cid: 16, status: 16, bytes: 32, ts: 48, e2e_ns: 48, to_data_ns: 48, from_data_ns: 48, host_prep_ns: 48 },
-  },
-  msg_digest_t: {
-    kind: "msg",
-    fields: { seq: 32, mode: 8, flags: 8, src: 32, dst: 32, dest_qp: 24, first_psn: 24, last_psn: 24, bytes: 32, packets: 32, retransmitted: 32, ecn_ce: 32, first_ts: 48, fct_ns: 48, gap_ns: 48, extra_packets: 32, extra_retransmitted: 32, extra_ecn_ce: 32, straddled: 16, cnp: 32 },
-  },
-  learn_digest_t: {
-    kind: "learn",
-    fields: { seq: 32, kind: 8, src: 32, dst: 32, dest_qp: 24 },
-  },
-};
+/** Which typed view each digest of the program gets. */
+const KINDS: Readonly<Record<keyof typeof P4_NAMES.digests, TelemetryDigest["kind"]>> = { io_digest_t: "io", msg_digest_t: "msg", learn_digest_t: "learn" };
+
+/**
+ * The members each digest has, with their widths: the exporter's contract
+ * with the P4 program, generated from its P4Info (the typed views above
+ * must name the same members; the tests check they do).
+ */
+export const EXPECTED: Readonly<Record<string, { kind: TelemetryDigest["kind"]; fields: Readonly<Record<string, number>> }>> = Object.fromEntries(
+  Object.entries(P4_NAMES.digests).map(([name, d]) => [name, { kind: KINDS[name as keyof typeof KINDS], fields: Object.fromEntries(d.fields.map((f) => [f.name, f.bitwidth])) }]),
+);
 
 /** Checks a schema (from the P4Info) against what the exporter expects; returns problems. */
 export function checkSchema(schema: DigestSchema): string[] {

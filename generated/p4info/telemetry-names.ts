@@ -592,6 +592,50 @@ export const P4_NAMES = {
   }
 } as const;
 
+/** The program's digest codes, flags and counter indices (p4/include/define.p4). */
+export const P4_CONSTANTS = {
+  "MODE_OFF": 0,
+  "MODE_FULL": 1,
+  "MODE_POLLING": 2,
+  "IO_OP_READ": 1,
+  "IO_OP_WRITE": 2,
+  "VANTAGE_C": 1,
+  "VANTAGE_S": 2,
+  "IO_EVENT_CMD": 1,
+  "IO_EVENT_RSP": 2,
+  "IO_EVENT_UNPAIRED_RSP": 3,
+  "IO_FLAG_DATA_SEEN": 1,
+  "IO_FLAG_RR_SEEN": 2,
+  "IO_FLAG_IN_CAPSULE": 4,
+  "IO_FLAG_REPLACED": 8,
+  "MSG_FLAG_GAP_VALID": 1,
+  "LEARN_FLOW": 1,
+  "LEARN_IO_PAIR": 2,
+  "STAT_ROCE_PACKETS": 0,
+  "STAT_UNTRACKED_FLOWS": 1,
+  "STAT_UNTRACKED_IOS": 2,
+  "STAT_IO_COMMANDS": 3,
+  "STAT_IO_RESPONSES": 4,
+  "STAT_IO_UNMATCHED_RESPONSES": 5,
+  "STAT_MESSAGES": 6,
+  "STAT_STRADDLED_MESSAGES": 7,
+  "STAT_LEARNED": 8,
+  "STAT_DIGESTS": 9,
+  "STAT_PARSER_ERRORS": 10,
+  "STAT_CNP": 11,
+  "STAT_ECN_CE": 12,
+  "STAT_NO_ROUTE": 13,
+  "STAT_IOREF_OVERWRITTEN": 14,
+  "STAT_UNKNOWN_OPCODES": 15,
+  "STAT_IO_REPLACED": 16,
+  "STAT_IO_UNPAIRED_RESPONSES": 17,
+  "STAT_QUEUE_PAIRS_LEARNED": 18,
+  "STAT_CNP_UNTRACKED": 19
+} as const;
+
+/** The telemetry_stats counter's indices, by name (STAT_* in define.p4, in index order). */
+export const SWITCH_COUNTER_NAMES = ["roce_packets","untracked_flows","untracked_ios","io_commands","io_responses","io_unmatched_responses","messages","straddled_messages","learned","digests","parser_errors","cnp","ecn_ce","no_route","ioref_overwritten","unknown_opcodes","io_replaced","io_unpaired_responses","queue_pairs_learned","cnp_untracked"] as const;
+
 export type TableKey = keyof typeof P4_NAMES.tables;
 export type ActionKey = keyof typeof P4_NAMES.actions;
 export type DigestKey = keyof typeof P4_NAMES.digests;

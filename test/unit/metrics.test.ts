@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { decodeDigest, BadDigestError, type IoDigest, type MsgDigest } from "../../exporter/src/digests.js";
+import { decodeDigest, BadDigestError, EXPECTED, type IoDigest, type MsgDigest } from "../../exporter/src/digests.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../exporter/src/records.js";
 
@@ -223,5 +223,30 @@ describe("switch sessions", () => {
     expect(stats.reduce((a, s) => a + s.incomplete_ios, 0)).toBe(1);
     const starts = out.filter((r) => r.type === "flow_interval").map((r) => r.interval_start_unix_ns);
     expect(new Set(starts).size).toBe(starts.length);
+  });
+});
+
+describe("the digest contract", () => {
+  test("a P4Info whose digests differ from the program's is refused when the controller is built, naming the member", async () => {
+    const { readFileSync, writeFileSync, mkdtempSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const { parseConfig } = await import("../../p4runtime-controller/src/telemetry/config.js");
+    const { TelemetryController } = await import("../../p4runtime-controller/src/telemetry/controller.js");
+    const root = new URL("../..", import.meta.url).pathname;
+    const p4info = JSON.parse(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8")) as { typeInfo: { structs: Record<string, { members: Array<{ name: string }> }> } };
+    p4info.typeInfo.structs.io_digest_t!.members = p4info.typeInfo.structs.io_digest_t!.members.filter((m) => m.name !== "host_qp");
+    const f = join(mkdtempSync(join(tmpdir(), "p4info-")), "old.p4info.json");
+    writeFileSync(f, JSON.stringify(p4info));
+    const config = parseConfig({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }], pipeline: { p4info: f } });
+    expect(() => new TelemetryController(config)).toThrow(/does not match this controller's digests: digest 'io_digest_t' lacks member 'host_qp'/);
+  });
+
+  test("the typed views decode every member the program's digests have", () => {
+    for (const [name, want] of Object.entries(EXPECTED)) {
+      const d = decodeDigest(name, Object.keys(want.fields).map(() => 0)) as unknown as Record<string, unknown>;
+      const keys = Object.keys(d).filter((k) => k !== "kind").map((k) => (k === "learn" ? "kind" : k));
+      expect(keys).toEqual(Object.keys(want.fields));
+    }
   });
 });

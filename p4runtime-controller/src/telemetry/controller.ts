@@ -6,15 +6,16 @@ import { createHash, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { EventEmitter } from "node:events";
 import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
+import type { P4BitstringLikeTypeSpec } from "../../../generated/proto/p4/config/v1/p4types.js";
 import type { DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
-import { P4_NAMES } from "../../../generated/p4info/telemetry-names.js";
-import { decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type TelemetryDigest } from "../../../exporter/src/digests.js";
+import { P4_NAMES, SWITCH_COUNTER_NAMES } from "../../../generated/p4info/telemetry-names.js";
+import { checkSchema, decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type DigestSchema, type TelemetryDigest } from "../../../exporter/src/digests.js";
 import { isFastDigestList, type DigestMember } from "../lib/digest-decoding.js";
 import { buildTableEntry, digestValues } from "../lib/entities.js";
 import { DesiredState } from "../lib/desired-state.js";
 import { P4Schema } from "../lib/schema.js";
 import { SwitchConnection, silentLogger, type Logger } from "../lib/switch-connection.js";
-import type { ControllerConfig, Mode } from "./config.js";
+import { ConfigError, type ControllerConfig, type Mode } from "./config.js";
 import { ListClock } from "./list-clock.js";
 import { Rotation } from "./rotation.js";
 
@@ -49,13 +50,27 @@ export interface ControllerEvents {
   "bad-digest": [{ message: string }];
 }
 
-/** Indices of the telemetry_stats counter (p4/include/define.p4, STAT_*). */
-export const SWITCH_COUNTERS = [
-  "roce_packets", "untracked_flows", "untracked_ios", "io_commands", "io_responses", "io_unmatched_responses",
-  "messages", "straddled_messages", "learned", "digests", "parser_errors", "cnp", "ecn_ce", "no_route",
-  "ioref_overwritten", "unknown_opcodes", "io_replaced", "io_unpaired_responses", "queue_pairs_learned", "cnp_untracked",
-] as const;
+/** Indices of the telemetry_stats counter (STAT_* in p4/include/define.p4, generated). */
+export const SWITCH_COUNTERS = SWITCH_COUNTER_NAMES;
 export type SwitchCounters = Record<(typeof SWITCH_COUNTERS)[number], number>;
+
+/** Each digest of a P4Info with its members' names and widths. */
+function digestSchemas(p4info: P4Schema["p4info"]): DigestSchema[] {
+  const structs = p4info.typeInfo?.structs ?? {};
+  return p4info.digests.map((d) => {
+    const struct = d.typeSpec?.typeSpec?.$case === "struct" ? d.typeSpec.typeSpec.value.name : "";
+    const members = structs[struct]?.members ?? [];
+    return {
+      name: d.preamble!.name,
+      fields: members.map((m) => ({ name: m.name, bitwidth: m.typeSpec?.typeSpec?.$case === "bitstring" ? Number(bitwidthOf(m.typeSpec.typeSpec.value)) : m.typeSpec?.typeSpec?.$case === "bool" ? 1 : 0 })),
+    };
+  });
+}
+
+function bitwidthOf(b: P4BitstringLikeTypeSpec): number {
+  const t = b.typeSpec;
+  return t?.$case === "varbit" ? t.value.maxBitwidth : (t?.value.bitwidth ?? 0);
+}
 
 export interface ControllerStats {
   digestLists: number;
@@ -111,6 +126,9 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
     const cookie = createHash("sha256").update(deviceConfig).update(p4infoText).digest().readBigUInt64BE(0);
     for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);
+    // A P4Info from another build of the program would be decoded wrongly: refuse it now.
+    const problems = digestSchemas(this.schema.p4info).flatMap((d) => checkSchema(d));
+    if (problems.length) throw new ConfigError(`pipeline.p4info ${config.pipeline.p4info} does not match this controller's digests: ${problems.slice(0, 3).join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
     this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, sessions: 0 };
