@@ -8,7 +8,8 @@
 import type { FeedPacket } from "./rig.js";
 
 /** How many packets of each capture are looked at. */
-const SCAN = 200_000;
+export const ALIGNMENT_SCAN_PACKETS = 200_000;
+const SCAN = ALIGNMENT_SCAN_PACKETS;
 
 /** Ethernet (802.1Q) / IPv4 / UDP 4791 / BTH: a key naming the packet (addresses, opcode, QP, PSN), or undefined. */
 export function roceKey(frame: Uint8Array): string | undefined {
@@ -28,17 +29,28 @@ export function roceKey(frame: Uint8Array): string | undefined {
     + Buffer.from(frame.subarray(b + 5, b + 8)).toString("hex") + Buffer.from(frame.subarray(b + 9, b + 12)).toString("hex");
 }
 
+/** The first SCAN packets of a capture (read once, and no further: a stream is left early and closes). */
+function* prefix(packets: Iterable<FeedPacket>): Generator<FeedPacket> {
+  let n = 0;
+  for (const p of packets) {
+    yield p;
+    if (++n >= SCAN) return;
+  }
+}
+
 /**
  * For each capture, the ns to add to its times to put it on the first
  * capture's clock: from the packets it shares with the first capture, else
- * by aligning the first packets.
+ * by aligning the first packets. Only the first SCAN packets of each are
+ * read: a capture may be an array or a stream opened for this scan alone.
  */
-export function estimateAlignments(captures: ReadonlyArray<readonly FeedPacket[]>): bigint[] {
+export function estimateAlignments(captures: ReadonlyArray<Iterable<FeedPacket>>): bigint[] {
   const first = captures[0];
   if (!first || captures.length === 1) return captures.map(() => 0n);
   const seen = new Map<string, bigint>();
-  for (let i = 0; i < Math.min(first.length, SCAN); i++) {
-    const p = first[i]!;
+  let firstStart: bigint | undefined;
+  for (const p of prefix(first)) {
+    firstStart ??= p.timestampNs;
     const k = roceKey(p.data);
     if (k !== undefined && !seen.has(k)) seen.set(k, p.timestampNs);
   }
@@ -46,15 +58,16 @@ export function estimateAlignments(captures: ReadonlyArray<readonly FeedPacket[]
     if (idx === 0) return 0n;
     const diffs: bigint[] = [];
     const used = new Set<string>();
-    for (let i = 0; i < Math.min(packets.length, SCAN); i++) {
-      const p = packets[i]!;
+    let start: bigint | undefined;
+    for (const p of prefix(packets)) {
+      start ??= p.timestampNs;
       const k = roceKey(p.data);
       if (k === undefined || used.has(k)) continue;
       used.add(k);
       const t0 = seen.get(k);
       if (t0 !== undefined) diffs.push(t0 - p.timestampNs);
     }
-    if (diffs.length === 0) return (first[0]?.timestampNs ?? 0n) - (packets[0]?.timestampNs ?? 0n);
+    if (diffs.length === 0) return (firstStart ?? 0n) - (start ?? 0n);
     diffs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     return diffs[diffs.length >> 1]!;
   });

@@ -1,6 +1,6 @@
 // Offline replay (SPEC §7): a capture and a topology file in, records out,
 // through the same P4 program, controller and exporter as a live switch.
-import { readCapture, writePcap } from "../traffic/src/pcap.js";
+import { openCapture, PcapWriter, type CaptureReader } from "../traffic/src/pcap.js";
 import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
@@ -9,14 +9,21 @@ import { JsonlSink, OutputError, type OutputMode } from "../exporter/src/jsonl-s
 import type { RecordJson } from "../exporter/src/records.js";
 import type { Mode } from "../p4runtime-controller/src/telemetry/config.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
-import { estimateAlignments } from "./clock-alignment.js";
+import { ALIGNMENT_SCAN_PACKETS, estimateAlignments } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
 import type { Topology } from "./topology.js";
 
 export interface ReplaySwitch {
   name: string;
   topology: Topology;
-  packets: readonly FeedPacket[];
+  /** the switch's packets in capture order: an array, or a stream read once as replay goes (openCapture) */
+  packets: readonly FeedPacket[] | Iterable<FeedPacket>;
+  /**
+   * A fresh read of the same packets from the start, for the clock alignment
+   * of several switches (a stream cannot be read twice). Without it, a
+   * stream's first packets are held in memory for the alignment.
+   */
+  rescan?: () => Iterable<FeedPacket>;
 }
 
 export interface ReplayOptions {
@@ -47,10 +54,75 @@ export interface ReplayResult {
   exporter: Exporter;
 }
 
+/** Opens the pcap of forwarded packets at once: an unwritable path fails before any work. */
+function openForwarded(path: string): PcapWriter {
+  try {
+    return new PcapWriter(path);
+  } catch (err) {
+    throw new OutputError(`cannot write ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** The first `n` packets of a stream, read ahead (for the alignment), and the whole stream, those first ones replayed from memory. */
+function readAhead(packets: Iterable<FeedPacket>, n: number): { head: FeedPacket[]; all: IterableIterator<FeedPacket> } {
+  const it = packets[Symbol.iterator]();
+  const head: FeedPacket[] = [];
+  while (head.length < n) {
+    const r = it.next();
+    if (r.done) break;
+    head.push(r.value);
+  }
+  let ahead: FeedPacket[] | undefined = head;
+  let i = 0;
+  const all: IterableIterator<FeedPacket> = {
+    next() {
+      if (ahead && i < ahead.length) return { done: false, value: ahead[i++]! };
+      ahead = undefined; // read: memory goes back to the stream's own
+      return it.next();
+    },
+    return(value?: unknown) {
+      it.return?.();
+      return { done: true, value };
+    },
+    [Symbol.iterator]() {
+      return this;
+    },
+  };
+  return { head, all };
+}
+
+/**
+ * The ns to add to each switch's capture times to put it on the first one's
+ * clock, from the first packets of each. A stream is scanned through its
+ * `rescan`, else its first packets are read ahead (and replayed from memory).
+ */
+function alignSwitches(switches: readonly ReplaySwitch[]): { alignments: bigint[]; packets: Array<Iterable<FeedPacket>> } {
+  const packets = switches.map((s): Iterable<FeedPacket> => s.packets);
+  if (switches.length < 2) return { alignments: switches.map(() => 0n), packets };
+  const scans = switches.map((s, i): Iterable<FeedPacket> => {
+    if (Array.isArray(s.packets)) return s.packets;
+    const rescan = s.rescan;
+    // Opened when its turn comes, so that one scan at a time holds a file.
+    if (rescan) return { [Symbol.iterator]: () => rescan()[Symbol.iterator]() };
+    const ahead = readAhead(s.packets, ALIGNMENT_SCAN_PACKETS);
+    packets[i] = ahead.all;
+    return ahead.head;
+  });
+  return { alignments: estimateAlignments(scans), packets };
+}
+
 /** Replays one or more switches' captures (merged by time) and exports records. */
 export async function replaySwitches(switches: readonly ReplaySwitch[], opts: ReplayOptions = {}): Promise<ReplayResult> {
-  const exporter = new Exporter(opts.exporter);
+  // Both outputs are opened before any work: a path that cannot be written fails now.
   const sink = opts.out ? new JsonlSink(opts.out, opts.outMode) : undefined;
+  let forwarded: PcapWriter | undefined;
+  try {
+    forwarded = opts.forwarded ? openForwarded(opts.forwarded) : undefined;
+  } catch (err) {
+    await sink?.close();
+    throw err;
+  }
+  const exporter = new Exporter(opts.exporter);
   if (sink) {
     exporter.addSink((r) => {
       sink.write(r);
@@ -61,28 +133,21 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
   const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling }));
-  // Each capture is a switch with its own clock: records keep it exactly (the
-  // switch's clock starts at its first packet), and the switches are
-  // compared on a common clock read off the packets they share.
-  const alignments = estimateAlignments(switches.map((s) => s.packets));
-  rigs.forEach((r, i) => {
-    exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
-    exporter.metrics.setClockAlignment(r.options.name, alignments[i]!);
-  });
-  const forwarded: Array<{ timestampNs: bigint; data: Buffer }> = [];
-  if (opts.forwarded) {
-    // An unwritable path fails now, before any work.
-    try {
-      writePcap(opts.forwarded, []);
-    } catch (err) {
-      throw new OutputError(`cannot write ${opts.forwarded}: ${(err as Error).message}`);
-    }
+  if (forwarded && rigs[0]) {
+    // Written as the switch forwards them (the writer copies the bytes): nothing is held.
+    const [sw, out] = [rigs[0].sw, forwarded];
+    sw.on("packet", (p) => out.write({ timestampNs: sw.nowUnixNs(), data: p.data }));
   }
-  if (opts.forwarded && rigs[0]) {
-    const sw = rigs[0].sw;
-    sw.on("packet", (p) => forwarded.push({ timestampNs: sw.nowUnixNs(), data: Buffer.from(p.data) }));
-  }
+  let packets = 0;
   try {
+    // Each capture is a switch with its own clock: records keep it exactly (the
+    // switch's clock starts at its first packet), and the switches are
+    // compared on a common clock read off the packets they share.
+    const aligned = alignSwitches(switches);
+    rigs.forEach((r, i) => {
+      exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
+      exporter.metrics.setClockAlignment(r.options.name, aligned.alignments[i]!);
+    });
     for (const r of rigs) {
       await r.start((b) => {
         exporter.onBatch(b);
@@ -90,7 +155,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       });
     }
     opts.beforeFeed?.(rigs);
-    await feedMerged(rigs.map((rig, i) => ({ rig, packets: switches[i]!.packets, alignNs: alignments[i]! })), opts.onProgress);
+    packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), opts.onProgress);
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
     for (const r of rigs) {
@@ -99,7 +164,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       if (r.lastFedNs > 0n) exporter.metrics.noteSwitch(r.options.name, r.lastFedNs);
     }
     exporter.finish();
-    if (opts.forwarded) writePcap(opts.forwarded, forwarded);
+    forwarded?.close();
     // Kafka may be away: records wait (and spill) in the sink, which its owner closes.
     if (kafka && !(await kafka.waitDelivered(opts.kafkaWaitMs ?? 30_000))) {
       opts.logger?.warn("Kafka has not acknowledged every record; they stay buffered", { pending: kafka.pending, lastError: kafka.stats.lastError });
@@ -107,10 +172,11 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   } finally {
     for (const r of rigs) await r.stop();
     await sink?.close();
+    forwarded?.close();
   }
   return {
     records: [...exporter.counts.values()].reduce((a, b) => a + b, 0),
-    packets: switches.reduce((a, s) => a + s.packets.length, 0),
+    packets,
     digests: rigs.reduce((a, r) => a + r.controller.stats.digests, 0),
     rigs,
     exporter,
@@ -128,13 +194,20 @@ export async function replayCapture(capture: string, topology: Topology, opts: R
  */
 export async function replayCaptures(captures: ReadonlyArray<{ path: string; topology: Topology; switchId?: string }>, opts: ReplayOptions = {}): Promise<ReplayResult> {
   const names = new Set<string>();
-  const switches = captures.map(({ path, topology, switchId }) => {
-    const base = switchId ?? (path.split("/").pop()!.replace(/\.(pcapng|pcap|cap)$/i, "") || "switch");
-    let name = base;
-    for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
-    names.add(name);
-    const packets = readCapture(path).map((p) => ({ timestampNs: p.timestampNs, data: p.data, originalLength: p.originalLength }));
-    return { name, topology, packets };
-  });
-  return replaySwitches(switches, opts);
+  const readers: CaptureReader[] = [];
+  try {
+    // Every capture is opened (and its header checked) before any work; each is then read as replay goes.
+    const switches = captures.map(({ path, topology, switchId }): ReplaySwitch => {
+      const base = switchId ?? (path.split("/").pop()!.replace(/\.(pcapng|pcap|cap)$/i, "") || "switch");
+      let name = base;
+      for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
+      names.add(name);
+      const packets = openCapture(path);
+      readers.push(packets);
+      return { name, topology, packets, rescan: () => openCapture(path) };
+    });
+    return await replaySwitches(switches, opts);
+  } finally {
+    for (const r of readers) r.close();
+  }
 }

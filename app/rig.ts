@@ -35,6 +35,8 @@ export class Rig {
   port = 0;
   noIngressPort = 0;
   private lastTs = 0n;
+  /** digest list acknowledgements that reached the switch */
+  private acks = 0;
 
   /** Capture time of the last packet fed (0 before the first). */
   get lastFedNs(): bigint {
@@ -66,6 +68,13 @@ export class Rig {
 
   constructor(readonly options: RigOptions) {
     this.server = new P4RuntimeServer(this.sw, { deviceId: options.deviceId ?? 1n, cpuPort: 510 });
+    // The digest engine counts the lists it sends, not the acknowledgements it gets: counted here.
+    const engine = this.sw.digests;
+    const ack = engine.ack.bind(engine);
+    engine.ack = (digestId, listId) => {
+      this.acks++;
+      return ack(digestId, listId);
+    };
   }
 
   async start(onDigests: (b: DigestBatch) => void): Promise<void> {
@@ -117,17 +126,30 @@ export class Rig {
     this.sw.process({ port, data: p.data, unixNs: p.timestampNs, wireLength: p.originalLength ?? p.data.length });
   }
 
-  /** Sends every pending digest list and waits until the controller has received them all. */
+  /** Digests the switch has sent that the controller has not yet received. */
+  get digestsInFlight(): number {
+    return this.sw.digests.sentSamples - (this.controller.stats.digests + this.controller.stats.badDigests);
+  }
+
+  /** Digest lists the switch has sent whose acknowledgement has not come back (the controller acknowledges each list it receives). */
+  get listsInFlight(): number {
+    return this.sw.digests.sentLists - this.acks;
+  }
+
+  /**
+   * Sends every pending digest list and waits until the controller has
+   * received them all. A large backlog may take long: this fails only when
+   * no digest arrived for `timeoutMs` while some are still in flight.
+   */
   async drain(timeoutMs = 30_000): Promise<void> {
     this.sw.tick(this.lastTs + 10_000_000n);
     this.sw.flushDigests();
-    const deadline = Date.now() + timeoutMs;
-    const sent = () => this.sw.digests.sentSamples;
-    const got = () => this.controller.stats.digests + this.controller.stats.badDigests;
-    while (got() < sent()) {
-      if (Date.now() > deadline) throw new Error(`${this.options.name}: ${sent() - got()} digests still in flight after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await waitDown(() => this.digestsInFlight, 0, timeoutMs, (n) => `${this.options.name}: ${n} digests still in flight, none received for ${timeoutMs} ms`);
+  }
+
+  /** Waits until at most `max` digest lists are unacknowledged; fails when no acknowledgement comes for `timeoutMs`. */
+  async catchUp(max: number, timeoutMs = 30_000): Promise<void> {
+    await waitDown(() => this.listsInFlight, max, timeoutMs, (n) => `${this.options.name}: ${n} digest lists unacknowledged, none acknowledged for ${timeoutMs} ms`);
   }
 
   async stop(): Promise<void> {
@@ -136,38 +158,102 @@ export class Rig {
   }
 }
 
+/** Waits until `count()` is at most `max`; fails when it has not gone down for `timeoutMs`. */
+async function waitDown(count: () => number, max: number, timeoutMs: number, failure: (left: number) => string): Promise<void> {
+  let left = count();
+  let since = Date.now();
+  while (left > max) {
+    await new Promise((r) => setTimeout(r, 1));
+    const now = count();
+    if (now < left) since = Date.now();
+    else if (Date.now() - since > timeoutMs) throw new Error(failure(now));
+    left = now;
+  }
+}
+
+/**
+ * Digest lists a switch may have unacknowledged before feeding waits for
+ * its controller. The switch and the controller share one event loop, and
+ * the controller's stream sends its acknowledgements one at a time (gRPC
+ * waits for each write to complete): unchecked, they fall behind the lists
+ * for good, held in gRPC buffers that grow with the capture.
+ */
+const MAX_LISTS_IN_FLIGHT = 64;
+
+/** A packet stream that knows how far through its file it is (openCapture's reader): progress estimates its total. */
+interface PositionedStream {
+  readonly packetsRead: number;
+  readonly bytesRead: number;
+  readonly size: number | undefined;
+}
+
+/** One switch's packets being fed: the next packet and its time on the common clock. */
+interface Lane {
+  rig: Rig;
+  packets: Iterable<FeedPacket>;
+  it: Iterator<FeedPacket>;
+  alignNs: bigint;
+  head: FeedPacket | undefined;
+  headAt: bigint;
+  fed: number;
+}
+
+function advance(l: Lane): void {
+  const r = l.it.next();
+  l.head = r.done ? undefined : r.value;
+  if (l.head) l.headAt = l.head.timestampNs + l.alignNs;
+}
+
+/** How many packets a lane will have fed in all: exact for an array, estimated from the bytes read for a capture stream. */
+function laneTotal(l: Lane): number {
+  if (Array.isArray(l.packets)) return l.packets.length;
+  if (!l.head) return l.fed;
+  const s = l.packets as Partial<PositionedStream>;
+  if (s.size && s.bytesRead && s.packetsRead) return Math.max(l.fed, Math.round((s.packetsRead * s.size) / s.bytesRead));
+  return l.fed;
+}
+
 /**
  * Feeds several switches' captures merged by time (each capture's times plus
  * its `alignNs`, so that captures taken with different clocks interleave as
- * they happened), yielding to the event loop so digests flow.
+ * they happened), yielding to the event loop so digests flow. Packets come
+ * from arrays or streams (read once, one packet ahead). `onProgress` gets
+ * the packets fed and their total: an estimate while a stream is read
+ * (from its bytes read), exact at the end. Returns the packets fed.
+ * Feeding waits while a switch has too many digest lists unacknowledged,
+ * so that memory does not grow with the capture.
  */
-export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: readonly FeedPacket[]; alignNs?: bigint }>, onProgress?: (done: number, total: number, tsNs: bigint) => void): Promise<void> {
-  const idx = rigs.map(() => 0);
-  const total = rigs.reduce((a, r) => a + r.packets.length, 0);
+export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: Iterable<FeedPacket>; alignNs?: bigint }>, onProgress?: (done: number, total: number, tsNs: bigint) => void): Promise<number> {
+  const lanes: Lane[] = [];
   let done = 0;
-  for (;;) {
-    let best = -1;
-    let bestTs = 0n;
-    rigs.forEach((r, i) => {
-      const p = r.packets[idx[i]!];
-      const t = p ? p.timestampNs + (r.alignNs ?? 0n) : 0n;
-      if (p && (best < 0 || t < bestTs)) {
-        best = i;
-        bestTs = t;
-      }
-    });
-    if (best < 0) break;
-    const r = rigs[best]!;
-    const own = r.packets[idx[best]!]!.timestampNs;
-    // Table writes due at this time (rotation, mode switch) land before the packet.
-    if (r.rig.due(own)) await r.rig.runDue(own);
-    r.rig.feed(r.packets[idx[best]!]!);
-    idx[best]!++;
-    done++;
-    if ((done & 1023) === 0) {
-      onProgress?.(done, total, bestTs);
-      await new Promise((res) => setImmediate(res));
+  try {
+    for (const r of rigs) {
+      const lane: Lane = { rig: r.rig, packets: r.packets, it: r.packets[Symbol.iterator](), alignNs: r.alignNs ?? 0n, head: undefined, headAt: 0n, fed: 0 };
+      lanes.push(lane);
+      advance(lane);
     }
+    for (;;) {
+      let best: Lane | undefined;
+      for (const l of lanes) if (l.head && (!best || l.headAt < best.headAt)) best = l;
+      if (!best) break;
+      const p = best.head!;
+      const at = best.headAt;
+      // Table writes due at this time (rotation, mode switch) land before the packet.
+      if (best.rig.due(p.timestampNs)) await best.rig.runDue(p.timestampNs);
+      best.rig.feed(p);
+      best.fed++;
+      done++;
+      advance(best);
+      if ((done & 1023) === 0) {
+        onProgress?.(done, lanes.reduce((a, l) => a + laneTotal(l), 0), at);
+        await new Promise((res) => setImmediate(res));
+        for (const l of lanes) if (l.rig.listsInFlight > MAX_LISTS_IN_FLIGHT) await l.rig.catchUp(MAX_LISTS_IN_FLIGHT / 2);
+      }
+    }
+  } finally {
+    // A stream left before its end (an error) is closed.
+    for (const l of lanes) if (l.head) l.it.return?.();
   }
-  onProgress?.(done, total, 0n);
+  onProgress?.(done, done, 0n);
+  return done;
 }

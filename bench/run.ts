@@ -4,11 +4,13 @@
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
+//   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
 // Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_COMPRESSION
 // (gzip or none only), BENCH_KAFKA_BATCH (records per produce request),
-// BENCH_CPU_PROF (a directory: CPU profiles of the switch process).
+// BENCH_CPU_PROF (a directory: CPU profiles of the switch process),
+// BENCH_CAPTURE_MB (the replayed capture's size, default 1024).
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -30,7 +32,8 @@ import { P4RuntimeClient, toUint128 } from "../p4runtime-controller/src/lib/clie
 import { tableEntity } from "../p4runtime-controller/src/lib/entities.js";
 import { P4Schema } from "../p4runtime-controller/src/lib/schema.js";
 import { generateTraffic } from "../traffic/src/generator.js";
-import { writePcap } from "../traffic/src/pcap.js";
+import { PcapWriter, writePcap } from "../traffic/src/pcap.js";
+import { replayCaptures } from "../app/replay.js";
 
 // Run from bench/ (tsx) or from dist/bench/ (npm run bench: the built code users run).
 const here = dirname(fileURLToPath(import.meta.url));
@@ -319,7 +322,69 @@ async function benchMemory(): Promise<void> {
   print(`memory: ${n.toLocaleString("en")} flows tracked in one interval by one exporter: peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (${((performance.now() - t0) / 1000).toFixed(1)} s); flow state is released when the interval closes`);
 }
 
-const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites, kafka: benchKafka, memory: benchMemory };
+/**
+ * A capture of about `mb` MB, written as a stream: a 200 ms two-ToR workload
+ * generated once, its compute-side packets written again and again, each
+ * copy later by the workload's span. Returns that switch's topology and the packets written.
+ */
+function writeLargeCapture(file: string, mb: number): { topology: unknown; packets: number } {
+  const traffic = generateTraffic({ seed: 42, durationNs: 200_000_000 });
+  const sw = traffic.switches.find((s) => s.name === "tor-c")!;
+  const first = sw.packets[0]!.timestampNs;
+  const span = sw.packets.at(-1)!.timestampNs - first + 1_000_000n;
+  const out = new PcapWriter(file, { snaplen: 128, blockBytes: 4 << 20 });
+  try {
+    for (let shift = 0n; out.bytes < mb * 1e6; shift += span) {
+      for (const p of sw.packets) out.write({ timestampNs: p.timestampNs + shift, data: p.data, originalLength: p.originalLength });
+    }
+  } finally {
+    out.close();
+  }
+  return { topology: sw.topology, packets: out.packets };
+}
+
+async function benchReplayMemory(): Promise<void> {
+  const capture = process.env.BENCH_REPLAY_CAPTURE;
+  if (capture) {
+    await replayLargeCapture(capture, process.env.BENCH_REPLAY_TOPOLOGY!);
+    return;
+  }
+  const mb = Number(process.env.BENCH_CAPTURE_MB ?? 1024);
+  const dir = mkdtempSync(join(tmpdir(), "replay-memory-"));
+  try {
+    const file = join(dir, "tor-c.pcap");
+    const t0 = performance.now();
+    const { topology, packets } = writeLargeCapture(file, mb);
+    writeFileSync(join(dir, "tor-c.topology.json"), JSON.stringify(topology));
+    print(`replay-memory: wrote ${packets.toLocaleString("en")} packets, ${(statSync(file).size / 1e6).toFixed(0)} MB, through PcapWriter in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    // The replay in a process of its own: its peak RSS is the replay's, not the generator's.
+    const child = fork(join(here, `run.${compiled ? "js" : "ts"}`), ["replay-memory"], {
+      execArgv: compiled ? [] : ["--import", "tsx"],
+      env: { ...process.env, BENCH_REPLAY_CAPTURE: file, BENCH_REPLAY_TOPOLOGY: join(dir, "tor-c.topology.json") },
+    });
+    const code = await new Promise<number | null>((r) => child.on("exit", r));
+    if (code !== 0) process.exitCode = 1;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function replayLargeCapture(file: string, topologyFile: string): Promise<void> {
+  const out = join(dirname(file), "records.jsonl");
+  let midRss = 0;
+  const t0 = performance.now();
+  const r = await replayCaptures([{ path: file, topology: Topology.load(topologyFile) }], {
+    out,
+    onProgress: (done, total) => {
+      if (!midRss && done >= total / 2) midRss = process.memoryUsage().rss;
+    },
+  });
+  const s = (performance.now() - t0) / 1000;
+  const peak = process.resourceUsage().maxRSS / 1024;
+  print(`replay-memory: ${r.packets.toLocaleString("en")} packets of a ${(statSync(file).size / 1e6).toFixed(0)} MB capture replayed in ${s.toFixed(1)} s = ${Math.round(r.packets / s).toLocaleString("en")} packets/s (${r.digests.toLocaleString("en")} digests, ${r.records.toLocaleString("en")} records, ${(statSync(out).size / 1e6).toFixed(0)} MB of JSON lines); peak RSS ${peak.toFixed(0)} MiB (RSS half-way ${(midRss / 2 ** 20).toFixed(0)} MiB)`);
+}
+
+const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites, kafka: benchKafka, memory: benchMemory, "replay-memory": benchReplayMemory };
 const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const names = chosen.length ? chosen : Object.keys(all);
 const unknown = names.filter((n) => !all[n]);
