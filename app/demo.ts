@@ -4,12 +4,12 @@
 // with a live summary. The captures, topologies and ground truth are written
 // beside the records, so the run can be replayed and checked.
 import { join } from "node:path";
-import { generateTraffic, writeTraffic, type Fault } from "../traffic/src/generator.js";
+import { readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "../traffic/src/generator.js";
 import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
-import { replaySwitches } from "./replay.js";
-import { SelfCheck } from "./self-check.js";
+import { replayCaptures } from "./replay.js";
+import { StreamingSelfCheck } from "./self-check.js";
 import { SummaryView } from "./summary.js";
 import { Topology } from "./topology.js";
 
@@ -39,18 +39,24 @@ export function demoFaults(durationNs: number): Fault[] {
 export async function runDemo(o: DemoOptions): Promise<{ records: number; packets: number; digests: number; alerts: number }> {
   const durationNs = o.durationMs * 1_000_000;
   const t0 = Date.now();
-  const traffic = generateTraffic({ seed: o.seed, durationNs, faults: demoFaults(durationNs) });
-  writeTraffic(o.outDir, traffic);
-  o.print(`generated ${traffic.switches.map((s) => `${s.packets.length} packets at ${s.name}`).join(", ")} (${traffic.ios.length} NVMe I/Os, ${traffic.messages.length} RDMA WRITE messages) in ${Date.now() - t0} ms; captures in ${o.outDir}/`);
+  // Generated straight into the captures and the ground truth, then replayed
+  // from them: memory holds what is in flight, however long the run.
+  let lastGen = Date.now();
+  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs) }, (simNs) => {
+    if (Date.now() - lastGen < 1000) return;
+    lastGen = Date.now();
+    o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  });
+  o.print(`generated ${traffic.switches.map((s) => `${s.packets} packets at ${s.name}`).join(", ")} (${traffic.ios} NVMe I/Os, ${traffic.messages} RDMA WRITE messages) in ${Date.now() - t0} ms; captures in ${o.outDir}/`);
 
   const view = new SummaryView(o.print);
   // Self-check: the generator knows the true figures of every I/O and message.
-  const check = new SelfCheck(traffic.ios, traffic.messages);
+  const check = new StreamingSelfCheck(readTruth(join(o.outDir, TRUTH_FILE))[Symbol.iterator]());
   const lastStats = new Map<string, SwitchStatsJson>();
   let lastInterval: string | undefined;
   let lastProgress = 0;
-  const result = await replaySwitches(
-    traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology, `${s.name} topology`), packets: s.packets })),
+  const result = await replayCaptures(
+    traffic.switches.map((s) => ({ path: s.capture, topology: Topology.load(s.topology), switchId: s.name })),
     {
       mode: o.mode,
       out: join(o.outDir, "records.jsonl"),
@@ -78,14 +84,14 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     },
   );
   view.render();
+  check.finish();
   const switchStats = [...lastStats.values()];
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  const incomplete = traffic.ios.filter((t) => t.record && t.incomplete).length;
   o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
-    ` (${incomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
+    ` (${check.ioIncomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
     `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
     (check.ioReferenceLost ? `; ${check.ioReferenceLost} without a DAL or DPL, their data reference taken by a colliding key, counted as references lost` : "") + ")" +
-    (check.ioWrong + check.ioUnexpected ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected: ${check.ioProblems.join(" | ")}` : "") +
+    (check.ioWrong + check.ioUnexpected + check.ioMissing ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected, ${check.ioMissing} missing: ${check.ioProblems.join(" | ")}` : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };

@@ -39,58 +39,110 @@ export function onlyReferenceLost(m: readonly string[]): boolean {
   return m.length > 0 && m.every((x) => /^(dal_ns|dpl_ns): got null, want \d+$/.test(x));
 }
 
-/** Tallies records against the truth as they arrive. */
-export class SelfCheck {
-  private readonly ios: Map<string, IoTruth>;
-  private readonly messages: Map<string, MessageTruth>;
+type TruthLine = { type: "io"; truth: IoTruth } | { type: "message"; truth: MessageTruth };
+
+/**
+ * The same tally over a run of any length: the truth is read as the records
+ * come (both roughly in capture-time order), and only a window of it is held.
+ */
+export class StreamingSelfCheck {
+  private readonly ios = new Map<string, IoTruth>();
+  private readonly messages = new Map<string, MessageTruth>();
+  private next: TruthLine | undefined;
+  private done = false;
+  ioExpected = 0;
+  ioUntracked = 0;
+  ioIncomplete = 0;
+  messagesExpected = 0;
   ioExact = 0;
   messageExact = 0;
-  /** records with no I/O in the truth, or that differ from it (the first few kept, for the report) */
-  readonly ioProblems: string[] = [];
+  ioReferenceLost = 0;
   ioWrong = 0;
   ioUnexpected = 0;
-  /** records that lack only a DAL or DPL, their data reference taken by a colliding key (counted by the switches) */
-  ioReferenceLost = 0;
+  /** expected records that never came */
+  ioMissing = 0;
+  messagesMissing = 0;
+  readonly ioProblems: string[] = [];
 
-  constructor(ios: readonly IoTruth[], messages: readonly MessageTruth[]) {
-    this.ios = new Map(ios.map((t) => [ioTruthKey(t), t]));
-    this.messages = new Map(messages.map((t) => [messageTruthKey(t), t]));
+  /** `leadNs`: how far past a record's time the truth is read; `horizonNs`: how long an unmatched truth waits. */
+  constructor(private readonly truth: Iterator<TruthLine>, private readonly leadNs = 5_000_000_000n, private readonly horizonNs = 15_000_000_000n) {}
+
+  private static timeOf(l: TruthLine): bigint | undefined {
+    return l.type === "io" ? (l.truth.cmd_unix_ns ?? undefined) : l.truth.firstNs;
   }
 
-  /** I/Os the truth says must give a record. */
-  get ioExpected(): number {
-    let n = 0;
-    for (const t of this.ios.values()) if (t.record) n++;
-    return n;
-  }
-
-  /** I/Os no vantage can attribute to a queue: no record; the switches count them. */
-  get ioUntracked(): number {
-    return this.ios.size - this.ioExpected;
-  }
-
-  get messagesExpected(): number {
-    return this.messages.size;
+  private advance(t: bigint): void {
+    for (;;) {
+      if (!this.next && !this.done) {
+        const r = this.truth.next();
+        if (r.done) this.done = true;
+        else this.next = r.value;
+      }
+      const l = this.next;
+      if (!l) break;
+      const at = StreamingSelfCheck.timeOf(l);
+      if (at !== undefined && at > t + this.leadNs) break;
+      this.next = undefined;
+      if (l.type === "message") {
+        this.messages.set(messageTruthKey(l.truth), l.truth);
+        this.messagesExpected++;
+      } else if (!l.truth.record) {
+        this.ioUntracked++;
+      } else {
+        this.ios.set(ioTruthKey(l.truth), l.truth);
+        this.ioExpected++;
+        if (l.truth.incomplete) this.ioIncomplete++;
+      }
+    }
+    // Truth far behind the records: its record never came.
+    const horizon = t - this.horizonNs;
+    for (const [k, v] of this.ios) {
+      if ((v.cmd_unix_ns ?? 0n) >= horizon) break;
+      this.ios.delete(k);
+      this.ioMissing++;
+      if (this.ioProblems.length < 10) this.ioProblems.push(`no record for ${k}`);
+    }
+    for (const [k, v] of this.messages) {
+      if (v.firstNs >= horizon) break;
+      this.messages.delete(k);
+      this.messagesMissing++;
+    }
   }
 
   io(r: IoRecordJson): void {
-    const t = this.ios.get(ioRecordKey(r));
-    if (!t || !t.record) {
+    this.advance(BigInt(r.cmd_unix_ns));
+    const k = ioRecordKey(r);
+    const t = this.ios.get(k);
+    if (!t) {
       this.ioUnexpected++;
-      if (this.ioProblems.length < 10) this.ioProblems.push(`unexpected record ${ioRecordKey(r)}`);
+      if (this.ioProblems.length < 10) this.ioProblems.push(`unexpected record ${k}`);
       return;
     }
+    this.ios.delete(k);
     const m = ioMismatches(t, r);
     if (m.length === 0) this.ioExact++;
     else if (onlyReferenceLost(m)) this.ioReferenceLost++;
     else {
       this.ioWrong++;
-      if (this.ioProblems.length < 10) this.ioProblems.push(`${ioRecordKey(r)}: ${m.join("; ")}`);
+      if (this.ioProblems.length < 10) this.ioProblems.push(`${k}: ${m.join("; ")}`);
     }
   }
 
   message(r: MessageRecordJson): void {
-    const t = this.messages.get(messageRecordKey(r));
-    if (t && messageMismatches(t, r).length === 0) this.messageExact++;
+    this.advance(BigInt(r.first_unix_ns));
+    const k = messageRecordKey(r);
+    const t = this.messages.get(k);
+    if (!t) return;
+    this.messages.delete(k);
+    if (messageMismatches(t, r).length === 0) this.messageExact++;
+  }
+
+  /** Reads the rest of the truth: what is left unmatched is missing. */
+  finish(): void {
+    this.advance(1n << 62n);
+    this.ioMissing += this.ios.size;
+    this.messagesMissing += this.messages.size;
+    this.ios.clear();
+    this.messages.clear();
   }
 }

@@ -12,7 +12,7 @@ import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { generateTraffic, writeTraffic } from "../traffic/src/generator.js";
+import { TRUTH_FILE, writeTrafficStream } from "../traffic/src/generator.js";
 import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
 import { CaptureError } from "../traffic/src/pcap.js";
 import { OutputError } from "../exporter/src/jsonl-sink.js";
@@ -205,9 +205,11 @@ async function main(argv: string[]): Promise<number> {
       if (!dir) throw new UsageError("generate needs --out-dir DIR");
       const layout = values.layout ?? "two-tor";
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
-      const g = generateTraffic({ seed: int(values.seed, "seed", 1), durationNs: positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000, layout });
-      writeTraffic(dir, g);
-      print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets.length} packets)`).join(", ")} and ground-truth.json to ${dir}`);
+      const durationNs = positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000;
+      const progress = terminalProgress("generate", "ms of traffic");
+      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      progress?.stop();
+      print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
     }
     case "controller": {

@@ -11,14 +11,14 @@
 // missing from a capture, NVMe errors), and gradient-sync RDMA WRITE messages
 // in a ring between hosts, with optional faults (slow target, fabric
 // congestion, slow host, GPU idle, lossy flow).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { WriteFlow } from "./gradient-workload.js";
 import { createNvmeQueues, type FabricModel } from "./nvme-workload.js";
 import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture } from "./types.js";
 
 export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, PortSpec, SwitchCapture, Topology } from "./types.js";
-import { writePcap } from "./pcap.js";
+import { PcapWriter, writePcap } from "./pcap.js";
 import { buildFrame, ipv4, ipv4Text, Opcode, type RoceFrame } from "./roce.js";
 
 export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
@@ -220,13 +220,117 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
   return { options: stream.options, switches: stream.switches, ios, messages, cnps };
 }
 
-/** Writes each switch's capture (snap length 128) and topology, and the ground truth, into `dir`. */
+/** The ground truth file: one JSON object a line, `{"type": "io" | "message", ...}` in the order the generator settled them. */
+export const TRUTH_FILE = "ground-truth.jsonl";
+
+const truthLine = (type: "io" | "message", t: IoTruth | MessageTruth) =>
+  JSON.stringify({ type, ...t }, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n";
+
+/** Appends lines to a file in blocks. */
+class LineWriter {
+  private readonly fd: number;
+  private parts: string[] = [];
+  private size = 0;
+  constructor(path: string) {
+    this.fd = openSync(path, "w");
+  }
+  write(line: string): void {
+    this.parts.push(line);
+    this.size += line.length;
+    if (this.size > 1 << 20) this.flush();
+  }
+  flush(): void {
+    if (this.parts.length) writeSync(this.fd, this.parts.join(""));
+    this.parts = [];
+    this.size = 0;
+  }
+  close(): void {
+    this.flush();
+    closeSync(this.fd);
+  }
+}
+
+export interface WrittenTraffic {
+  switches: Array<{ name: string; packets: number; capture: string; topology: string }>;
+  ios: number;
+  messages: number;
+}
+
+/**
+ * Generates the traffic straight into `dir`: each switch's capture (snap
+ * length 128) and topology, and the ground truth (ground-truth.jsonl), in
+ * memory bounded by what is in flight, whatever the duration.
+ */
+export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void): WrittenTraffic {
+  mkdirSync(dir, { recursive: true });
+  const stream = streamTraffic(opts);
+  const writers = new Map(stream.switches.map((sw) => [sw, new PcapWriter(join(dir, `${sw.name}.pcap`), { snaplen: 128 })]));
+  for (const sw of stream.switches) writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
+  const truth = new LineWriter(join(dir, TRUTH_FILE));
+  let ios = 0;
+  let messages = 0;
+  let n = 0;
+  try {
+    for (const item of stream) {
+      if (item.kind === "packet") {
+        writers.get(item.sw)!.write(item);
+        if (onProgress && (++n & 0xffff) === 0) onProgress(Number(item.timestampNs - stream.options.epochNs));
+      } else if (item.kind === "io") {
+        truth.write(truthLine("io", item.truth));
+        ios++;
+      } else {
+        truth.write(truthLine("message", item.truth));
+        messages++;
+      }
+    }
+  } finally {
+    for (const w of writers.values()) w.close();
+    truth.close();
+  }
+  return {
+    switches: stream.switches.map((sw) => ({ name: sw.name, packets: writers.get(sw)!.packets, capture: join(dir, `${sw.name}.pcap`), topology: join(dir, `${sw.name}.topology.json`) })),
+    ios,
+    messages,
+  };
+}
+
+/** Writes in-memory traffic the way writeTrafficStream does: captures, topologies, ground-truth.jsonl. */
 export function writeTraffic(dir: string, traffic: GeneratedTraffic): void {
   mkdirSync(dir, { recursive: true });
   for (const sw of traffic.switches) {
     writePcap(join(dir, `${sw.name}.pcap`), sw.packets, 128);
     writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
   }
-  const truth = { ios: traffic.ios, messages: traffic.messages };
-  writeFileSync(join(dir, "ground-truth.json"), JSON.stringify(truth, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  const truth = new LineWriter(join(dir, TRUTH_FILE));
+  for (const t of traffic.ios) truth.write(truthLine("io", t));
+  for (const t of traffic.messages) truth.write(truthLine("message", t));
+  truth.close();
+}
+
+/** Reads a ground-truth.jsonl back, line by line (bigints restored), without holding the file. */
+export function* readTruth(path: string): Generator<{ type: "io"; truth: IoTruth } | { type: "message"; truth: MessageTruth }> {
+  const fd = openSync(path, "r");
+  const buf = Buffer.alloc(1 << 20);
+  let rest = "";
+  const big = (v: unknown) => (v === null || v === undefined ? null : BigInt(v as string));
+  const parse = (line: string) => {
+    const o = JSON.parse(line) as Record<string, unknown> & { type: "io" | "message" };
+    const { type, ...t } = o;
+    if (type === "io") {
+      const io = t as unknown as IoTruth;
+      return { type, truth: { ...io, cmdCNs: big(io.cmdCNs), cmdSNs: big(io.cmdSNs), cmd_unix_ns: big(io.cmd_unix_ns) } } as const;
+    }
+    const m = t as unknown as MessageTruth;
+    return { type, truth: { ...m, firstNs: BigInt(m.firstNs as unknown as string) } } as const;
+  };
+  try {
+    for (let got = readSync(fd, buf); got > 0; got = readSync(fd, buf)) {
+      const lines = (rest + buf.toString("utf8", 0, got)).split("\n");
+      rest = lines.pop()!;
+      for (const line of lines) if (line) yield parse(line);
+    }
+    if (rest) yield parse(rest);
+  } finally {
+    closeSync(fd);
+  }
 }
