@@ -18,6 +18,7 @@
 // Fabrics Connect; the others were connected before it began. Responses can
 // be missing from a capture, and some I/Os fail with an NVMe error.
 import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./types.js";
+import { Heap } from "./heap.js";
 import { cmMad, CmAttr, ipv4Text, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
 
 /** A packet's place in a capture: its time, then the order it was emitted in. */
@@ -92,50 +93,18 @@ type Event =
   /** an acknowledgement: host -> target ("up", on the host's QP) or target -> host ("down") */
   | { t: number; n?: number; kind: "ack"; dir: "up" | "down"; frame: RoceFrame };
 
-/** A min-heap of events by (time, insertion order). */
+/** A queue's events by (time, insertion order). */
 class EventQueue {
-  private readonly heap: Event[] = [];
+  private readonly heap = new Heap<Event>((a, b) => a.t < b.t || (a.t === b.t && a.n! < b.n!));
   private n = 0;
-  get size(): number {
-    return this.heap.length;
-  }
-  peek(): Event | undefined {
-    return this.heap[0];
-  }
   push(e: Event): void {
-    const ev = { ...e, n: this.n++ };
-    const h = this.heap;
-    h.push(ev);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (EventQueue.less(h[p]!, ev)) break;
-      h[i] = h[p]!;
-      i = p;
-    }
-    h[i] = ev;
+    this.heap.push({ ...e, n: this.n++ });
   }
   pop(): Event | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length && last) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= h.length) break;
-        const r = l + 1;
-        const c = r < h.length && EventQueue.less(h[r]!, h[l]!) ? r : l;
-        if (EventQueue.less(last, h[c]!)) break;
-        h[i] = h[c]!;
-        i = c;
-      }
-      h[i] = last;
-    }
-    return top;
+    return this.heap.pop();
   }
-  private static less(a: Event, b: Event): boolean {
-    return a.t < b.t || (a.t === b.t && a.n! < b.n!);
+  peek(): Event | undefined {
+    return this.heap.peek();
   }
 }
 
