@@ -72,9 +72,8 @@ const bit<8> NVME_OPC_WRITE = 0x01;
 const bit<8> NVME_OPC_READ = 0x02;
 // Keyed SGL Data Block descriptor: SGL type 4 in the upper nibble of byte 15.
 const bit<4> NVME_SGL_TYPE_KEYED = 0x4;
-// In-capsule data: an SGL Data Block descriptor (type 0) with the Offset subtype (1).
+// In-capsule data: an SGL Data Block descriptor (type 0), with the Offset subtype (1) as NVMe-oF asks.
 const bit<4> NVME_SGL_TYPE_DATA_BLOCK = 0x0;
-const bit<4> NVME_SGL_SUBTYPE_OFFSET = 0x1;
 
 // RDMA CM on RoCEv2 (SPEC §3: a signal for queue pairing). CM MADs travel as
 // UD SEND ONLY to QP 1 with a DETH; management class 0x07; REQ and REP.

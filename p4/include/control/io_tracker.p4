@@ -162,8 +162,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
                         && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
                     pkt_class = IO_PKT_CMD;
-                } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK
-                        && hdr.nvme_sqe.sgl_subtype == NVME_SGL_SUBTYPE_OFFSET) {
+                } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK) {
+                    // In-capsule data (NVMe-oF asks for the Offset subtype; any
+                    // data block of a write over RDMA can only be in the capsule).
                     pkt_class = IO_PKT_CMD;
                     in_capsule = true;
                 }
