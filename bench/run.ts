@@ -5,10 +5,11 @@
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 //   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
+//   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600), its RSS every 10 s
 // Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_COMPRESSION
 // (gzip or none only), BENCH_KAFKA_BATCH (records per produce request),
 // BENCH_CPU_PROF (a directory: CPU profiles of the switch process),
-// BENCH_CAPTURE_MB (the replayed capture's size, default 1024).
+// BENCH_CAPTURE_MB (the replayed capture's size, default 1024), BENCH_SOAK_S.
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -384,7 +385,51 @@ async function replayLargeCapture(file: string, topologyFile: string): Promise<v
   print(`replay-memory: ${r.packets.toLocaleString("en")} packets of a ${(statSync(file).size / 1e6).toFixed(0)} MB capture replayed in ${s.toFixed(1)} s = ${Math.round(r.packets / s).toLocaleString("en")} packets/s (${r.digests.toLocaleString("en")} digests, ${r.records.toLocaleString("en")} records, ${(statSync(out).size / 1e6).toFixed(0)} MB of JSON lines); peak RSS ${peak.toFixed(0)} MiB (RSS half-way ${(midRss / 2 ** 20).toFixed(0)} MiB)`);
 }
 
-const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites, kafka: benchKafka, memory: benchMemory, "replay-memory": benchReplayMemory };
+/**
+ * The demo as a long run: BENCH_SOAK_S seconds of generated traffic through
+ * both software switches, controllers and the exporter, in a process of its
+ * own; its RSS sampled every 10 s, and the growth from the first minute on.
+ */
+async function benchSoak(): Promise<void> {
+  const seconds = Number(process.env.BENCH_SOAK_S ?? 3600);
+  const dir = mkdtempSync(join(tmpdir(), "soak-"));
+  const bin = join(here, compiled ? "../bin/rdma-telemetry.js" : "../bin/rdma-telemetry.ts");
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), bin, "demo", "--duration-ms", String(seconds * 1000), "--out-dir", dir], { stdio: ["ignore", "pipe", "inherit"] });
+  let lastLine = "";
+  let selfCheck = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    for (const line of d.toString().split("\n")) {
+      if (line.startsWith("self-check")) selfCheck = line;
+      if (line.trim()) lastLine = line;
+    }
+  });
+  const samples: Array<{ s: number; mib: number }> = [];
+  const rssMib = () => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+      return m ? Number(m[1]) / 1024 : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const timer = setInterval(() => {
+    const mib = rssMib();
+    if (mib === undefined) return;
+    const s = Math.round((performance.now() - t0) / 1000);
+    samples.push({ s, mib });
+    print(`soak: ${s} s, RSS ${mib.toFixed(0)} MiB (${lastLine.slice(0, 80)})`);
+  }, 10_000);
+  const code = await new Promise<number | null>((r) => child.on("exit", r));
+  clearInterval(timer);
+  rmSync(dir, { recursive: true, force: true });
+  const after = samples.filter((x) => x.s >= 60);
+  const growth = after.length >= 2 ? after[after.length - 1]!.mib - after[0]!.mib : NaN;
+  print(`soak: ${seconds} s of traffic in ${((performance.now() - t0) / 1000).toFixed(0)} s (exit ${code}); RSS min ${Math.min(...samples.map((x) => x.mib)).toFixed(0)} MiB, max ${Math.max(...samples.map((x) => x.mib)).toFixed(0)} MiB, growth from the first minute to the end ${Number.isNaN(growth) ? "n/a" : `${growth.toFixed(0)} MiB`}`);
+  if (selfCheck) print(`soak: ${selfCheck.slice(0, 300)}`);
+}
+
+const all: Record<string, () => Promise<void>> = { pipeline: benchPipeline, digests: benchDigests, writes: benchWrites, kafka: benchKafka, memory: benchMemory, "replay-memory": benchReplayMemory, soak: benchSoak };
 const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const names = chosen.length ? chosen : Object.keys(all);
 const unknown = names.filter((n) => !all[n]);
