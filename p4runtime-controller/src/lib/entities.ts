@@ -39,7 +39,11 @@ export interface DecodedTableEntry {
 /** The canonical bytes of a scalar (a number goes straight to them, without a bigint). */
 const scalarBits = (v: Scalar, w: number, what: string): Buffer => encodeBits(typeof v === "number" ? v : parseScalar(v, w, what), w, what);
 
-function encodeMatch(schema: P4Schema, table: Table, field: string, v: MatchValue): FieldMatch {
+/**
+ * A match field as P4Runtime writes it; undefined for a don't-care match (LPM
+ * /0, an all-zero ternary mask, the full range), which the spec says to omit.
+ */
+function encodeMatch(schema: P4Schema, table: Table, field: string, v: MatchValue): FieldMatch | undefined {
   const f = schema.matchField(table, field);
   const w = f.bitwidth;
   const what = `table '${table.preamble!.name}' field '${field}'`;
@@ -61,16 +65,21 @@ function encodeMatch(schema: P4Schema, table: Table, field: string, v: MatchValu
         value = parseScalar(v as Scalar, w, what);
         prefixLen = w;
       }
+      if (prefixLen === 0) return undefined;
       return { fieldId: f.id, fieldMatchType: { $case: "lpm", value: { value: encodeBits(value, w, what), prefixLen } } };
     }
     case MatchField_MatchType.TERNARY: {
       if (typeof v !== "object" || v === null || !("mask" in v)) throw new P4ValueError(`${what} is ternary: give { value, mask }`);
       const mask = parseScalar(v.mask, w, what);
+      if (mask === 0n) return undefined;
       return { fieldId: f.id, fieldMatchType: { $case: "ternary", value: { value: encodeBits(parseScalar(v.value, w, what) & mask, w, what), mask: encodeBits(mask, w, what) } } };
     }
     case MatchField_MatchType.RANGE: {
       if (typeof v !== "object" || v === null || !("low" in v)) throw new P4ValueError(`${what} is range: give { low, high }`);
-      return { fieldId: f.id, fieldMatchType: { $case: "range", value: { low: encodeBits(parseScalar(v.low, w, what), w, what), high: encodeBits(parseScalar(v.high, w, what), w, what) } } };
+      const low = parseScalar(v.low, w, what);
+      const high = parseScalar(v.high, w, what);
+      if (low === 0n && high === (1n << BigInt(w)) - 1n) return undefined;
+      return { fieldId: f.id, fieldMatchType: { $case: "range", value: { low: encodeBits(low, w, what), high: encodeBits(high, w, what) } } };
     }
     default:
       throw new P4ValueError(`${what}: unsupported match type`);
@@ -79,7 +88,7 @@ function encodeMatch(schema: P4Schema, table: Table, field: string, v: MatchValu
 
 export function buildTableEntry(schema: P4Schema, spec: TableEntrySpec): TableEntry {
   const table = schema.tables.get(spec.table);
-  const match = Object.entries(spec.match ?? {}).map(([k, v]) => encodeMatch(schema, table, k, v));
+  const match = Object.entries(spec.match ?? {}).flatMap(([k, v]) => encodeMatch(schema, table, k, v) ?? []);
   let action: TableEntry["action"];
   if (spec.action) {
     const a = schema.actions.get(spec.action.name);

@@ -188,10 +188,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const c = this.config;
     for (const p of c.ports) {
       for (const prefix of p.prefixes) {
-        const [, len] = prefix.split("/");
-        // A /0 prefix is the table's wildcard: its match field is omitted.
-        const match: Record<string, string> = Number(len) === 0 ? {} : { dst_addr: prefix };
-        this.state.set(this.entry({ table: T.forwarding_ipv4_routes.name, match, action: { name: A.forwarding_route.name, params: { port: p.port } } }));
+        // (A /0 prefix is the table's wildcard: the client omits its match field.)
+        this.state.set(this.entry({ table: T.forwarding_ipv4_routes.name, match: { dst_addr: prefix }, action: { name: A.forwarding_route.name, params: { port: p.port } } }));
       }
       for (const [table, action] of [[T.ingress_port_role_port_roles, A.ingress_port_role_set_role], [T.egress_port_role_port_roles, A.egress_port_role_set_role]] as const) {
         this.state.set(this.entry({ table: table.name, match: { port: p.port }, action: { name: action.name, params: { r: ROLE_CODE[p.role] } } }));
