@@ -6,6 +6,7 @@ import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { DigestJournal, RecordDedupe } from "./digest-journal.js";
 import { ConfigError, loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
 import { startControlServer } from "./control-server.js";
@@ -15,6 +16,11 @@ export interface RunControllerOptions {
   out?: string;
   /** add to an `out` file that already holds records (otherwise refused) */
   append?: boolean;
+  /**
+   * A directory for the digest journal: lists are acknowledged to the switch
+   * once journaled and fsync'd, and a restart replays what is not settled.
+   */
+  journal?: string;
   brokers?: string[];
   /** TLS and SASL for Kafka */
   kafkaSecurity?: KafkaSecurity;
@@ -24,7 +30,7 @@ export interface RunControllerOptions {
 
 export async function runController(o: RunControllerOptions): Promise<void> {
   const config = loadConfig(o.configFile);
-  const controller = new TelemetryController(config, { logger: o.logger });
+  const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
   const control = config.controlPort
     ? await startControlServer(controller, config.controlPort).catch((err: unknown) => {
@@ -41,13 +47,18 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     control?.close();
     throw err;
   }
-  if (jsonl) {
-    const out = jsonl;
-    exporter.addSink((r) => {
-      out.write(r);
-      if (r.type === "switch_stats") out.sync(); // an interval closed
-    });
-  }
+  const journal = o.journal ? new DigestJournal(o.journal) : undefined;
+  // Records an earlier run wrote before it stopped are not written again when its journal is replayed.
+  const dedupe = journal ? new RecordDedupe(o.out) : undefined;
+  exporter.addSink((r) => {
+    if (dedupe?.written(r)) return;
+    jsonl?.write(r);
+    if (r.type === "switch_stats") {
+      // An interval closed: its records are made durable, and what they settle leaves the journal.
+      jsonl?.sync();
+      journal?.checkpoint(exporter.metrics.settledBefore);
+    }
+  });
   let kafka: KafkaSink | undefined;
   if (o.brokers?.length) {
     kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });
@@ -55,7 +66,12 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     const k = kafka;
     exporter.addSink((r) => k.push(encodeRecord(r, k.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
   }
+  if (journal) {
+    const n = journal.replayInto((b) => exporter.onBatch(b));
+    if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal });
+  }
   controller.on("digests", (b) => {
+    journal?.append(b); // acknowledged to the switch once fsync'd
     exporter.onBatch(b);
     if (kafka) for (const m of rawDigestMessages(b, kafka.topicNames)) kafka.push(m);
   });
@@ -85,6 +101,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   control?.close();
   await controller.stop();
   exporter.finish();
+  journal?.close();
   await jsonl?.close();
   await kafka?.close();
 }

@@ -32,9 +32,13 @@ Usage:
       are named after their capture files unless --switch-id names them.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
-  rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--kafka-brokers HOST:PORT,...]
+  rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
+                 [--kafka-brokers HOST:PORT,...]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
+      With --journal, digest lists are acknowledged once journaled and fsync'd,
+      and a controller restarted on the same journal (and --out --append)
+      replays what an earlier run had not settled, writing no record twice.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
@@ -141,6 +145,7 @@ async function main(argv: string[]): Promise<number> {
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
       append: { type: "boolean" },
+      journal: { type: "string" },
       "switch-id": { type: "string", multiple: true },
       ...KAFKA_SECURITY_FLAGS,
     },
@@ -215,7 +220,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, append: values.append, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
       return 0;
     }
     case "consume": {

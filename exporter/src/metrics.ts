@@ -218,6 +218,15 @@ export class MetricsEngine {
   private readonly sessions = new Map<string, { session: number; restarts: number; received: number; lost: number; duplicated: number }>();
   /** intervals before this (common clock) are closed: nothing is added to them again */
   private closedBefore = -(1n << 62n);
+
+  /**
+   * Every digest with a time before this (common clock) is fully reflected in
+   * the records emitted so far: its I/O halves joined or given up, its
+   * commands answered or timed out, its intervals closed.
+   */
+  get settledBefore(): bigint {
+    return this.closedBefore;
+  }
   /** per switch: figures that arrived for an interval already closed (reported on the event records only) */
   private readonly late = new Map<string, number>();
   private readonly counters = new Map<string, SwitchCounterFigures>();

@@ -37,6 +37,11 @@ export interface DigestBatch {
    * which the switch's clock, sequence numbers and registers start anew.
    */
   session: number;
+  /**
+   * With `deferAck`, the owner acknowledges the list to the switch by calling
+   * this once its digests are safe (e.g. journaled and fsync'd).
+   */
+  ack?: () => void;
   /** the raw samples, by digest name, for the raw-digest topic */
   raw: { digest: string; samples: DigestMember[][] };
 }
@@ -115,10 +120,13 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
    * list timestamps as they are (replay: the capture's clock, whatever its
    * epoch); by default a clock since boot is mapped to Unix time (list-clock.ts).
    */
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch" } = {}) {
+  private readonly deferAck: boolean;
+
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean } = {}) {
     super();
     this.log = opts.logger ?? silentLogger;
     this.rotationTimerEnabled = opts.rotationTimer ?? true;
+    this.deferAck = opts.deferAck ?? false;
     this.listClock = opts.listClock === "switch" ? undefined : new ListClock();
     const p4infoText = readFileSync(config.pipeline.p4info, "utf8");
     const deviceConfig = readFileSync(config.pipeline.deviceConfig);
@@ -346,14 +354,17 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   }
 
   private onDigestList(list: DigestList): void {
-    // Acknowledge first: the switch may then send the next list at once.
-    this.connection.ackDigest(list.digestId, list.listId);
+    // Acknowledge first (the switch may then send the next list at once),
+    // unless the owner acknowledges once the digests are safe.
+    const ack = () => this.connection.ackDigest(list.digestId, list.listId);
+    if (!this.deferAck) ack();
     this.stats.digestLists++;
     const name = this.digestNames.get(list.digestId);
     if (!name) {
       const n = isFastDigestList(list) ? list.samples.length : list.data.length;
       this.stats.badDigests += n;
       this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId} (${n} samples)` });
+      if (this.deferAck) ack();
       this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, session: this.stats.sessions, raw: { digest: "", samples: [] } });
       return;
     }
@@ -380,7 +391,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
         })
       : list.timestamp;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.stats.sessions, raw: { digest: name, samples: raw } });
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.stats.sessions, raw: { digest: name, samples: raw }, ack: this.deferAck ? ack : undefined });
   }
 
   private learn(d: TelemetryDigest): void {

@@ -1,0 +1,198 @@
+// A write-ahead journal of digest lists, so that a controller killed at any
+// moment loses nothing the switch had delivered: a list is acknowledged to
+// the switch only once it is in the journal and fsync'd, and a controller
+// that starts on the journal feeds what is not yet settled to its exporter
+// again. Records that were already written are recognised by their keys
+// and not written twice (RecordDedupe).
+//
+// Layout: DIR/NNNNNNNNNN.journal, one JSON object a line per digest list.
+// A segment is closed at every checkpoint (an interval closing); segments
+// whose lists are all settled are deleted.
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { decodeDigest } from "../exporter/src/digests.js";
+import type { RecordJson } from "../exporter/src/records.js";
+import { memberBytes, type DigestMember } from "../p4runtime-controller/src/lib/digest-decoding.js";
+import type { DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
+
+interface Entry {
+  s: string; // switch id
+  t: string; // list timestamp, ns
+  d: string; // digest name
+  v: string[][]; // samples, members as hex
+}
+
+export class DigestJournal {
+  private fd: number | undefined;
+  private segment = 0;
+  private lines: string[] = [];
+  /** per open segment: the newest list timestamp in it */
+  private readonly newest = new Map<string, bigint>();
+  private acks: Array<() => void> = [];
+  private flushing: NodeJS.Immediate | undefined;
+  entries = 0;
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+    const have = this.segments();
+    this.segment = have.length ? Number(have[have.length - 1]!.replace(".journal", "")) + 1 : 0;
+  }
+
+  private segments(): string[] {
+    return readdirSync(this.dir).filter((f) => /^\d{10}\.journal$/.test(f)).sort();
+  }
+
+  private segmentName(n: number): string {
+    return `${String(n).padStart(10, "0")}.journal`;
+  }
+
+  /**
+   * Feeds the lists of earlier runs that are not yet settled to `feed`,
+   * oldest first, and takes them into this run's journal (so that a crash
+   * now loses nothing either); then drops the earlier runs' segments.
+   * Returns the number of lists replayed.
+   */
+  replayInto(feed: (b: DigestBatch) => void): number {
+    const old = this.segments();
+    let n = 0;
+    for (const f of old) {
+      const text = readFileSync(join(this.dir, f), "utf8");
+      for (const line of text.split("\n")) {
+        if (!line) continue;
+        let e: Entry;
+        try {
+          e = JSON.parse(line) as Entry;
+        } catch {
+          continue; // a line cut short by the crash: its list was never acknowledged
+        }
+        const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
+        const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: 0, raw: { digest: e.d, samples } };
+        feed(batch);
+        this.append(batch);
+        n++;
+      }
+    }
+    this.commit();
+    for (const f of old) rmSync(join(this.dir, f), { force: true });
+    return n;
+  }
+
+  /** Journals a list; `batch.ack` is called once it is fsync'd (group commit, within one event-loop turn). */
+  append(batch: DigestBatch): void {
+    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))) };
+    this.lines.push(JSON.stringify(e) + "\n");
+    const seg = this.segmentName(this.segment);
+    if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);
+    this.entries++;
+    if (batch.ack) this.acks.push(batch.ack);
+    this.flushing ??= setImmediate(() => this.commit());
+  }
+
+  /** Writes and fsyncs what was appended, then acknowledges those lists. */
+  commit(): void {
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    if (this.lines.length) {
+      this.fd ??= openSync(join(this.dir, this.segmentName(this.segment)), "a");
+      writeSync(this.fd, this.lines.join(""));
+      fsyncSync(this.fd);
+      this.lines = [];
+    }
+    const acks = this.acks;
+    this.acks = [];
+    for (const a of acks) a();
+  }
+
+  /**
+   * Everything before `settledBefore` is in the records, and the records are
+   * safe: the open segment is closed, and the segments whose lists are all
+   * older are deleted (with those of earlier runs, replayed at start).
+   */
+  checkpoint(settledBefore: bigint): void {
+    this.commit();
+    if (this.fd !== undefined) {
+      closeSync(this.fd);
+      this.fd = undefined;
+      this.segment++;
+    }
+    for (const [f, newest] of this.newest) {
+      if (f !== this.segmentName(this.segment) && newest < settledBefore) {
+        rmSync(join(this.dir, f), { force: true });
+        this.newest.delete(f);
+      }
+    }
+  }
+
+  close(): void {
+    this.commit();
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+/** The key that names a record: the same record written twice has the same key. */
+export function recordKey(r: RecordJson): string {
+  switch (r.type) {
+    // (Not by time: a restarted exporter places a switch's clock again, to within a digest list's delay.)
+    case "io": return `io|${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`;
+    case "message": return `message|${r.switch_id}|${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`;
+    case "io_interval": return `io_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.host}|${r.target}|${r.op}`;
+    case "flow_interval": return `flow_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
+    case "alert": return `alert|${r.switch_id}|${r.metric}|${r.scope_key}|${r.state}|${r.at_unix_ns}`;
+    case "switch_stats": return `switch_stats|${r.switch_id}|${r.interval_start_unix_ns}`;
+  }
+}
+
+/**
+ * The records an earlier run already wrote (the tail of its JSON-lines file),
+ * so that a run replaying the journal does not write them again.
+ */
+export class RecordDedupe {
+  private readonly seen = new Set<string>();
+  suppressed = 0;
+
+  /** Reads up to `tailBytes` from the end of `file`. */
+  constructor(file: string | undefined, tailBytes = 256 << 20) {
+    if (!file || !existsSync(file)) return;
+    const size = statSync(file).size;
+    const start = Math.max(0, size - tailBytes);
+    const fd = openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(size - start);
+      let off = 0;
+      while (off < buf.length) off += readSyncAt(fd, buf, off, start + off);
+      const lines = buf.toString("utf8").split("\n");
+      if (start > 0) lines.shift(); // a partial first line
+      for (const line of lines) {
+        if (!line) continue;
+        try {
+          this.seen.add(recordKey(JSON.parse(line) as RecordJson));
+        } catch {
+          // a line cut short by the crash
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+
+  /** True when the record was written before (and is dropped). */
+  written(r: RecordJson): boolean {
+    if (this.seen.size === 0) return false;
+    const k = recordKey(r);
+    if (!this.seen.has(k)) return false;
+    this.seen.delete(k);
+    this.suppressed++;
+    return true;
+  }
+}
+
+function readSyncAt(fd: number, buf: Buffer, off: number, pos: number): number {
+  const n = readSync(fd, buf, off, buf.length - off, pos);
+  if (n === 0) throw new Error("unexpected end of file");
+  return n;
+}
