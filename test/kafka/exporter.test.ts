@@ -116,6 +116,54 @@ describe("exporter on Kafka", () => {
     expect(msgs.length).toBe(n);
   }, 120_000);
 
+  test("the broker is down for 30 s during a replay: every record arrives once it is back, through the spill, which is emptied", async () => {
+    // @ts-expect-error -- plain ESM script without types
+    const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> };
+    const broker = await startBroker();
+    try {
+      const t = topics("down30");
+      const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 2, spillDir: join(tmp, "down30-spill"), maxBuffered: 300 });
+      await sink.start();
+      const traffic = generateTraffic({ seed: 12, layout: "single", durationNs: 250_000_000, hosts: 2, targets: 2, ioRate: 2000 });
+      let onIoTopic = 0;
+      const down = broker.restart({ downMs: 30_000 });
+      await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
+        kafka: sink,
+        kafkaWaitMs: 90_000,
+        onRecord: (r: RecordJson) => {
+          if (r.type === "io" || r.type === "io_interval") onIoTopic++;
+        },
+      });
+      await down;
+      await sink.flush(90_000);
+      const stats = { ...sink.stats };
+      await sink.close();
+      expect(stats.dropped).toBe(0);
+      expect(stats.spilledTotal).toBeGreaterThan(0);
+      expect(stats.spilledNow).toBe(0);
+      expect(sink.spillFiles()).toEqual([]);
+      const kafka = new Kafka({ brokers: [broker.brokers], logLevel: logLevel.NOTHING });
+      const consumer = kafka.consumer({ groupId: "down30-reader" });
+      await consumer.connect();
+      await consumer.subscribe({ topic: t.io, fromBeginning: true });
+      let got = 0;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`only ${got} of ${onIoTopic} records on ${t.io}`)), 60_000);
+        void consumer.run({ eachMessage: async () => {
+          if (++got >= onIoTopic) {
+            clearTimeout(timer);
+            resolve();
+          }
+        } });
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      await consumer.disconnect();
+      expect(got).toBe(onIoTopic);
+    } finally {
+      await broker.stop();
+    }
+  }, 240_000);
+
   test("the broker is killed and restarted mid-stream: no record lost or duplicated", async () => {
     // @ts-expect-error -- plain ESM script without types
     const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> };
