@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
-import { buildFrame, ipv4, nvmeCqe, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { readIoFrames } from "../support/nvme-frames.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "controller-restart-"));
@@ -18,17 +18,6 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const host = ipv4("10.0.1.1");
-const target = ipv4("10.0.2.1");
-function io(i: number): Array<{ port: number; hex: string }> {
-  const cid = i % 32;
-  const rkey = 0x20000 + i;
-  return [
-    { port: 1, hex: buildFrame({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: i, payload: nvmeSqe("read", cid, 1, 0n, 512, rkey) }).data.toString("hex") },
-    { port: 33, hex: buildFrame({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: 0x101, psn: 2 * i, reth: { va: 0n, rkey, length: 512 }, payloadLength: 512 }).data.toString("hex") },
-    { port: 33, hex: buildFrame({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: 0x101, psn: 2 * i + 1, payload: nvmeCqe(cid, 1, 0, 0) }).data.toString("hex") },
-  ];
-}
 
 function startController(config: string, out: string, journal: string, append: boolean): Promise<ChildProcess> {
   const args = ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", "--config", config, "--out", out, "--journal", journal, ...(append ? ["--append"] : [])];
@@ -57,7 +46,7 @@ test("SIGKILL of the controller mid-traffic: after a restart on its journal, eve
   let fed = 0;
   const feed = async (n: number) => {
     for (let k = 0; k < n; k++, fed++) {
-      sw.send({ frames: io(fed) });
+      sw.send({ frames: readIoFrames(fed, 0x20000) });
       await new Promise((r) => setTimeout(r, 4));
     }
   };

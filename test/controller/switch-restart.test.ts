@@ -8,7 +8,7 @@ import { Exporter } from "../../exporter/src/exporter.js";
 import type { IoAggregateJson, IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
 import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../../p4runtime-controller/src/telemetry/controller.js";
-import { buildFrame, ipv4, nvmeCqe, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { readIoFrames } from "../support/nvme-frames.js";
 
 const worker = new URL("../support/switch-process.ts", import.meta.url).pathname;
 const children: ChildProcess[] = [];
@@ -28,19 +28,6 @@ async function startSwitch(port = 0): Promise<{ child: ChildProcess; port: numbe
   return { child, port: bound };
 }
 
-const host = ipv4("10.0.1.1");
-const target = ipv4("10.0.2.1");
-
-/** One read I/O: command, its data (pairing the queue) and its response, as frames on their ingress ports. */
-function io(i: number): Array<{ port: number; hex: string }> {
-  const cid = i % 32;
-  const rkey = 0x10000 + i;
-  return [
-    { port: 1, hex: buildFrame({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: i, payload: nvmeSqe("read", cid, 1, 0n, 512, rkey) }).data.toString("hex") },
-    { port: 33, hex: buildFrame({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: 0x101, psn: 2 * i, reth: { va: 0n, rkey, length: 512 }, payloadLength: 512 }).data.toString("hex") },
-    { port: 33, hex: buildFrame({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: 0x101, psn: 2 * i + 1, payload: nvmeCqe(cid, 1, 0, 0) }).data.toString("hex") },
-  ];
-}
 
 async function until(cond: () => boolean, timeoutMs: number, what: string) {
   const deadline = Date.now() + timeoutMs;
@@ -72,7 +59,7 @@ test("SIGKILL of the switch mid-traffic and a restart: records keep the right ti
   let fed = 0;
   const feed = async (sw: ChildProcess, n: number) => {
     for (let k = 0; k < n; k++, fed++) {
-      sw.send({ frames: io(fed) });
+      sw.send({ frames: readIoFrames(fed) });
       await new Promise((r) => setTimeout(r, 4));
     }
   };
