@@ -377,14 +377,6 @@ export class MetricsEngine {
     return s;
   }
 
-  private addOutstanding(key: string, o: Outstanding): void {
-    this.outstanding.set(key, o);
-  }
-
-  private removeOutstanding(key: string): void {
-    this.outstanding.delete(key);
-  }
-
   private onIo(switchId: string, d: IoDigest): void {
     const clock = this.clock(switchId);
     const at = clock.toUnix(d.ts);
@@ -403,14 +395,14 @@ export class MetricsEngine {
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
       if (open) this.timeOut(outKey, open, at);
-      this.addOutstanding(outKey, { switchId, digest: d, cmdUnixNs: at });
+      this.outstanding.set(outKey, { switchId, digest: d, cmdUnixNs: at });
       return;
     }
     const open = this.outstanding.get(outKey);
     let hostQp = d.host_qp;
     if (open && open.digest.cmd_psn === d.cmd_psn) {
       if (hostQp === 0) hostQp = open.digest.host_qp;
-      this.removeOutstanding(outKey);
+      this.outstanding.delete(outKey);
     }
     const write = d.op === IO_OP_WRITE;
     const inCapsule = (d.flags & IO_FLAG_IN_CAPSULE) !== 0;
@@ -602,7 +594,7 @@ export class MetricsEngine {
    * command with its key).
    */
   private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs): void {
-    this.removeOutstanding(key);
+    this.outstanding.delete(key);
     const d = o.digest;
     const atAligned = atUnixNs + this.align(o.switchId);
     this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;

@@ -9,7 +9,7 @@ import { TelemetryController, type DigestBatch } from "../../p4runtime-controlle
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { crc32 } from "../../switch/src/bmv2/crc.js";
-import { buildFrame, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+import { buildFrame, cmMad, CmAttr, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -151,5 +151,76 @@ describe("NVMe status", () => {
     const ios = records.filter((r): r is IoRecordJson => r.type === "io");
     expect(ios.map((r) => [r.cid, r.nvme_status, r.host_qp, r.target_qp])).toEqual([[1, 0x0502, 0x101, 0x801], [2, 0x0502, 0x101, 0x801]]);
     expect(records.filter((r): r is MessageRecordJson => r.type === "message")).toHaveLength(0);
+  }, 60_000);
+});
+
+describe("NVMe queues on traffic not made by the generator", () => {
+  test("VLAN-tagged, two queues with the same CID in flight answered out of order, SEND with Invalidate, in-capsule writes over two packets, CM set-up, an unpaired queue, a lost response and its CID reused", async () => {
+    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+    const host = ipv4("10.0.1.1");
+    const target = ipv4("10.0.2.1");
+    const Q = { A: { t: 0xa01, h: 0x1a1 }, B: { t: 0xb01, h: 0x1b1 }, C: { t: 0xc01, h: 0x1c1 }, D: { t: 0xd01, h: 0x1d1 } };
+    let t = T0;
+    let psn = 1000;
+    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+    const at: Record<string, bigint> = {};
+    const send = (f: RoceFrame, label?: string, gap = 3_000n) => {
+      t += gap;
+      if (label) at[label] = t;
+      packets.push({ timestampNs: t, data: buildFrame({ ...f, vlan: 100 }).data });
+    };
+    const cmd = (q: { t: number }, op: "read" | "write", cid: number, rkey: number, label: string) =>
+      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: psn++, payload: nvmeSqe(op, cid, 1, 0n, 4096, rkey, 0n, "keyed-invalidate") }, label);
+    const inCapsule = (q: { t: number }, cid: number, label: string) => {
+      // 64-byte SQE and 4 KiB of data: SEND FIRST and SEND LAST.
+      const capsule = Buffer.concat([nvmeSqe("write", cid, 1, 0n, 4096, 0, 0n, "in-capsule"), Buffer.alloc(4096 - 64)]);
+      send({ src: host, dst: target, opcode: Opcode.SEND_FIRST, destQp: q.t, psn: psn++, payload: capsule }, label);
+      send({ src: host, dst: target, opcode: Opcode.SEND_LAST, destQp: q.t, psn: psn++, payloadLength: 64 }, undefined, 400n);
+    };
+    const data = (q: { h: number }, rkey: number, label: string) =>
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+    const rsp = (q: { h: number }, cid: number, label: string, invalidate?: number) =>
+      send({ src: target, dst: host, opcode: invalidate === undefined ? Opcode.SEND_ONLY : Opcode.SEND_ONLY_INV, ieth: invalidate, destQp: q.h, psn: psn++, payload: nvmeCqe(cid, 1, 0, 0, 1) }, label);
+    const gsi = (src: number, dst: number, payload: Buffer) => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: 0, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
+
+    // Queue C is set up by RDMA CM in the capture.
+    send(gsi(host, target, cmMad(CmAttr.REQ, 1n, { localCommId: 0x77, localQpn: Q.C.h })));
+    send(gsi(target, host, cmMad(CmAttr.REP, 1n, { localCommId: 0x99, remoteCommId: 0x77, localQpn: Q.C.t })));
+    // CID 7 in flight on queues A and B at once; B's data and response come first, B's response as SEND with Invalidate.
+    cmd(Q.A, "read", 7, 0xa7, "cmdA7");
+    cmd(Q.B, "read", 7, 0xb7, "cmdB7");
+    data(Q.B, 0xb7, "dataB7");
+    data(Q.A, 0xa7, "dataA7");
+    rsp(Q.B, 7, "rspB7", 0xb7);
+    rsp(Q.A, 7, "rspA7");
+    // In-capsule writes: on B (paired by its read) and on C (paired by CM), none on D (never paired).
+    inCapsule(Q.B, 3, "cmdB3");
+    inCapsule(Q.C, 0, "cmdC0");
+    inCapsule(Q.D, 0, "cmdD0");
+    rsp(Q.B, 3, "rspB3");
+    rsp(Q.C, 0, "rspC0");
+    rsp(Q.D, 0, "rspD0");
+    // A read on A whose response the capture missed; the host reuses CID 9 for the next one.
+    cmd(Q.A, "read", 9, 0xa9, "cmdA9a");
+    data(Q.A, 0xa9, "dataA9a");
+    cmd(Q.A, "read", 9, 0xa90, "cmdA9b");
+    data(Q.A, 0xa90, "dataA9b");
+    rsp(Q.A, 9, "rspA9b");
+
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    const e2e = (a: string, b: string) => Number(at[b]! - at[a]!);
+    const view = ios.map((r) => [r.target_qp, r.host_qp, r.cid, r.in_capsule, r.incomplete, r.e2e_c_ns, r.dal_ns]).sort((x, y) => Number(x[0]) - Number(y[0]) || Number(x[2]) - Number(y[2]) || String(x[4]).localeCompare(String(y[4])));
+    expect(view).toEqual([
+      [Q.A.t, Q.A.h, 7, false, false, e2e("cmdA7", "rspA7"), e2e("cmdA7", "dataA7") + e2e("dataA7", "rspA7")],
+      [Q.A.t, Q.A.h, 9, false, false, e2e("cmdA9b", "rspA9b"), e2e("cmdA9b", "dataA9b") + e2e("dataA9b", "rspA9b")],
+      [Q.A.t, Q.A.h, 9, false, true, null, null],
+      [Q.B.t, Q.B.h, 3, true, false, e2e("cmdB3", "rspB3"), e2e("cmdB3", "rspB3")],
+      [Q.B.t, Q.B.h, 7, false, false, e2e("cmdB7", "rspB7"), e2e("cmdB7", "dataB7") + e2e("dataB7", "rspB7")],
+      [Q.C.t, Q.C.h, 0, true, false, e2e("cmdC0", "rspC0"), e2e("cmdC0", "rspC0")],
+    ]);
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats).toMatchObject({ untracked_ios: 1, io_unpaired_responses: 1, io_replaced: 1, parser_errors: 0 });
   }, 60_000);
 });

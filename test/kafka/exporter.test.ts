@@ -25,8 +25,15 @@ function topics(tag: string): TopicNames {
   return { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
 }
 
-async function consumeAll(topic: string, count: number, timeoutMs = 60_000): Promise<Array<{ key: string; value: Buffer; partition: number; type: string }>> {
-  const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: "test-reader" });
+/** A broker of the test's own, to kill and restart. */
+async function ownBroker(): Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> {
+  // @ts-expect-error -- plain ESM script without types
+  const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => ReturnType<typeof ownBroker> };
+  return startBroker();
+}
+
+async function consumeAll(topic: string, count: number, timeoutMs = 60_000, on: string[] = brokers): Promise<Array<{ key: string; value: Buffer; partition: number; type: string }>> {
+  const kafka = new Kafka({ brokers: on, logLevel: logLevel.NOTHING, clientId: "test-reader" });
   const consumer = kafka.consumer({ groupId: `reader-${topic}` });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -117,9 +124,7 @@ describe("exporter on Kafka", () => {
   }, 120_000);
 
   test("the broker is down for 30 s during a replay: every record arrives once it is back, through the spill, which is emptied", async () => {
-    // @ts-expect-error -- plain ESM script without types
-    const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> };
-    const broker = await startBroker();
+    const broker = await ownBroker();
     try {
       const t = topics("down30");
       const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 2, spillDir: join(tmp, "down30-spill"), maxBuffered: 300 });
@@ -142,22 +147,7 @@ describe("exporter on Kafka", () => {
       expect(stats.spilledTotal).toBeGreaterThan(0);
       expect(stats.spilledNow).toBe(0);
       expect(sink.spillFiles()).toEqual([]);
-      const kafka = new Kafka({ brokers: [broker.brokers], logLevel: logLevel.NOTHING });
-      const consumer = kafka.consumer({ groupId: "down30-reader" });
-      await consumer.connect();
-      await consumer.subscribe({ topic: t.io, fromBeginning: true });
-      let got = 0;
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`only ${got} of ${onIoTopic} records on ${t.io}`)), 60_000);
-        void consumer.run({ eachMessage: async () => {
-          if (++got >= onIoTopic) {
-            clearTimeout(timer);
-            resolve();
-          }
-        } });
-      });
-      await new Promise((r) => setTimeout(r, 500));
-      await consumer.disconnect();
+      const got = (await consumeAll(t.io, onIoTopic, 60_000, [broker.brokers])).length;
       expect(got).toBe(onIoTopic);
     } finally {
       await broker.stop();
@@ -165,9 +155,7 @@ describe("exporter on Kafka", () => {
   }, 240_000);
 
   test("the broker is killed and restarted mid-stream: no record lost or duplicated", async () => {
-    // @ts-expect-error -- plain ESM script without types
-    const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> };
-    const broker = await startBroker();
+    const broker = await ownBroker();
     try {
       const t = topics("restart");
       const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 4, spillDir: join(tmp, "restart-spill"), maxBuffered: 2000 });

@@ -291,11 +291,7 @@ export class KafkaSink {
 
   /** Resolves when everything pushed so far has been acknowledged by Kafka. */
   async flush(timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.memoryLength > 0 || this.segments.length > 0) {
-      if (Date.now() > deadline) throw new Error(`Kafka: ${this.memoryLength + this.stats.spilledNow} records not yet delivered after ${timeoutMs} ms`);
-      await sleep(10);
-    }
+    if (!(await this.waitDelivered(timeoutMs))) throw new Error(`Kafka: ${this.pending} records not yet delivered after ${timeoutMs} ms`);
   }
 
   /**

@@ -260,6 +260,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   }
 
   /** Switches the measurement mode by table writes only. */
+  /** The next epoch (16 bits, never 0), written to the switch with the configuration. */
   private bumpEpoch(): void {
     this.epoch = (this.epoch % 0xffff) + 1;
     this.stats.epoch = this.epoch;
@@ -269,14 +270,12 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   async setMode(mode: Mode): Promise<void> {
     if (mode === this.mode) return;
     this.mode = mode;
-    this.epoch = (this.epoch % 0xffff) + 1;
     this.stats.mode = mode;
-    this.stats.epoch = this.epoch;
     if (mode === "full") {
       this.stopRotation();
       this.clearWatchlists();
     }
-    this.setConfigEntry();
+    this.bumpEpoch();
     if (mode === "polling") {
       this.applyWindow();
       await this.connection.sync();
