@@ -4,7 +4,7 @@
 // with a live summary. The captures, topologies and ground truth are written
 // beside the records, so the run can be replayed and checked.
 import { join } from "node:path";
-import { readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "../traffic/src/generator.js";
+import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "../traffic/src/generator.js";
 import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
 import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
@@ -16,6 +16,8 @@ import { Topology } from "./topology.js";
 export interface DemoOptions {
   seed: number;
   durationMs: number;
+  /** share of the default traffic (see loadOptions) */
+  load?: number;
   outDir: string;
   mode: "full" | "polling";
   logger?: Logger;
@@ -42,7 +44,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // Generated straight into the captures and the ground truth, then replayed
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
-  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs) }, (simNs) => {
+  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1) }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -5,7 +5,7 @@
 //   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 //   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
-//   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600), its RSS every 10 s
+//   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600) at BENCH_SOAK_LOAD (default 0.3), its RSS every 10 s
 // Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_COMPRESSION
 // (gzip or none only), BENCH_KAFKA_BATCH (records per produce request),
 // BENCH_CPU_PROF (a directory: CPU profiles of the switch process),
@@ -392,10 +392,12 @@ async function replayLargeCapture(file: string, topologyFile: string): Promise<v
  */
 async function benchSoak(): Promise<void> {
   const seconds = Number(process.env.BENCH_SOAK_S ?? 3600);
+  // A share of the default traffic, so that an hour of traffic runs in about an hour on a small machine.
+  const load = process.env.BENCH_SOAK_LOAD ?? "0.3";
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
   const bin = join(here, compiled ? "../bin/rdma-telemetry.js" : "../bin/rdma-telemetry.ts");
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), bin, "demo", "--duration-ms", String(seconds * 1000), "--out-dir", dir], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), bin, "demo", "--duration-ms", String(seconds * 1000), "--load", load, "--out-dir", dir], { stdio: ["ignore", "pipe", "inherit"] });
   let lastLine = "";
   let selfCheck = "";
   child.stdout!.on("data", (d: Buffer) => {
@@ -426,7 +428,7 @@ async function benchSoak(): Promise<void> {
   // The demo generates its captures, then replays them: growth is read over the second half of the run.
   const after = samples.slice(Math.floor(samples.length / 2));
   const growth = after.length >= 2 ? after[after.length - 1]!.mib - after[0]!.mib : NaN;
-  print(`soak: ${seconds} s of traffic in ${((performance.now() - t0) / 1000).toFixed(0)} s (exit ${code}); RSS min ${Math.min(...samples.map((x) => x.mib)).toFixed(0)} MiB, max ${Math.max(...samples.map((x) => x.mib)).toFixed(0)} MiB, growth over the second half ${Number.isNaN(growth) ? "n/a" : `${growth.toFixed(0)} MiB`}`);
+  print(`soak: ${seconds} s of traffic at load ${load} in ${((performance.now() - t0) / 1000).toFixed(0)} s (exit ${code}); RSS min ${Math.min(...samples.map((x) => x.mib)).toFixed(0)} MiB, max ${Math.max(...samples.map((x) => x.mib)).toFixed(0)} MiB, growth over the second half ${Number.isNaN(growth) ? "n/a" : `${growth.toFixed(0)} MiB`}`);
   if (selfCheck) print(`soak: ${selfCheck.slice(0, 300)}`);
 }
 

@@ -12,7 +12,7 @@ import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { TRUTH_FILE, writeTrafficStream } from "../traffic/src/generator.js";
+import { loadOptions, TRUTH_FILE, writeTrafficStream } from "../traffic/src/generator.js";
 import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
 import { CaptureError } from "../traffic/src/pcap.js";
 import { OutputError } from "../exporter/src/jsonl-sink.js";
@@ -20,9 +20,11 @@ import { OutputError } from "../exporter/src/jsonl-sink.js";
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
 Usage:
-  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--out-dir DIR] [--mode full|polling]
+  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
       The main job: generated RoCEv2 traffic through two software switches,
-      their controllers and the exporter, with a live summary.
+      their controllers and the exporter, with a live summary. --load scales
+      the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
+      messages per second).
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
@@ -30,7 +32,7 @@ Usage:
       topology belongs to the i-th capture (one serves all when only one is
       given). RTT needs a compute-side and a storage-side capture. Switches
       are named after their capture files unless --switch-id names them.
-  rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--layout two-tor|single]
+  rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...]
@@ -101,6 +103,13 @@ function positive(n: number, name: string): number {
   return n;
 }
 
+function load(v: string | undefined): number {
+  if (v === undefined) return 1;
+  const n = Number(v);
+  if (!(n > 0 && n <= 10)) throw new UsageError(`--load must be a number above 0 and at most 10 (got '${v}')`);
+  return n;
+}
+
 function mode(v: string | undefined): "full" | "polling" {
   if (v === undefined || v === "full" || v === "polling") return v ?? "full";
   throw new UsageError(`--mode must be full or polling (got '${v}')`);
@@ -133,6 +142,7 @@ async function main(argv: string[]): Promise<number> {
       "log-level": { type: "string" },
       "duration-ms": { type: "string" },
       seed: { type: "string" },
+      load: { type: "string" },
       "out-dir": { type: "string" },
       out: { type: "string" },
       topology: { type: "string", multiple: true },
@@ -172,6 +182,7 @@ async function main(argv: string[]): Promise<number> {
         kafka,
         seed: int(values.seed, "seed", 1),
         durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
+        load: load(values.load),
         outDir: values["out-dir"] ?? "demo-out",
         mode: mode(values.mode),
         logger,
@@ -212,7 +223,7 @@ async function main(argv: string[]): Promise<number> {
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
       const durationNs = positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000;
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout, ...loadOptions(load(values.load)) }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;

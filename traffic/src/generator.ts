@@ -52,6 +52,19 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   snaplen: 128,
 };
 
+/**
+ * The generator's options for a share of the default load: `load` scales the
+ * NVMe I/O rate and the gradient-sync message rate together (1 is the default
+ * fabric, 0.25 a quarter of its traffic), so that a long run costs less.
+ */
+export function loadOptions(load: number): Pick<GeneratorOptions, "ioRate" | "gradientGapNs"> {
+  if (!(load > 0 && load <= 10)) throw new RangeError(`load must be in (0, 10] (got ${load})`);
+  return {
+    ioRate: DEFAULT_GENERATOR_OPTIONS.ioRate * load,
+    gradientGapNs: Math.round(DEFAULT_GENERATOR_OPTIONS.gradientGapNs / load),
+  };
+}
+
 /** mulberry32: small, fast, seeded. */
 function rng(seed: number): () => number {
   let a = seed >>> 0;
