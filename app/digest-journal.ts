@@ -11,6 +11,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeDigest } from "../exporter/src/digests.js";
+import type { RawDigestJson } from "../exporter/src/kafka/decode.js";
 import type { RecordJson } from "../exporter/src/records.js";
 import { memberBytes, type DigestMember } from "../p4runtime-controller/src/lib/digest-decoding.js";
 import type { DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
@@ -104,23 +105,51 @@ export class DigestJournal {
   }
 
   /**
-   * Everything before `settledBefore` is in the records, and the records are
-   * safe: the open segment is closed, and the segments whose lists are all
-   * older are deleted (with those of earlier runs, replayed at start).
+   * An interval closed: the open segment is closed, so that what it holds
+   * can be let go once settled (see release).
    */
-  checkpoint(settledBefore: bigint): void {
+  rotate(): void {
     this.commit();
     if (this.fd !== undefined) {
       closeSync(this.fd);
       this.fd = undefined;
       this.segment++;
     }
+  }
+
+  /**
+   * Everything before `settledBefore` is in the records, and the records are
+   * safe (written and synced, delivered to Kafka): the closed segments whose
+   * lists are all older are deleted.
+   */
+  release(settledBefore: bigint): void {
     for (const [f, newest] of this.newest) {
       if (f !== this.segmentName(this.segment) && newest < settledBefore) {
         rmSync(join(this.dir, f), { force: true });
         this.newest.delete(f);
       }
     }
+  }
+
+  /** rotate, then release */
+  checkpoint(settledBefore: bigint): void {
+    this.rotate();
+    this.release(settledBefore);
+  }
+
+  /**
+   * The oldest list timestamp (ns since the epoch) in the segments an earlier
+   * run left, or undefined when it left none: its records were published
+   * after that time.
+   */
+  oldestUnsettled(): bigint | undefined {
+    let oldest: bigint | undefined;
+    for (const f of this.segments()) {
+      const text = readFileSync(join(this.dir, f), "utf8");
+      const m = /"t":"(\d+)"/.exec(text.slice(0, text.indexOf("\n") + 1 || undefined));
+      if (m && (oldest === undefined || BigInt(m[1]!) < oldest)) oldest = BigInt(m[1]!);
+    }
+    return oldest;
   }
 
   close(): void {
@@ -131,7 +160,7 @@ export class DigestJournal {
 }
 
 /** The key that names a record: the same record written twice has the same key. */
-export function recordKey(r: RecordJson): string {
+export function recordKey(r: RecordJson | RawDigestJson): string {
   switch (r.type) {
     // (Not by time: a restarted exporter places a switch's clock again, to within a digest list's delay.)
     case "io": return `io|${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`;
@@ -140,20 +169,25 @@ export function recordKey(r: RecordJson): string {
     case "flow_interval": return `flow_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
     case "alert": return `alert|${r.switch_id}|${r.metric}|${r.scope_key}|${r.state}|${r.at_unix_ns}`;
     case "switch_stats": return `switch_stats|${r.switch_id}|${r.interval_start_unix_ns}`;
+    case "raw_digest": return `raw_digest|${r.switch_id}|${r.digest}|${r.list_timestamp_ns}|${r.seq}`;
   }
 }
 
 /**
- * The records an earlier run already wrote (the tail of its JSON-lines file),
- * so that a run replaying the journal does not write them again.
+ * The records an earlier run already wrote to one sink, by key, so that a
+ * run replaying the journal does not write them to that sink again.
  */
 export class RecordDedupe {
   private readonly seen = new Set<string>();
   suppressed = 0;
 
-  /** Reads up to `tailBytes` from the end of `file`. */
-  constructor(file: string | undefined, tailBytes = 256 << 20) {
-    if (!file || !existsSync(file)) return;
+  add(key: string): void {
+    this.seen.add(key);
+  }
+
+  /** Takes the records of the last `tailBytes` of a JSON-lines file. */
+  addJsonlTail(file: string | undefined, tailBytes = 256 << 20): this {
+    if (!file || !existsSync(file)) return this;
     const size = statSync(file).size;
     const start = Math.max(0, size - tailBytes);
     const fd = openSync(file, "r");
@@ -174,6 +208,7 @@ export class RecordDedupe {
     } finally {
       closeSync(fd);
     }
+    return this;
   }
 
   get size(): number {
@@ -181,7 +216,7 @@ export class RecordDedupe {
   }
 
   /** True when the record was written before (and is dropped). */
-  written(r: RecordJson): boolean {
+  written(r: RecordJson | RawDigestJson): boolean {
     if (this.seen.size === 0) return false;
     const k = recordKey(r);
     if (!this.seen.has(k)) return false;

@@ -6,7 +6,12 @@ import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
-import { DigestJournal, RecordDedupe } from "./digest-journal.js";
+import { join } from "node:path";
+import { recordFromMessage } from "../exporter/src/kafka/decode.js";
+import { readTopicTails } from "../exporter/src/kafka/tail.js";
+import type { RecordJson } from "../exporter/src/records.js";
+import type { DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
+import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
 import { ConfigError, loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
 import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
 import { startControlServer } from "./control-server.js";
@@ -48,37 +53,60 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     throw err;
   }
   const journal = o.journal ? new DigestJournal(o.journal) : undefined;
-  // Records an earlier run wrote before it stopped are not written again when its journal is replayed.
-  const dedupe = journal ? new RecordDedupe(o.out) : undefined;
+  // What an earlier run left unsettled is replayed below; the records it had
+  // already written (to the file, or to Kafka) are recognised and not written again.
+  const oldest = journal?.oldestUnsettled();
+  const jsonlDedupe = oldest !== undefined ? new RecordDedupe().addJsonlTail(o.out) : undefined;
+  let kafka: KafkaSink | undefined;
+  let kafkaDedupe: RecordDedupe | undefined;
+  if (o.brokers?.length) {
+    // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
+    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
+    await kafka.start();
+  }
+  // A journal segment is let go once the records of its lists are in the file (synced) and delivered to Kafka.
+  const releases: Array<{ settledBefore: bigint; kafkaMark: number }> = [];
+  const release = () => {
+    while (releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
+  };
   exporter.addSink((r) => {
-    if (dedupe?.written(r)) return;
-    jsonl?.write(r);
-    if (r.type === "switch_stats") {
-      // An interval closed: its records are made durable, and what they settle leaves the journal.
+    if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
+    if (kafka && !kafkaDedupe?.written(r)) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
+    if (r.type === "switch_stats" && journal) {
+      // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();
-      journal?.checkpoint(exporter.metrics.settledBefore);
+      journal.rotate();
+      releases.push({ settledBefore: exporter.metrics.settledBefore, kafkaMark: kafka?.accepted ?? 0 });
+      release();
     }
   });
-  let kafka: KafkaSink | undefined;
-  if (o.brokers?.length) {
-    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });
-    await kafka.start();
-    const k = kafka;
-    exporter.addSink((r) => k.push(encodeRecord(r, k.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
-  }
+  const publishDigests = (b: DigestBatch) => {
+    if (!kafka) return;
+    for (const m of rawDigestMessages(b, kafka.topicNames)) {
+      if (kafkaDedupe && kafkaDedupe.written(recordFromMessage(m.headers.type, m.value))) continue;
+      kafka.push(m);
+    }
+  };
   if (journal) {
-    const n = journal.replayInto((b) => exporter.onBatch(b));
-    if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal });
+    const n = journal.replayInto((b) => {
+      exporter.onBatch(b);
+      publishDigests(b);
+    });
+    if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
   controller.on("digests", (b) => {
     journal?.append(b); // acknowledged to the switch once fsync'd
     exporter.onBatch(b);
-    if (kafka) for (const m of rawDigestMessages(b, kafka.topicNames)) kafka.push(m);
+    publishDigests(b);
   });
   controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
   controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
-  const tick = setInterval(() => exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n), 250);
+  const tick = setInterval(() => {
+    exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n);
+    release();
+  }, 250);
   // The switch's own counters (untracked I/Os and flows, parser errors, ...) ride on every interval's switch_stats.
   const intervalMs = Number(exporter.metrics.options.intervalNs / 1_000_000n);
   let reading = false;
@@ -101,7 +129,38 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   control?.close();
   await controller.stop();
   exporter.finish();
-  journal?.close();
+  journal?.rotate();
   await jsonl?.close();
-  await kafka?.close();
+  const undelivered = (await kafka?.close()) ?? 0;
+  // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.
+  if (undelivered === 0) journal?.release(END_OF_TIME);
+  journal?.close();
+}
+
+const END_OF_TIME = 1n << 64n;
+
+/**
+ * The records an earlier run published: those Kafka has from a little before
+ * the oldest unsettled digest list on, and those waiting in the spill.
+ */
+async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, o: RunControllerOptions): Promise<RecordDedupe> {
+  const dedupe = new RecordDedupe();
+  const add = (m: { headers: Record<string, string>; value: Buffer }) => {
+    try {
+      const r = m.headers.encoding === "json" ? (JSON.parse(m.value.toString("utf8")) as RecordJson) : recordFromMessage(m.headers.type, m.value);
+      dedupe.add(recordKey(r));
+    } catch {
+      // not a record of ours
+    }
+  };
+  for (const m of kafka.spilledMessages()) add(m);
+  // Records are published after their lists arrive; the margin covers the switch's and this host's clocks disagreeing.
+  const sinceMs = Number(oldestListNs / 1_000_000n) - 120_000;
+  try {
+    const n = await readTopicTails({ brokers: o.brokers!, ...o.kafkaSecurity, topics: [...new Set(Object.values(kafka.topicNames))], sinceMs, onMessage: add });
+    o.logger.info("read back what an earlier run published", { messages: n, since: new Date(sinceMs).toISOString() });
+  } catch (err) {
+    o.logger.warn("could not read back what an earlier run published: records replayed from the journal may reach Kafka twice", { error: (err as Error).message });
+  }
+  return dedupe;
 }

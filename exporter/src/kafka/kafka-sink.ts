@@ -95,6 +95,12 @@ export class KafkaSink {
   private stopped = false;
   private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
   readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
+  /**
+   * Messages taken so far (those of an earlier run's spill first). Messages
+   * leave in the order they came, so message n is settled (in Kafka, or
+   * dropped and counted) once `settled` exceeds n.
+   */
+  accepted = 0;
 
   constructor(options: KafkaSinkOptions) {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
@@ -124,6 +130,24 @@ export class KafkaSink {
         this.stats.spilledNow += countLines(s);
       }
       this.segmentSeq = this.segments.length;
+      this.accepted = this.stats.spilledNow;
+    }
+  }
+
+  /** Messages that have left the sink: acknowledged by Kafka, or dropped (and counted) when even the spill was full. */
+  get settled(): number {
+    return this.stats.sent + this.stats.dropped;
+  }
+
+  /** The messages an earlier run spilled, which this sink sends first: so that a restarted exporter knows what is on its way. */
+  *spilledMessages(): Generator<KafkaMessageOut> {
+    for (const seg of this.segments) {
+      if (!existsSync(seg)) continue;
+      for (const line of readFileSync(seg, "utf8").split("\n")) {
+        if (!line) continue;
+        const o = JSON.parse(line) as { t: string; k: string; v: string; h: Record<string, string> };
+        yield { topic: o.t, key: o.k, value: Buffer.from(o.v, "base64"), headers: o.h };
+      }
     }
   }
 
@@ -181,6 +205,7 @@ export class KafkaSink {
 
   push(m: KafkaMessageOut): void {
     if (this.closing) throw new Error("Kafka sink is closed");
+    this.accepted++;
     if (this.segments.length === 0 && this.memoryLength < this.opts.maxBuffered) {
       this.queue.push(m);
     } else {

@@ -1,0 +1,86 @@
+// The controller SIGKILLed mid-traffic and started again on its digest
+// journal, as real processes (switch, controller). Shared by the test that
+// checks the JSON-lines file and the one that checks Kafka.
+//
+// I/O i carries command PSN i. I/Os 0..299 are fed before the kill (and
+// their digests delivered), 300..349 while no controller runs (their digests
+// are lost, and must be counted), 350..449 after the restart.
+import { fork, spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
+import { readIoFrames } from "./nvme-frames.js";
+
+const root = new URL("../..", import.meta.url).pathname;
+
+export const BEFORE_KILL = 300;
+export const WHILE_DOWN = 50;
+export const AFTER_RESTART = 100;
+
+function startController(args: string[], env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<ChildProcess> {
+  const c = spawn(process.execPath, ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  children.push(c);
+  return new Promise((resolve, reject) => {
+    c.stdout!.on("data", (d: Buffer) => {
+      if (d.toString().includes("primary on")) resolve(c);
+    });
+    c.once("exit", (code) => reject(new Error(`controller exited (${code})`)));
+  });
+}
+
+/**
+ * Runs the scenario: `args(first)` gives the controller's own arguments
+ * besides --config and --journal (the second run is told first = false).
+ */
+export async function killAndRestartController(o: { dir: string; switchId: string; args: (first: boolean) => string[]; env?: NodeJS.ProcessEnv; children: ChildProcess[] }): Promise<void> {
+  const sw = fork(join(root, "test/support/switch-process.ts"), ["0"], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  o.children.push(sw);
+  const port = await new Promise<number>((r) => sw.once("message", (m: { port: number }) => r(m.port)));
+  const config = join(o.dir, "controller.json");
+  writeFileSync(config, JSON.stringify({
+    switch: { address: `127.0.0.1:${port}`, switch_id: o.switchId, timestamp_unit_ns: 1 },
+    ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
+    digest: { max_list_size: 16, max_timeout_us: 2000 },
+  }));
+  const journal = join(o.dir, "journal");
+  let fed = 0;
+  const feed = async (n: number) => {
+    for (let k = 0; k < n; k++, fed++) {
+      sw.send({ frames: readIoFrames(fed, 0x20000) });
+      await new Promise((r) => setTimeout(r, 4));
+    }
+  };
+  const env = o.env ?? {};
+  const first = await startController(["--config", config, "--journal", journal, ...o.args(true)], env, o.children);
+  await feed(BEFORE_KILL); // about 1.3 s: some intervals close, some records are still in memory
+  await new Promise((r) => setTimeout(r, 400)); // the last lists delivered and journaled
+  first.kill("SIGKILL");
+  await new Promise((r) => first.once("exit", r));
+  await feed(WHILE_DOWN); // no controller: the switch's digests of these go nowhere
+  const second = await startController(["--config", config, "--journal", journal, ...o.args(false)], env, o.children);
+  await feed(AFTER_RESTART);
+  await new Promise((r) => setTimeout(r, 3500)); // the correlation window and the I/O timeout pass, intervals close
+  second.kill("SIGTERM");
+  await new Promise((r) => second.once("exit", r));
+  sw.kill("SIGKILL");
+}
+
+/** Checks what a run of the scenario wrote: every delivered I/O once, the loss counted, no interval twice. */
+export function checkRestartRecords(records: RecordJson[]): void {
+  const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+  const psns = ios.map((r) => r.cmd_psn);
+  expect(new Set(psns).size, "no I/O recorded twice").toBe(psns.length);
+  const have = new Set(psns);
+  const missingBefore = [...Array(BEFORE_KILL).keys()].filter((i) => !have.has(i));
+  const missingAfter = [...Array(AFTER_RESTART).keys()].map((i) => BEFORE_KILL + WHILE_DOWN + i).filter((i) => !have.has(i));
+  expect(missingBefore, "I/Os delivered before the kill").toEqual([]);
+  expect(missingAfter, "I/Os after the restart").toEqual([]);
+  expect(ios.filter((r) => r.cmd_psn >= BEFORE_KILL && r.cmd_psn < BEFORE_KILL + WHILE_DOWN).every((r) => r.incomplete || r.e2e_c_ns !== null)).toBe(true);
+  const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats");
+  // Each I/O sent while no controller listened lost its command and response digests.
+  expect(Math.max(...stats.map((s) => s.digests_lost ?? 0))).toBeGreaterThanOrEqual(WHILE_DOWN * 2 - 10);
+  const intervals = records.filter((r) => r.type === "io_interval").map((r) => `${r.switch_id}|${r.interval_start_unix_ns}|${r.type === "io_interval" ? r.op : ""}`);
+  expect(new Set(intervals).size, "no interval written twice").toBe(intervals.length);
+}
+
