@@ -8,7 +8,7 @@
 // Layout: DIR/NNNNNNNNNN.journal, one JSON object a line per digest list.
 // A segment is closed at every checkpoint (an interval closing); segments
 // whose lists are all settled are deleted.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeDigest } from "../exporter/src/digests.js";
 import type { RawDigestJson } from "../exporter/src/kafka/decode.js";
@@ -21,7 +21,17 @@ interface Entry {
   t: string; // list timestamp, ns
   d: string; // digest name
   v: string[][]; // samples, members as hex
+  n?: number; // switch session
 }
+
+/** Where a switch's digest sequence stood when a run stopped (see ExporterMetrics.sequencePositions). */
+export interface SequencePosition {
+  switchId: string;
+  session: number;
+  next: number;
+}
+
+const SEQUENCE_FILE = "sequence.json";
 
 export class DigestJournal {
   private fd: number | undefined;
@@ -67,7 +77,7 @@ export class DigestJournal {
           continue; // a line cut short by the crash: its list was never acknowledged
         }
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
-        const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: 0, raw: { digest: e.d, samples } };
+        const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
         feed(batch);
         this.append(batch);
         n++;
@@ -80,7 +90,7 @@ export class DigestJournal {
 
   /** Journals a list; `batch.ack` is called once it is fsync'd (group commit, within one event-loop turn). */
   append(batch: DigestBatch): void {
-    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))) };
+    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session };
     this.lines.push(JSON.stringify(e) + "\n");
     const seg = this.segmentName(this.segment);
     if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);
@@ -128,6 +138,23 @@ export class DigestJournal {
         rmSync(join(this.dir, f), { force: true });
         this.newest.delete(f);
       }
+    }
+  }
+
+  /** Keeps where each switch's digest sequence stands (written whole, then renamed into place). */
+  saveSequence(positions: SequencePosition[]): void {
+    const tmp = join(this.dir, `${SEQUENCE_FILE}.tmp`);
+    writeFileSync(tmp, JSON.stringify(positions));
+    renameSync(tmp, join(this.dir, SEQUENCE_FILE));
+  }
+
+  /** Where the digest sequences stood when the last run stopped ([] when unknown). */
+  loadSequence(): SequencePosition[] {
+    try {
+      const v = JSON.parse(readFileSync(join(this.dir, SEQUENCE_FILE), "utf8")) as SequencePosition[];
+      return Array.isArray(v) ? v.filter((p) => typeof p.switchId === "string" && Number.isSafeInteger(p.session) && Number.isSafeInteger(p.next)) : [];
+    } catch {
+      return [];
     }
   }
 

@@ -77,6 +77,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
       // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();
       journal.rotate();
+      journal.saveSequence(exporter.metrics.sequencePositions());
       releases.push({ settledBefore: exporter.metrics.settledBefore, kafkaMark: kafka?.accepted ?? 0 });
       release();
     }
@@ -88,6 +89,10 @@ export async function runController(o: RunControllerOptions): Promise<void> {
       kafka.push(m);
     }
   };
+  if (journal && oldest === undefined) {
+    // Stopped cleanly before: continue each switch's digest sequence from where it stood, so that the gap counts as lost.
+    for (const p of journal.loadSequence()) exporter.metrics.resumeSequence(p.switchId, p.session, p.next);
+  }
   if (journal) {
     const n = journal.replayInto((b) => {
       exporter.onBatch(b);
@@ -130,6 +135,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   await controller.stop();
   exporter.finish();
   journal?.rotate();
+  journal?.saveSequence(exporter.metrics.sequencePositions());
   await jsonl?.close();
   const undelivered = (await kafka?.close()) ?? 0;
   // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.

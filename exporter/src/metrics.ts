@@ -313,6 +313,29 @@ export class MetricsEngine {
     this.advance(aligned);
   }
 
+  /** Where each switch's digest sequence stands, so that a later run can resume from it (resumeSequence). */
+  sequencePositions(): Array<{ switchId: string; session: number; next: number }> {
+    const out = [];
+    for (const [switchId, seq] of this.seqs) {
+      const session = this.sessions.get(switchId)?.session;
+      if (seq.next !== undefined && session) out.push({ switchId, session, next: seq.next });
+    }
+    return out;
+  }
+
+  /**
+   * Resumes a switch's digest sequence where an earlier run left it: what the
+   * switch sent while nothing listened counts as lost, and a switch that is
+   * found in another session has restarted meanwhile (counted, clock anew).
+   */
+  resumeSequence(switchId: string, session: number, next: number): void {
+    if (this.seqs.has(switchId) || this.sessions.has(switchId)) return;
+    this.sessions.set(switchId, { session, restarts: 0, received: 0, lost: 0, duplicated: 0 });
+    const seq = new SeqTracker();
+    seq.resumeAt(next);
+    this.seqs.set(switchId, seq);
+  }
+
   /**
    * A switch that starts a new session has a new clock, counts its digests
    * from 0 again and has lost the I/Os it held: the clock is calibrated

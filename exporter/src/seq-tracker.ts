@@ -52,6 +52,21 @@ export class SeqTracker {
     if (upTo + 1 > this.floor) this.floor = upTo + 1;
   }
 
+  /** The number after the highest seen (unwrapped), or undefined before the first. */
+  get next(): number | undefined {
+    return this.highest >= 0 ? this.highest + 1 : undefined;
+  }
+
+  /**
+   * Continues where an earlier tracker of the same sequence stopped (its
+   * `next`): the numbers between that and the first one seen now count as lost.
+   */
+  resumeAt(next: number): void {
+    if (this.floor !== undefined || next <= 0) return;
+    this.floor = this.start = next;
+    this.highest = next - 1;
+  }
+
   /** Counts everything still missing below the highest number (end of a run). */
   finish(): void {
     this.finalize(this.highest);

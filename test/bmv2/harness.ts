@@ -175,7 +175,7 @@ export class Bmv2Switch {
     this.proc.on("exit", (code, signal) => {
       this.exited = `simple_switch_grpc exited (${signal ?? code}): ${this.stderr.trim()}`;
     });
-    await waitForPort(grpcPort, 20_000, () => this.exited);
+    await waitForPort(grpcPort, 60_000, () => this.exited);
     // simple_switch_grpc listens with SO_REUSEPORT: a second switch on the same
     // port would take some of our connections. The device id makes a
     // controller that reaches the wrong one fail instead.

@@ -18,7 +18,19 @@ export const BEFORE_KILL = 300;
 export const WHILE_DOWN = 50;
 export const AFTER_RESTART = 100;
 
-function startController(args: string[], env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<ChildProcess> {
+/** The software switch in a process of its own (see switch-process.ts), on `port` (0: any). */
+export async function startSwitch(children: ChildProcess[], port = 0): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(join(root, "test/support/switch-process.ts"), [String(port)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  children.push(child);
+  const bound = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m: { port: number }) => resolve(m.port));
+    child.once("exit", (code) => reject(new Error(`switch process exited (${code})`)));
+  });
+  return { child, port: bound };
+}
+
+/** `rdma-telemetry controller` with `args`; resolves once it is primary. */
+export function startController(args: string[], env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<ChildProcess> {
   const c = spawn(process.execPath, ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   children.push(c);
   return new Promise((resolve, reject) => {
@@ -29,41 +41,54 @@ function startController(args: string[], env: NodeJS.ProcessEnv, children: Child
   });
 }
 
-/**
- * Runs the scenario: `args(first)` gives the controller's own arguments
- * besides --config and --journal (the second run is told first = false).
- */
-export async function killAndRestartController(o: { dir: string; switchId: string; args: (first: boolean) => string[]; env?: NodeJS.ProcessEnv; children: ChildProcess[] }): Promise<void> {
-  const sw = fork(join(root, "test/support/switch-process.ts"), ["0"], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
-  o.children.push(sw);
-  const port = await new Promise<number>((r) => sw.once("message", (m: { port: number }) => r(m.port)));
-  const config = join(o.dir, "controller.json");
+export async function stop(c: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (c.exitCode !== null) return;
+  c.kill(signal);
+  await new Promise((r) => c.once("exit", r));
+}
+
+/** A controller config for one switch with a compute port (1) and a storage port (33). */
+export function writeControllerConfig(dir: string, port: number, switchId: string): string {
+  const config = join(dir, "controller.json");
   writeFileSync(config, JSON.stringify({
-    switch: { address: `127.0.0.1:${port}`, switch_id: o.switchId, timestamp_unit_ns: 1 },
+    switch: { address: `127.0.0.1:${port}`, switch_id: switchId, timestamp_unit_ns: 1 },
     ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
     digest: { max_list_size: 16, max_timeout_us: 2000 },
   }));
-  const journal = join(o.dir, "journal");
+  return config;
+}
+
+/** Feeds I/Os to a switch, numbered on from 0 across calls (I/O i has command PSN i), one every 4 ms. */
+export function ioFeeder(): (sw: ChildProcess, n: number) => Promise<void> {
   let fed = 0;
-  const feed = async (n: number) => {
+  return async (sw, n) => {
     for (let k = 0; k < n; k++, fed++) {
       sw.send({ frames: readIoFrames(fed, 0x20000) });
       await new Promise((r) => setTimeout(r, 4));
     }
   };
+}
+
+/**
+ * Runs the scenario: `args(first)` gives the controller's own arguments
+ * besides --config and --journal (the second run is told first = false).
+ */
+export async function killAndRestartController(o: { dir: string; switchId: string; args: (first: boolean) => string[]; env?: NodeJS.ProcessEnv; children: ChildProcess[] }): Promise<void> {
+  const sw = await startSwitch(o.children);
+  const config = writeControllerConfig(o.dir, sw.port, o.switchId);
+  const journal = join(o.dir, "journal");
+  const feed = ioFeeder();
   const env = o.env ?? {};
   const first = await startController(["--config", config, "--journal", journal, ...o.args(true)], env, o.children);
-  await feed(BEFORE_KILL); // about 1.3 s: some intervals close, some records are still in memory
+  await feed(sw.child, BEFORE_KILL); // about 1.3 s: some intervals close, some records are still in memory
   await new Promise((r) => setTimeout(r, 400)); // the last lists delivered and journaled
-  first.kill("SIGKILL");
-  await new Promise((r) => first.once("exit", r));
-  await feed(WHILE_DOWN); // no controller: the switch's digests of these go nowhere
+  await stop(first, "SIGKILL");
+  await feed(sw.child, WHILE_DOWN); // no controller: the switch's digests of these go nowhere
   const second = await startController(["--config", config, "--journal", journal, ...o.args(false)], env, o.children);
-  await feed(AFTER_RESTART);
+  await feed(sw.child, AFTER_RESTART);
   await new Promise((r) => setTimeout(r, 3500)); // the correlation window and the I/O timeout pass, intervals close
-  second.kill("SIGTERM");
-  await new Promise((r) => second.once("exit", r));
-  sw.kill("SIGKILL");
+  await stop(second, "SIGTERM");
+  await stop(sw.child, "SIGKILL");
 }
 
 /** Checks what a run of the scenario wrote: every delivered I/O once, the loss counted, no interval twice. */

@@ -18,7 +18,20 @@ import { P4RuntimeError } from "./errors.js";
 export interface PipelineSpec {
   p4info: P4Info;
   deviceConfig: Buffer;
+  /**
+   * Names the program: its high 32 bits are compared with the switch's
+   * cookie; the low 32 are replaced at each push by a fresh session number
+   * (see the "session" event).
+   */
   cookie: bigint;
+}
+
+const PROGRAM_MASK = 0xffffffff00000000n;
+const SESSION_MASK = 0xffffffffn;
+
+/** A session number for a push: never 0 (0 is "unknown" to the exporter). */
+function newSession(): bigint {
+  return BigInt(1 + Math.floor(Math.random() * 0xfffffffe));
 }
 
 export interface Logger {
@@ -44,6 +57,13 @@ export interface ConnectionEvents {
   primary: [];
   backup: [{ primaryElectionId: bigint | undefined }];
   "pipeline-pushed": [{ cookie: bigint }];
+  /**
+   * The switch's session: the number written with the pipeline when it was
+   * pushed (by this controller or another), so that every controller, also
+   * one started later, tells a switch that kept running from one that
+   * restarted and lost its pipeline.
+   */
+  session: [{ session: number; pushed: boolean }];
   reconciled: [{ updates: number }];
   digest: [DigestList];
   "packet-in": [PacketIn];
@@ -179,20 +199,23 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
       if (err instanceof P4RuntimeError && err.code === "FAILED_PRECONDITION") return undefined;
       throw err;
     });
-    const cookie = have?.config?.cookie?.cookie;
-    if (cookie === pipeline.cookie) {
-      this.log.debug("pipeline already on the switch", { cookie: cookie.toString() });
+    const cookie_ = have?.config?.cookie?.cookie;
+    if (cookie_ !== undefined && (cookie_ & PROGRAM_MASK) === (pipeline.cookie & PROGRAM_MASK) && (cookie_ & SESSION_MASK) !== 0n) {
+      this.log.debug("pipeline already on the switch", { cookie: cookie_.toString() });
+      this.emit("session", { session: Number(cookie_ & SESSION_MASK), pushed: false });
       return;
     }
+    const cookie = (pipeline.cookie & PROGRAM_MASK) | newSession();
     await this.client.setPipeline({
       role: this.options.role ?? "",
       electionId: toUint128(this.options.electionId),
       action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT,
-      config: { p4info: pipeline.p4info, p4DeviceConfig: pipeline.deviceConfig, cookie: { cookie: pipeline.cookie } },
+      config: { p4info: pipeline.p4info, p4DeviceConfig: pipeline.deviceConfig, cookie: { cookie } },
     }, this.abort.signal);
     state.resetInstalled();
-    this.log.info("pipeline pushed", { cookie: pipeline.cookie.toString() });
-    this.emit("pipeline-pushed", { cookie: pipeline.cookie });
+    this.log.info("pipeline pushed", { cookie: cookie.toString() });
+    this.emit("pipeline-pushed", { cookie });
+    this.emit("session", { session: Number(cookie & SESSION_MASK), pushed: true });
   }
 
   /** Reads what the switch has and writes the difference to the desired state. */

@@ -93,6 +93,8 @@ export interface ControllerStats {
 
 export class TelemetryController extends EventEmitter<ControllerEvents> {
   readonly schema: P4Schema;
+  /** the switch's session number (written with its pipeline); 0 before the first arbitration */
+  private session = 0;
   readonly state = new DesiredState();
   readonly connection: SwitchConnection;
   private mode: Mode;
@@ -156,15 +158,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       state: this.state,
       logger: this.log,
     });
-    this.connection.on("pipeline-pushed", () => {
-      // A switch without our pipeline: new, restarted, or reloaded. Its
-      // clock, digest sequence and registers start anew.
-      this.stats.sessions++;
-      if (this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session: this.stats.sessions });
+    this.connection.on("session", ({ session, pushed }) => {
+      // A push means a switch without our pipeline: new, restarted, or
+      // reloaded. Its clock, digest sequence and registers start anew.
+      if (session !== this.session) this.stats.sessions++;
+      if (pushed && this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session });
+      this.session = session;
     });
     this.connection.on("primary", () => {
       this.stats.primary = true;
-      if (this.stats.sessions === 0) this.stats.sessions = 1; // a running switch that already had the pipeline
       if (this.primaryOnce) {
         // Taking over again (reconnection, failover back): what this
         // controller learned before may be stale, and a switch that kept
@@ -364,7 +366,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.stats.badDigests += n;
       this.emit("bad-digest", { message: `digest list for unknown digest id ${list.digestId} (${n} samples)` });
       if (this.deferAck) ack();
-      this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, session: this.stats.sessions, raw: { digest: "", samples: [] } });
+      this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs: list.timestamp, digests: [], badDigests: n, session: this.session, raw: { digest: "", samples: [] } });
       return;
     }
     const digests: TelemetryDigest[] = [];
@@ -390,7 +392,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
         })
       : list.timestamp;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.stats.sessions, raw: { digest: name, samples: raw }, ack: this.deferAck ? ack : undefined });
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.session, raw: { digest: name, samples: raw }, ack: this.deferAck ? ack : undefined });
   }
 
   private learn(d: TelemetryDigest): void {
