@@ -1,8 +1,9 @@
 # The controller and exporter (rdma-telemetry), for docker-compose.yml.
 FROM node:22.12-bookworm-slim
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY generated generated
+COPY package.json package-lock.json tsconfig.base.json tsconfig.json tsconfig.build.json ./
+COPY p4runtime p4runtime
+COPY contract contract
 COPY p4runtime-controller p4runtime-controller
 COPY exporter exporter
 COPY switch switch

@@ -1,6 +1,10 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // The workspace packages resolve to their sources (the "source" export
+  // condition), as in the typecheck; built code resolves to their dist/.
+  resolve: { conditions: ["source"] },
+  ssr: { resolve: { conditions: ["source"] } },
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["node_modules/**", "dist/**"],

@@ -1,7 +1,7 @@
 // Tails a topic and prints each record decoded, one JSON object a line.
 import { Kafka, logLevel } from "kafkajs";
-import { recordFromMessage } from "../exporter/src/kafka/decode.js";
-import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
+import { recordFromMessage } from "@rdma-telemetry/exporter";
+import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
 
 export interface ConsumeOptions extends KafkaSecurity {
   brokers: string[];

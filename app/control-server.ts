@@ -2,7 +2,7 @@
 //   GET  /status         controller statistics as JSON
 //   POST /mode {"mode"}  switch the measurement mode (table writes only)
 import { createServer, type Server } from "node:http";
-import type { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
+import type { TelemetryController } from "@rdma-telemetry/controller";
 
 export function startControlServer(controller: TelemetryController, port: number): Promise<Server> {
   const server = createServer((req, res) => {

@@ -4,10 +4,10 @@
 // with a live summary. The captures, topologies and ground truth are written
 // beside the records, so the run can be replayed and checked.
 import { join } from "node:path";
-import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "../traffic/src/generator.js";
-import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
-import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
-import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "@rdma-telemetry/traffic";
+import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
+import type { KafkaSink } from "@rdma-telemetry/exporter";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 import { replayCaptures } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
 import { SummaryView } from "./summary.js";

@@ -10,11 +10,11 @@
 // whose lists are all settled are deleted.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { decodeDigest } from "../exporter/src/digests.js";
-import type { RawDigestJson } from "../exporter/src/kafka/decode.js";
-import type { RecordJson } from "../exporter/src/records.js";
-import { memberBytes, type DigestMember } from "../p4runtime-controller/src/lib/digest-decoding.js";
-import type { DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
+import { decodeDigest } from "@rdma-telemetry/contract";
+import type { RawDigestJson } from "@rdma-telemetry/exporter";
+import type { RecordJson } from "@rdma-telemetry/contract";
+import { memberBytes, type DigestMember } from "@rdma-telemetry/p4runtime";
+import type { DigestBatch } from "@rdma-telemetry/contract";
 
 interface Entry {
   s: string; // switch id

@@ -5,8 +5,8 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { SASLOptions } from "kafkajs";
-import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
-import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
+import type { KafkaSecurity } from "@rdma-telemetry/exporter";
+import { ConfigError } from "@rdma-telemetry/controller";
 
 /** parseArgs options of the Kafka security flags. */
 export const KAFKA_SECURITY_FLAGS = {

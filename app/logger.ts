@@ -1,5 +1,5 @@
 // Structured logs: one JSON object a line on stderr, namespaced, filtered by level.
-import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };

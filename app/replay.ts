@@ -1,14 +1,14 @@
 // Offline replay (SPEC §7): a capture and a topology file in, records out,
 // through the same P4 program, controller and exporter as a live switch.
-import { openCapture, PcapWriter, type CaptureReader } from "../traffic/src/pcap.js";
-import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
-import { encodeRecord } from "../exporter/src/kafka/encode.js";
-import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
-import { Exporter, type ExporterOptions } from "../exporter/src/exporter.js";
-import { JsonlSink, OutputError, type OutputMode } from "../exporter/src/jsonl-sink.js";
-import type { RecordJson } from "../exporter/src/records.js";
-import type { Mode } from "../p4runtime-controller/src/telemetry/config.js";
-import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { openCapture, PcapWriter, type CaptureReader } from "@rdma-telemetry/traffic";
+import { rawDigestMessages } from "@rdma-telemetry/exporter";
+import { encodeRecord } from "@rdma-telemetry/exporter";
+import type { KafkaSink } from "@rdma-telemetry/exporter";
+import { Exporter, type ExporterOptions } from "@rdma-telemetry/exporter";
+import { JsonlSink, OutputError, type OutputMode } from "@rdma-telemetry/exporter";
+import type { RecordJson } from "@rdma-telemetry/contract";
+import type { Mode } from "@rdma-telemetry/controller";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALIGNMENT_SCAN_PACKETS, estimateAlignments } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
 import type { Topology } from "./topology.js";

@@ -1,11 +1,12 @@
 // A software switch behind its P4Runtime server, with a telemetry controller
 // connected to it over gRPC on loopback: the same path as a real deployment,
 // in one process. Used by the demo, by replay and by the tests.
-import { P4RuntimeServer } from "../switch/src/p4runtime/server.js";
-import { SoftwareSwitch } from "../switch/src/software-switch.js";
-import { parseConfig, type Mode } from "../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController, type DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
-import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { P4RuntimeServer } from "@rdma-telemetry/switch";
+import { SoftwareSwitch } from "@rdma-telemetry/switch";
+import { parseConfig, type Mode } from "@rdma-telemetry/controller";
+import type { DigestBatch } from "@rdma-telemetry/contract";
+import { TelemetryController } from "@rdma-telemetry/controller";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ipv4Source, type Topology } from "./topology.js";
 
 export interface RigOptions {

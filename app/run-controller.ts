@@ -1,19 +1,19 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
-import { Exporter } from "../exporter/src/exporter.js";
-import { JsonlSink } from "../exporter/src/jsonl-sink.js";
-import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
-import { encodeRecord } from "../exporter/src/kafka/encode.js";
-import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
-import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
-import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
+import { Exporter } from "@rdma-telemetry/exporter";
+import { JsonlSink } from "@rdma-telemetry/exporter";
+import { rawDigestMessages } from "@rdma-telemetry/exporter";
+import { encodeRecord } from "@rdma-telemetry/exporter";
+import { KafkaSink } from "@rdma-telemetry/exporter";
+import type { KafkaSecurity } from "@rdma-telemetry/exporter";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 import { join } from "node:path";
-import { recordFromMessage } from "../exporter/src/kafka/decode.js";
-import { readTopicTails } from "../exporter/src/kafka/tail.js";
-import type { RecordJson } from "../exporter/src/records.js";
-import type { DigestBatch } from "../p4runtime-controller/src/telemetry/controller.js";
+import { recordFromMessage } from "@rdma-telemetry/exporter";
+import { readTopicTails } from "@rdma-telemetry/exporter";
+import type { RecordJson } from "@rdma-telemetry/contract";
+import type { DigestBatch } from "@rdma-telemetry/contract";
 import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
-import { ConfigError, loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
+import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
+import { TelemetryController } from "@rdma-telemetry/controller";
 import { startControlServer } from "./control-server.js";
 
 export interface RunControllerOptions {

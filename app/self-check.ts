@@ -1,7 +1,7 @@
 // Records against the traffic generator's ground truth: what the demo's
 // self-check counts and the end-to-end tests assert.
-import type { IoRecordJson, MessageRecordJson } from "../exporter/src/records.js";
-import type { IoTruth, MessageTruth } from "../traffic/src/generator.js";
+import type { IoRecordJson, MessageRecordJson } from "@rdma-telemetry/contract";
+import type { IoTruth, MessageTruth } from "@rdma-telemetry/traffic";
 
 /** One I/O: (host, target, queue, CID) and the command's PSN. */
 export const ioTruthKey = (t: IoTruth): string => `${t.host}|${t.target}|${t.target_qp}|${t.cid}|${t.cmd_psn}`;

@@ -1,7 +1,7 @@
 // The operator's view: per interval, where the time went for storage I/O
 // (per host-target pair: e2e, RTT, DAL, DPL) and how gradient-sync flows did
 // (per flow: FCT, FET, FNR, gap), plus alerts as they fire.
-import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson } from "../exporter/src/records.js";
+import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 
 const us = (ns: number | undefined) => (ns === undefined ? "-" : ns >= 1e6 ? `${(ns / 1e6).toFixed(2)}ms` : `${(ns / 1e3).toFixed(1)}us`);
 const gbps = (bps: number | undefined) => (bps === undefined ? "-" : `${(bps / 1e9).toFixed(1)}G`);

@@ -2,7 +2,7 @@
 // longest matching prefix wins. Replay uses it to give each packet its
 // ingress port; the controller uses the same file for routes and roles.
 import { readFileSync } from "node:fs";
-import { ConfigError, parsePorts, type PortConfig } from "../p4runtime-controller/src/telemetry/config.js";
+import { ConfigError, parsePorts, type PortConfig } from "@rdma-telemetry/controller";
 
 interface Route {
   value: number;

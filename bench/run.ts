@@ -16,24 +16,24 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
-import { P4Info } from "../generated/proto/p4/config/v1/p4info.js";
-import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Update } from "../generated/proto/p4/v1/p4runtime.js";
+import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
+import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Update } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import { Rig } from "../app/rig.js";
-import { Pipeline } from "../switch/src/bmv2/pipeline.js";
-import { parseConfig } from "../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController } from "../p4runtime-controller/src/telemetry/controller.js";
-import { Exporter } from "../exporter/src/exporter.js";
-import { encodeRecord } from "../exporter/src/kafka/encode.js";
-import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
-import { MetricsEngine } from "../exporter/src/metrics.js";
-import type { IoRecordJson } from "../exporter/src/records.js";
-import type { TelemetryDigest } from "../exporter/src/digests.js";
+import { Pipeline } from "@rdma-telemetry/switch";
+import { parseConfig } from "@rdma-telemetry/controller";
+import { TelemetryController } from "@rdma-telemetry/controller";
+import { Exporter } from "@rdma-telemetry/exporter";
+import { encodeRecord } from "@rdma-telemetry/exporter";
+import { KafkaSink } from "@rdma-telemetry/exporter";
+import { MetricsEngine } from "@rdma-telemetry/exporter";
+import type { IoRecordJson } from "@rdma-telemetry/contract";
+import type { TelemetryDigest } from "@rdma-telemetry/contract";
 import { ipv4Source, Topology } from "../app/topology.js";
-import { P4RuntimeClient, toUint128 } from "../p4runtime-controller/src/lib/client.js";
-import { tableEntity } from "../p4runtime-controller/src/lib/entities.js";
-import { P4Schema } from "../p4runtime-controller/src/lib/schema.js";
-import { generateTraffic } from "../traffic/src/generator.js";
-import { PcapWriter, writePcap } from "../traffic/src/pcap.js";
+import { P4RuntimeClient, toUint128 } from "@rdma-telemetry/p4runtime";
+import { tableEntity } from "@rdma-telemetry/p4runtime";
+import { P4Schema } from "@rdma-telemetry/p4runtime";
+import { generateTraffic } from "@rdma-telemetry/traffic";
+import { PcapWriter, writePcap } from "@rdma-telemetry/traffic";
 import { replayCaptures } from "../app/replay.js";
 
 // Run from bench/ (tsx) or from dist/bench/ (npm run bench: the built code users run).
@@ -156,7 +156,7 @@ async function benchBmv2(packets: ReadonlyArray<{ timestampNs: bigint; data: Buf
 /** The software switch in a child process (bench/switch-worker.ts); resolves with its P4Runtime port. */
 async function switchProcess(clock: "virtual" | "live"): Promise<{ worker: ChildProcess; port: number }> {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const worker = fork(join(here, `switch-worker.${compiled ? "js" : "ts"}`), [clock], { execArgv: [...profile, ...(compiled ? [] : ["--import", "tsx"])] });
+  const worker = fork(join(here, `switch-worker.${compiled ? "js" : "ts"}`), [clock], { execArgv: [...profile, ...(compiled ? [] : ["--conditions=source", "--import", "tsx"])] });
   const port = await new Promise<number>((resolve) => worker.once("message", (m: { port: number }) => resolve(m.port)));
   return { worker, port };
 }
@@ -360,7 +360,7 @@ async function benchReplayMemory(): Promise<void> {
     print(`replay-memory: wrote ${packets.toLocaleString("en")} packets, ${(statSync(file).size / 1e6).toFixed(0)} MB, through PcapWriter in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     // The replay in a process of its own: its peak RSS is the replay's, not the generator's.
     const child = fork(join(here, `run.${compiled ? "js" : "ts"}`), ["replay-memory"], {
-      execArgv: compiled ? [] : ["--import", "tsx"],
+      execArgv: compiled ? [] : ["--conditions=source", "--import", "tsx"],
       env: { ...process.env, BENCH_REPLAY_CAPTURE: file, BENCH_REPLAY_TOPOLOGY: join(dir, "tor-c.topology.json") },
     });
     const code = await new Promise<number | null>((r) => child.on("exit", r));
@@ -397,7 +397,7 @@ async function benchSoak(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
   const bin = join(here, compiled ? "../bin/rdma-telemetry.js" : "../bin/rdma-telemetry.ts");
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), bin, "demo", "--duration-ms", String(seconds * 1000), "--load", load, "--out-dir", dir], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), bin, "demo", "--duration-ms", String(seconds * 1000), "--load", load, "--out-dir", dir], { stdio: ["ignore", "pipe", "inherit"] });
   let lastLine = "";
   let selfCheck = "";
   child.stdout!.on("data", (d: Buffer) => {
@@ -446,7 +446,7 @@ if (unknown.length) {
   // (a trace of 800,000 packets) slows the next one's garbage collection, and
   // peak RSS is the exporter's own.
   for (const name of names) {
-    const child = fork(join(here, `run.${compiled ? "js" : "ts"}`), [name], { execArgv: compiled ? [] : ["--import", "tsx"] });
+    const child = fork(join(here, `run.${compiled ? "js" : "ts"}`), [name], { execArgv: compiled ? [] : ["--conditions=source", "--import", "tsx"] });
     await new Promise((r) => child.on("exit", r));
   }
 }

@@ -3,8 +3,8 @@
 // measure the controller side, not the switch sharing its event loop and heap.
 //   argv[2]: "virtual" or "live" clock
 // Messages: {digests: N, digestId} generates N message digests and answers {sent}.
-import { P4RuntimeServer } from "../switch/src/p4runtime/server.js";
-import { SoftwareSwitch } from "../switch/src/software-switch.js";
+import { P4RuntimeServer } from "@rdma-telemetry/switch";
+import { SoftwareSwitch } from "@rdma-telemetry/switch";
 
 const send = (m: unknown) => process.send!(m);
 const sw = new SoftwareSwitch({ clock: process.argv[2] === "live" ? "live" : "virtual" });

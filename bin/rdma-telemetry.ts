@@ -3,8 +3,8 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
-import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
-import { KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
+import { KafkaSink } from "@rdma-telemetry/exporter";
+import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
@@ -12,10 +12,10 @@ import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { loadOptions, TRUTH_FILE, writeTrafficStream } from "../traffic/src/generator.js";
-import { ConfigError } from "../p4runtime-controller/src/telemetry/config.js";
-import { CaptureError } from "../traffic/src/pcap.js";
-import { OutputError } from "../exporter/src/jsonl-sink.js";
+import { loadOptions, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
+import { ConfigError } from "@rdma-telemetry/controller";
+import { CaptureError } from "@rdma-telemetry/traffic";
+import { OutputError } from "@rdma-telemetry/exporter";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 

@@ -1,7 +1,7 @@
 // Threshold alerts on interval aggregates, per metric and scope, raised when
 // a value crosses `raise` and cleared when it falls back below `clear`
 // (hysteresis: clear < raise, so a value hovering at the line does not flap).
-import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson } from "./records.js";
+import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 
 export type AlertScope = "host" | "target" | "pair" | "flow";
 

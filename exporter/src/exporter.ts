@@ -1,9 +1,9 @@
 // The exporter: digest batches from any number of switches in, records out
 // to every sink (JSON lines, Kafka, the live summary), with alerts.
-import type { DigestBatch } from "../../p4runtime-controller/src/telemetry/controller.js";
+import type { DigestBatch } from "@rdma-telemetry/contract";
 import { AlertEngine, DEFAULT_ALERT_RULES, type AlertRule } from "./alerts.js";
 import { MetricsEngine, type MetricsOptions } from "./metrics.js";
-import type { RecordJson } from "./records.js";
+import type { RecordJson } from "@rdma-telemetry/contract";
 
 export type Sink = (rec: RecordJson) => void;
 

@@ -6,7 +6,7 @@
 // beside it refuses a second writer. Lines are buffered and written in
 // blocks; `sync()` (called when an interval closes) writes and fsyncs them.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
-import type { RecordJson } from "./records.js";
+import type { RecordJson } from "@rdma-telemetry/contract";
 
 export class OutputError extends Error {
   override readonly name = "OutputError";

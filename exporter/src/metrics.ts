@@ -2,7 +2,7 @@
 // from correlating the compute-side and storage-side halves of an I/O, per-
 // message records, and per-interval aggregates. Time comes from the digests
 // (switch clocks mapped to the wall clock), so a replay is deterministic.
-import { ipv4Text } from "../../traffic/src/roce.js";
+import { ipv4Text } from "@rdma-telemetry/contract";
 import {
   IO_EVENT_CMD,
   IO_EVENT_UNPAIRED_RSP,
@@ -16,8 +16,8 @@ import {
   type IoDigest,
   type MsgDigest,
   type TelemetryDigest,
-} from "./digests.js";
-import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "./records.js";
+} from "@rdma-telemetry/contract";
+import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "@rdma-telemetry/contract";
 import { SeqTracker } from "./seq-tracker.js";
 import { QuantileSketch } from "./sketch.js";
 

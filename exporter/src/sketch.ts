@@ -3,14 +3,10 @@
 // the true value, memory grows with the log of the value range, and two
 // sketches merge by adding bucket counts. Count, min, max and mean are exact.
 
-export interface SketchSummary {
-  count: number;
-  min: number;
-  mean: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
+import type { StatsJson } from "@rdma-telemetry/contract";
+
+/** What a sketch summarises into: the records' distribution. */
+export type SketchSummary = StatsJson;
 
 export class QuantileSketch {
   private readonly gamma: number;

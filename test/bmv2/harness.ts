@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Topology } from "../../app/topology.js";
-import { parseConfig, type ControllerConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+import { parseConfig, type ControllerConfig } from "../../p4runtime-controller/src/config.js";
 
 const here = new URL(".", import.meta.url).pathname;
 const root = new URL("../..", import.meta.url).pathname;

@@ -29,7 +29,7 @@ const config = (name: string, o: Record<string, unknown>) => {
   writeFileSync(f, JSON.stringify({ ports, ...o }));
   return f;
 };
-const run = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
+const run = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
 const cap = () => [join(dir, "cap/tor.pcap"), "--topology", join(dir, "cap/tor.topology.json")];
 
 describe("bad operator input", () => {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, loadConfig, parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+import { ConfigError, loadConfig, parseConfig } from "../../p4runtime-controller/src/config.js";
 
 const ports = [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] }];
 

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, test } from "vitest";
-import type { RecordJson } from "../../exporter/src/records.js";
+import type { RecordJson } from "../../contract/src/records.js";
 import { checkRestartRecords, killAndRestartController } from "../support/controller-restart.js";
 
 const dir = mkdtempSync(join(tmpdir(), "controller-restart-"));

@@ -3,13 +3,15 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Topology } from "../../app/topology.js";
 import { replaySwitches } from "../../app/replay.js";
-import type { MessageRecordJson, RecordJson, FlowAggregateJson } from "../../exporter/src/records.js";
-import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController, type DigestBatch } from "../../p4runtime-controller/src/telemetry/controller.js";
+import type { MessageRecordJson, RecordJson, FlowAggregateJson } from "../../contract/src/records.js";
+import { parseConfig } from "../../p4runtime-controller/src/config.js";
+import type { DigestBatch } from "../../contract/src/digest-batch.js";
+import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
-import { buildFrame, ipv4, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { ipv4 } from "../../contract/src/ipv4.js";
+import { buildFrame, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
 
 const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
 const cleanups: Array<() => Promise<void> | void> = [];

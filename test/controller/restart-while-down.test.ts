@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
-import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { ioFeeder, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 
 const dir = mkdtempSync(join(tmpdir(), "restart-while-down-"));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { Rotation } from "../../p4runtime-controller/src/telemetry/rotation.js";
+import { Rotation } from "../../p4runtime-controller/src/rotation.js";
 
 describe("polling rotation", () => {
   test("every known flow is measured within ceil(known / N) periods, round robin", () => {

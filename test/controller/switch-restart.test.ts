@@ -5,9 +5,9 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { afterEach, expect, test } from "vitest";
 import { Exporter } from "../../exporter/src/exporter.js";
-import type { IoAggregateJson, IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
-import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController } from "../../p4runtime-controller/src/telemetry/controller.js";
+import type { IoAggregateJson, IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
+import { parseConfig } from "../../p4runtime-controller/src/config.js";
+import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
 import { readIoFrames } from "../support/nvme-frames.js";
 
 const worker = new URL("../support/switch-process.ts", import.meta.url).pathname;
@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function startSwitch(port = 0): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(worker, [String(port)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = fork(worker, [String(port)], { execArgv: ["--conditions=source", "--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   children.push(child);
   const bound = await new Promise<number>((resolve, reject) => {
     child.once("message", (m: { port: number }) => resolve(m.port));

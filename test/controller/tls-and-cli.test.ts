@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, describe, expect, test } from "vitest";
-import { P4RuntimeClient } from "../../p4runtime-controller/src/lib/client.js";
+import { P4RuntimeClient } from "../../p4runtime/src/client.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
-import { decodeTableEntry } from "../../p4runtime-controller/src/lib/entities.js";
-import { P4Schema } from "../../p4runtime-controller/src/lib/schema.js";
+import { decodeTableEntry } from "../../p4runtime/src/entities.js";
+import { P4Schema } from "../../p4runtime/src/schema.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tls-cli-"));
@@ -70,7 +70,7 @@ describe("command line", () => {
       control_port: controlPort,
     }));
     const bin = [join(root, "bin/rdma-telemetry.ts")];
-    const ctl = spawn(process.execPath, ["--import", "tsx", ...bin, "controller", "--config", config, "--log-level", "warn"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const ctl = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "controller", "--config", config, "--log-level", "warn"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     ctl.stdout.on("data", (d: Buffer) => (out += d.toString()));
     try {
@@ -85,7 +85,7 @@ describe("command line", () => {
       expect(mode()).toBe(1n);
       // Asynchronously: the switch answering the controller's writes runs in this process.
       const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        const c = spawn(process.execPath, ["--import", "tsx", ...bin, "mode", "polling", "--control", `127.0.0.1:${controlPort}`], { cwd: root });
+        const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "mode", "polling", "--control", `127.0.0.1:${controlPort}`], { cwd: root });
         let stdout = "";
         let stderr = "";
         c.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -105,7 +105,7 @@ describe("command line", () => {
       await server.close();
     }
     writeFileSync(config, JSON.stringify({ ports: [{ port: 1, role: "computer" }] }));
-    const bad = spawnSync(process.execPath, ["--import", "tsx", ...bin, "controller", "--config", config], { cwd: root, encoding: "utf8" });
+    const bad = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "controller", "--config", config], { cwd: root, encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/ports\[0\]\.role: must be compute, storage or fabric/);
   }, 90_000);

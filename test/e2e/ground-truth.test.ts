@@ -4,7 +4,7 @@
 import { describe, expect, test } from "vitest";
 import { replaySwitches } from "../../app/replay.js";
 import { Topology } from "../../app/topology.js";
-import type { IoRecordJson, MessageRecordJson, RecordJson, FlowAggregateJson, SwitchStatsJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, MessageRecordJson, RecordJson, FlowAggregateJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { generateTraffic, type GeneratedTraffic } from "../../traffic/src/generator.js";
 import { ioMismatches, ioRecordKey, ioTruthKey, onlyReferenceLost } from "../../app/self-check.js";
 

@@ -3,13 +3,15 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { Topology } from "../../app/topology.js";
 import { replaySwitches } from "../../app/replay.js";
-import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
-import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
-import { TelemetryController, type DigestBatch } from "../../p4runtime-controller/src/telemetry/controller.js";
+import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
+import { parseConfig } from "../../p4runtime-controller/src/config.js";
+import type { DigestBatch } from "../../contract/src/digest-batch.js";
+import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { crc32 } from "../../switch/src/bmv2/crc.js";
-import { buildFrame, cmMad, CmAttr, ipv4, ipv4Text, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
+import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, afterEach, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
-import type { RecordJson } from "../../exporter/src/records.js";
+import type { RecordJson } from "../../contract/src/records.js";
 import { checkRestartRecords, killAndRestartController } from "../support/controller-restart.js";
 
 const brokers = inject("kafkaBrokers");

@@ -5,14 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, describe, expect, inject, test } from "vitest";
-import { IoRecord, RawDigest } from "../../generated/proto/rdma/telemetry/v1/records.js";
+import { IoRecord, RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { replaySwitches } from "../../app/replay.js";
 import { Topology } from "../../app/topology.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
 import { DigestConsumer, rawDigestMessages } from "../../exporter/src/kafka/digest-bus.js";
 import { encodeRecord, encodeRawDigest, type TopicNames } from "../../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../../exporter/src/kafka/kafka-sink.js";
-import type { IoRecordJson, RecordJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
 

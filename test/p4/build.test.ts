@@ -2,8 +2,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { P4_NAMES } from "../../generated/p4info/telemetry-names.js";
-import { P4Schema } from "../../p4runtime-controller/src/lib/schema.js";
+import { P4_NAMES } from "../../contract/src/generated/telemetry-names.js";
+import { P4Schema } from "../../p4runtime/src/schema.js";
 // @ts-expect-error -- plain ESM script without types
 import { checkManifest } from "../../scripts/p4-build.mjs";
 

@@ -8,10 +8,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { P4Info } from "../../generated/proto/p4/config/v1/p4info.js";
-import { SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity, type FieldMatch, type Update } from "../../generated/proto/p4/v1/p4runtime.js";
-import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime-controller/src/lib/client.js";
-import { P4Schema } from "../../p4runtime-controller/src/lib/schema.js";
+import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
+import { SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity, type FieldMatch, type Update } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime/src/client.js";
+import { P4Schema } from "../../p4runtime/src/schema.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 

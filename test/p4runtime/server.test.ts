@@ -3,15 +3,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { P4Info } from "../../generated/proto/p4/config/v1/p4info.js";
-import { SetForwardingPipelineConfigRequest_Action, Update_Type, GetForwardingPipelineConfigRequest_ResponseType, type StreamMessageResponse } from "../../generated/proto/p4/v1/p4runtime.js";
-import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime-controller/src/lib/client.js";
-import { buildTableEntry, decodeTableEntry, tableEntity } from "../../p4runtime-controller/src/lib/entities.js";
-import { P4RuntimeError } from "../../p4runtime-controller/src/lib/errors.js";
-import { P4Schema } from "../../p4runtime-controller/src/lib/schema.js";
+import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
+import { SetForwardingPipelineConfigRequest_Action, Update_Type, GetForwardingPipelineConfigRequest_ResponseType, type StreamMessageResponse } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime/src/client.js";
+import { buildTableEntry, decodeTableEntry, tableEntity } from "../../p4runtime/src/entities.js";
+import { P4RuntimeError } from "../../p4runtime/src/errors.js";
+import { P4Schema } from "../../p4runtime/src/schema.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
-import { buildFrame, ipv4, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { ipv4 } from "../../contract/src/ipv4.js";
+import { buildFrame, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const p4infoText = readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8");

@@ -9,7 +9,7 @@ import { fork, spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { readIoFrames } from "./nvme-frames.js";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -20,7 +20,7 @@ export const AFTER_RESTART = 100;
 
 /** The software switch in a process of its own (see switch-process.ts), on `port` (0: any). */
 export async function startSwitch(children: ChildProcess[], port = 0): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(join(root, "test/support/switch-process.ts"), [String(port)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = fork(join(root, "test/support/switch-process.ts"), [String(port)], { execArgv: ["--conditions=source", "--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   children.push(child);
   const bound = await new Promise<number>((resolve, reject) => {
     child.once("message", (m: { port: number }) => resolve(m.port));
@@ -31,7 +31,7 @@ export async function startSwitch(children: ChildProcess[], port = 0): Promise<{
 
 /** `rdma-telemetry controller` with `args`; resolves once it is primary. */
 export function startController(args: string[], env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<ChildProcess> {
-  const c = spawn(process.execPath, ["--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   children.push(c);
   return new Promise((resolve, reject) => {
     c.stdout!.on("data", (d: Buffer) => {

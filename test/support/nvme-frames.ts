@@ -1,7 +1,8 @@
 // Frames of one NVMe read I/O on one queue (host 10.0.1.1 QP 0x101, target
 // 10.0.2.1 QP 0x801), as the process tests feed a switch: the command, its
 // data (which pairs the queue) and its response, each with its ingress port.
-import { buildFrame, ipv4, nvmeCqe, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { ipv4 } from "../../contract/src/ipv4.js";
+import { buildFrame, nvmeCqe, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
 
 const host = ipv4("10.0.1.1");
 const target = ipv4("10.0.2.1");

@@ -3,9 +3,10 @@
 // it is installed (see test/bmv2/harness.ts), on BMv2 simple_switch_grpc.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Topology } from "../../app/topology.js";
-import type { IoDigest } from "../../exporter/src/digests.js";
-import type { SwitchCounters } from "../../p4runtime-controller/src/telemetry/controller.js";
-import { buildFrame, ipv4, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+import type { IoDigest } from "../../contract/src/digests.js";
+import type { SwitchCounters } from "../../p4runtime-controller/src/controller.js";
+import { ipv4 } from "../../contract/src/ipv4.js";
+import { buildFrame, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { bmv2Target, softwareTarget, type PacketTarget } from "./targets.js";
 
 const topology = Topology.parse({

@@ -3,8 +3,8 @@
 // pairs), each configured by the telemetry controller over P4Runtime.
 import type { Topology } from "../../app/topology.js";
 import { Rig } from "../../app/rig.js";
-import type { TelemetryDigest } from "../../exporter/src/digests.js";
-import { TelemetryController } from "../../p4runtime-controller/src/telemetry/controller.js";
+import type { TelemetryDigest } from "../../contract/src/digests.js";
+import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
 import { announceSkip, Bmv2Switch, bmv2SkipReason, Wire, type WireFrame } from "../bmv2/harness.js";
 
 export interface Sent {

@@ -3,12 +3,17 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { expect, test } from "vitest";
-import { parseConfig } from "../../p4runtime-controller/src/telemetry/config.js";
+import { parseConfig } from "../../p4runtime-controller/src/config.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const read = (f: string) => readFileSync(join(root, f), "utf8");
 
-/** Every repository file the command's code imports, transitively (relative imports). */
+/** The workspace packages by name: their folders. */
+const workspaces = new Map<string, string>(
+  (JSON.parse(read("package.json")) as { workspaces: string[] }).workspaces.map((dir) => [(JSON.parse(read(`${dir}/package.json`)) as { name: string }).name, dir]),
+);
+
+/** Every repository file the command's code imports, transitively (relative imports and the workspace packages, with their package.json). */
 function importGraph(entry: string): Set<string> {
   const seen = new Set<string>();
   const todo = [join(root, entry)];
@@ -16,10 +21,19 @@ function importGraph(entry: string): Set<string> {
     const f = todo.pop()!;
     if (seen.has(f)) continue;
     seen.add(f);
-    for (const m of readFileSync(f, "utf8").matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)) {
-      const target = resolve(dirname(f), m[1]!.replace(/\.js$/, ".ts"));
-      if (existsSync(target) && statSync(target).isFile()) todo.push(target);
-      else if (existsSync(target.replace(/\.ts$/, ".js"))) todo.push(target.replace(/\.ts$/, ".js"));
+    if (f.endsWith(".json")) continue;
+    for (const m of readFileSync(f, "utf8").matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+      const spec = m[1]!;
+      if (spec.startsWith(".")) {
+        const target = resolve(dirname(f), spec.replace(/\.js$/, ".ts"));
+        if (existsSync(target) && statSync(target).isFile()) todo.push(target);
+        else if (existsSync(target.replace(/\.ts$/, ".js"))) todo.push(target.replace(/\.ts$/, ".js"));
+        continue;
+      }
+      const pkg = /^(@rdma-telemetry\/[\w-]+)(?:\/proto\/(.+))?$/.exec(spec);
+      const dir = pkg && workspaces.get(pkg[1]!);
+      if (!dir) continue;
+      todo.push(join(root, dir, "package.json"), join(root, dir, pkg[2] ? `src/generated/${pkg[2]}.ts` : "src/index.ts"));
     }
   }
   return seen;

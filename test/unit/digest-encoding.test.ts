@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { StreamMessageResponse } from "../../generated/proto/p4/v1/p4runtime.js";
+import { StreamMessageResponse } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { encodeDigestListMessage } from "../../switch/src/p4runtime/digest-encoding.js";
 
 test("the hand-written digest list encoding is what the generated decoder reads", () => {
@@ -20,7 +20,7 @@ test("the hand-written digest list encoding is what the generated decoder reads"
 });
 
 test("the fast decoder reads what the encoder writes, and falls back for other messages", async () => {
-  const { decodeStreamMessageResponse, isFastDigestList, memberBytes } = await import("../../p4runtime-controller/src/lib/digest-decoding.js");
+  const { decodeStreamMessageResponse, isFastDigestList, memberBytes } = await import("../../p4runtime/src/digest-decoding.js");
   const samples = [[0, 1, 0x0a000101, 2 ** 48 - 1], [4_294_967_295, 0, 255, (1n << 48n) + 256n]];
   const m = decodeStreamMessageResponse(encodeDigestListMessage(9, 77n, 1_800_000_000_000_000_001n, samples));
   expect(m.update?.$case).toBe("digest");

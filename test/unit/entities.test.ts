@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { buildTableEntry } from "../../p4runtime-controller/src/lib/entities.js";
-import { P4Schema } from "../../p4runtime-controller/src/lib/schema.js";
-import { P4_NAMES } from "../../generated/p4info/telemetry-names.js";
+import { buildTableEntry } from "../../p4runtime/src/entities.js";
+import { P4Schema } from "../../p4runtime/src/schema.js";
+import { P4_NAMES } from "../../contract/src/generated/telemetry-names.js";
 
 const schema = P4Schema.fromJson(readFileSync(new URL("../../p4/build/telemetry.p4info.json", import.meta.url), "utf8"));
 const route = (dst: string) => buildTableEntry(schema, { table: P4_NAMES.tables.forwarding_ipv4_routes.name, match: { dst_addr: dst }, action: { name: P4_NAMES.actions.forwarding_route.name, params: { port: 4 } } });

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { JsonlSink, OutputError } from "../../exporter/src/jsonl-sink.js";
-import type { RecordJson } from "../../exporter/src/records.js";
+import type { RecordJson } from "../../contract/src/records.js";
 
 const dir = mkdtempSync(join(tmpdir(), "jsonl-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { ListClock, PLAUSIBLE_UNIX_NS } from "../../p4runtime-controller/src/telemetry/list-clock.js";
+import { ListClock, PLAUSIBLE_UNIX_NS } from "../../p4runtime-controller/src/list-clock.js";
 
 test("Unix list timestamps pass unchanged", () => {
   const c = new ListClock(() => 5n);

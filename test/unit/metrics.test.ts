@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { decodeDigest, BadDigestError, EXPECTED, type IoDigest, type MsgDigest } from "../../exporter/src/digests.js";
+import { decodeDigest, BadDigestError, EXPECTED, type IoDigest, type MsgDigest } from "../../contract/src/digests.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
-import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../exporter/src/records.js";
+import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../contract/src/records.js";
 
 const T0 = 1_800_000_000_000_000_000n;
 const host = 0x0a000101;
@@ -231,8 +231,8 @@ describe("the digest contract", () => {
     const { readFileSync, writeFileSync, mkdtempSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { tmpdir } = await import("node:os");
-    const { parseConfig } = await import("../../p4runtime-controller/src/telemetry/config.js");
-    const { TelemetryController } = await import("../../p4runtime-controller/src/telemetry/controller.js");
+    const { parseConfig } = await import("../../p4runtime-controller/src/config.js");
+    const { TelemetryController } = await import("../../p4runtime-controller/src/controller.js");
     const root = new URL("../..", import.meta.url).pathname;
     const p4info = JSON.parse(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8")) as { typeInfo: { structs: Record<string, { members: Array<{ name: string }> }> } };
     p4info.typeInfo.structs.io_digest_t!.members = p4info.typeInfo.structs.io_digest_t!.members.filter((m) => m.name !== "host_qp");

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { WriteRequest, Update_Type, StreamMessageResponse } from "../../generated/proto/p4/v1/p4runtime.js";
-import { IoRecord, IoOp, Mode, RawDigest } from "../../generated/proto/rdma/telemetry/v1/records.js";
+import { WriteRequest, Update_Type, StreamMessageResponse } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { IoRecord, IoOp, Mode, RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 
 describe("generated protobuf code", () => {
   test("a P4Runtime write request round-trips, oneofs as discriminated unions and 64-bit ids as bigint", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
-import type { RecordJson } from "../../exporter/src/records.js";
+import type { RecordJson } from "../../contract/src/records.js";
 
 const iv = { interval_start_unix_ns: "1800000000000000000" };
 const ivEnd = { ...iv, interval_end_unix_ns: "1800000001000000000" };

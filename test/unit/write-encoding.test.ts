@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
-import { TableEntry, Update, Update_Type, WriteRequest, WriteRequest_Atomicity, type FieldMatch } from "../../generated/proto/p4/v1/p4runtime.js";
-import { encodeWriteRequest } from "../../p4runtime-controller/src/lib/write-encoding.js";
+import { TableEntry, Update, Update_Type, WriteRequest, WriteRequest_Atomicity, type FieldMatch } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { encodeWriteRequest } from "../../p4runtime/src/write-encoding.js";
 
 let seed = 5;
 const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % n;

@@ -20,7 +20,8 @@ import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, 
 
 export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, PortSpec, SwitchCapture, Topology } from "./types.js";
 import { PcapWriter, writePcap } from "./pcap.js";
-import { buildFrame, ipv4, ipv4Text, Opcode, type RoceFrame } from "./roce.js";
+import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
+import { buildFrame, Opcode, type RoceFrame } from "./roce.js";
 
 export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   seed: 1,

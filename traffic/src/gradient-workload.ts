@@ -4,7 +4,8 @@
 // flow, an idle GPU stretching the gap). One flow is simulated message by
 // message, as an event source of the generator's time-ordered loop.
 import type { FabricModel } from "./nvme-workload.js";
-import { ipv4Text, Opcode, type RoceFrame } from "./roce.js";
+import { ipv4Text } from "@rdma-telemetry/contract";
+import { Opcode, type RoceFrame } from "./roce.js";
 import type { GeneratorOptions, MessageTruth } from "./types.js";
 
 const PSN_MASK = 0xffffff;

@@ -19,7 +19,8 @@
 // be missing from a capture, and some I/Os fail with an NVMe error.
 import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./types.js";
 import { Heap } from "./heap.js";
-import { cmMad, CmAttr, ipv4Text, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
+import { ipv4Text } from "@rdma-telemetry/contract";
+import { cmMad, CmAttr, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
 
 /** A packet's place in a capture: its time, then the order it was emitted in. */
 export interface RowRef {

@@ -50,16 +50,6 @@ export interface RoceFrame {
   vlan?: number;
 }
 
-export function ipv4(text: string): number {
-  const parts = text.split(".").map(Number);
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) throw new Error(`not an IPv4 address: '${text}'`);
-  return ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
-}
-
-export function ipv4Text(v: number): string {
-  return `${(v >>> 24) & 255}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
-}
-
 function macFor(ip: number): Buffer {
   const m = Buffer.alloc(6);
   m[0] = 0x02;

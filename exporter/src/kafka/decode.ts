@@ -14,8 +14,8 @@ import {
   SwitchStats,
   type Interval,
   type Stats,
-} from "../../../generated/proto/rdma/telemetry/v1/records.js";
-import type { ModeName, RecordJson, StatsJson } from "../records.js";
+} from "../generated/rdma/telemetry/v1/records.js";
+import type { ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 
 const mode = (m: Mode): ModeName => (m === Mode.MODE_FULL ? "full" : m === Mode.MODE_POLLING ? "polling" : "off");
 const op = (o: IoOp): "read" | "write" => (o === IoOp.IO_OP_READ ? "read" : "write");

@@ -3,11 +3,10 @@
 // are keyed by host|target, message digests by src|dst|dest_qp. Exporters
 // consume the topic as one consumer group and scale out by partitions.
 import { Kafka, logLevel, type Consumer } from "kafkajs";
-import { RawDigest } from "../../../generated/proto/rdma/telemetry/v1/records.js";
-import { ipv4Text } from "../../../traffic/src/roce.js";
-import { memberBytes } from "../../../p4runtime-controller/src/lib/digest-decoding.js";
-import type { DigestBatch } from "../../../p4runtime-controller/src/telemetry/controller.js";
-import { decodeDigest, EXPECTED, type TelemetryDigest } from "../digests.js";
+import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
+import { memberBytes } from "@rdma-telemetry/p4runtime";
+import { ipv4Text, type DigestBatch } from "@rdma-telemetry/contract";
+import { decodeDigest, EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import type { KafkaSecurity } from "./security.js";
 

@@ -13,11 +13,11 @@ import {
   RawDigest,
   Stats,
   SwitchStats,
-} from "../../../generated/proto/rdma/telemetry/v1/records.js";
+} from "../generated/rdma/telemetry/v1/records.js";
 
 /** A Buffer over the encoder's fresh output, without copying it. */
 const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-import type { ModeName, RecordJson, StatsJson } from "../records.js";
+import type { ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 
 export interface TopicNames {
   io: string;

@@ -8,7 +8,7 @@
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
-import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
+import type { Logger } from "@rdma-telemetry/p4runtime";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KeyedPartitioner } from "./partitioner.js";
 import { describeKafkaError, type KafkaSecurity } from "./security.js";

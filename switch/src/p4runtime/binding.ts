@@ -2,12 +2,12 @@
 // tables, actions, counters and learn lists, and P4Runtime entities to table
 // entries. A P4Info that does not describe the program is rejected here with
 // the name of the first object that disagrees.
-import type { Action as P4InfoAction, Table as P4InfoTable } from "../../../generated/proto/p4/config/v1/p4info.js";
-import { MatchField_MatchType } from "../../../generated/proto/p4/config/v1/p4info.js";
-import { TableEntry as P4TableEntry, type FieldMatch, type TableAction } from "../../../generated/proto/p4/v1/p4runtime.js";
-import { P4RuntimeError } from "../../../p4runtime-controller/src/lib/errors.js";
-import { P4Schema } from "../../../p4runtime-controller/src/lib/schema.js";
-import { decodeBits, encodeBits } from "../../../p4runtime-controller/src/lib/values.js";
+import type { Action as P4InfoAction, Table as P4InfoTable } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
+import { MatchField_MatchType } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
+import { TableEntry as P4TableEntry, type FieldMatch, type TableAction } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
+import { P4Schema } from "@rdma-telemetry/p4runtime";
+import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
 import type { CompiledProgram, CounterArray } from "../bmv2/program.js";
 import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
 

@@ -11,9 +11,9 @@
 // server decodes that update the generic way, which gives the error.
 // Wire format: p4/v1/p4runtime.proto.
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
-import { MatchField_MatchType } from "../../../generated/proto/p4/config/v1/p4info.js";
-import { Uint128, Update, Update_Type, WriteRequest_Atomicity } from "../../../generated/proto/p4/v1/p4runtime.js";
-import { P4RuntimeError } from "../../../p4runtime-controller/src/lib/errors.js";
+import { MatchField_MatchType } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
+import { Uint128, Update, Update_Type, WriteRequest_Atomicity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
 import type { ActionCall, KeyMatch, Value } from "../bmv2/table.js";
 import type { PipelineBinding, TableBinding } from "./binding.js";
 

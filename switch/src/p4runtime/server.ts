@@ -3,9 +3,9 @@
 // forwarding pipeline config, batched writes with per-update errors, reads
 // with wildcards, and the stream channel (digest lists with acks, packet-out).
 import * as grpc from "@grpc/grpc-js";
-import { Any } from "../../../generated/proto/google/protobuf/any.js";
-import { Status } from "../../../generated/proto/google/rpc/status.js";
-import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
+import { Any } from "@rdma-telemetry/p4runtime/proto/google/protobuf/any";
+import { Status } from "@rdma-telemetry/p4runtime/proto/google/rpc/status";
+import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import {
   Error as P4Error,
   GetForwardingPipelineConfigRequest_ResponseType,
@@ -28,9 +28,9 @@ import {
   type Uint128,
   type Update,
   type WriteResponse,
-} from "../../../generated/proto/p4/v1/p4runtime.js";
-import { GRPC_CODE, P4RuntimeError, type ErrorCode } from "../../../p4runtime-controller/src/lib/errors.js";
-import { P4Schema } from "../../../p4runtime-controller/src/lib/schema.js";
+} from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import { GRPC_CODE, P4RuntimeError, type ErrorCode } from "@rdma-telemetry/p4runtime";
+import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { CompiledProgram } from "../bmv2/program.js";
 import type { Bmv2Json } from "../bmv2/json.js";
 import { TableError } from "../bmv2/table.js";

@@ -3,7 +3,7 @@
 // twice writes nothing, and after a reconnect the switch is brought back to
 // the desired state from what a Read shows (nothing duplicated, nothing left
 // behind in the tables this state manages).
-import { TableEntry, Update_Type, type DigestEntry, type Update } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { TableEntry, Update_Type, type DigestEntry, type Update } from "./generated/p4/v1/p4runtime.js";
 
 function matchKey(te: TableEntry): string {
   const m = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((f) => {

@@ -2,7 +2,7 @@
 // A digest arrives as one value per struct member, in declaration order,
 // whichever way it came: from the software switch, or over P4Runtime as a
 // P4Data struct of bitstrings. Decoding checks every member's name and width.
-import { P4_CONSTANTS, P4_NAMES } from "../../generated/p4info/telemetry-names.js";
+import { P4_CONSTANTS, P4_NAMES } from "./generated/telemetry-names.js";
 
 export interface DigestFieldSpec {
   name: string;

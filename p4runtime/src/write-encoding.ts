@@ -5,7 +5,7 @@
 // something else (other entities, meters, counters, action profiles, `other`
 // matches, negative numbers) is encoded by the generated encoder, in place.
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Update, WriteRequest, type FieldMatch, type TableEntry } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { Update, WriteRequest, type FieldMatch, type TableEntry } from "./generated/p4/v1/p4runtime.js";
 
 /** Bytes of a uint32 varint. */
 function vlen(n: number): number {

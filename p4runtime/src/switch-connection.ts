@@ -3,17 +3,19 @@
 // state, then receive. On a stream error: back off (exponential, jittered)
 // and start again. Events tell the owner what happened.
 import { EventEmitter } from "node:events";
-import type { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
+import type { P4Info } from "./generated/p4/config/v1/p4info.js";
 import {
   GetForwardingPipelineConfigRequest_ResponseType,
   SetForwardingPipelineConfigRequest_Action,
   type DigestList,
   type PacketIn,
   type Update,
-} from "../../../generated/proto/p4/v1/p4runtime.js";
+} from "./generated/p4/v1/p4runtime.js";
 import { fromUint128, P4RuntimeClient, P4WriteError, toUint128, type ClientOptions, type StreamChannel } from "./client.js";
 import type { DesiredState } from "./desired-state.js";
+import { Backoff, isRetriable, type BackoffOptions } from "./backoff.js";
 import { P4RuntimeError } from "./errors.js";
+import { silentLogger, type Logger } from "./logger.js";
 
 export interface PipelineSpec {
   p4info: P4Info;
@@ -34,14 +36,6 @@ function newSession(): bigint {
   return BigInt(1 + Math.floor(Math.random() * 0xfffffffe));
 }
 
-export interface Logger {
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 export interface ConnectionOptions extends ClientOptions {
   electionId: bigint;
@@ -49,7 +43,8 @@ export interface ConnectionOptions extends ClientOptions {
   pipeline: PipelineSpec;
   state: DesiredState;
   logger?: Logger;
-  backoff?: { initialMs: number; maxMs: number };
+  /** reconnection backoff; a set-up failure that is not retriable waits `notRetriableMs` */
+  backoff?: BackoffOptions;
 }
 
 export interface ConnectionEvents {
@@ -115,18 +110,20 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private async run(): Promise<void> {
-    const { initialMs, maxMs } = this.options.backoff ?? { initialMs: 100, maxMs: 2000 };
-    let delay = initialMs;
+    const backoff = new Backoff(this.options.backoff ?? { initialMs: 100, maxMs: 2000 });
     while (!this.abort.signal.aborted) {
+      this.failure = undefined;
       const ok = await this.session();
       if (this.abort.signal.aborted) break;
-      if (ok) delay = initialMs;
-      const wait = Math.min(maxMs, delay) * (0.5 + Math.random() / 2);
+      if (ok && this.failure === undefined) backoff.reset();
+      const wait = backoff.next(this.failure);
       this.log.debug("reconnecting", { inMs: Math.round(wait) });
       await sleep(wait, this.abort.signal);
-      delay = Math.min(maxMs, delay * 2);
     }
   }
+
+  /** Why the last session ended, when setting up the switch failed. */
+  private failure: unknown;
 
   /** One stream session; true when it reached the arbitration response. */
   private async session(): Promise<boolean> {
@@ -158,7 +155,8 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
             this.log.info("became primary", { electionId: this.options.electionId.toString() });
             // Set up in the background: the stream must keep being read meanwhile.
             void this.becamePrimary().catch((err: unknown) => {
-              this.log.error("setting up the switch failed", { error: (err as Error).message });
+              this.failure = err;
+              this.log.error("setting up the switch failed", { error: (err as Error).message, retriable: isRetriable(err) });
               ch.close();
             });
           } else if (!nowPrimary) {

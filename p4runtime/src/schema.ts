@@ -1,6 +1,6 @@
 // P4Info with lookups by name, alias or id. Users name things; ids stay inside.
 // A failed lookup says what exists: "no table named 'x'. Did you mean 'y'?"
-import { P4Info, type Action, type Counter, type Digest, type DirectCounter, type MatchField, type Table } from "../../../generated/proto/p4/config/v1/p4info.js";
+import { P4Info, type Action, type Counter, type Digest, type DirectCounter, type MatchField, type Table } from "./generated/p4/config/v1/p4info.js";
 import { P4SchemaError } from "./errors.js";
 
 type Named = { preamble?: { id: number; name: string; alias: string } | undefined };

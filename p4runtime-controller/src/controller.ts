@@ -5,16 +5,15 @@
 import { createHash, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { EventEmitter } from "node:events";
-import { P4Info } from "../../../generated/proto/p4/config/v1/p4info.js";
-import type { P4BitstringLikeTypeSpec } from "../../../generated/proto/p4/config/v1/p4types.js";
-import type { DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
-import { P4_NAMES, SWITCH_COUNTER_NAMES } from "../../../generated/p4info/telemetry-names.js";
-import { checkSchema, decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, type DigestSchema, type TelemetryDigest } from "../../../exporter/src/digests.js";
-import { isFastDigestList, type DigestMember } from "../lib/digest-decoding.js";
-import { buildTableEntry, digestValues } from "../lib/entities.js";
-import { DesiredState } from "../lib/desired-state.js";
-import { P4Schema } from "../lib/schema.js";
-import { SwitchConnection, silentLogger, type Logger } from "../lib/switch-connection.js";
+import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
+import type { P4BitstringLikeTypeSpec } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4types";
+import type { DigestList } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import { checkSchema, decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, type DigestBatch, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { isFastDigestList, type DigestMember } from "@rdma-telemetry/p4runtime";
+import { buildTableEntry, digestValues } from "@rdma-telemetry/p4runtime";
+import { DesiredState } from "@rdma-telemetry/p4runtime";
+import { P4Schema } from "@rdma-telemetry/p4runtime";
+import { SwitchConnection, silentLogger, type Logger } from "@rdma-telemetry/p4runtime";
 import { ConfigError, type ControllerConfig, type Mode } from "./config.js";
 import { ListClock } from "./list-clock.js";
 import { Rotation } from "./rotation.js";
@@ -24,27 +23,6 @@ const A = P4_NAMES.actions;
 
 const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
 const MODE_CODE = { full: 1, polling: 2 } as const;
-
-export interface DigestBatch {
-  switchId: string;
-  listTimestampNs: bigint;
-  digests: TelemetryDigest[];
-  /** samples of this list that could not be decoded (counted, and reported on switch_stats) */
-  badDigests: number;
-  /**
-   * The switch session the list belongs to: it moves on when this controller
-   * pushes the pipeline (a switch that restarted, or a new pipeline), after
-   * which the switch's clock, sequence numbers and registers start anew.
-   */
-  session: number;
-  /**
-   * With `deferAck`, the owner acknowledges the list to the switch by calling
-   * this once its digests are safe (e.g. journaled and fsync'd).
-   */
-  ack?: () => void;
-  /** the raw samples, by digest name, for the raw-digest topic */
-  raw: { digest: string; samples: DigestMember[][] };
-}
 
 export interface ControllerEvents {
   primary: [];

@@ -3,7 +3,7 @@
 // send side; cancellation by AbortSignal. gRPC errors are wrapped once, here,
 // into P4RuntimeError / P4WriteError (which keeps every per-update error).
 import * as grpc from "@grpc/grpc-js";
-import { Status } from "../../../generated/proto/google/rpc/status.js";
+import { Status } from "./generated/google/rpc/status.js";
 import {
   CapabilitiesRequest,
   Error as P4Error,
@@ -21,7 +21,7 @@ import {
   type StreamMessageResponse,
   type Uint128,
   type Update,
-} from "../../../generated/proto/p4/v1/p4runtime.js";
+} from "./generated/p4/v1/p4runtime.js";
 import { decodeStreamMessageResponse } from "./digest-decoding.js";
 import { encodeWriteRequest } from "./write-encoding.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
@@ -41,9 +41,28 @@ export interface ClientOptions {
   deviceId: bigint;
   /** omitted: plaintext */
   tls?: TlsOptions;
-  /** per-call deadline for unary calls, ms */
+  /** per-call deadline for unary calls and reads, ms */
   timeoutMs?: number;
+  /** grpc-js channel options, over the defaults (DEFAULT_CHANNEL_OPTIONS) */
+  channelOptions?: grpc.ChannelOptions;
+  /**
+   * StreamChannel messages held for a reader that is behind: above this the
+   * stream is paused (HTTP/2 flow control then holds the switch back) until
+   * the reader has taken half of them. Default 4096.
+   */
+  streamHighWaterMark?: number;
 }
+
+/** The channel options the client starts from. */
+export const DEFAULT_CHANNEL_OPTIONS: Readonly<grpc.ChannelOptions> = {
+  "grpc.max_receive_message_length": 64 << 20,
+  "grpc.max_send_message_length": 64 << 20,
+  "grpc.initial_reconnect_backoff_ms": 200,
+  "grpc.max_reconnect_backoff_ms": 2000,
+  // Digest lists of a thousand samples are ~60 KiB: with the default 64 KiB
+  // HTTP/2 window the switch would wait for a window update after each one.
+  "grpc-node.flow_control_window": 8 << 20,
+};
 
 export interface UpdateError {
   index: number;
@@ -73,7 +92,8 @@ export class P4WriteError extends P4RuntimeError {
   }
 }
 
-const RETRIABLE = new Set<ErrorCode>(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"]);
+// What a later attempt can mend by itself: the switch away or busy, a call cut short.
+const RETRIABLE = new Set<ErrorCode>(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED", "UNKNOWN", "INTERNAL"]);
 
 /** Wraps a grpc-js error, decoding P4Runtime per-update errors from the status details. */
 export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
@@ -125,6 +145,10 @@ export interface StreamChannel extends AsyncIterable<StreamMessageResponse> {
   send(msg: StreamMessageRequest): void;
   close(): void;
   readonly closed: Promise<P4RuntimeError | undefined>;
+  /** messages received and not yet taken by the reader */
+  readonly buffered: number;
+  /** true while the stream is paused for a reader that is behind */
+  readonly paused: boolean;
 }
 
 export class P4RuntimeClient {
@@ -134,15 +158,7 @@ export class P4RuntimeClient {
     const creds = options.tls
       ? grpc.credentials.createSsl(options.tls.ca ?? null, options.tls.key ?? null, options.tls.cert ?? null)
       : grpc.credentials.createInsecure();
-    const channelOptions: grpc.ChannelOptions = {
-      "grpc.max_receive_message_length": 64 << 20,
-      "grpc.max_send_message_length": 64 << 20,
-      "grpc.initial_reconnect_backoff_ms": 200,
-      "grpc.max_reconnect_backoff_ms": 2000,
-      // Digest lists of a thousand samples are ~60 KiB: with the default 64 KiB
-      // HTTP/2 window the switch would wait for a window update after each one.
-      "grpc-node.flow_control_window": 8 << 20,
-    };
+    const channelOptions: grpc.ChannelOptions = { ...DEFAULT_CHANNEL_OPTIONS, ...options.channelOptions };
     if (options.tls?.serverName) channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
     this.grpcClient = new FastClient(options.address, creds, channelOptions) as unknown as GrpcP4RuntimeClient;
   }
@@ -155,11 +171,9 @@ export class P4RuntimeClient {
     this.grpcClient.close();
   }
 
-  private callOptions(signal?: AbortSignal): Partial<grpc.CallOptions> {
-    const o: Partial<grpc.CallOptions> = {};
-    if (this.options.timeoutMs) o.deadline = Date.now() + this.options.timeoutMs;
-    void signal;
-    return o;
+  /** The deadline of a call; cancellation by AbortSignal is wired to each call (see cancelOn). */
+  private callOptions(): Partial<grpc.CallOptions> {
+    return this.options.timeoutMs ? { deadline: Date.now() + this.options.timeoutMs } : {};
   }
 
   private unary<Req, Res>(what: string, fn: (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (err: grpc.ServiceError | null, res: Res) => void) => grpc.ClientUnaryCall, req: Req, signal?: AbortSignal): Promise<Res> {
@@ -168,13 +182,13 @@ export class P4RuntimeClient {
         reject(new P4RuntimeError(`${what}: aborted`, "CANCELLED"));
         return;
       }
-      const call = fn.call(this.grpcClient, req, new grpc.Metadata(), this.callOptions(signal), (err, res) => {
-        signal?.removeEventListener("abort", onAbort);
+      let release = () => {};
+      const call = fn.call(this.grpcClient, req, new grpc.Metadata(), this.callOptions(), (err, res) => {
+        release();
         if (err) reject(wrapGrpcError(err, what));
         else resolve(res);
       });
-      const onAbort = () => call.cancel();
-      signal?.addEventListener("abort", onAbort, { once: true });
+      release = cancelOn(signal, call);
     });
   }
 
@@ -193,15 +207,15 @@ export class P4RuntimeClient {
   }
 
   async *read(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): AsyncGenerator<Entity> {
-    const call = this.grpcClient.read(ReadRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", entities }), new grpc.Metadata(), this.callOptions(opts.signal));
-    const onAbort = () => call.cancel();
-    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) throw new P4RuntimeError("Read: aborted", "CANCELLED");
+    const call = this.grpcClient.read(ReadRequest.fromPartial({ deviceId: this.deviceId, role: opts.role ?? "", entities }), new grpc.Metadata(), this.callOptions());
+    const release = cancelOn(opts.signal, call);
     try {
       for await (const res of call as AsyncIterable<{ entities: Entity[] }>) yield* res.entities;
     } catch (err) {
       throw wrapGrpcError(err, "Read");
     } finally {
-      opts.signal?.removeEventListener("abort", onAbort);
+      release();
     }
   }
 
@@ -219,29 +233,40 @@ export class P4RuntimeClient {
     return this.unary("GetForwardingPipelineConfig", this.grpcClient.getForwardingPipelineConfig as never, GetForwardingPipelineConfigRequest.fromPartial({ deviceId: this.deviceId, responseType }), signal);
   }
 
-  /** Opens the StreamChannel. Messages arrive in order; the iterator ends when the stream does. */
+  /**
+   * Opens the StreamChannel. Messages arrive in order; the iterator ends when
+   * the stream does. A reader that falls behind by `streamHighWaterMark`
+   * messages pauses the stream until it catches up.
+   */
   streamChannel(signal?: AbortSignal): StreamChannel {
     const call = this.grpcClient.streamChannel(new grpc.Metadata(), {});
+    const high = Math.max(2, this.options.streamHighWaterMark ?? 4096);
     const queue: StreamMessageResponse[] = [];
+    let head = 0;
+    let paused = false;
     let wake: (() => void) | undefined;
     let done = false;
     let resolveClosed!: (e: P4RuntimeError | undefined) => void;
-    const onAbort = () => call.cancel();
     const closed = new Promise<P4RuntimeError | undefined>((r) => (resolveClosed = r));
+    let release = () => {};
     const finish = (err?: P4RuntimeError) => {
       if (done) return;
       done = true;
-      signal?.removeEventListener("abort", onAbort);
+      release();
       resolveClosed(err);
       wake?.();
     };
     call.on("data", (m: StreamMessageResponse) => {
       queue.push(m);
+      if (!paused && queue.length - head >= high) {
+        paused = true;
+        call.pause();
+      }
       wake?.();
     });
     call.on("error", (err) => finish(wrapGrpcError(err, "StreamChannel")));
     call.on("end", () => finish(undefined));
-    signal?.addEventListener("abort", onAbort, { once: true });
+    release = cancelOn(signal, call);
     return {
       send: (msg) => {
         if (!done) call.write(StreamMessageRequest.fromPartial(msg));
@@ -252,9 +277,27 @@ export class P4RuntimeClient {
         finish(undefined);
       },
       closed,
+      get buffered() {
+        return queue.length - head;
+      },
+      get paused() {
+        return paused;
+      },
       async *[Symbol.asyncIterator]() {
         for (;;) {
-          while (queue.length) yield queue.shift()!;
+          while (head < queue.length) {
+            const m = queue[head]!;
+            queue[head++] = undefined as never;
+            if (head > 1024 && head * 2 > queue.length) {
+              queue.splice(0, head);
+              head = 0;
+            }
+            if (paused && queue.length - head <= high / 2) {
+              paused = false;
+              call.resume();
+            }
+            yield m;
+          }
           if (done) return;
           await new Promise<void>((r) => (wake = r));
           wake = undefined;
@@ -262,4 +305,16 @@ export class P4RuntimeClient {
       },
     };
   }
+}
+
+/** Cancels `call` when `signal` aborts (at once if it already has); returns the function that lets go of the signal. */
+function cancelOn(signal: AbortSignal | undefined, call: { cancel(): void }): () => void {
+  if (!signal) return () => {};
+  if (signal.aborted) {
+    call.cancel();
+    return () => {};
+  }
+  const onAbort = () => call.cancel();
+  signal.addEventListener("abort", onAbort, { once: true });
+  return () => signal.removeEventListener("abort", onAbort);
 }

@@ -14,8 +14,10 @@ export type ErrorCode =
   | "UNAVAILABLE"
   | "DEADLINE_EXCEEDED"
   | "CANCELLED"
+  | "ABORTED"
   | "INTERNAL"
-  | "UNKNOWN";
+  | "UNKNOWN"
+  | "UNAUTHENTICATED";
 
 /** gRPC status codes by name. */
 export const GRPC_CODE: Readonly<Record<ErrorCode | "OK", number>> = {
@@ -29,10 +31,12 @@ export const GRPC_CODE: Readonly<Record<ErrorCode | "OK", number>> = {
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
   FAILED_PRECONDITION: 9,
+  ABORTED: 10,
   OUT_OF_RANGE: 11,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
   UNAVAILABLE: 14,
+  UNAUTHENTICATED: 16,
 };
 
 export function codeName(code: number): ErrorCode | "OK" {

@@ -3,8 +3,8 @@
 // six bytes (48 bits, exact in a double) and a view into the message for a
 // longer one. The generated P4Data objects are built only if someone asks
 // for `data`. Other messages go through the generated decoder.
-import type { P4Data } from "../../../generated/proto/p4/v1/p4data.js";
-import { StreamMessageResponse, type DigestList } from "../../../generated/proto/p4/v1/p4runtime.js";
+import type { P4Data } from "./generated/p4/v1/p4data.js";
+import { StreamMessageResponse, type DigestList } from "./generated/p4/v1/p4runtime.js";
 
 /** One member of a digest sample: its value if it has at most 48 bits, else its bitstring. */
 export type DigestMember = number | Uint8Array;

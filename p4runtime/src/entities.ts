@@ -1,8 +1,8 @@
 // Entities by name: table entries with every match kind, counters and digest
 // entries, built from a P4Schema and decoded back symmetrically.
-import { MatchField_MatchType, type Table } from "../../../generated/proto/p4/config/v1/p4info.js";
-import type { P4Data } from "../../../generated/proto/p4/v1/p4data.js";
-import { TableEntry, type Entity, type FieldMatch } from "../../../generated/proto/p4/v1/p4runtime.js";
+import { MatchField_MatchType, type Table } from "./generated/p4/config/v1/p4info.js";
+import type { P4Data } from "./generated/p4/v1/p4data.js";
+import { TableEntry, type Entity, type FieldMatch } from "./generated/p4/v1/p4runtime.js";
 import { P4ValueError } from "./errors.js";
 import type { P4Schema } from "./schema.js";
 import { decodeBits, encodeBits, parsePrefix, parseScalar, type Scalar } from "./values.js";

@@ -2,12 +2,17 @@
 // (snake_case, units in names). JSON lines carry them as they are; Kafka
 // carries them as the protobuf messages of proto/rdma/telemetry/v1.
 
-import type { SketchSummary } from "./sketch.js";
-
 export type ModeName = "full" | "polling" | "off";
 
-/** A distribution: count, min, mean, p50, p99, max (the sketch's summary). */
-export type StatsJson = SketchSummary;
+/** A distribution: count, min, mean, p50, p99, max (the exporter's sketch summarises into it). */
+export interface StatsJson {
+  count: number;
+  min: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
 
 export interface IoRecordJson {
   type: "io";

@@ -1,0 +1,4 @@
+// @rdma-telemetry/controller: the telemetry controller of one switch.
+export * from "./config.js";
+export * from "./controller.js";
+export * from "./paths.js";

@@ -1,0 +1,7 @@
+// @rdma-telemetry/switch: the software switch (BMv2 JSON, v1model) and its
+// P4Runtime server.
+export * from "./software-switch.js";
+export * from "./p4runtime/server.js";
+export { CompiledProgram } from "./bmv2/program.js";
+export { Pipeline } from "./bmv2/pipeline.js";
+export type { Bmv2Json } from "./bmv2/json.js";

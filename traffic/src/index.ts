@@ -1,0 +1,5 @@
+// @rdma-telemetry/traffic: generated RoCEv2 traffic with its ground truth,
+// and pcap/pcapng captures.
+export * from "./generator.js";
+export * from "./pcap.js";
+export * from "./roce.js";
