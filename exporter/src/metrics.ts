@@ -17,22 +17,13 @@ import {
   type MsgDigest,
   type TelemetryDigest,
 } from "@rdma-telemetry/contract";
-import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MessageRecordJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "@rdma-telemetry/contract";
-import { SeqTracker } from "./seq-tracker.js";
-import { QuantileSketch } from "./sketch.js";
+import { modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
+import { flowIntervalRecord, IntervalAggregates, ioIntervalRecord, type SwitchInterval } from "./metrics/aggregates.js";
+import { SwitchClock } from "./metrics/switch-clock.js";
+import { SwitchHealth, type SwitchCounterFigures } from "./metrics/switch-health.js";
 
-/** The switch counters a switch_stats record carries (read by the controller). */
-export interface SwitchCounterFigures {
-  untracked_flows: number;
-  untracked_ios: number;
-  ioref_overwritten: number;
-  parser_errors: number;
-  unknown_opcodes: number;
-  io_replaced: number;
-  io_unpaired_responses: number;
-  queue_pairs_learned: number;
-  cnp_untracked: number;
-}
+export { SwitchClock } from "./metrics/switch-clock.js";
+export type { SwitchCounterFigures } from "./metrics/switch-health.js";
 
 export interface MetricsOptions {
   intervalNs: bigint;
@@ -52,54 +43,6 @@ export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
   perEventRecords: true,
   sketchAccuracy: 0.005,
 };
-
-const TS_BITS = 48n;
-const TS_MOD = 1n << TS_BITS;
-
-/**
- * Maps a switch's 48-bit ns clock to the wall clock, unwrapping it. The
- * offset is exact where the owner knows when the switch's clock started (a
- * replayed capture: its first packet); otherwise it is calibrated on the
- * first digest list, whose timestamp is the time of its newest sample.
- */
-export class SwitchClock {
-  private offset: bigint | undefined;
-  /** the newest absolute (unwrapped) time seen */
-  private lastAbs: bigint | undefined;
-
-  constructor(private readonly exactStart?: () => bigint | undefined) {}
-
-  calibrate(listTimestampNs: bigint, newestTs: number): void {
-    if (this.offset !== undefined) return;
-    const exact = this.exactStart?.();
-    this.offset = exact ?? listTimestampNs - this.unwrap(newestTs);
-  }
-
-  /**
-   * The absolute time of a 48-bit sample: of the three candidates around the
-   * newest time seen (one wrap before, the same, one wrap after), the nearest,
-   * so that a sample arriving out of order across a wrap lands right.
-   */
-  unwrap(ts: number): bigint {
-    const t = BigInt(ts);
-    const last = this.lastAbs;
-    if (last === undefined) {
-      this.lastAbs = t;
-      return t;
-    }
-    const base = last - (last % TS_MOD);
-    let best = base + t;
-    for (const c of [base - TS_MOD + t, base + TS_MOD + t]) {
-      if (c >= 0n && (c > last ? c - last : last - c) < (best > last ? best - last : last - best)) best = c;
-    }
-    if (best > last) this.lastAbs = best;
-    return best;
-  }
-
-  toUnix(ts: number): bigint {
-    return (this.offset ?? 0n) + this.unwrap(ts);
-  }
-}
 
 /** One vantage's view of an I/O. */
 interface IoHalf {
@@ -132,64 +75,6 @@ interface Outstanding {
   cmdUnixNs: bigint;
 }
 
-/** A distribution that costs one number until it has two values (most flows send one message an interval). */
-class StatsAcc {
-  private sketch: QuantileSketch | undefined;
-  private first: number | undefined;
-  constructor(private readonly accuracy: number) {}
-  add(v: number | null): void {
-    if (v === null || !Number.isFinite(v)) return;
-    if (this.sketch) this.sketch.add(v);
-    else if (this.first === undefined) this.first = v;
-    else {
-      this.sketch = new QuantileSketch(this.accuracy);
-      this.sketch.add(this.first);
-      this.sketch.add(v);
-    }
-  }
-  json(): StatsJson | null {
-    if (this.sketch) return this.sketch.summary() ?? null;
-    if (this.first === undefined) return null;
-    const v = this.first;
-    return { count: 1, min: v, mean: v, p50: v, p99: v, max: v };
-  }
-}
-
-interface IoAgg {
-  switchId: string;
-  host: string;
-  target: string;
-  op: "read" | "write";
-  count: number;
-  incomplete: number;
-  bytes: number;
-  errors: number;
-  e2eC: StatsAcc;
-  e2eS: StatsAcc;
-  rtt: StatsAcc;
-  dal: StatsAcc;
-  dpl: StatsAcc;
-  mode: number;
-}
-
-interface FlowAgg {
-  switchId: string;
-  src: number;
-  dst: number;
-  destQp: number;
-  messages: number;
-  bytes: number;
-  packets: number;
-  retransmitted: number;
-  fct: StatsAcc;
-  fet: StatsAcc;
-  gap: StatsAcc;
-  ecn: number;
-  cnp: number;
-  straddled: number;
-  mode: number;
-}
-
 export type RecordSink = (r: RecordJson) => void;
 
 export class MetricsEngine {
@@ -198,24 +83,16 @@ export class MetricsEngine {
   private readonly exactStarts = new Map<string, () => bigint | undefined>();
   /** per switch: added to its times to put them on the engine's common clock */
   private readonly alignments = new Map<string, bigint>();
-  private readonly seqs = new Map<string, SeqTracker>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
   private readonly halves = new Map<string, IoHalf[]>();
   // Interval buckets are keyed by their start on the common clock.
-  private readonly ioAggs = new Map<bigint, Map<string, IoAgg>>();
-  private readonly flowAggs = new Map<bigint, Map<string, FlowAgg>>();
-  private readonly switchIntervals = new Map<bigint, Map<string, { incomplete: number; untracked: number; mode: number }>>();
-  /** CNPs per (switch, host pair) per interval, spread over the pair's flows */
-  private readonly pairCnp = new Map<bigint, Map<string, number>>();
+  private readonly intervals: IntervalAggregates;
+  private readonly health = new SwitchHealth();
   /** per switch: the newest list timestamp seen, on the common clock (each switch's digests lag differently) */
   private readonly watermarks = new Map<string, bigint>();
   private watermark = 0n;
   private lastScan = -(1n << 62n);
-  /** per switch: digests that could not be decoded */
-  private readonly badDigests = new Map<string, number>();
-  /** per switch: its session (see DigestBatch.session), restarts seen, and the digest counts of its earlier sessions */
-  private readonly sessions = new Map<string, { session: number; restarts: number; received: number; lost: number; duplicated: number }>();
   /** intervals before this (common clock) are closed: nothing is added to them again */
   private closedBefore = -(1n << 62n);
 
@@ -227,11 +104,6 @@ export class MetricsEngine {
   get settledBefore(): bigint {
     return this.closedBefore;
   }
-  /** per switch: figures that arrived for an interval already closed (reported on the event records only) */
-  private readonly late = new Map<string, number>();
-  private readonly counters = new Map<string, SwitchCounterFigures>();
-  /** per switch: the mode of its latest digest (or as its controller last said) */
-  private readonly modes = new Map<string, number>();
 
   /**
    * A switch that was running at `atUnixNs` (its own clock): it gets a
@@ -239,23 +111,24 @@ export class MetricsEngine {
    * (a capture of nothing the program measures still has counters to report).
    */
   noteSwitch(switchId: string, atUnixNs: bigint): void {
-    if (!this.seqs.has(switchId)) this.seqs.set(switchId, new SeqTracker());
-    this.switchInterval(switchId, atUnixNs + this.align(switchId), this.modes.get(switchId) ?? 0);
+    this.health.note(switchId);
+    this.switchInterval(switchId, atUnixNs + this.align(switchId), this.health.mode(switchId) ?? 0);
   }
 
   /** The switch's mode as its controller set it (1 full, 2 polling). */
   setSwitchMode(switchId: string, mode: number): void {
-    this.modes.set(switchId, mode);
+    this.health.setMode(switchId, mode);
   }
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
   setSwitchCounters(switchId: string, c: SwitchCounterFigures): void {
-    this.counters.set(switchId, c);
+    this.health.setCounters(switchId, c);
   }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
 
   constructor(private readonly sink: RecordSink, options: Partial<MetricsOptions> = {}) {
     this.options = { ...DEFAULT_METRICS_OPTIONS, ...options };
+    this.intervals = new IntervalAggregates(this.options.sketchAccuracy);
   }
 
   /**
@@ -302,8 +175,8 @@ export class MetricsEngine {
    */
   onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number): void {
     if (session !== undefined) this.checkSession(switchId, session, listTimestampNs);
-    if (badDigests > 0) this.badDigests.set(switchId, (this.badDigests.get(switchId) ?? 0) + badDigests);
-    if (!this.seqs.has(switchId)) this.seqs.set(switchId, new SeqTracker());
+    this.health.addBad(switchId, badDigests);
+    this.health.note(switchId);
     // (A digest of the switch's very first packet has timestamp 0: still a time.)
     const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : -1), -1);
     if (newest >= 0) this.clock(switchId).calibrate(listTimestampNs, newest);
@@ -315,12 +188,7 @@ export class MetricsEngine {
 
   /** Where each switch's digest sequence stands, so that a later run can resume from it (resumeSequence). */
   sequencePositions(): Array<{ switchId: string; session: number; next: number }> {
-    const out = [];
-    for (const [switchId, seq] of this.seqs) {
-      const session = this.sessions.get(switchId)?.session;
-      if (seq.next !== undefined && session) out.push({ switchId, session, next: seq.next });
-    }
-    return out;
+    return this.health.sequencePositions();
   }
 
   /**
@@ -329,11 +197,7 @@ export class MetricsEngine {
    * found in another session has restarted meanwhile (counted, clock anew).
    */
   resumeSequence(switchId: string, session: number, next: number): void {
-    if (this.seqs.has(switchId) || this.sessions.has(switchId)) return;
-    this.sessions.set(switchId, { session, restarts: 0, received: 0, lost: 0, duplicated: 0 });
-    const seq = new SeqTracker();
-    seq.resumeAt(next);
-    this.seqs.set(switchId, seq);
+    this.health.resume(switchId, session, next);
   }
 
   /**
@@ -343,25 +207,9 @@ export class MetricsEngine {
    * are kept), and its open commands end as incomplete.
    */
   private checkSession(switchId: string, session: number, listTimestampNs: bigint): void {
-    const s = this.sessions.get(switchId);
-    if (!s) {
-      this.sessions.set(switchId, { session, restarts: 0, received: 0, lost: 0, duplicated: 0 });
-      return;
-    }
-    if (s.session === session) return;
-    s.session = session;
-    s.restarts++;
+    if (!this.health.session(switchId, session)) return;
     this.clocks.delete(switchId);
-    const seq = this.seqs.get(switchId);
-    if (seq) {
-      seq.finish();
-      s.received += seq.received;
-      s.lost += seq.lost;
-      s.duplicated += seq.duplicated;
-      this.seqs.set(switchId, new SeqTracker());
-    }
-    const at = listTimestampNs;
-    for (const [k, o] of [...this.outstanding]) if (o.switchId === switchId) this.timeOut(k, o, at);
+    for (const [k, o] of [...this.outstanding]) if (o.switchId === switchId) this.timeOut(k, o, listTimestampNs);
   }
 
   /**
@@ -377,11 +225,7 @@ export class MetricsEngine {
   }
 
   onDigest(switchId: string, d: TelemetryDigest): void {
-    let s = this.seqs.get(switchId);
-    if (!s) this.seqs.set(switchId, (s = new SeqTracker()));
-    s.add(d.seq);
-    if (d.kind !== "learn") this.modes.set(switchId, d.mode);
-    else this.modes.set(switchId, 2); // learn digests come in polling mode only
+    this.health.digest(switchId, d);
     if (d.kind === "io") this.onIo(switchId, d);
     else if (d.kind === "msg") this.onMsg(switchId, d);
   }
@@ -391,13 +235,10 @@ export class MetricsEngine {
     return `${host}|${target}|${targetQp}|${cid}|${cmdPsn}`;
   }
 
-  private switchInterval(switchId: string, alignedNs: bigint, mode: number): { incomplete: number; untracked: number; mode: number } {
+  private switchInterval(switchId: string, alignedNs: bigint, mode: number): SwitchInterval {
     const start = this.intervalOf(alignedNs);
     // A closed interval's switch_stats are out: count in the oldest open one.
-    const sw = this.bucket(this.switchIntervals, start < this.closedBefore ? this.closedBefore : start);
-    let s = sw.get(switchId);
-    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode }));
-    return s;
+    return this.intervals.switchInterval(start < this.closedBefore ? this.closedBefore : start, switchId, mode);
   }
 
   private onIo(switchId: string, d: IoDigest): void {
@@ -523,35 +364,13 @@ export class MetricsEngine {
     };
     if (this.options.perEventRecords) this.sink(rec);
     if (this.isLate(switchId, interval + this.align(switchId))) return;
-    const aggs = this.bucket(this.ioAggs, interval + this.align(switchId));
-    const akey = `${switchId}|${rec.host}|${rec.target}|${rec.op}`;
-    let a = aggs.get(akey);
-    if (!a) {
-      const acc = () => new StatsAcc(this.options.sketchAccuracy);
-      a = { switchId, host: rec.host, target: rec.target, op: rec.op, count: 0, incomplete: 0, bytes: 0, errors: 0, e2eC: acc(), e2eS: acc(), rtt: acc(), dal: acc(), dpl: acc(), mode: first.mode };
-      aggs.set(akey, a);
-    }
-    a.count++;
-    if (incomplete) a.incomplete++;
-    a.bytes += rec.bytes;
-    if (rec.nvme_status !== 0) a.errors++;
-    a.e2eC.add(rec.e2e_c_ns);
-    a.e2eS.add(rec.e2e_s_ns);
-    a.rtt.add(rec.rtt_ns);
-    a.dal.add(rec.dal_ns);
-    a.dpl.add(rec.dpl_ns);
-  }
-
-  private bucket<T>(m: Map<bigint, Map<string, T>>, interval: bigint): Map<string, T> {
-    let b = m.get(interval);
-    if (!b) m.set(interval, (b = new Map()));
-    return b;
+    this.intervals.addIo(interval + this.align(switchId), rec, first.mode);
   }
 
   /** True (and counted) when an interval has been closed already: its aggregates are out and are not emitted again. */
   private isLate(switchId: string, bucketStart: bigint): boolean {
     if (bucketStart >= this.closedBefore) return false;
-    this.late.set(switchId, (this.late.get(switchId) ?? 0) + 1);
+    this.health.addLate(switchId);
     return true;
   }
 
@@ -587,28 +406,7 @@ export class MetricsEngine {
       this.sink(rec);
     }
     if (this.isLate(switchId, bucketStart)) return;
-    const aggs = this.bucket(this.flowAggs, bucketStart);
-    const fkey = `${switchId}|${d.src}|${d.dst}|${d.dest_qp}`;
-    let a = aggs.get(fkey);
-    if (!a) {
-      const acc = () => new StatsAcc(this.options.sketchAccuracy);
-      a = { switchId, src: d.src, dst: d.dst, destQp: d.dest_qp, messages: 0, bytes: 0, packets: 0, retransmitted: 0, fct: acc(), fet: acc(), gap: acc(), ecn: 0, cnp: 0, straddled: 0, mode: d.mode };
-      aggs.set(fkey, a);
-    }
-    a.messages++;
-    a.bytes += d.bytes;
-    // Packets outside any message since the previous digest (late retransmissions) count for the flow.
-    a.packets += d.packets + d.extra_packets;
-    a.retransmitted += d.retransmitted + d.extra_retransmitted;
-    a.ecn += d.ecn_ce + d.extra_ecn_ce;
-    a.straddled += d.straddled;
-    a.fct.add(d.fct_ns);
-    a.fet.add(fet);
-    a.gap.add(gap);
-    a.mode = d.mode;
-    const pairs = this.bucket(this.pairCnp, bucketStart);
-    const pkey = `${switchId}|${d.src}|${d.dst}`;
-    pairs.set(pkey, (pairs.get(pkey) ?? 0) + d.cnp);
+    this.intervals.addMessage(bucketStart, switchId, d, fet, gap);
   }
 
   /**
@@ -656,7 +454,7 @@ export class MetricsEngine {
 
   /** Emits everything still pending (end of a replay). */
   finish(): void {
-    for (const s of this.seqs.values()) s.finish();
+    this.health.finish();
     for (const [k, o] of [...this.outstanding]) this.timeOut(k, o);
     for (const list of this.halves.values()) {
       for (const h of list) this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
@@ -666,8 +464,7 @@ export class MetricsEngine {
   }
 
   private flushIntervals(closed: (start: bigint) => boolean): void {
-    const starts = new Set([...this.ioAggs.keys(), ...this.flowAggs.keys(), ...this.switchIntervals.keys()]);
-    for (const start of [...starts].sort((a, b) => (a < b ? -1 : 1))) {
+    for (const start of this.intervals.starts()) {
       if (!closed(start)) continue;
       if (start + this.options.intervalNs > this.closedBefore) this.closedBefore = start + this.options.intervalNs;
       // Each record in its switch's own clock.
@@ -675,49 +472,10 @@ export class MetricsEngine {
         const s = start - this.align(switchId);
         return { interval_start_unix_ns: s.toString(), interval_end_unix_ns: (s + this.options.intervalNs).toString() };
       };
-      for (const a of this.ioAggs.get(start)?.values() ?? []) {
-        const rec: IoAggregateJson = {
-          type: "io_interval", switch_id: a.switchId, ...own(a.switchId),
-          host: a.host, target: a.target, op: a.op, count: a.count, incomplete: a.incomplete, bytes: a.bytes, errors: a.errors,
-          e2e_c_ns: a.e2eC.json(), e2e_s_ns: a.e2eS.json(), rtt_ns: a.rtt.json(), dal_ns: a.dal.json(), dpl_ns: a.dpl.json(), mode: modeName(a.mode),
-        };
-        this.sink(rec);
-      }
-      const cnps = this.pairCnp.get(start);
-      for (const a of this.flowAggs.get(start)?.values() ?? []) {
-        const rec: FlowAggregateJson = {
-          type: "flow_interval", switch_id: a.switchId, ...own(a.switchId),
-          src: ipv4Text(a.src), dst: ipv4Text(a.dst), dest_qp: a.destQp, messages: a.messages, bytes: a.bytes, packets: a.packets,
-          retransmitted: a.retransmitted, fnr: a.packets > 0 ? a.retransmitted / a.packets : 0,
-          fct_ns: a.fct.json(), fet_bps: a.fet.json(), ecn_ce_packets: a.ecn,
-          cnp_packets: cnps?.get(`${a.switchId}|${a.src}|${a.dst}`) ?? 0,
-          gap_ns: a.gap.json(), mode: modeName(a.mode), straddled_messages: a.straddled,
-          coverage: this.coverage?.(a.switchId) ?? null,
-        };
-        this.sink(rec);
-      }
-      for (const [sw, seq] of this.seqs) {
-        const si = this.switchIntervals.get(start)?.get(sw);
-        const c = this.counters.get(sw);
-        const ses = this.sessions.get(sw);
-        const rec: SwitchStatsJson = {
-          type: "switch_stats", switch_id: sw, ...own(sw),
-          digests_received: seq.received + (ses?.received ?? 0), digests_lost: seq.lost + (ses?.lost ?? 0),
-          digests_duplicated: seq.duplicated + (ses?.duplicated ?? 0), bad_digests: this.badDigests.get(sw) ?? 0,
-          switch_restarts: ses?.restarts ?? 0, late_records: this.late.get(sw) ?? 0,
-          incomplete_ios: si?.incomplete ?? 0,
-          untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
-          parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
-          io_replaced: c?.io_replaced ?? null, io_unpaired_responses: c ? c.io_unpaired_responses : si ? si.untracked : null,
-          queue_pairs_learned: c?.queue_pairs_learned ?? null, cnp_untracked: c?.cnp_untracked ?? null,
-          mode: modeName(this.modes.get(sw) ?? si?.mode ?? 0),
-        };
-        this.sink(rec);
-      }
-      this.ioAggs.delete(start);
-      this.flowAggs.delete(start);
-      this.pairCnp.delete(start);
-      this.switchIntervals.delete(start);
+      const { ios, flows, cnps, switches } = this.intervals.take(start);
+      for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId)));
+      for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null));
+      for (const sw of this.health.switches()) this.sink(this.health.statsRecord(sw, own(sw), switches?.get(sw)));
     }
   }
 }

@@ -1,0 +1,50 @@
+// A switch's clock on the wall clock: its 48-bit ns timestamps unwrapped and
+// offset, exactly where the start is known, else calibrated on a list.
+
+const TS_BITS = 48n;
+const TS_MOD = 1n << TS_BITS;
+
+/**
+ * Maps a switch's 48-bit ns clock to the wall clock, unwrapping it. The
+ * offset is exact where the owner knows when the switch's clock started (a
+ * replayed capture: its first packet); otherwise it is calibrated on the
+ * first digest list, whose timestamp is the time of its newest sample.
+ */
+export class SwitchClock {
+  private offset: bigint | undefined;
+  /** the newest absolute (unwrapped) time seen */
+  private lastAbs: bigint | undefined;
+
+  constructor(private readonly exactStart?: () => bigint | undefined) {}
+
+  calibrate(listTimestampNs: bigint, newestTs: number): void {
+    if (this.offset !== undefined) return;
+    const exact = this.exactStart?.();
+    this.offset = exact ?? listTimestampNs - this.unwrap(newestTs);
+  }
+
+  /**
+   * The absolute time of a 48-bit sample: of the three candidates around the
+   * newest time seen (one wrap before, the same, one wrap after), the nearest,
+   * so that a sample arriving out of order across a wrap lands right.
+   */
+  unwrap(ts: number): bigint {
+    const t = BigInt(ts);
+    const last = this.lastAbs;
+    if (last === undefined) {
+      this.lastAbs = t;
+      return t;
+    }
+    const base = last - (last % TS_MOD);
+    let best = base + t;
+    for (const c of [base - TS_MOD + t, base + TS_MOD + t]) {
+      if (c >= 0n && (c > last ? c - last : last - c) < (best > last ? best - last : last - best)) best = c;
+    }
+    if (best > last) this.lastAbs = best;
+    return best;
+  }
+
+  toUnix(ts: number): bigint {
+    return (this.offset ?? 0n) + this.unwrap(ts);
+  }
+}
