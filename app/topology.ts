@@ -2,7 +2,8 @@
 // longest matching prefix wins. Replay uses it to give each packet its
 // ingress port; the controller uses the same file for routes and roles.
 import { readFileSync } from "node:fs";
-import { ConfigError, parsePorts, type PortConfig } from "@rdma-telemetry/controller";
+import type { PortSpec } from "@rdma-telemetry/contract";
+import { ConfigError, parsePorts } from "@rdma-telemetry/controller";
 
 interface Route {
   value: number;
@@ -13,7 +14,7 @@ interface Route {
 export class Topology {
   private readonly routes: Route[];
 
-  constructor(readonly ports: readonly PortConfig[]) {
+  constructor(readonly ports: readonly PortSpec[]) {
     this.routes = ports
       .flatMap((p) => p.prefixes.map((pre) => {
         const [addr, len] = pre.split("/") as [string, string];
@@ -60,7 +61,7 @@ export class Topology {
     return undefined;
   }
 
-  toJSON(): { ports: PortConfig[] } {
+  toJSON(): { ports: PortSpec[] } {
     return { ports: [...this.ports] };
   }
 }

@@ -5,14 +5,12 @@ import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { packageRoot } from "./paths.js";
 
-export type PortRole = "compute" | "storage" | "fabric";
+import type { PortSpec } from "@rdma-telemetry/contract";
+
 export type Mode = "full" | "polling";
 
-export interface PortConfig {
-  readonly port: number;
-  readonly role: PortRole;
-  readonly prefixes: readonly string[];
-}
+/** A port of the switch, as the topology gives it (see @rdma-telemetry/contract). */
+export type PortConfig = PortSpec;
 
 export interface ControllerConfig {
   readonly switch: {

@@ -18,7 +18,7 @@ import { Heap } from "./heap.js";
 import { createNvmeQueues, type FabricModel } from "./nvme-workload.js";
 import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture } from "./types.js";
 
-export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, PortSpec, SwitchCapture, Topology } from "./types.js";
+export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture, Topology } from "./types.js";
 import { PcapWriter, writePcap } from "./pcap.js";
 import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
 import { buildFrame, Opcode, type RoceFrame } from "./roce.js";

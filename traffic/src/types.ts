@@ -1,5 +1,6 @@
 // The traffic generator's types: its options, the captures it writes, and
 // the ground truth of every I/O and message.
+import type { PortSpec } from "@rdma-telemetry/contract";
 
 export type Fault =
   | { kind: "slow-target"; target: number; fromNs: number; toNs: number; extraNs: number }
@@ -50,12 +51,7 @@ export interface GeneratorOptions {
   snaplen: number;
 }
 
-export interface PortSpec {
-  port: number;
-  role: "compute" | "storage" | "fabric";
-  prefixes: string[];
-}
-
+/** A capture's topology: the contract's, with room to build it port by port. */
 export interface Topology {
   ports: PortSpec[];
 }
