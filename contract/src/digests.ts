@@ -2,6 +2,7 @@
 // A digest arrives as one value per struct member, in declaration order,
 // whichever way it came: from the software switch, or over P4Runtime as a
 // P4Data struct of bitstrings. Decoding checks every member's name and width.
+import { ContractError } from "./errors.js";
 import { P4_CONSTANTS, P4_NAMES } from "./generated/telemetry-names.js";
 
 export interface DigestFieldSpec {
@@ -14,8 +15,12 @@ export interface DigestSchema {
   fields: readonly DigestFieldSpec[];
 }
 
-export class BadDigestError extends Error {
+/** A digest sample that does not decode by the contract (wrong width, unknown digest, bad value). */
+export class BadDigestError extends ContractError {
   override readonly name = "BadDigestError";
+  constructor(message: string) {
+    super(message, "BAD_DIGEST");
+  }
 }
 
 // The program's codes, generated from p4/include/define.p4.

@@ -1,6 +1,7 @@
 // @rdma-telemetry/exporter: digest lists to metric records, and the sinks
 // that write them (JSON lines, Kafka). The record schemas' generated code is
 // at @rdma-telemetry/exporter/proto/rdma/telemetry/v1/records.
+export * from "./errors.js";
 export * from "./alerts.js";
 export * from "./exporter.js";
 export * from "./jsonl-sink.js";

@@ -7,9 +7,14 @@
 // blocks; `sync()` (called when an interval closes) writes and fsyncs them.
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import type { RecordJson } from "@rdma-telemetry/contract";
+import { ExporterError } from "./errors.js";
 
-export class OutputError extends Error {
+/** An output file that cannot be written as asked (exists, locked, unwritable). */
+export class OutputError extends ExporterError {
   override readonly name = "OutputError";
+  constructor(message: string) {
+    super(message, "BAD_OUTPUT");
+  }
 }
 
 export type OutputMode = "create" | "append" | "replace";

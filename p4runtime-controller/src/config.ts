@@ -3,6 +3,7 @@
 // here; environment variables are read only by the command line.
 import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { ControllerError } from "./errors.js";
 import { packageRoot } from "./paths.js";
 
 import type { PortSpec } from "@rdma-telemetry/contract";
@@ -34,8 +35,12 @@ export interface ControllerConfig {
   readonly controlPort: number;
 }
 
-export class ConfigError extends Error {
+/** A configuration that cannot be used: the message names the field and what is wrong. */
+export class ConfigError extends ControllerError {
   override readonly name = "ConfigError";
+  constructor(message: string) {
+    super(message, "BAD_CONFIG");
+  }
 }
 
 const ROOT = packageRoot();

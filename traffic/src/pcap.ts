@@ -1,6 +1,7 @@
 // pcap and pcapng reading (µs and ns resolution, either byte order, truncated
 // snap lengths), whole or as a stream in bounded memory, and pcap writing (ns
 // resolution), whole or as a stream.
+import { TrafficError } from "./errors.js";
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 
 export interface CapturedPacket {
@@ -14,8 +15,12 @@ export interface CapturedPacket {
   interfaceId: number;
 }
 
-export class CaptureError extends Error {
+/** A capture that cannot be read: the message names the file, the offset and what is wrong. */
+export class CaptureError extends TrafficError {
   override readonly name = "CaptureError";
+  constructor(message: string) {
+    super(message, "BAD_CAPTURE");
+  }
 }
 
 const PCAP_US = 0xa1b2c3d4;

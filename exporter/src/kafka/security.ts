@@ -1,6 +1,7 @@
 // TLS and SASL settings of a Kafka client, and failures to connect told by
 // their cause: refused credentials, an untrusted certificate, a broker that
 // cannot be reached.
+import { ExporterError } from "../errors.js";
 import type { KafkaConfig } from "kafkajs";
 
 export interface KafkaSecurity {
@@ -17,10 +18,11 @@ export interface KafkaFailure {
 }
 
 /** A Kafka connection that failed, told by its cause. */
-export class KafkaConnectError extends Error {
+export class KafkaConnectError extends ExporterError {
   override readonly name = "KafkaConnectError";
   constructor(readonly failure: KafkaFailure) {
-    super(failure.message);
+    // Refused credentials and TLS need an operator; a broker away may come back.
+    super(failure.message, `KAFKA_${failure.cause.toUpperCase().replace(/-/g, "_")}`, failure.cause !== "authentication" && failure.cause !== "tls");
   }
 }
 
