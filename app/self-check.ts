@@ -25,7 +25,7 @@ export function ioMismatches(t: IoTruth, r: IoRecordJson): string[] {
 }
 
 export function messageMismatches(t: MessageTruth, r: MessageRecordJson): string[] {
-  const want: Record<string, unknown> = { last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn_ce_packets: t.ecn_ce, gap_ns: t.gap_ns };
+  const want: Record<string, unknown> = { last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn_ce_packets: t.ecn_ce_packets, gap_ns: t.gap_ns };
   const got: Record<string, unknown> = { last_psn: r.last_psn, bytes: r.bytes, packets: r.packets, retransmitted: r.retransmitted, fct_ns: r.fct_ns, ecn_ce_packets: r.ecn_ce_packets, gap_ns: r.gap_ns };
   return Object.keys(want).filter((k) => want[k] !== got[k]).map((k) => `${k}: got ${String(got[k])}, want ${String(want[k])}`);
 }

@@ -61,7 +61,7 @@ function checkMessages(traffic: GeneratedTraffic, records: RecordJson[]) {
     const r = byKey.get(`${t.src}|${t.dst}|${t.dest_qp}|${t.first_psn}`);
     expect(r, `message ${t.src}>${t.dst} qp ${t.dest_qp} psn ${t.first_psn}`).toBeDefined();
     expect({ last_psn: r!.last_psn, bytes: r!.bytes, packets: r!.packets, retransmitted: r!.retransmitted, fct_ns: r!.fct_ns, ecn: r!.ecn_ce_packets, gap_ns: r!.gap_ns })
-      .toEqual({ last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn: t.ecn_ce, gap_ns: t.gap_ns });
+      .toEqual({ last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn: t.ecn_ce_packets, gap_ns: t.gap_ns });
     expect(r!.fnr).toBeCloseTo(t.fnr, 12);
     if (t.fet_bps === null) expect(r!.fet_bps).toBeNull();
     else expect(r!.fet_bps!).toBeCloseTo(t.fet_bps, 3);
@@ -88,7 +88,7 @@ describe("ground truth through the compiled program", () => {
       ],
     });
     expect(traffic.messages.some((m) => m.retransmitted > 0)).toBe(true);
-    expect(traffic.messages.some((m) => m.ecn_ce > 0)).toBe(true);
+    expect(traffic.messages.some((m) => m.ecn_ce_packets > 0)).toBe(true);
     const { records, result } = await run(traffic);
     checkIos(traffic, records);
     checkMessages(traffic, records);

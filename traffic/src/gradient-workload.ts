@@ -100,7 +100,7 @@ export class WriteFlow {
       packets: inMsg.length, retransmitted: retx, fct_ns: fct,
       fet_bps: fct > 0 ? (o.gradientBytes * 8 * 1e9) / fct : null,
       fnr: retx / inMsg.length,
-      ecn_ce: inMsg.filter((s) => s.ce).length,
+      ecn_ce_packets: inMsg.filter((s) => s.ce).length,
       gap_ns: this.prevEnd === null ? null : Math.round(first.t) - Math.round(this.prevEnd),
       firstNs: m.abs(first.t),
       late_retransmitted: late.length,

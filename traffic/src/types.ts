@@ -1,6 +1,6 @@
 // The traffic generator's types: its options, the captures it writes, and
 // the ground truth of every I/O and message.
-import type { PortSpec } from "@rdma-telemetry/contract";
+import type { IoRecordJson, MessageRecordJson, PortSpec } from "@rdma-telemetry/contract";
 
 export type Fault =
   | { kind: "slow-target"; target: number; fromNs: number; toNs: number; extraNs: number }
@@ -62,58 +62,33 @@ export interface SwitchCapture {
   packets: Array<{ timestampNs: bigint; data: Buffer; originalLength: number }>;
 }
 
-/** What the records must say of one NVMe I/O (SPEC §3), from what each switch saw of it. */
-export interface IoTruth {
-  host: string;
-  target: string;
-  /** 0 where no vantage learned the queue's host QP */
-  host_qp: number;
-  target_qp: number;
-  cid: number;
-  cmd_psn: number;
-  op: "read" | "write";
-  bytes: number;
-  in_capsule: boolean;
+/**
+ * What the records must say of one NVMe I/O (SPEC §3), from what each switch
+ * saw of it: the I/O record's own fields, by the contract's names, and what
+ * the self-check needs besides.
+ */
+export type IoTruth = Pick<IoRecordJson, "host" | "target" | "host_qp" | "target_qp" | "cid" | "cmd_psn" | "op" | "bytes" | "in_capsule" | "incomplete" | "e2e_c_ns" | "e2e_s_ns" | "rtt_ns" | "dal_ns" | "dpl_ns"> & {
   /** CQE status without the phase bit, as seen; 0 where no response was seen */
   status: number;
   /** false: no vantage could attribute the I/O to a queue; no record, the switches count it untracked */
   record: boolean;
-  /** a vantage tracked the command and saw no response it could attribute */
-  incomplete: boolean;
   /** capture time of the command at the compute-side / storage-side switch (null: not tracked there) */
   cmdCNs: bigint | null;
   cmdSNs: bigint | null;
   /** the record's cmd_unix_ns: the compute side's, else the storage side's */
   cmd_unix_ns: bigint | null;
-  e2e_c_ns: number | null;
-  e2e_s_ns: number | null;
-  rtt_ns: number | null;
-  dal_ns: number | null;
-  dpl_ns: number | null;
   c_seen: boolean;
   s_seen: boolean;
-}
+};
 
-export interface MessageTruth {
+/** What the message record of one RDMA WRITE must say, by the contract's names, and what the self-check needs besides. */
+export type MessageTruth = Pick<MessageRecordJson, "src" | "dst" | "dest_qp" | "first_psn" | "last_psn" | "bytes" | "packets" | "retransmitted" | "fct_ns" | "fet_bps" | "fnr" | "ecn_ce_packets" | "gap_ns"> & {
+  /** the switch whose record it is */
   switch: string;
-  src: string;
-  dst: string;
-  dest_qp: number;
-  first_psn: number;
-  last_psn: number;
-  bytes: number;
-  packets: number;
-  retransmitted: number;
-  fct_ns: number;
-  fet_bps: number | null;
-  fnr: number;
-  ecn_ce: number;
-  /** ns since the flow's previous message ended; null for its first */
-  gap_ns: number | null;
   firstNs: bigint;
   /** retransmissions of this message sent after its last PSN was first seen */
   late_retransmitted: number;
-}
+};
 
 export interface GeneratedTraffic {
   options: GeneratorOptions;
