@@ -12,6 +12,7 @@ import { readTopicTails } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { DigestBatch } from "@rdma-telemetry/contract";
 import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
+import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import { startControlServer } from "./control-server.js";
@@ -29,6 +30,8 @@ export interface RunControllerOptions {
   brokers?: string[];
   /** TLS and SASL for Kafka */
   kafkaSecurity?: KafkaSecurity;
+  /** Prometheus metrics on HOST:PORT */
+  metricsListen?: string;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -43,6 +46,15 @@ export async function runController(o: RunControllerOptions): Promise<void> {
         throw new ConfigError(`control_port ${config.controlPort}: ${code === "EADDRINUSE" ? "already in use (another controller?)" : (err as Error).message}`);
       })
     : undefined;
+  const metrics = o.metricsListen ? new TelemetryMetrics() : undefined;
+  const served = metrics
+    ? await metrics.listen(o.metricsListen!).catch((err: unknown) => {
+        control?.close();
+        throw new ConfigError(`--metrics-listen ${o.metricsListen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);
+      })
+    : undefined;
+  if (served) o.print(`metrics: ${served.url}`);
+  metrics?.watchController(config.switch.switchId, controller);
   const exporter = new Exporter();
   exporter.metrics.coverage = () => controller.coverage();
   let jsonl: JsonlSink | undefined;
@@ -70,7 +82,9 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   const release = () => {
     while (releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
   };
+  if (kafka) metrics?.watchKafka(kafka);
   exporter.addSink((r) => {
+    metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
     if (kafka && !kafkaDedupe?.written(r)) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
     if (r.type === "switch_stats" && journal) {
@@ -141,6 +155,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.
   if (undelivered === 0) journal?.release(END_OF_TIME);
   journal?.close();
+  await served?.close();
 }
 
 const END_OF_TIME = 1n << 64n;

@@ -8,6 +8,7 @@ import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter"
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
+import { TelemetryMetrics } from "../app/prometheus.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
@@ -45,6 +46,9 @@ Usage:
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
+
+Demo, replay and controller take --metrics-listen HOST:PORT to serve
+Prometheus metrics at /metrics (docs/operations.md lists them).
 
 An --out file that already holds records is refused unless --append is given
 (a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
@@ -132,6 +136,18 @@ async function kafkaSink(brokers: string | undefined, security: () => KafkaSecur
   return sink;
 }
 
+/** Prometheus metrics on `listen`, when given (the Kafka sink's too). */
+async function metricsServer(listen: string | undefined, kafka: KafkaSink | undefined, print: (t: string) => void): Promise<{ metrics: TelemetryMetrics; close: () => Promise<void> } | undefined> {
+  if (!listen) return undefined;
+  const metrics = new TelemetryMetrics();
+  if (kafka) metrics.watchKafka(kafka);
+  const served = await metrics.listen(listen).catch((err: unknown) => {
+    throw new UsageError(`--metrics-listen ${listen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);
+  });
+  print(`metrics: ${served.url}`);
+  return { metrics, close: served.close };
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -150,6 +166,7 @@ async function main(argv: string[]): Promise<number> {
       layout: { type: "string" },
       config: { type: "string" },
       "kafka-brokers": { type: "string" },
+      "metrics-listen": { type: "string" },
       control: { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
@@ -178,7 +195,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       await runDemo({
+        onRecord: metrics ? (r) => metrics.metrics.onRecord(r) : undefined,
         kafka,
         seed: int(values.seed, "seed", 1),
         durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
@@ -189,6 +208,7 @@ async function main(argv: string[]): Promise<number> {
         print,
       });
       if (kafka) await closeKafka(kafka, print);
+      await metrics?.close();
       return 0;
     }
     case "replay": {
@@ -205,12 +225,15 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
         mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop());
       if (kafka) await closeKafka(kafka, print);
+      await metrics?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
@@ -231,7 +254,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
       return 0;
     }
     case "consume": {

@@ -29,7 +29,8 @@ export interface ControllerEvents {
   backup: [];
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
-  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number }];
+  /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
+  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number }];
   "bad-digest": [{ message: string }];
 }
 
@@ -65,6 +66,8 @@ export interface ControllerStats {
   mode: Mode;
   epoch: number;
   primary: boolean;
+  /** the StreamChannel is up (arbitrated), as primary or backup */
+  connected: boolean;
   /** switch sessions seen (1 + pipeline pushes after the first) */
   sessions: number;
 }
@@ -119,7 +122,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     if (problems.length) throw new ConfigError(`pipeline.p4info ${config.pipeline.p4info} does not match this controller's digests: ${problems.slice(0, 3).join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
-    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, sessions: 0 };
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, sessions: 0 };
     this.buildStaticState();
     this.connection = new SwitchConnection({
       address: config.switch.address,
@@ -161,7 +164,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.stopRotation();
       this.emit("backup");
     });
+    this.connection.on("channel-up", () => {
+      this.stats.connected = true;
+    });
     this.connection.on("stream-error", () => {
+      this.stats.connected = false;
       this.stats.primary = false;
       this.stopRotation();
     });
@@ -290,12 +297,13 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
 
   /** Moves the polling window to the next flows (round robin) and writes it. */
   async rotate(): Promise<void> {
+    const t0 = performance.now();
     this.rotation.advance();
     this.applyWindow();
     await this.connection.sync();
     this.stats.rotations++;
     const w = this.rotation.current();
-    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs });
+    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0 });
   }
 
   /** Reads the switch's telemetry counters (packets counted per event). */

@@ -341,6 +341,11 @@ export class KafkaSink {
     return this.stats.spilledNow + this.stats.dropped;
   }
 
+  /** Bytes in the spill files now. */
+  get spilledBytes(): number {
+    return this.spillBytes;
+  }
+
   /** Spill files left on disk. */
   spillFiles(): string[] {
     return this.opts.spillDir && existsSync(this.opts.spillDir) ? readdirSync(this.opts.spillDir).filter((f) => f.endsWith(".spill")) : [];
