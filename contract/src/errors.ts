@@ -1,9 +1,11 @@
-// The one error root of @rdma-telemetry/contract, in the kafkajs way: every error it throws is
-// a ContractError with a stable `code` to branch on and `retriable` (whether the
-// same call may succeed later by itself), and its cause where it wraps one.
+// The error root the telemetry packages build theirs on, in the kafkajs way:
+// a stable `code` to branch on, `retriable` (whether the same call may
+// succeed later by itself), and the cause where it wraps one. Each package
+// has its own root (ContractError, ControllerError, ExporterError,
+// TrafficError), so that `instanceof` tells whose error it is.
 
-export class ContractError extends Error {
-  override readonly name: string = "ContractError";
+export class TelemetryError extends Error {
+  override readonly name: string = "TelemetryError";
   constructor(
     message: string,
     readonly code: string,
@@ -12,4 +14,9 @@ export class ContractError extends Error {
   ) {
     super(message, options);
   }
+}
+
+/** The errors of @rdma-telemetry/contract. */
+export class ContractError extends TelemetryError {
+  override readonly name: string = "ContractError";
 }

@@ -1,15 +1,7 @@
-// The one error root of @rdma-telemetry/traffic, in the kafkajs way: every error it throws is
-// a TrafficError with a stable `code` to branch on and `retriable` (whether the
-// same call may succeed later by itself), and its cause where it wraps one.
+// The one error root of @rdma-telemetry/traffic: a code and whether a retry may help (see
+// TelemetryError in @rdma-telemetry/contract).
+import { TelemetryError } from "@rdma-telemetry/contract";
 
-export class TrafficError extends Error {
+export class TrafficError extends TelemetryError {
   override readonly name: string = "TrafficError";
-  constructor(
-    message: string,
-    readonly code: string,
-    readonly retriable = false,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
