@@ -19,11 +19,11 @@ import {
   type GetForwardingPipelineConfigRequest_ResponseType,
   type GetForwardingPipelineConfigResponse,
   type StreamMessageResponse,
-  type Uint128,
   type Update,
 } from "./generated/p4/v1/p4runtime.js";
 import { decodeStreamMessageResponse } from "./digest-decoding.js";
 import { encodeWriteRequest } from "./write-encoding.js";
+import { toUint128 } from "./wire.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
 
 export interface TlsOptions {
@@ -132,14 +132,6 @@ const FastClient = grpc.makeGenericClientConstructor(
   },
   "p4.v1.P4Runtime",
 );
-
-export function toUint128(v: bigint): Uint128 {
-  return { high: v >> 64n, low: v & 0xffffffffffffffffn };
-}
-
-export function fromUint128(v: Uint128 | undefined): bigint | undefined {
-  return v === undefined ? undefined : (v.high << 64n) | v.low;
-}
 
 export interface StreamChannel extends AsyncIterable<StreamMessageResponse> {
   send(msg: StreamMessageRequest): void;

@@ -5,6 +5,8 @@
 // for `data`. Other messages go through the generated decoder.
 import type { P4Data } from "./generated/p4/v1/p4data.js";
 import { StreamMessageResponse, type DigestList } from "./generated/p4/v1/p4runtime.js";
+import { encodeBits } from "./values.js";
+import { readUintBE, tag, WireReader, WireType } from "./wire.js";
 
 /** One member of a digest sample: its value if it has at most 48 bits, else its bitstring. */
 export type DigestMember = number | Uint8Array;
@@ -16,108 +18,71 @@ export interface FastDigestList extends DigestList {
 
 /** The canonical bitstring of a member (big-endian, no leading zeros, at least one byte). */
 export function memberBytes(m: DigestMember): Buffer {
-  if (typeof m !== "number") return Buffer.from(m);
-  let n = 1;
-  while (n < 6 && m >= 2 ** (8 * n)) n++;
-  const b = Buffer.allocUnsafe(n);
-  b.writeUIntBE(m, 0, n);
-  return b;
+  return typeof m === "number" ? encodeBits(m, 48) : Buffer.from(m);
 }
 
 export function isFastDigestList(d: DigestList): d is FastDigestList {
   return Array.isArray((d as Partial<FastDigestList>).samples);
 }
 
-class Reader {
-  pos: number;
-  constructor(readonly buf: Uint8Array, start = 0, readonly end = buf.length) {
-    this.pos = start;
-  }
-  varint(): bigint {
-    let shift = 0n;
-    let v = 0n;
-    for (;;) {
-      const b = this.buf[this.pos++]!;
-      v |= BigInt(b & 0x7f) << shift;
-      if (b < 0x80) return v;
-      shift += 7n;
-    }
-  }
-  small(): number {
-    let shift = 0;
-    let v = 0;
-    for (;;) {
-      const b = this.buf[this.pos++]!;
-      v += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return v;
-      shift += 7;
-    }
-  }
-  skip(wire: number): void {
-    if (wire === 0) this.small();
-    else if (wire === 2) this.pos += this.small();
-    else if (wire === 5) this.pos += 4;
-    else if (wire === 1) this.pos += 8;
-    else throw new Error(`unsupported wire type ${wire}`);
-  }
-}
+// StreamMessageResponse { digest = 3: DigestList { digest_id = 1, list_id = 2, data = 3, timestamp = 4 } }
+const DIGEST = tag(3, WireType.Delimited);
+const DIGEST_ID = tag(1, WireType.Varint);
+const LIST_ID = tag(2, WireType.Varint);
+const DATA = tag(3, WireType.Delimited);
+const TIMESTAMP = tag(4, WireType.Varint);
+// P4Data { struct = 5: P4StructLike { members = 1: P4Data { bitstring = 1 } } }
+const STRUCT = tag(5, WireType.Delimited);
+const MEMBERS = tag(1, WireType.Delimited);
+const BITSTRING = tag(1, WireType.Delimited);
 
-function members(buf: Uint8Array, start: number, end: number): DigestMember[] | undefined {
-  // P4Data { struct = 5: P4StructLike { members = 1: P4Data { bitstring = 1 } } }
-  const r = new Reader(buf, start, end);
+/** The members of a sample (a P4Data ending at `end`), or undefined if it is not a struct of bitstrings. */
+function members(r: WireReader, end: number): DigestMember[] | undefined {
+  const buf = r.buf;
   let out: DigestMember[] | undefined;
-  while (r.pos < r.end) {
-    const tag = r.small();
-    if (tag !== ((5 << 3) | 2)) return undefined;
-    const len = r.small();
-    const s = new Reader(buf, r.pos, r.pos + len);
+  while (r.pos < end && !r.fail) {
+    if (r.varint() !== STRUCT) return undefined;
+    const structEnd = r.enter();
     out = [];
-    while (s.pos < s.end) {
-      if (s.small() !== ((1 << 3) | 2)) return undefined;
-      const mlen = s.small();
-      const m = new Reader(buf, s.pos, s.pos + mlen);
-      if (m.small() !== ((1 << 3) | 2)) return undefined;
-      const blen = m.small();
-      if (blen <= 6) {
-        let x = 0;
-        for (let i = m.pos; i < m.pos + blen; i++) x = x * 256 + buf[i]!;
-        out.push(x);
-      } else out.push(buf.subarray(m.pos, m.pos + blen));
-      s.pos += mlen;
+    while (r.pos < structEnd && !r.fail) {
+      if (r.varint() !== MEMBERS) return undefined;
+      const memberEnd = r.enter();
+      if (r.varint() !== BITSTRING) return undefined;
+      const bitsEnd = r.enter();
+      if (bitsEnd > memberEnd) return undefined;
+      if (bitsEnd - r.pos <= 6) out.push(readUintBE(buf, r.pos, bitsEnd));
+      else out.push(buf.subarray(r.pos, bitsEnd));
+      r.pos = memberEnd;
     }
-    r.pos += len;
+    r.pos = structEnd;
   }
-  return out;
+  return r.fail ? undefined : out;
 }
 
 /** Decodes a StreamMessageResponse, reading digest lists without building P4Data objects. */
 export function decodeStreamMessageResponse(buf: Buffer): StreamMessageResponse {
-  // StreamMessageResponse.digest is field 3, length-delimited.
-  if (buf.length < 2 || buf[0] !== ((3 << 3) | 2)) return StreamMessageResponse.decode(buf);
-  const outer = new Reader(buf);
-  outer.small();
-  const len = outer.small();
-  if (outer.pos + len !== buf.length) return StreamMessageResponse.decode(buf);
-  const r = new Reader(buf, outer.pos, outer.pos + len);
+  if (buf.length < 2 || buf[0] !== DIGEST) return StreamMessageResponse.decode(buf);
+  const r = new WireReader(buf, 1);
+  const end = r.enter();
+  if (end !== buf.length || r.fail) return StreamMessageResponse.decode(buf);
   let digestId = 0;
   let listId = 0n;
   let timestamp = 0n;
   const samples: DigestMember[][] = [];
-  while (r.pos < r.end) {
-    const tag = r.small();
-    const field = Math.floor(tag / 8);
-    const wire = tag & 7;
-    if (field === 1 && wire === 0) digestId = r.small();
-    else if (field === 2 && wire === 0) listId = r.varint();
-    else if (field === 4 && wire === 0) timestamp = BigInt.asIntN(64, r.varint());
-    else if (field === 3 && wire === 2) {
-      const l = r.small();
-      const m = members(buf, r.pos, r.pos + l);
+  while (r.more) {
+    const t = r.varint();
+    if (t === DIGEST_ID) digestId = r.varint();
+    else if (t === LIST_ID) listId = r.varint64();
+    else if (t === TIMESTAMP) timestamp = BigInt.asIntN(64, r.varint64());
+    else if (t === DATA) {
+      const sampleEnd = r.enter();
+      const m = members(r, sampleEnd);
       if (!m) return StreamMessageResponse.decode(buf); // not a struct of bitstrings: the general path
       samples.push(m);
-      r.pos += l;
-    } else r.skip(wire);
+      r.pos = sampleEnd;
+    } else r.skip(t & 7);
   }
+  if (r.fail) return StreamMessageResponse.decode(buf); // malformed: the generated decoder says how
   let data: P4Data[] | undefined;
   const list = {
     digestId,

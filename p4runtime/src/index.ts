@@ -1,6 +1,7 @@
 // @rdma-telemetry/p4runtime: a P4Runtime client library for Node.js, and the
-// core it shares with servers (schema, values, errors). The generated
-// P4Runtime messages are at @rdma-telemetry/p4runtime/proto/<path>.
+// core it shares with servers (schema, values, errors, and the protobuf wire
+// helpers of the hand-written codecs). The generated P4Runtime messages are
+// at @rdma-telemetry/p4runtime/proto/<path>.
 export * from "./backoff.js";
 export * from "./client.js";
 export * from "./desired-state.js";
@@ -11,4 +12,5 @@ export * from "./logger.js";
 export * from "./schema.js";
 export * from "./switch-connection.js";
 export * from "./values.js";
+export * from "./wire.js";
 export * from "./write-encoding.js";

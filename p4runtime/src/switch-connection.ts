@@ -11,7 +11,8 @@ import {
   type PacketIn,
   type Update,
 } from "./generated/p4/v1/p4runtime.js";
-import { fromUint128, P4RuntimeClient, P4WriteError, toUint128, type ClientOptions, type StreamChannel } from "./client.js";
+import { P4RuntimeClient, P4WriteError, type ClientOptions, type StreamChannel } from "./client.js";
+import { fromUint128, toUint128 } from "./wire.js";
 import type { DesiredState } from "./desired-state.js";
 import { Backoff, isRetriable, type BackoffOptions } from "./backoff.js";
 import { P4RuntimeError } from "./errors.js";

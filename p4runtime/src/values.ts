@@ -2,6 +2,7 @@
 // A bitstring of width W is big-endian, without leading zero bytes, at least
 // one byte long, and must fit in W bits.
 import { P4ValueError } from "./errors.js";
+import { bitstringSize, readBigUintBE, WireWriter } from "./wire.js";
 
 export type Scalar = bigint | number | string | Uint8Array;
 
@@ -13,15 +14,14 @@ export function encodeBits(value: bigint | number, bitwidth: number, what = "val
   if (v < 0n) throw new P4ValueError(`${what}: ${v} is negative`);
   if (v >> BigInt(bitwidth) !== 0n) throw new P4ValueError(`${what}: ${v} does not fit in ${bitwidth} bits`);
   if (v < 0x1000000000000n) return smallBits(Number(v));
-  const bytes: number[] = [];
-  for (let x = v; x > 0n; x >>= 8n) bytes.unshift(Number(x & 0xffn));
-  return Buffer.from(bytes);
+  const w = WireWriter.alloc(bitstringSize(v));
+  w.bitstring(v, w.buf.length);
+  return w.buf;
 }
 
 /** Canonical bytes of 0 <= x < 2^48: number arithmetic. */
 function smallBits(x: number): Buffer {
-  let n = 1;
-  while (n < 6 && x >= 2 ** (8 * n)) n++;
+  const n = bitstringSize(x);
   const out = Buffer.allocUnsafe(n);
   out.writeUIntBE(x, 0, n);
   return out;
@@ -30,15 +30,7 @@ function smallBits(x: number): Buffer {
 /** Value of a bytestring for a field of `bitwidth` bits; accepts non-canonical leading zeros. */
 export function decodeBits(bytes: Uint8Array, bitwidth: number, what = "value"): bigint {
   if (bytes.length === 0) throw new P4ValueError(`${what}: empty bytestring`);
-  let v: bigint;
-  if (bytes.length <= 6) {
-    let n = 0;
-    for (let i = 0; i < bytes.length; i++) n = n * 256 + bytes[i]!;
-    v = BigInt(n);
-  } else {
-    v = 0n;
-    for (const b of bytes) v = (v << 8n) | BigInt(b);
-  }
+  const v = readBigUintBE(bytes, 0, bytes.length);
   if (v >> BigInt(bitwidth) !== 0n) throw new P4ValueError(`${what}: 0x${Buffer.from(bytes).toString("hex")} does not fit in ${bitwidth} bits`);
   return v;
 }

@@ -1,6 +1,7 @@
 // Runs packets through a compiled program the way simple_switch does:
 // parse, verify checksums, ingress, learn, egress, update checksums, deparse.
-import { CompiledProgram, DROP_PORT, type PacketContext } from "./program.js";
+import type { CompiledProgram } from "./program.js";
+import { DROP_PORT, type PacketContext } from "./state.js";
 import type { Value } from "./table.js";
 
 export interface PacketIn {

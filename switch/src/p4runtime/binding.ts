@@ -8,7 +8,8 @@ import { TableEntry as P4TableEntry, type FieldMatch, type TableAction } from "@
 import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
-import type { CompiledProgram, CounterArray } from "../bmv2/program.js";
+import type { CompiledProgram } from "../bmv2/program.js";
+import type { CounterArray } from "../bmv2/state.js";
 import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
 
 export interface TableBinding {

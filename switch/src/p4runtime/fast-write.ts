@@ -13,7 +13,7 @@
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { MatchField_MatchType } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { Uint128, Update, Update_Type, WriteRequest_Atomicity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
+import { P4RuntimeError, readBigUintBE, WireReader } from "@rdma-telemetry/p4runtime";
 import type { ActionCall, KeyMatch, Value } from "../bmv2/table.js";
 import type { PipelineBinding, TableBinding } from "./binding.js";
 
@@ -82,77 +82,42 @@ export function decodeWriteRequest(buf: Uint8Array): LazyWriteRequest {
   };
 }
 
-/** A minimal protobuf reader over [pos, end); `fail` marks bytes it will not read. */
-class Cursor {
-  fail = false;
-  constructor(readonly buf: Uint8Array, public pos: number, readonly end: number) {}
-  varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 8; i++) {
-      if (this.pos >= this.end) break;
-      const b = this.buf[this.pos++]!;
-      v += (b & 0x7f) * scale;
-      if (b < 0x80) return v;
-      scale *= 128;
-    }
-    this.fail = true; // truncated, or beyond 2^53
-    return 0;
-  }
-  /** [start, end) of a length-delimited field's content */
-  sub(): [number, number] {
-    const len = this.varint();
-    const start = this.pos;
-    this.pos += len;
-    if (this.pos > this.end) this.fail = true;
-    return [start, this.pos];
-  }
-}
-
 /** A bit<width> value from big-endian bytes; undefined if empty or too wide. */
 function bits(buf: Uint8Array, start: number, end: number, width: number): bigint | undefined {
   if (end <= start) return undefined;
-  let v: bigint;
-  if (end - start <= 6) {
-    let n = 0;
-    for (let i = start; i < end; i++) n = n * 256 + buf[i]!;
-    v = BigInt(n);
-  } else {
-    v = 0n;
-    for (let i = start; i < end; i++) v = (v << 8n) | BigInt(buf[i]!);
-  }
+  const v = readBigUintBE(buf, start, end);
   return v >> BigInt(width) === 0n ? v : undefined;
 }
 
 function readTableWrite(buf: Uint8Array, start: number, end: number, b: PipelineBinding): TableWrite | undefined {
   // Update { type = 1; entity = 2 { table_entry = 2 } }
-  const u = new Cursor(buf, start, end);
+  const u = new WireReader(buf, start, end);
   let type = 0;
   let entry: [number, number] | undefined;
-  while (u.pos < u.end && !u.fail) {
+  while (u.more) {
     const tag = u.varint();
     if (tag === 8) type = u.varint();
     else if (tag === 18 && !entry) {
-      const [s, e] = u.sub();
-      const en = new Cursor(buf, s, e);
+      const [s, e] = u.span();
+      const en = new WireReader(buf, s, e);
       if (en.varint() !== 18) return undefined;
-      entry = en.sub();
+      entry = en.span();
       if (en.fail || en.pos !== en.end) return undefined;
     } else return undefined;
   }
   if (u.fail || !entry || (type !== Update_Type.INSERT && type !== Update_Type.MODIFY && type !== Update_Type.DELETE)) return undefined;
 
   // TableEntry { table_id = 1; match = 2; action = 3; priority = 4 } and nothing else
-  const c = new Cursor(buf, entry[0], entry[1]);
+  const c = new WireReader(buf, entry[0], entry[1]);
   let tableId = 0;
   let priority = 0;
   const matches: Array<[number, number]> = [];
   let action: [number, number] | undefined;
-  while (c.pos < c.end && !c.fail) {
+  while (c.more) {
     const tag = c.varint();
     if (tag === 8) tableId = c.varint();
-    else if (tag === 18) matches.push(c.sub());
-    else if (tag === 26) action = c.sub();
+    else if (tag === 18) matches.push(c.span());
+    else if (tag === 26) action = c.span();
     else if (tag === 32) priority = c.varint();
     else return undefined;
   }
@@ -183,16 +148,16 @@ const ANY: KeyMatch = { kind: "any" };
 /** One FieldMatch into `out` (by the field's index); false to decline. */
 function readMatch(buf: Uint8Array, start: number, end: number, t: TableBinding, out: Array<KeyMatch | undefined>): boolean {
   // FieldMatch { field_id = 1; exact = 2 | ternary = 3 | lpm = 4 | range = 6 | optional = 7 }
-  const c = new Cursor(buf, start, end);
+  const c = new WireReader(buf, start, end);
   let fieldId = 0;
   let kind = 0;
   let body: [number, number] | undefined;
-  while (c.pos < c.end && !c.fail) {
+  while (c.more) {
     const tag = c.varint();
     if (tag === 8) fieldId = c.varint();
     else if ((tag & 7) === 2 && !body) {
       kind = tag >>> 3;
-      body = c.sub();
+      body = c.span();
     } else return false;
   }
   const idx = t.fieldIndex.get(fieldId);
@@ -201,14 +166,14 @@ function readMatch(buf: Uint8Array, start: number, end: number, t: TableBinding,
   const type = f.match?.$case === "matchType" ? f.match.value : MatchField_MatchType.UNSPECIFIED;
   const w = f.bitwidth;
   // The body's fields: bytes 1 and 2 (value/mask, low/high), or value 1 and prefix_len 2 (varint).
-  const m = new Cursor(buf, body[0], body[1]);
+  const m = new WireReader(buf, body[0], body[1]);
   let a: [number, number] | undefined;
   let z: [number, number] | undefined;
   let prefixLen = 0;
-  while (m.pos < m.end && !m.fail) {
+  while (m.more) {
     const tag = m.varint();
-    if (tag === 10) a = m.sub();
-    else if (tag === 18 && kind !== 4) z = m.sub();
+    if (tag === 10) a = m.span();
+    else if (tag === 18 && kind !== 4) z = m.span();
     else if (tag === 16 && kind === 4) prefixLen = m.varint();
     else return false;
   }
@@ -231,25 +196,25 @@ function readMatch(buf: Uint8Array, start: number, end: number, t: TableBinding,
 
 /** TableAction { action = 1 { action_id = 1; params = 4 { param_id = 2; value = 3 } } }; undefined to decline. */
 function readAction(buf: Uint8Array, start: number, end: number, t: TableBinding, b: PipelineBinding): ActionCall | undefined {
-  const ta = new Cursor(buf, start, end);
+  const ta = new WireReader(buf, start, end);
   if (ta.varint() !== 10) return undefined;
-  const [s, e] = ta.sub();
+  const [s, e] = ta.span();
   if (ta.fail || ta.pos !== ta.end) return undefined;
-  const c = new Cursor(buf, s, e);
+  const c = new WireReader(buf, s, e);
   let actionId = 0;
   const params: Array<[number, number, number]> = [];
-  while (c.pos < c.end && !c.fail) {
+  while (c.more) {
     const tag = c.varint();
     if (tag === 8) actionId = c.varint();
     else if (tag === 34) {
-      const [ps, pe] = c.sub();
-      const p = new Cursor(buf, ps, pe);
+      const [ps, pe] = c.span();
+      const p = new WireReader(buf, ps, pe);
       let id = 0;
       let value: [number, number] | undefined;
-      while (p.pos < p.end && !p.fail) {
+      while (p.more) {
         const ptag = p.varint();
         if (ptag === 16) id = p.varint();
-        else if (ptag === 26) value = p.sub();
+        else if (ptag === 26) value = p.span();
         else return undefined;
       }
       if (p.fail || !value) return undefined;

@@ -2,10 +2,10 @@
 // infinite-precision semantics (values are truncated only when stored).
 // Sub-expressions whose magnitude provably stays below 2^52 are plain
 // number arithmetic; anything wider falls back to bigint.
-import { bitLength, NUM_BITS, parseHexstr } from "./bits.js";
-import type { ExpressionNode, TypedValue } from "./json.js";
-import type { Layout } from "./layout.js";
-import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
+import { bitLength, NUM_BITS, parseHexstr } from "../bits.js";
+import type { ExpressionNode, TypedValue } from "../json.js";
+import type { Layout } from "../layout.js";
+import { InvalidProgramError, UnsupportedProgramError } from "../errors.js";
 
 export type Kind = "n" | "b" | "bool";
 

@@ -1,0 +1,136 @@
+// Actions: one act_<id> function an action, its primitives in order.
+// Primitives also appear in parser states (parser.ts).
+import * as bits from "../bits.js";
+import { InvalidProgramError, UnsupportedProgramError } from "../errors.js";
+import type { Action, Primitive, TypedValue } from "../json.js";
+import type { HeaderInfo } from "../layout.js";
+import { DROP_PORT } from "../state.js";
+import type { Emitter } from "./emitter.js";
+import { storeCode, toBool, toNum, type CExpr, type ExprScope } from "./expr.js";
+
+export function genAction(g: Emitter, a: Action): void {
+  const scope: ExprScope = { layout: g.layout, runtimeData: a.runtime_data.map((r) => r.bitwidth), where: `action '${a.name}'` };
+  g.emit(`function act_${a.id}(D, ctx) {`);
+  for (const prim of a.primitives) g.emit("  " + primitive(g, prim, scope));
+  g.emit(`}`);
+}
+
+export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string {
+  const where = `${scope.where}, primitive '${prim.op}'`;
+  const ps = prim.parameters;
+  const s: ExprScope = { ...scope, where };
+  const arg = (i: number) => {
+    const v = ps[i];
+    if (!v) throw new InvalidProgramError(`${where}: missing parameter ${i}`);
+    return v;
+  };
+  switch (prim.op) {
+    case "assign":
+    case "modify_field": {
+      const f = g.fieldRef(arg(0), where);
+      return storeCode(g.slot(f), f.kind, f.width, f.signed, g.value(arg(1), s));
+    }
+    case "assign_header": {
+      const d = g.headerRef(arg(0), where);
+      const src = g.headerRef(arg(1), where);
+      return `V[${d.id}] = V[${src.id}]; ` + d.fields.map((f, i) => `${g.slot(f)} = ${g.slot(src.fields[i]!)};`).join(" ");
+    }
+    case "add_header":
+    case "add_header_fast": {
+      const h = g.headerRef(arg(0), where);
+      return `if (V[${h.id}] === 0) { V[${h.id}] = 1; ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};`).join(" ")} }`;
+    }
+    case "remove_header": {
+      const h = g.headerRef(arg(0), where);
+      return `V[${h.id}] = 0;`;
+    }
+    case "mark_to_drop":
+    case "drop": {
+      const std = g.p.std;
+      return `${g.slot(std.egressSpec)} = ${DROP_PORT};` + (std.mcastGrp ? ` ${g.slot(std.mcastGrp)} = 0;` : "");
+    }
+    case "register_read": {
+      const f = g.fieldRef(arg(0), where);
+      const r = registerRef(g, arg(1), where);
+      const idx = g.value(arg(2), s);
+      const reg = `R[${r.id}]`;
+      const cell: CExpr = { code: `${reg}[i]`, kind: r.width <= bits.NUM_BITS ? "n" : "b", bits: r.width, neg: false };
+      return `{ const i = ${toNum(idx)}; if (i < ${r.size}) { ${storeCode(g.slot(f), f.kind, f.width, f.signed, cell)} } }`;
+    }
+    case "register_write": {
+      const r = registerRef(g, arg(0), where);
+      const idx = g.value(arg(1), s);
+      const v = g.value(arg(2), s);
+      return `{ const i = ${toNum(idx)}; if (i < ${r.size}) { ${storeCode(`R[${r.id}][i]`, r.width <= bits.NUM_BITS ? "n" : "b", r.width, false, v)} } }`;
+    }
+    case "count": {
+      const c = counterRef(g, arg(0), where);
+      const idx = g.value(arg(1), s);
+      return `{ const i = ${toNum(idx)}; if (i < ${c.size}) { C[${c.id}].packets[i]++; C[${c.id}].bytes[i] += ctx.packetLength; } }`;
+    }
+    case "modify_field_with_hash_based_offset": {
+      const f = g.fieldRef(arg(0), where);
+      const base = g.value(arg(1), s);
+      const calcName = String(arg(2).value);
+      const ci = g.calcIndex.get(calcName);
+      if (ci === undefined) throw new InvalidProgramError(`${where}: no calculation named '${calcName}'`);
+      const size = g.value(arg(3), s);
+      const hv: CExpr = { code: `(Number(h) % sz + ${toNum(base)})`, kind: "n", bits: 53, neg: false };
+      return `{ const h = calc_${ci}(); const sz = Math.max(1, ${toNum(size)}); ${storeCode(g.slot(f), f.kind, f.width, f.signed, { ...hv, bits: Math.min(53, Math.max(size.bits, base.bits) + 1) })} }`;
+    }
+    case "generate_digest": {
+      const id = g.value(arg(1), s);
+      return `ctx.learnId = ${toNum(id)};`;
+    }
+    case "push":
+    case "pop": {
+      // P4_16 push_front/pop_front (BMv2 StackP4_16): shift elements, invalidate the vacated ones.
+      if (arg(0).type !== "header_stack") throw new UnsupportedProgramError(`${where}: ${prim.op} on a ${arg(0).type}`);
+      const st = g.layout.stack(String(arg(0).value), where);
+      const cnt = g.value(arg(1), s);
+      if (cnt.constant === undefined) throw new UnsupportedProgramError(`${where}: ${prim.op} by a non-constant count`);
+      const n = Number(cnt.constant);
+      const size = st.elements.length;
+      const copy = (to: HeaderInfo, from: HeaderInfo) => `V[${to.id}] = V[${from.id}]; ` + to.fields.map((f, i) => `${g.slot(f)} = ${g.slot(from.fields[i]!)};`).join(" ");
+      const parts: string[] = [];
+      if (prim.op === "pop") {
+        for (let i = 0; i < size; i++) parts.push(i + n < size ? copy(st.elements[i]!, st.elements[i + n]!) : `V[${st.elements[i]!.id}] = 0;`);
+        parts.push(`SN[${st.id}] = Math.max(0, SN[${st.id}] - ${n});`);
+      } else {
+        for (let i = size - 1; i >= 0; i--) parts.push(i - n >= 0 ? copy(st.elements[i]!, st.elements[i - n]!) : `V[${st.elements[i]!.id}] = 0;`);
+        parts.push(`SN[${st.id}] = Math.min(${size}, SN[${st.id}] + ${n});`);
+      }
+      return `{ ${parts.join(" ")} }`;
+    }
+    case "exit":
+      return `ctx.exit = true; return;`;
+    case "no_op":
+    case "log_msg":
+      return ``;
+    case "assert":
+    case "assume": {
+      const c = g.value(arg(0), s);
+      return `if (!${toBool(c)}) { ctx.failed = ${JSON.stringify(`${prim.op} failed in ${scope.where}`)}; ctx.exit = true; return; }`;
+    }
+    case "truncate": {
+      const n = g.value(arg(0), s);
+      return `ctx.truncateTo = ${toNum(n)};`;
+    }
+    default:
+      throw new UnsupportedProgramError(`${where}: primitive '${prim.op}' is not supported`);
+  }
+}
+
+function registerRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "register_array") throw new UnsupportedProgramError(`${where}: expected a register array, got '${tv.type}'`);
+  const r = g.p.registers.get(String(tv.value));
+  if (!r) throw new InvalidProgramError(`${where}: no register array named '${String(tv.value)}'`);
+  return r;
+}
+
+function counterRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "counter_array") throw new UnsupportedProgramError(`${where}: expected a counter array, got '${tv.type}'`);
+  const c = g.p.counters.get(String(tv.value));
+  if (!c) throw new InvalidProgramError(`${where}: no counter array named '${String(tv.value)}'`);
+  return c;
+}

@@ -1,0 +1,63 @@
+// What every part of the code generator shares: the lines emitted so far,
+// the program being compiled, and how a field, a header or a value is
+// written in the generated JavaScript.
+import { UnsupportedProgramError } from "../errors.js";
+import type { Bmv2Json, TypedValue } from "../json.js";
+import type { FieldInfo, HeaderInfo, Layout } from "../layout.js";
+import type { CounterArray, RegisterArray, StandardMetadata } from "../state.js";
+import { compileValue, type CExpr, type ExprScope } from "./expr.js";
+
+/** What the generator needs of a program: its JSON, its layout and its run-time state's names. */
+export interface CodegenInput {
+  readonly json: Bmv2Json;
+  readonly layout: Layout;
+  readonly std: StandardMetadata;
+  readonly registers: ReadonlyMap<string, RegisterArray>;
+  readonly counters: ReadonlyMap<string, CounterArray>;
+  readonly errorCodes: ReadonlyMap<string, number>;
+}
+
+export class Emitter {
+  readonly out: string[] = [];
+  readonly layout: Layout;
+  /** calculation name -> index of its calc_<i> function, filled as they are generated */
+  readonly calcIndex = new Map<string, number>();
+
+  /**
+   * @param referenced fields that the program reads anywhere but in the deparser
+   * @param immutable no packet header is ever written: packets leave as they came,
+   *   so fields nobody reads need not be extracted
+   */
+  constructor(readonly p: CodegenInput, readonly referenced: ReadonlySet<string>, readonly immutable: boolean) {
+    this.layout = p.layout;
+  }
+
+  emit(line: string): void {
+    this.out.push(line);
+  }
+
+  /** The slot of a field: N[i] (a number) or B[i] (a bigint). */
+  slot(f: FieldInfo): string {
+    return f.kind === "n" ? `N[${f.slot}]` : `B[${f.slot}]`;
+  }
+
+  fieldRef(tv: TypedValue, where: string): FieldInfo {
+    if (tv.type !== "field") throw new UnsupportedProgramError(`${where}: expected a field, got '${tv.type}'`);
+    const [h, f] = tv.value as [string, string];
+    return this.layout.field(h, f, where);
+  }
+
+  headerRef(tv: TypedValue, where: string): HeaderInfo {
+    if (tv.type !== "header") throw new UnsupportedProgramError(`${where}: expected a header, got '${tv.type}'`);
+    return this.layout.header(String(tv.value), where);
+  }
+
+  value(tv: TypedValue, scope: ExprScope): CExpr {
+    return compileValue(tv, scope);
+  }
+
+  /** Code that writes field `f` into `buf` at bit offset `bitOff`. */
+  writeField(buf: string, bitOff: string, f: FieldInfo): string {
+    return f.kind === "n" ? `writeBitsNum(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});` : `writeBitsBig(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});`;
+  }
+}

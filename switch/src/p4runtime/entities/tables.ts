@@ -1,0 +1,55 @@
+// Table entries: written (INSERT, MODIFY, DELETE; the default entry only
+// modified or reset) and read (one entry, a table, or every table; the
+// default entry; with direct counters if asked).
+import { Update_Type, type Entity, type TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import type { ActionCall } from "../../bmv2/table.js";
+import type { PipelineBinding } from "../binding.js";
+import type { TableWrite } from "../fast-write.js";
+import { RpcError } from "../rpc.js";
+
+/** A checked table write, from either decoder. */
+export function applyTableWrite(w: TableWrite): void {
+  const t = w.table.table;
+  if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
+  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
+  else t.modify(w.match, w.priority, w.action!, w.metadata);
+}
+
+/** A table-entry update decoded by the generated decoder (`type` is INSERT, MODIFY or DELETE); `originalDefaults` by P4Info table id. */
+export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMap<number, ActionCall>, type: Update_Type, te: TableEntry): void {
+  const T = Update_Type;
+  const t = b.table(te.tableId);
+  const name = t.info.preamble!.name;
+  if (te.isDefaultAction) {
+    if (te.match.length) throw new RpcError("INVALID_ARGUMENT", `table '${name}': a default entry has no match`);
+    if (type === T.INSERT) throw new RpcError("INVALID_ARGUMENT", `table '${name}': the default entry cannot be inserted, only modified`);
+    if (t.table.defaultConst) throw new RpcError("PERMISSION_DENIED", `table '${name}' has a const default action`);
+    if (type === T.MODIFY) t.table.defaultAction = b.decodeAction(t, te.action, true);
+    else t.table.defaultAction = originalDefaults.get(te.tableId) ?? t.table.defaultAction;
+    return;
+  }
+  if (t.table.constEntries) throw new RpcError("PERMISSION_DENIED", `table '${name}' has const entries and cannot be changed`);
+  const match = b.decodeMatch(t, te.match);
+  const problem = t.table.validate(match, te.priority);
+  if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
+  const action = type === T.DELETE ? undefined : b.decodeAction(t, te.action, false);
+  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, idleTimeoutNs: te.idleTimeoutNs });
+}
+
+/** The entries a TableEntry read asks for: table id 0 is every table; a match is one entry; is_default_action the default entry. */
+export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[]): void {
+  const withCounters = q.counterData !== undefined;
+  const tables = q.tableId === 0 ? [...b.tables.values()] : [b.table(q.tableId)];
+  for (const t of tables) {
+    if (q.isDefaultAction) {
+      out.push({ entity: { $case: "tableEntry", value: b.encodeDefault(t, withCounters) } });
+      continue;
+    }
+    if (q.tableId !== 0 && q.match.length > 0) {
+      const hit = t.table.get(b.decodeMatch(t, q.match), q.priority);
+      if (hit) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters) } });
+      continue;
+    }
+    for (const te of t.table.entries()) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, te, withCounters) } });
+  }
+}
