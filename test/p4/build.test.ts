@@ -46,7 +46,7 @@ function p4Sources() {
     let b = controls.get(path[0]!);
     if (!b) throw new Error(`no control ${path[0]}`);
     for (const inst of path.slice(1)) {
-      const type = new RegExp(`(\\w+)\\(\\)\\s+${inst}\\s*;`).exec(b)?.[1];
+      const type: string | undefined = new RegExp(`(\\w+)\\(\\)\\s+${inst}\\s*;`).exec(b)?.[1];
       b = type ? controls.get(type) : undefined;
       if (!b) throw new Error(`no instance ${inst} in ${path.join(".")}`);
     }
