@@ -8,12 +8,12 @@
 // C compiler; `bmv2SkipReason` says what is missing otherwise.
 import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Topology } from "../../app/topology.js";
 import { parseConfig, type ControllerConfig } from "../../p4runtime-controller/src/config.js";
+import { freePort, waitForPort } from "../support/net.js";
 
 const here = new URL(".", import.meta.url).pathname;
 const root = new URL("../..", import.meta.url).pathname;
@@ -42,37 +42,6 @@ export function announceSkip(what: string): void {
 function ip(...args: string[]): void {
   const r = spawnSync("ip", args, { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim()}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function waitForPort(port: number, timeoutMs: number, alive: () => string | undefined): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const s = createConnection({ host: "127.0.0.1", port }, () => {
-        s.end();
-        resolve();
-      });
-      s.on("error", () => {
-        s.destroy();
-        const dead = alive();
-        if (dead) reject(new Error(dead));
-        else if (Date.now() > deadline) reject(new Error(`simple_switch_grpc: nothing listens on ${port} after ${timeoutMs} ms`));
-        else setTimeout(attempt, 50);
-      });
-    };
-    attempt();
-  });
 }
 
 /** FNV-1a 64 of a frame, as the clock tap writes it (16 hex digits). */

@@ -1,6 +1,10 @@
 // The telemetry controller against the software switch over P4Runtime:
 // switch restarts, primary failover, mode switches mid-traffic.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
+import { buildTableEntry, P4RuntimeClient, P4RuntimeError, P4Schema, toUint128 } from "../../p4runtime/src/index.js";
+import { Update_Type } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { Topology } from "../../app/topology.js";
 import { replaySwitches } from "../../app/replay.js";
 import type { MessageRecordJson, RecordJson, FlowAggregateJson } from "../../contract/src/records.js";
@@ -12,6 +16,10 @@ import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ipv4 } from "../../contract/src/ipv4.js";
 import { buildFrame, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
+import { TcpProxy } from "../support/net.js";
+import { nextEvent, until } from "../support/wait.js";
+
+const root = new URL("../..", import.meta.url).pathname;
 
 const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -40,11 +48,35 @@ async function startSwitch(port = 0) {
 
 const cmd = (cid: number) => buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 3, psn: cid, payload: nvmeSqe("read", cid, 1, 0n, 4096, cid) }).data;
 
-async function until(cond: () => boolean, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+const schema = P4Schema.fromJson(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8"));
+
+/** A P4Runtime client for reading what a switch holds (reads need no arbitration). */
+function reader(port: number) {
+  const c = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000 });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+/** Every table entry on the switch (a wildcard Read over all tables), as sorted text; [] while it has no pipeline. */
+async function tableEntries(c: P4RuntimeClient): Promise<string[]> {
+  const all = { entity: { $case: "tableEntry" as const, value: { ...buildTableEntry(schema, { table: "forwarding.ipv4_routes" }), tableId: 0 } } };
+  try {
+    return (await c.readAll([all])).map((e) => JSON.stringify(e, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v))).sort();
+  } catch (err) {
+    if (err instanceof P4RuntimeError && err.code === "FAILED_PRECONDITION") return [];
+    throw err;
+  }
+}
+
+/** The io digest's DigestEntry config on the switch, or undefined when it has none. */
+async function ioDigestConfig(c: P4RuntimeClient) {
+  const digestId = schema.digests.get("io_digest_t").preamble!.id;
+  try {
+    const [e] = await c.readAll([{ entity: { $case: "digestEntry", value: { digestId, config: undefined } } }]);
+    return e?.entity?.$case === "digestEntry" ? e.entity.value.config : undefined;
+  } catch (err) {
+    if (err instanceof P4RuntimeError && (err.code === "NOT_FOUND" || err.code === "FAILED_PRECONDITION")) return undefined;
+    throw err;
   }
 }
 
@@ -54,17 +86,22 @@ describe("controller reliability", () => {
     const port = s.port;
     const c = controllerFor(port, 1);
     await c.ready();
-    const installed = () => s.server.binding !== undefined && [...s.server.binding.tables.values()].reduce((a, t) => a + t.table.size, 0);
-    const before = installed();
-    expect(before).toBeGreaterThan(0);
+    let read = reader(port);
+    const before = await tableEntries(read);
+    expect(before.length).toBeGreaterThan(0);
+    expect((await ioDigestConfig(read))?.maxListSize).toBe(1);
     await s.server.close();
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => !c.stats.primary, 5000, "the controller to see the switch go");
     s = await startSwitch(port);
     const back = Date.now();
     cleanups.push(() => s.server.close());
+    read = reader(port);
+    // The new switch starts empty: what is read below is what the controller wrote to it.
     // Reconnection backs off to at most 2 s, so this takes about that at worst; the figure is printed, not asserted.
-    await until(() => installed() === before && s.sw.digests.config(c.schema.digests.get("io_digest_t").preamble!.id) !== undefined, 10_000, "re-installation");
+    await until(async () => (await tableEntries(read)).length === before.length && (await ioDigestConfig(read)) !== undefined, 10_000, "re-installation", 50);
     console.log(`switch restart: everything re-installed ${Date.now() - back} ms after the switch came back`);
+    expect(await tableEntries(read)).toEqual(before);
+    expect((await ioDigestConfig(read))?.maxListSize).toBe(1);
     // Digests flow again: a command capsule produces one.
     let got = 0;
     c.on("digests", (b) => (got += b.digests.length));
@@ -75,10 +112,52 @@ describe("controller reliability", () => {
   test("reconciliation after a reconnect writes nothing twice and removes nothing it owns", async () => {
     const s = await startSwitch();
     cleanups.push(() => s.server.close());
-    const c = controllerFor(s.port, 1);
+    // The controller reaches the switch through a proxy that can break the connection; the switch keeps its state.
+    const proxy = await TcpProxy.start(s.port);
+    cleanups.push(() => proxy.close());
+    const c = controllerFor(proxy.port, 1);
     await c.ready();
-    const n = await c.connection.reconcile();
-    expect(n).toBe(0);
+    const read = reader(s.port);
+    const before = await tableEntries(read);
+    expect(before.length).toBeGreaterThan(0);
+    let pushes = 0;
+    c.connection.on("pipeline-pushed", () => pushes++);
+
+    // 1. The connection breaks and cannot be made again for a while; meanwhile
+    // another controller takes the switch and deletes one of this one's entries.
+    proxy.refusing = true;
+    const lost = nextEvent(c.connection, "stream-error", 5000);
+    expect(proxy.cut()).toBeGreaterThan(0);
+    await lost;
+    expect(c.stats.primary).toBe(false);
+    const other = reader(s.port);
+    const ch = other.streamChannel();
+    ch.send({ update: { $case: "arbitration", value: { deviceId: 1n, role: undefined, electionId: toUint128(100n), status: undefined } } });
+    const first = await ch[Symbol.asyncIterator]().next();
+    expect(!first.done && first.value.update?.$case === "arbitration" && first.value.update.value.status?.code).toBe(0);
+    const [entity] = await other.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "forwarding.ipv4_routes" }) } }]);
+    expect(entity).toBeDefined();
+    await other.write([{ type: Update_Type.DELETE, entity: entity! }], 100n);
+    ch.close();
+    expect(await tableEntries(read)).toHaveLength(before.length - 1);
+
+    // 2. The controller reconnects (a new TCP connection through the proxy) and reconciles: exactly the one missing entry is written.
+    const reconciled = nextEvent<[{ updates: number }]>(c.connection, "reconciled", 10_000);
+    const accepted = proxy.accepted;
+    proxy.refusing = false;
+    expect((await reconciled)[0].updates).toBe(1);
+    expect(proxy.accepted).toBeGreaterThan(accepted);
+    await c.ready();
+    expect(await tableEntries(read)).toEqual(before);
+
+    // 3. Broken again with nothing changed: the reconnect writes nothing.
+    const again = nextEvent<[{ updates: number }]>(c.connection, "reconciled", 10_000);
+    expect(proxy.cut()).toBeGreaterThan(0);
+    expect((await again)[0].updates).toBe(0);
+    expect(await tableEntries(read)).toEqual(before);
+    // The switch kept its pipeline: it was never pushed again, and the controller saw one session throughout.
+    expect(pushes).toBe(0);
+    expect(c.stats.sessions).toBe(1);
   });
 
   test("two controllers: the primary is killed, the backup takes over and digests keep flowing", async () => {
@@ -88,7 +167,9 @@ describe("controller reliability", () => {
     const a = controllerFor(s.port, 20, (b) => seen.push(...b.digests.map((d) => d.seq)));
     await a.ready();
     const b = controllerFor(s.port, 10, (x) => seen.push(...x.digests.map((d) => d.seq)));
-    await until(() => b.stats.primary === false && b.connection.listenerCount("primary") > 0, 1000, "the backup to connect");
+    // The switch answers the backup's arbitration: it is connected, and told it is not primary.
+    await nextEvent(b, "backup", 5000);
+    expect(b.stats.primary).toBe(false);
     let t = 1_800_000_000_000_000_000n;
     for (let cid = 0; cid < 5; cid++) s.sw.process({ port: 1, data: cmd(cid), unixNs: (t += 1000n) });
     await until(() => seen.length === 5, 2000, "digests to the primary");

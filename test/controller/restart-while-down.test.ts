@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
-import { ioFeeder, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import { digestsSettled, ioFeeder, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 
 const dir = mkdtempSync(join(tmpdir(), "restart-while-down-"));
 const children: ChildProcess[] = [];
@@ -55,7 +55,7 @@ test("a switch that restarted while no controller ran: the new controller counts
   const feed = ioFeeder();
   const c1 = await startController(["--config", config, "--journal", journal, "--out", out], { KAFKA_BROKERS: "" }, children);
   await feed(first.child, 100);
-  await new Promise((r) => setTimeout(r, 400));
+  await digestsSettled(first.child);
   // Killed with its journal unsettled: the next run replays lists of the switch's old session.
   await stop(c1, "SIGKILL");
   await stop(first.child, "SIGKILL");

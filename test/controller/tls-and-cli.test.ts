@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, describe, expect, test } from "vitest";
-import { P4RuntimeClient } from "../../p4runtime/src/client.js";
+import { buildTableEntry, decodeTableEntry, P4RuntimeClient, P4Schema, type TlsOptions } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
-import { decodeTableEntry } from "../../p4runtime/src/entities.js";
-import { P4Schema } from "../../p4runtime/src/schema.js";
+import { freePort } from "../support/net.js";
+import { exited, outputMatching } from "../support/wait.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tls-cli-"));
@@ -28,8 +28,9 @@ function makePki() {
     writeFileSync(join(dir, `${name}.ext`), name === "server" ? "subjectAltName=DNS:switch.test\n" : "extendedKeyUsage=clientAuth\n");
     openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", `${name}.ext`, "-out", `${name}.pem`);
   }
+  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other-ca", "-keyout", "other-ca.key", "-out", "other-ca.pem");
   const f = (n: string) => readFileSync(join(dir, n));
-  return { ca: f("ca.pem"), serverCert: f("server.pem"), serverKey: f("server.key"), clientCert: f("client.pem"), clientKey: f("client.key") };
+  return { otherCa: f("other-ca.pem"), ca: f("ca.pem"), serverCert: f("server.pem"), serverKey: f("server.key"), clientCert: f("client.pem"), clientKey: f("client.key") };
 }
 
 const hasOpenssl = spawnSync("openssl", ["version"]).status === 0;
@@ -41,19 +42,39 @@ describe.skipIf(!hasOpenssl)("TLS", () => {
     const server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
     // Mutual TLS: the server checks the client's certificate against the CA.
     const port = await server.listen("127.0.0.1:0", grpc.ServerCredentials.createSsl(pki.ca, [{ cert_chain: pki.serverCert, private_key: pki.serverKey }], true));
+    const address = `127.0.0.1:${port}`;
+    const capabilities = async (tls: TlsOptions) => {
+      const c = new P4RuntimeClient({ address, deviceId: 1n, timeoutMs: 5000, tls });
+      try {
+        return await c.capabilities();
+      } finally {
+        c.close();
+      }
+    };
+    const goodTls = { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey, serverName: "switch.test" };
+    // A server that is not there also answers UNAVAILABLE: each refusal below
+    // must name the TLS failure, and the same server must answer the right
+    // credentials right after it.
+    const live = async () => expect((await capabilities(goodTls)).p4runtimeApiVersion).toBe("1.5.0");
+    const tlsFailure = /certificate|altnames|SSL|TLS|handshake/i;
     try {
-      const good = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000, tls: { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey, serverName: "switch.test" } });
-      expect((await good.capabilities()).p4runtimeApiVersion).toBe("1.5.0");
-      good.close();
-      const noClientCert = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000, tls: { ca: pki.ca, serverName: "switch.test" } });
-      await expect(noClientCert.capabilities()).rejects.toMatchObject({ code: "UNAVAILABLE" });
-      noClientCert.close();
-      const wrongName = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000, tls: { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey, serverName: "other.test" } });
-      await expect(wrongName.capabilities()).rejects.toMatchObject({ code: "UNAVAILABLE" });
-      wrongName.close();
+      await live();
+      // Mutual TLS: no client certificate, and the server sends the TLS alert "certificate required".
+      await expect(capabilities({ ca: pki.ca, serverName: "switch.test" })).rejects.toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/certificate required/) });
+      await live();
+      // The server's certificate is not for the name the client expects.
+      await expect(capabilities({ ...goodTls, serverName: "other.test" })).rejects.toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/does not match certificate's altnames.*other\.test/) });
+      await live();
+      // A CA that did not sign the server's certificate.
+      await expect(capabilities({ ...goodTls, ca: pki.otherCa })).rejects.toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/certificate/i) });
+      await live();
     } finally {
       await server.close();
     }
+    // The same client against the closed server: UNAVAILABLE too, but the connection is refused, with no word of TLS.
+    const dead = await capabilities(goodTls).then(() => undefined, (e: unknown) => e as Error);
+    expect(dead).toMatchObject({ code: "UNAVAILABLE", message: expect.stringMatching(/ECONNREFUSED/) });
+    expect(dead!.message).not.toMatch(tlsFailure);
   });
 });
 
@@ -62,7 +83,7 @@ describe("command line", () => {
     const sw = new SoftwareSwitch();
     const server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
     const port = await server.listen("127.0.0.1:0");
-    const controlPort = 19000 + Math.floor(Math.random() * 1000);
+    const controlPort = await freePort();
     const config = join(dir, "controller.json");
     writeFileSync(config, JSON.stringify({
       switch: { address: `127.0.0.1:${port}`, switch_id: "cli", timestamp_unit_ns: 1 },
@@ -71,18 +92,17 @@ describe("command line", () => {
     }));
     const bin = [join(root, "bin/rdma-telemetry.ts")];
     const ctl = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "controller", "--config", config, "--log-level", "warn"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    ctl.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const primary = outputMatching(ctl.stdout, "primary on", 30_000, ctl);
+    const reader = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000 });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!out.includes("primary on") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain("primary on");
+      await primary;
       const schema = P4Schema.fromJson(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8"));
-      const mode = () => {
-        const t = server.binding!.tables.get(schema.tables.get("config.telemetry_config").preamble!.id)!;
-        return decodeTableEntry(schema, server.binding!.encodeDefault(t, false)).action?.params.mode;
+      // The mode as the switch has it: a P4Runtime Read of the config table's default entry.
+      const mode = async () => {
+        const [e] = await reader.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "config.telemetry_config", isDefault: true }) } }]);
+        return e?.entity?.$case === "tableEntry" ? decodeTableEntry(schema, e.entity.value).action?.params.mode : undefined;
       };
-      expect(mode()).toBe(1n);
+      expect(await mode()).toBe(1n);
       // Asynchronously: the switch answering the controller's writes runs in this process.
       const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
         const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "mode", "polling", "--control", `127.0.0.1:${controlPort}`], { cwd: root });
@@ -98,10 +118,11 @@ describe("command line", () => {
       expect(answer.mode).toBe("polling");
       expect(answer.epoch).toBeGreaterThan(0);
       expect(answer.epoch).toBeLessThan(0x10000);
-      expect(mode()).toBe(2n);
+      expect(await mode()).toBe(2n);
     } finally {
+      reader.close();
       ctl.kill("SIGTERM");
-      await new Promise((r) => ctl.once("exit", r));
+      await exited(ctl);
       await server.close();
     }
     writeFileSync(config, JSON.stringify({ ports: [{ port: 1, role: "computer" }] }));

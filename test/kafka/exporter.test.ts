@@ -15,6 +15,7 @@ import { KafkaSink } from "../../exporter/src/kafka/kafka-sink.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
+import { until } from "../support/wait.js";
 
 const brokers = [inject("kafkaBrokers")];
 const tmp = mkdtempSync(join(tmpdir(), "kafka-test-"));
@@ -204,8 +205,7 @@ describe("exporter on Kafka", () => {
     const engines = [0, 1].map(() => new MetricsEngine((r) => { if (r.type === "io") ios.push(r); }, { correlationWindowNs: 10_000_000_000n }));
     const consumers = engines.map((e, i) => new DigestConsumer({ brokers, groupId: `exporters-${t.digest}`, topic: t.digest, clientId: `exporter-${i}`, onBatch: (b) => e.onDigestList(b.switchId, b.listTimestampNs, b.digests) }));
     await Promise.all(consumers.map((c) => c.start()));
-    const joined = Date.now() + 60_000;
-    while (!(consumers.every((c) => c.assigned.size > 0) && consumers.reduce((a, c) => a + c.assigned.size, 0) === 6) && Date.now() < joined) await new Promise((r) => setTimeout(r, 100));
+    await until(() => consumers.every((c) => c.assigned.size > 0) && consumers.reduce((a, c) => a + c.assigned.size, 0) === 6, 60_000, () => `both exporters to get their partitions (${consumers.map((c) => c.assigned.size).join(" + ")} of 6)`, 100);
     expect(consumers.map((c) => c.assigned.size).sort()).toEqual([3, 3]);
     const traffic = generateTraffic({ seed: 8, durationNs: 80_000_000, hosts: 3, targets: 2, ioRate: 1500 });
     let published = 0;
@@ -224,8 +224,7 @@ describe("exporter on Kafka", () => {
     });
     await sink.flush();
     await sink.close();
-    const deadline = Date.now() + 60_000;
-    while (consumers.reduce((a, c) => a + c.received, 0) < published && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await until(() => consumers.reduce((a, c) => a + c.received, 0) >= published, 60_000, () => `${published} digests consumed (got ${consumers.reduce((a, c) => a + c.received, 0)})`, 100);
     await Promise.all(consumers.map((c) => c.stop()));
     expect(consumers.reduce((a, c) => a + c.received, 0)).toBe(published);
     expect(consumers.every((c) => c.received > 0)).toBe(true);
@@ -261,8 +260,7 @@ describe("exporter on Kafka", () => {
     const got: number[] = [];
     const c = new DigestConsumer({ brokers, groupId: `bad-${t.digest}`, topic: t.digest, onBatch: (b) => got.push(b.digests[0]!.seq), onBad: (m) => bad.push(m) });
     await c.start();
-    const deadline = Date.now() + 30_000;
-    while (got.length + bad.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await until(() => got.length + bad.length >= 4, 30_000, () => `4 digests consumed (got ${got.length} good, ${bad.length} bad)`, 100);
     await c.stop();
     expect(got).toEqual([1, 4]);
     expect(bad).toHaveLength(2);

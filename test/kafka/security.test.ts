@@ -16,6 +16,7 @@ import type { KafkaSecurity } from "../../exporter/src/kafka/security.js";
 import type { SwitchStatsJson } from "../../contract/src/records.js";
 import type { Logger } from "../../exporter/src/logger.js";
 import { ConfigError } from "../../p4runtime-controller/src/config.js";
+import { until } from "../support/wait.js";
 
 interface SecuredBroker {
   brokers: string;
@@ -68,13 +69,6 @@ function recordingLogger(): Logger & { entries: Array<{ level: string; msg: stri
   return { entries, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** Reads `count` messages of `topic` with a consumer of its own. */
 async function readBack(brokers: string, security: KafkaSecurity, topic: string, count: number): Promise<SwitchStats[]> {
@@ -84,7 +78,7 @@ async function readBack(brokers: string, security: KafkaSecurity, topic: string,
   const out: SwitchStats[] = [];
   await consumer.run({ eachMessage: async ({ message }) => void out.push(SwitchStats.decode(message.value!)) });
   try {
-    await until(() => out.length >= count, 20_000, `${count} messages on ${topic} (got ${out.length})`);
+    await until(() => out.length >= count, 20_000, () => `${count} messages on ${topic} (got ${out.length})`);
   } finally {
     await consumer.disconnect();
   }

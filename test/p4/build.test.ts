@@ -1,14 +1,87 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { P4_NAMES } from "../../contract/src/generated/telemetry-names.js";
+import { P4_NAMES, SWITCH_COUNTER_NAMES } from "../../contract/src/generated/telemetry-names.js";
 import { P4Schema } from "../../p4runtime/src/schema.js";
 // @ts-expect-error -- plain ESM script without types
 import { checkManifest } from "../../scripts/p4-build.mjs";
 
 const root = new URL("../..", import.meta.url).pathname;
 const schema = P4Schema.fromJson(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8"));
+
+interface P4InfoJson {
+  tables: Array<{ preamble: { id: number; name: string }; matchFields?: Array<{ name: string }>; actionRefs: Array<{ id: number }>; size: string }>;
+  actions: Array<{ preamble: { id: number; name: string }; params?: Array<{ name: string; bitwidth: number }> }>;
+  digests: Array<{ preamble: { name: string }; typeSpec: { struct: { name: string } } }>;
+  counters: Array<{ preamble: { name: string }; size: string }>;
+  typeInfo: { structs: Record<string, { members: Array<{ name: string; typeSpec: { bitstring: { bit: { bitwidth: number } } } }> }> };
+}
+interface Bmv2Json {
+  pipelines: Array<{ tables: Array<{ name: string; key: Array<{ name: string }>; max_size: number; actions: string[] }> }>;
+  actions: Array<{ name: string; runtime_data: Array<{ name: string; bitwidth: number }> }>;
+  headers: Array<{ name: string; header_type: string }>;
+  header_types: Array<{ name: string; fields: Array<[string, number, boolean]> }>;
+  learn_lists: Array<{ name: string; elements: Array<{ value: [string, string] }> }>;
+  counter_arrays: Array<{ name: string; size: number }>;
+}
+
+/** The P4 sources, read as text: controls, their instances, tables, actions, structs, typedefs. */
+function p4Sources() {
+  const text = [join(root, "p4/v1model/main.p4"), ...readdirSync(join(root, "p4/include"), { recursive: true }).map(String).filter((f) => f.endsWith(".p4")).map((f) => join(root, "p4/include", f))]
+    .map((f) => readFileSync(f, "utf8").replace(/\/\/.*$/gm, ""))
+    .join("\n");
+  const typedefs = new Map([...text.matchAll(/typedef\s+bit<(\d+)>\s+(\w+)\s*;/g)].map((m) => [m[2]!, Number(m[1])]));
+  const width = (type: string): number => {
+    const bit = /^bit<(\d+)>$/.exec(type);
+    if (bit) return Number(bit[1]);
+    const w = typedefs.get(type);
+    if (w === undefined) throw new Error(`no typedef for ${type}`);
+    return w;
+  };
+  // A control's body: from its declaration to the first closing brace at column 0.
+  const controls = new Map([...text.matchAll(/^control\s+(\w+)\s*\([^]*?^\}/gm)].map((m) => [m[1]!, m[0]]));
+  /** The body of the control that `path` (Top.instance.instance) names. */
+  const body = (path: string[]): string => {
+    let b = controls.get(path[0]!);
+    if (!b) throw new Error(`no control ${path[0]}`);
+    for (const inst of path.slice(1)) {
+      const type: string | undefined = new RegExp(`(\\w+)\\(\\)\\s+${inst}\\s*;`).exec(b)?.[1];
+      b = type ? controls.get(type) : undefined;
+      if (!b) throw new Error(`no instance ${inst} in ${path.join(".")}`);
+    }
+    return b;
+  };
+  const split = (name: string) => {
+    const parts = name.split(".");
+    return { control: body(parts.slice(0, -1)), last: parts.at(-1)! };
+  };
+  return {
+    declares(name: string, kind: "table" | "action"): boolean {
+      const { control, last } = split(name);
+      return new RegExp(`\\b${kind}\\s+${last}\\s*[({]`).test(control);
+    },
+    actionParams(name: string): Array<{ name: string; bitwidth: number }> {
+      const { control, last } = split(name);
+      const params = new RegExp(`\\baction\\s+${last}\\s*\\(([^)]*)\\)`).exec(control)![1]!.trim();
+      return params === "" ? [] : params.split(",").map((p) => {
+        const [type, pname] = p.trim().split(/\s+/).slice(-2) as [string, string];
+        return { name: pname, bitwidth: width(type) };
+      });
+    },
+    struct(name: string): Array<{ name: string; bitwidth: number }> {
+      const m = new RegExp(`struct\\s+${name}\\s*\\{([^}]*)\\}`).exec(text);
+      if (!m) throw new Error(`no struct ${name}`);
+      return [...m[1]!.matchAll(/([\w<>]+)\s+(\w+)\s*;/g)].map((f) => ({ name: f[2]!, bitwidth: width(f[1]!) }));
+    },
+    statNames(): string[] {
+      return [...text.matchAll(/const\s+bit<\d+>\s+STAT_(\w+)\s*=\s*(\d+)\s*;/g)]
+        .map((m) => ({ name: m[1]!.toLowerCase(), index: Number(m[2]) }))
+        .sort((a, b) => a.index - b.index)
+        .map((s) => s.name);
+    },
+  };
+}
 
 describe("compiled P4 program", () => {
   test("the P4Info has the tables, actions, digests and counters the controller needs", () => {
@@ -23,11 +96,58 @@ describe("compiled P4 program", () => {
     expect(schema.param(schema.actions.get("config.set_config"), "ts_scale").bitwidth).toBe(48);
   });
 
-  test("the generated names are the P4Info's names", () => {
-    for (const t of Object.values(P4_NAMES.tables)) expect(schema.tables.get(t.name).preamble!.name).toBe(t.name);
-    for (const a of Object.values(P4_NAMES.actions)) expect(schema.actions.get(a.name).preamble!.name).toBe(a.name);
-    const io = P4_NAMES.digests.io_digest_t.fields;
-    expect(io[0]).toEqual({ name: "seq", bitwidth: 32 });
+  test("the P4Info agrees with the BMv2 JSON compiled beside it: tables, actions, digests, counters", () => {
+    // Two outputs of the compiler, read independently: the P4Info (as the
+    // controller sees it) and the BMv2 JSON (as the switch runs it).
+    const info = JSON.parse(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8")) as P4InfoJson;
+    const bmv2 = JSON.parse(readFileSync(join(root, "p4/build/telemetry.json"), "utf8")) as Bmv2Json;
+    const bmv2Tables = new Map(bmv2.pipelines.flatMap((p) => p.tables).map((t) => [t.name, t]));
+    const bmv2Actions = new Map(bmv2.actions.map((a) => [a.name, a]));
+    const actionName = new Map(info.actions.map((a) => [a.preamble.id, a.preamble.name]));
+    expect(info.tables.length).toBeGreaterThan(0);
+    for (const t of info.tables) {
+      const b = bmv2Tables.get(t.preamble.name);
+      expect(b, `BMv2 table ${t.preamble.name}`).toBeDefined();
+      expect(b!.key.map((k) => k.name), t.preamble.name).toEqual((t.matchFields ?? []).map((m) => m.name));
+      expect(b!.max_size, t.preamble.name).toBe(Number(t.size));
+      expect([...b!.actions].sort(), t.preamble.name).toEqual(t.actionRefs.map((r) => actionName.get(r.id)).sort());
+    }
+    // No table of the program's own (those the compiler did not synthesise) is missing from the P4Info.
+    expect([...bmv2Tables.keys()].filter((n) => n.startsWith("TelemetryIngress.")).sort()).toEqual(info.tables.map((t) => t.preamble.name).sort());
+    for (const a of info.actions) {
+      const b = bmv2Actions.get(a.preamble.name);
+      expect(b, `BMv2 action ${a.preamble.name}`).toBeDefined();
+      expect(b!.runtime_data, a.preamble.name).toEqual((a.params ?? []).map((p) => ({ name: p.name, bitwidth: p.bitwidth })));
+    }
+    // A digest's members are the BMv2 learn list's fields, in order and width.
+    const scalars = new Map(bmv2.header_types.find((h) => h.name === bmv2.headers.find((x) => x.name === "scalars")!.header_type)!.fields.map(([n, w]) => [n, w]));
+    const learnLists = new Map(bmv2.learn_lists.map((l) => [l.name, l]));
+    expect([...learnLists.keys()].sort()).toEqual(info.digests.map((d) => d.preamble.name).sort());
+    for (const d of info.digests) {
+      const members = info.typeInfo.structs[d.typeSpec.struct.name]!.members.map((m) => m.typeSpec.bitstring.bit.bitwidth);
+      const widths = learnLists.get(d.preamble.name)!.elements.map((e) => (e.value[0] === "scalars" ? scalars.get(e.value[1]) : undefined));
+      expect(widths, d.preamble.name).toEqual(members);
+    }
+    const bmv2Counters = Object.fromEntries(bmv2.counter_arrays.map((c) => [c.name, c.size]));
+    expect(bmv2Counters).toEqual(Object.fromEntries(info.counters.map((c) => [c.preamble.name, Number(c.size)])));
+  });
+
+  test("the generated names and digest layouts are the P4 sources' declarations", () => {
+    const src = p4Sources();
+    // Every table and action of the generated names is declared in the control its path names.
+    for (const t of Object.values(P4_NAMES.tables)) expect(src.declares(t.name, "table"), t.name).toBe(true);
+    for (const a of Object.values(P4_NAMES.actions)) if (a.name !== "NoAction") expect(src.declares(a.name, "action"), a.name).toBe(true);
+    // An action's parameters: the names and widths written in the source.
+    for (const a of Object.values(P4_NAMES.actions)) {
+      if (a.name === "NoAction") continue;
+      expect(src.actionParams(a.name).map((p) => p.name), a.name).toEqual(Object.keys(a.params));
+      expect(src.actionParams(a.name).map((p) => p.bitwidth), a.name).toEqual(schema.actions.get(a.name).params.map((p) => p.bitwidth));
+    }
+    // A digest's fields: the struct in header.p4, widths through its typedefs.
+    for (const [name, d] of Object.entries(P4_NAMES.digests)) expect(d.fields, name).toEqual(src.struct(name));
+    expect(P4_NAMES.digests.io_digest_t.fields[0]).toEqual({ name: "seq", bitwidth: 32 });
+    // The switch counters: the STAT_* indices of define.p4, in order.
+    expect([...SWITCH_COUNTER_NAMES]).toEqual(src.statNames());
   });
 
   test("a lookup by a wrong name suggests the right one", () => {

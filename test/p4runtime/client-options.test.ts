@@ -6,12 +6,15 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { P4RuntimeClient, P4RuntimeError } from "../../p4runtime/src/index.js";
 import { P4RuntimeService, type ReadResponse, type StreamMessageResponse } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { until } from "../support/wait.js";
 
 const FLOOD = 20_000;
 let server: grpc.Server;
 let address = "";
 /** StreamChannel messages the server has written, and how many the HTTP/2 stream took without waiting. */
 let written = 0;
+/** Capabilities calls the server has received. */
+let capabilityCalls = 0;
 
 beforeAll(async () => {
   server = new grpc.Server();
@@ -30,7 +33,7 @@ beforeAll(async () => {
       more();
     },
     // Answers only when cancelled: for the AbortSignal tests.
-    capabilities: () => {},
+    capabilities: () => void capabilityCalls++,
     // One response of about 100 KiB.
     read: (call: grpc.ServerWritableStream<unknown, ReadResponse>) => {
       call.write({ entities: Array.from({ length: 1000 }, (_, i) => ({ entity: { $case: "digestEntry", value: { digestId: i, config: { maxTimeoutNs: 1n, maxListSize: 1, ackTimeoutNs: BigInt("9".repeat(18)) } } } })) });
@@ -46,9 +49,8 @@ test("a reader that falls behind pauses the stream: the buffer stays bounded, an
   const client = new P4RuntimeClient({ address, deviceId: 1n, streamHighWaterMark: 256 });
   const ch = client.streamChannel();
   ch.send({ update: { $case: "arbitration", value: { deviceId: 1n, role: undefined, electionId: { high: 0n, low: 1n }, status: undefined } } });
-  // Not reading for a while: the client pauses, the server's writes wait.
-  await new Promise((r) => setTimeout(r, 500));
-  expect(ch.paused).toBe(true);
+  // Not reading: the client pauses once its buffer is full, and the server's writes wait.
+  await until(() => ch.paused, 10_000, () => `the stream to pause (${ch.buffered} buffered, ${written} written)`);
   expect(ch.buffered).toBeGreaterThanOrEqual(256);
   expect(ch.buffered).toBeLessThan(2 * 256 + 200); // (messages already parsed when the pause took effect)
   expect(written).toBeLessThan(FLOOD);
@@ -68,8 +70,11 @@ test("a reader that falls behind pauses the stream: the buffer stays bounded, an
 test("an AbortSignal cancels a unary call in flight, and one aborted before the call never starts it", async () => {
   const client = new P4RuntimeClient({ address, deviceId: 1n });
   const ac = new AbortController();
+  const calls = capabilityCalls;
   const pending = client.capabilities(ac.signal);
-  setTimeout(() => ac.abort(), 100);
+  // Aborted once the server has the call: in flight, not before it started.
+  await until(() => capabilityCalls === calls + 1, 5000, "the call to reach the server");
+  ac.abort();
   await expect(pending).rejects.toMatchObject({ code: "CANCELLED" });
   await expect(client.capabilities(AbortSignal.abort())).rejects.toBeInstanceOf(P4RuntimeError);
   await expect(client.readAll([], { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: "CANCELLED" });

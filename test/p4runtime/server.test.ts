@@ -5,11 +5,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
 import { SetForwardingPipelineConfigRequest_Action, Update_Type, GetForwardingPipelineConfigRequest_ResponseType, type StreamMessageResponse } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
-import { P4RuntimeClient, P4WriteError } from "../../p4runtime/src/client.js";
-import { toUint128 } from "../../p4runtime/src/wire.js";
-import { buildTableEntry, decodeTableEntry, tableEntity } from "../../p4runtime/src/entities.js";
-import { P4RuntimeError } from "../../p4runtime/src/errors.js";
-import { P4Schema } from "../../p4runtime/src/schema.js";
+import { buildTableEntry, decodeTableEntry, P4RuntimeClient, P4RuntimeError, P4Schema, P4WriteError, tableEntity, toUint128 } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { ipv4 } from "../../contract/src/ipv4.js";
@@ -126,7 +122,9 @@ describe("P4Runtime server", () => {
     expect(we.updates[3]!.message).toMatch(/no table with id 999/);
     const entries = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "forwarding.ipv4_routes" }) } }]);
     const decoded = entries.map((e) => (e.entity?.$case === "tableEntry" ? decodeTableEntry(schema, e.entity.value) : undefined));
-    expect(decoded.map((d) => d?.match.dst_addr).sort()).toEqual([{ prefix: 0x0a000100n, length: 24 }, { prefix: 0x0a000200n, length: 24 }].sort());
+    // Entries come back in no promised order: sorted by prefix, they are exactly the two inserted.
+    const prefixes = decoded.map((d) => d?.match.dst_addr as { prefix: bigint; length: number }).sort((x, y) => (x.prefix < y.prefix ? -1 : x.prefix > y.prefix ? 1 : 0));
+    expect(prefixes).toEqual([{ prefix: 0x0a000100n, length: 24 }, { prefix: 0x0a000200n, length: 24 }]);
     expect(decoded.find((d) => (d?.match.dst_addr as { prefix: bigint }).prefix === 0x0a000100n)?.action?.params.port).toBe(1n);
     a.ch.close();
   });
@@ -190,16 +188,27 @@ describe("P4Runtime server", () => {
     a.ch.close();
   });
 
-  test("a pipeline that does not match its P4Info is refused with the reason", async () => {
+  test("a pipeline that does not match its P4Info is refused with the reason, and replaces nothing", async () => {
     const c = client();
     const a = await arbitrate(c, 1n);
     const bad = P4Info.fromJSON(JSON.parse(p4infoText));
     bad.tables[0]!.preamble!.name = "TelemetryIngress.nope";
-    await expect(c.setPipeline({ role: "", electionId: toUint128(1n), action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, config: { p4info: bad, p4DeviceConfig: deviceConfig, cookie: undefined } }))
-      .rejects.toThrow(/P4Info table 'TelemetryIngress.nope' is not in the device config/);
-    await expect(c.setPipeline({ role: "", electionId: toUint128(1n), action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, config: { p4info, p4DeviceConfig: Buffer.from("{not json"), cookie: undefined } }))
-      .rejects.toThrow(/not a BMv2 JSON/);
-    expect(P4RuntimeError).toBeDefined();
+    const pushBad = (p4: P4Info, device: Buffer) =>
+      c.setPipeline({ role: "", electionId: toUint128(1n), action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, config: { p4info: p4, p4DeviceConfig: device, cookie: { cookie: 99n } } });
+    const mismatch = await pushBad(bad, deviceConfig).then(() => undefined, (e: unknown) => e);
+    expect(mismatch).toBeInstanceOf(P4RuntimeError);
+    expect(mismatch).toMatchObject({ code: "INVALID_ARGUMENT", retriable: false, message: expect.stringMatching(/P4Info table 'TelemetryIngress.nope' is not in the device config/) });
+    await expect(pushBad(p4info, Buffer.from("{not json"))).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/not a BMv2 JSON/) });
+    // Neither was committed: the switch still has no pipeline, and says so.
+    await expect(c.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY)).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
+    await expect(c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "forwarding.ipv4_routes" }) } }])).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
+    // With a pipeline running, a refused one leaves it and its entries in place.
+    await push(c, 1n);
+    await c.write([{ type: Update_Type.INSERT, entity: tableEntity(schema, { table: "forwarding.ipv4_routes", match: { dst_addr: "10.0.1.0/24" }, action: { name: "forwarding.route", params: { port: 1 } } }) }], 1n);
+    await expect(pushBad(bad, deviceConfig)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect((await c.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY)).config?.cookie?.cookie).toBe(7n);
+    const entries = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "forwarding.ipv4_routes" }) } }]);
+    expect(entries.map((e) => (e.entity?.$case === "tableEntry" ? decodeTableEntry(schema, e.entity.value).match.dst_addr : undefined))).toEqual([{ prefix: 0x0a000100n, length: 24 }]);
     a.ch.close();
   });
 });

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { readIoFrames } from "./nvme-frames.js";
+import { until } from "./wait.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 
@@ -39,6 +40,27 @@ export function startController(args: string[], env: NodeJS.ProcessEnv, children
     });
     c.once("exit", (code) => reject(new Error(`controller exited (${code})`)));
   });
+}
+
+/**
+ * Resolves once every digest list the switch process has sent for the frames
+ * fed so far is acknowledged: with a journal, the controller acknowledges a
+ * list once it is journaled and synced. (A list not acknowledged within the
+ * ack timeout, 1 s, is let go by the switch, and counts as settled here.)
+ */
+export async function digestsSettled(sw: ChildProcess, timeoutMs = 10_000): Promise<void> {
+  const query = () =>
+    new Promise<{ sentLists: number; unackedLists: number }>((resolve) => {
+      const on = (m: { digests?: { sentLists: number; unackedLists: number } }) => {
+        if (!m.digests) return;
+        sw.off("message", on);
+        resolve(m.digests);
+      };
+      sw.on("message", on);
+      sw.send({ query: "digests" });
+    });
+  let last = { sentLists: 0, unackedLists: -1 };
+  await until(async () => (last = await query()).unackedLists === 0, timeoutMs, () => `the switch's digest lists to be acknowledged (${last.unackedLists} of ${last.sentLists} not yet)`);
 }
 
 export async function stop(c: ChildProcess, signal: NodeJS.Signals): Promise<void> {
@@ -81,7 +103,7 @@ export async function killAndRestartController(o: { dir: string; switchId: strin
   const env = o.env ?? {};
   const first = await startController(["--config", config, "--journal", journal, ...o.args(true)], env, o.children);
   await feed(sw.child, BEFORE_KILL); // about 1.3 s: some intervals close, some records are still in memory
-  await new Promise((r) => setTimeout(r, 400)); // the last lists delivered and journaled
+  await digestsSettled(sw.child); // the last lists delivered and journaled
   await stop(first, "SIGKILL");
   await feed(sw.child, WHILE_DOWN); // no controller: the switch's digests of these go nowhere
   const second = await startController(["--config", config, "--journal", journal, ...o.args(false)], env, o.children);

@@ -42,7 +42,9 @@ client.close();
 test("npm pack of the client library installs into a scratch project that reads from the software switch with the public exports only", async () => {
   execFileSync("npx", ["tsc", "-b", "p4runtime"], { cwd: root, stdio: "inherit" });
   const packed = execFileSync("npm", ["pack", "--pack-destination", tmp, "--json"], { cwd: join(root, "p4runtime"), encoding: "utf8" });
-  const { filename, files } = (JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>)[0]!;
+  const [pack] = JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  expect(pack).toBeDefined();
+  const { filename, files } = pack!;
   const paths = files.map((f) => f.path);
   expect(paths).toContain("dist/index.js");
   expect(paths).toContain("dist/index.d.ts");
