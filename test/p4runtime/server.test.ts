@@ -211,4 +211,28 @@ describe("P4Runtime server", () => {
     expect(entries.map((e) => (e.entity?.$case === "tableEntry" ? decodeTableEntry(schema, e.entity.value).match.dst_addr : undefined))).toEqual([{ prefix: 0x0a000100n, length: 24 }]);
     a.ch.close();
   });
+  test("a route to drop drops: the table's own copy of an action p4c emitted twice, and the default entries of those tables read back", async () => {
+    const c = client();
+    const { ch } = await arbitrate(c, 1n);
+    await push(c, 1n);
+    const out: number[] = [];
+    sw.on("packet", (p) => out.push(p.port));
+    await c.write([
+      { type: Update_Type.INSERT, entity: tableEntity(schema, { table: "ipv4_routes", match: { dst_addr: "10.1.0.0/16" }, action: { name: "forwarding.drop" } }) },
+      { type: Update_Type.INSERT, entity: tableEntity(schema, { table: "ipv4_routes", match: { dst_addr: "10.2.0.0/16" }, action: { name: "forwarding.route", params: { port: 3 } } }) },
+    ], 1n);
+    const frame = (dst: string) => buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4(dst), opcode: Opcode.SEND_ONLY, destQp: 17, psn: 1, payload: Buffer.alloc(64) }).data;
+    sw.process({ port: 1, data: frame("10.2.0.5"), unixNs: 1_000n });
+    sw.process({ port: 1, data: frame("10.1.0.5"), unixNs: 2_000n });
+    expect(out).toEqual([3]);
+    // The entry reads back with the action it was written with.
+    const entries = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "ipv4_routes" }) } }]);
+    const actions = entries.map((e) => (e.entity?.$case === "tableEntry" && e.entity.value.action?.type?.$case === "action" ? schema.actions.get(e.entity.value.action.type.value.actionId).preamble!.name : ""));
+    expect(actions.sort()).toEqual(["TelemetryIngress.forwarding.drop", "TelemetryIngress.forwarding.route"]);
+    for (const table of ["ipv4_routes", "io_watchlist"]) {
+      const [d] = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table, isDefault: true }) } }]);
+      expect(d?.entity?.$case === "tableEntry" && d.entity.value.isDefaultAction, table).toBe(true);
+    }
+    ch.close();
+  });
 });

@@ -20,6 +20,13 @@ export interface TableBinding {
   fieldIndex: Map<number, number>;
   /** "table 't' match field 'f'", per key index, for errors */
   fieldWhat: string[];
+  /**
+   * The table's own actions: P4Info action id -> the device config's action
+   * id, and back. p4c may emit two actions of one name (an action used by
+   * two tables); only the table's own copy runs in it.
+   */
+  programActions: Map<number, number>;
+  p4infoActions: Map<number, ActionBinding>;
 }
 
 export interface ActionBinding {
@@ -72,7 +79,18 @@ export class PipelineBinding {
         if (table.keys[i]!.width !== f.bitwidth) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${f.bitwidth} bits, the device config ${table.keys[i]!.width}`);
       });
       const direct = schema.p4info.directCounters.find((d) => d.directTableId === t.preamble!.id);
+      const programActions = new Map<number, number>();
+      const p4infoActions = new Map<number, ActionBinding>();
+      for (const programId of table.actionIds) {
+        const pa = program.actions.get(programId);
+        const ref = pa && t.actionRefs.find((r) => this.actions.get(r.id)?.info.preamble!.name === pa.name);
+        if (!ref) continue;
+        programActions.set(ref.id, programId);
+        p4infoActions.set(programId, this.actions.get(ref.id)!);
+      }
       const b = {
+        programActions,
+        p4infoActions,
         info: t,
         table,
         directCounterId: direct?.preamble?.id,
@@ -209,11 +227,11 @@ export class PipelineBinding {
     for (const x of a.params) {
       if (!b.info.params.some((p) => p.id === x.paramId)) throw invalid(`action '${b.info.preamble!.name}' has no parameter with id ${x.paramId}`);
     }
-    return { actionId: b.programId, data: values };
+    return { actionId: t.programActions.get(a.actionId) ?? b.programId, data: values };
   }
 
-  encodeAction(call: ActionCall): TableAction {
-    const b = this.actionsByProgramId.get(call.actionId);
+  encodeAction(call: ActionCall, t?: TableBinding): TableAction {
+    const b = t?.p4infoActions.get(call.actionId) ?? this.actionsByProgramId.get(call.actionId);
     if (!b) throw new P4RuntimeError(`action ${call.actionId} of the device config is not in the P4Info`, "INTERNAL");
     return {
       type: {
@@ -227,7 +245,7 @@ export class PipelineBinding {
     return P4TableEntry.fromPartial({
       tableId: t.info.preamble!.id,
       match: this.encodeMatch(t, e.match),
-      action: this.encodeAction(e.action),
+      action: this.encodeAction(e.action, t),
       priority: e.priority,
       metadata: Buffer.from(e.metadata ?? []),
       idleTimeoutNs: e.idleTimeoutNs ?? 0n,
@@ -239,7 +257,7 @@ export class PipelineBinding {
   encodeDefault(t: TableBinding, withCounters: boolean): P4TableEntry {
     return P4TableEntry.fromPartial({
       tableId: t.info.preamble!.id,
-      action: this.encodeAction(t.table.defaultAction),
+      action: this.encodeAction(t.table.defaultAction, t),
       isDefaultAction: true,
       counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(t.table.defaultBytes), packetCount: BigInt(t.table.defaultPackets) } : undefined,
     });

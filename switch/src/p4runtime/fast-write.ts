@@ -233,5 +233,5 @@ function readAction(buf: Uint8Array, start: number, end: number, t: TableBinding
     if (v === undefined) return undefined;
     data.push(p.bitwidth <= 52 ? Number(v) : v);
   }
-  return { actionId: a.programId, data };
+  return { actionId: t.programActions.get(actionId) ?? a.programId, data };
 }
