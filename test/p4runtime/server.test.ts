@@ -235,4 +235,40 @@ describe("P4Runtime server", () => {
     }
     ch.close();
   });
+  test("default entries as the spec says: a MODIFY without an action resets, DELETE and a priority are refused; is_const, keyless inserts and an unsupported idle timeout are refused; controller_metadata reads back", async () => {
+    const c = client();
+    const { ch } = await arbitrate(c, 1n);
+    await push(c, 1n);
+    const entry = (v: Parameters<typeof buildTableEntry>[1], extra: Partial<ReturnType<typeof buildTableEntry>> = {}) => ({ entity: { $case: "tableEntry" as const, value: { ...buildTableEntry(schema, v), ...extra } } });
+    const code = async (type: Update_Type, e: ReturnType<typeof entry>) => {
+      try {
+        await c.write([{ type, entity: e }], 1n);
+        return "OK";
+      } catch (err) {
+        return err instanceof P4WriteError ? err.updates[0]!.code : String(err);
+      }
+    };
+    const readDefault = async () => {
+      const [d] = await c.readAll([entry({ table: "config.telemetry_config", isDefault: true })]);
+      return d?.entity?.$case === "tableEntry" ? decodeTableEntry(schema, d.entity.value).action : undefined;
+    };
+    const initial = await readDefault();
+    const cfg = { table: "config.telemetry_config", isDefault: true, action: { name: "config.set_config", params: { mode: 2, epoch: 5, ts_scale: 1, io_timeout_ns: 1_000_000_000n, flow_timeout_ns: 1_000_000_000n } } };
+    expect(await code(Update_Type.MODIFY, entry(cfg))).toBe("OK");
+    expect((await readDefault())?.params.mode).toBe(2n);
+    // Reset: MODIFY with is_default_action and no action.
+    expect(await code(Update_Type.MODIFY, entry({ table: "config.telemetry_config", isDefault: true }))).toBe("OK");
+    expect(await readDefault()).toEqual(initial);
+    expect(await code(Update_Type.DELETE, entry({ table: "config.telemetry_config", isDefault: true }))).toBe("INVALID_ARGUMENT");
+    expect(await code(Update_Type.MODIFY, entry(cfg, { priority: 5 }))).toBe("INVALID_ARGUMENT");
+    // A keyless table takes no entries but its default one.
+    expect(await code(Update_Type.INSERT, entry({ ...cfg, isDefault: false }))).toBe("INVALID_ARGUMENT");
+    const route = { table: "ipv4_routes", match: { dst_addr: "10.3.0.0/16" }, action: { name: "forwarding.route", params: { port: 4 } } };
+    expect(await code(Update_Type.INSERT, entry(route, { isConst: true }))).toBe("INVALID_ARGUMENT");
+    expect(await code(Update_Type.INSERT, entry(route, { idleTimeoutNs: 1_000_000n }))).toBe("INVALID_ARGUMENT");
+    expect(await code(Update_Type.INSERT, entry(route, { controllerMetadata: 0xfeedn }))).toBe("OK");
+    const [read] = await c.readAll([entry({ table: "ipv4_routes", match: { dst_addr: "10.3.0.0/16" } })]);
+    expect(read?.entity?.$case === "tableEntry" && read.entity.value.controllerMetadata).toBe(0xfeedn);
+    ch.close();
+  });
 });

@@ -34,6 +34,8 @@ export interface TableEntry {
   bytes: number;
   /** opaque, returned on reads */
   metadata?: Uint8Array;
+  /** P4Runtime's controller_metadata: opaque, returned on reads */
+  controllerMetadata?: bigint;
   idleTimeoutNs?: bigint;
 }
 
@@ -175,11 +177,12 @@ export class MatchTable {
     this.addToIndex(e);
   }
 
-  modify(match: readonly KeyMatch[], priority: number, action: ActionCall, metadata?: Uint8Array): TableEntry {
+  modify(match: readonly KeyMatch[], priority: number, action: ActionCall, metadata?: Uint8Array, controllerMetadata?: bigint): TableEntry {
     const e = this.byKey.get(this.keyOf(match, priority));
     if (!e) throw new TableError(`table '${this.name}': no entry with this match key`, "NOT_FOUND");
     e.action = action;
     if (metadata !== undefined) e.metadata = metadata;
+    if (controllerMetadata !== undefined) e.controllerMetadata = controllerMetadata;
     return e;
   }
 

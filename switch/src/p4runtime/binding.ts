@@ -248,6 +248,7 @@ export class PipelineBinding {
       action: this.encodeAction(e.action, t),
       priority: e.priority,
       metadata: Buffer.from(e.metadata ?? []),
+      controllerMetadata: e.controllerMetadata ?? 0n,
       idleTimeoutNs: e.idleTimeoutNs ?? 0n,
       counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(e.bytes), packetCount: BigInt(e.packets) } : undefined,
       isConst: t.table.constEntries,

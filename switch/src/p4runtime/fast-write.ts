@@ -39,6 +39,7 @@ export interface TableWrite {
   action: ActionCall | undefined;
   /** opaque controller metadata (the fast path declines entries that carry it) */
   metadata?: Uint8Array;
+  controllerMetadata?: bigint;
   idleTimeoutNs?: bigint;
 }
 
@@ -123,7 +124,8 @@ function readTableWrite(buf: Uint8Array, start: number, end: number, b: Pipeline
   }
   if (c.fail || priority > 0x7fffffff) return undefined;
   const table = b.tables.get(tableId);
-  if (!table || table.table.constEntries) return undefined;
+  // (Const tables and keyless ones are refused by the full decoder, with the reason.)
+  if (!table || table.table.constEntries || table.info.matchFields.length === 0) return undefined;
 
   const fields = table.info.matchFields;
   const match = new Array<KeyMatch | undefined>(fields.length);

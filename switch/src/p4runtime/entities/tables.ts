@@ -11,8 +11,8 @@ import { RpcError } from "../rpc.js";
 export function applyTableWrite(w: TableWrite): void {
   const t = w.table.table;
   if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
-  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
-  else t.modify(w.match, w.priority, w.action!, w.metadata);
+  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, controllerMetadata: w.controllerMetadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
+  else t.modify(w.match, w.priority, w.action!, w.metadata, w.controllerMetadata);
 }
 
 /** A table-entry update decoded by the generated decoder (`type` is INSERT, MODIFY or DELETE); `originalDefaults` by P4Info table id. */
@@ -20,20 +20,26 @@ export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMa
   const T = Update_Type;
   const t = b.table(te.tableId);
   const name = t.info.preamble!.name;
+  // is_const is the switch's to say (on reads), never a client's to write.
+  if (te.isConst) throw new RpcError("INVALID_ARGUMENT", `table '${name}': is_const cannot be written`);
   if (te.isDefaultAction) {
     if (te.match.length) throw new RpcError("INVALID_ARGUMENT", `table '${name}': a default entry has no match`);
+    if (te.priority) throw new RpcError("INVALID_ARGUMENT", `table '${name}': a default entry has no priority`);
     if (type === T.INSERT) throw new RpcError("INVALID_ARGUMENT", `table '${name}': the default entry cannot be inserted, only modified`);
+    if (type === T.DELETE) throw new RpcError("INVALID_ARGUMENT", `table '${name}': the default entry cannot be deleted; a MODIFY without an action resets it`);
     if (t.table.defaultConst) throw new RpcError("PERMISSION_DENIED", `table '${name}' has a const default action`);
-    if (type === T.MODIFY) t.table.defaultAction = b.decodeAction(t, te.action, true);
-    else t.table.defaultAction = originalDefaults.get(te.tableId) ?? t.table.defaultAction;
+    // A MODIFY without an action resets the default entry to the program's initial one.
+    t.table.defaultAction = te.action?.type ? b.decodeAction(t, te.action, true) : (originalDefaults.get(te.tableId) ?? t.table.defaultAction);
     return;
   }
   if (t.table.constEntries) throw new RpcError("PERMISSION_DENIED", `table '${name}' has const entries and cannot be changed`);
+  if (t.info.matchFields.length === 0) throw new RpcError("INVALID_ARGUMENT", `table '${name}' has no match key: only its default entry can be written`);
+  if (te.idleTimeoutNs && t.info.idleTimeoutBehavior === 0) throw new RpcError("INVALID_ARGUMENT", `table '${name}' does not support idle timeout: idle_timeout_ns must be 0`);
   const match = b.decodeMatch(t, te.match);
   const problem = t.table.validate(match, te.priority);
   if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
   const action = type === T.DELETE ? undefined : b.decodeAction(t, te.action, false);
-  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, idleTimeoutNs: te.idleTimeoutNs });
+  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs });
 }
 
 /** The entries a TableEntry read asks for: table id 0 is every table; a match is one entry; is_default_action the default entry. */
