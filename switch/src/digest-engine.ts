@@ -1,6 +1,8 @@
 // Digest lists with P4Runtime semantics (DigestEntry.Config):
 //   - a list goes out when it holds max_list_size samples, or when
-//     max_timeout_ns has passed since its first sample (0: no timeout);
+//     max_timeout_ns has passed since its first sample; with
+//     max_timeout_ns 0 every sample goes out at once, in a list of its own
+//     (the spec's "no buffering", as BMv2 does);
 //   - until a list is acknowledged, or ack_timeout_ns passes, samples equal
 //     to one in it are suppressed (the telemetry program's sequence numbers
 //     make every sample unique, so none of its samples are lost to this);
@@ -137,8 +139,7 @@ export class DigestEngine {
     }
     p.samples.push(sample);
     const max = cfg.maxListSize <= 0 ? 1 : cfg.maxListSize;
-    if (p.samples.length >= max) this.flush(digestId, nowNs);
-    else if (cfg.maxTimeoutNs === 0n && cfg.maxListSize <= 0) this.flush(digestId, nowNs);
+    if (p.samples.length >= max || cfg.maxTimeoutNs === 0n) this.flush(digestId, nowNs);
   }
 
   /** Sends lists whose timeout has passed at `nowNs`. */

@@ -171,7 +171,7 @@ describe("P4Runtime server", () => {
     let t = 1_800_000_000_000_000_000n;
     sw.process({ port: 1, data: cmd(1), unixNs: (t += 1000n) });
     expect(sw.digests.unconfiguredDrops).toBe(1);
-    await c.write([{ type: Update_Type.INSERT, entity: { entity: { $case: "digestEntry", value: { digestId: ioDigest, config: { maxListSize: 2, maxTimeoutNs: 0n, ackTimeoutNs: 1_000_000_000n } } } } }], 1n);
+    await c.write([{ type: Update_Type.INSERT, entity: { entity: { $case: "digestEntry", value: { digestId: ioDigest, config: { maxListSize: 2, maxTimeoutNs: 1_000_000_000_000n, ackTimeoutNs: 1_000_000_000n } } } } }], 1n);
     for (let cid = 2; cid <= 5; cid++) sw.process({ port: 1, data: cmd(cid), unixNs: (t += 1000n) });
     const lists = [];
     for (let i = 0; i < 2; i++) {

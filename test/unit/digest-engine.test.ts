@@ -4,7 +4,8 @@ import { DigestEngine, sampleHash, type DigestList } from "../../switch/src/dige
 function engine(cfg: { maxListSize: number; maxTimeoutNs?: bigint; ackTimeoutNs?: bigint }) {
   const sent: DigestList[] = [];
   const e = new DigestEngine((l) => sent.push(l));
-  e.configure(1, { maxListSize: cfg.maxListSize, maxTimeoutNs: cfg.maxTimeoutNs ?? 0n, ackTimeoutNs: cfg.ackTimeoutNs ?? 0n });
+  // (A timeout that never passes in these tests unless one is given.)
+  e.configure(1, { maxListSize: cfg.maxListSize, maxTimeoutNs: cfg.maxTimeoutNs ?? 1n << 62n, ackTimeoutNs: cfg.ackTimeoutNs ?? 0n });
   return { e, sent };
 }
 
@@ -27,6 +28,15 @@ test("a list goes out at max_list_size, or when max_timeout_ns has passed since 
   e.tick(1100n);
   expect(sent.map((l) => l.samples)).toEqual([[[1], [2], [3]], [[4]]]);
   expect(sent[1]!.timestampNs).toBe(1100n);
+});
+
+test("max_timeout_ns 0: every sample goes out at once, in a list of its own, whatever max_list_size says", () => {
+  const { e, sent } = engine({ maxListSize: 100, maxTimeoutNs: 0n });
+  e.add(1, [1], 5n);
+  expect(sent.map((l) => l.samples)).toEqual([[[1]]]);
+  e.add(1, [2], 6n);
+  expect(sent.map((l) => l.samples)).toEqual([[[1]], [[2]]]);
+  expect(sent.map((l) => l.timestampNs)).toEqual([5n, 6n]);
 });
 
 test("a sample equal to one pending or unacknowledged is suppressed until the ack or the ack timeout", () => {

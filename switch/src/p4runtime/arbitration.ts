@@ -3,6 +3,7 @@
 // id; the primary of a role is the one with the highest election id, and
 // every controller of the role hears when that changes.
 import * as grpc from "@grpc/grpc-js";
+import type { Any } from "@rdma-telemetry/p4runtime/proto/google/protobuf/any";
 import type { StreamMessageRequest, StreamMessageResponse, Uint128 } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import { fromUint128, GRPC_CODE, toUint128 } from "@rdma-telemetry/p4runtime";
 import { RpcError, type ServerLogger } from "./rpc.js";
@@ -12,6 +13,8 @@ export type Stream = grpc.ServerDuplexStream<StreamMessageRequest, StreamMessage
 export interface Controller {
   stream: Stream;
   role: string;
+  /** the role's config as the controller sent it, echoed in every answer */
+  roleConfig?: Any;
   electionId: bigint | undefined;
 }
 
@@ -45,7 +48,7 @@ export class Arbitration {
         $case: "arbitration",
         value: {
           deviceId: this.deviceId,
-          role: c.role ? { id: 0n, name: c.role, config: undefined } : undefined,
+          role: c.role ? { id: 0n, name: c.role, config: c.roleConfig } : undefined,
           electionId: highest === undefined ? undefined : toUint128(highest),
           status: isPrimary
             ? { code: GRPC_CODE.OK, message: "primary", details: [] }
@@ -62,9 +65,12 @@ export class Arbitration {
    * it sent one before): the controller as it now stands, or undefined after
    * the stream was failed with the reason.
    */
-  arbitrate(stream: Stream, current: Controller | undefined, deviceId: bigint, role: string, electionId: bigint | undefined): Controller | undefined {
+  arbitrate(stream: Stream, current: Controller | undefined, deviceId: bigint, role: string, electionId: bigint | undefined, roleConfig?: Any): Controller | undefined {
     if (deviceId !== this.deviceId) {
-      stream.emit("error", { code: grpc.status.NOT_FOUND, details: `no device with id ${deviceId} (this switch is device ${this.deviceId})` });
+      // A stream's first arbitration names a device this switch is not: NOT_FOUND; a later one changes the device: FAILED_PRECONDITION.
+      stream.emit("error", current
+        ? { code: grpc.status.FAILED_PRECONDITION, details: `this stream arbitrated for device ${this.deviceId}; it cannot change to device ${deviceId}` }
+        : { code: grpc.status.NOT_FOUND, details: `no device with id ${deviceId} (this switch is device ${this.deviceId})` });
       return undefined;
     }
     if (current && current.role !== role) {
@@ -81,6 +87,7 @@ export class Arbitration {
     }
     const before = this.primary(role);
     const c = current ?? { stream, role, electionId };
+    c.roleConfig = roleConfig;
     c.electionId = electionId;
     this.controllers.add(c);
     const after = this.primary(role);
@@ -105,6 +112,7 @@ export class Arbitration {
 
   /** Throws PERMISSION_DENIED unless `electionId` is the primary's of `role` (for Write and SetForwardingPipelineConfig). */
   requirePrimary(role: string, electionId: Uint128 | undefined): void {
+    if (role && ![...this.controllers].some((c) => c.role === role)) throw new RpcError("NOT_FOUND", `no controller has arbitrated for role '${role}'`);
     const p = this.primary(role);
     const id = fromUint128(electionId);
     if (!p || id === undefined || p.electionId !== id) {

@@ -61,19 +61,23 @@ export class P4RuntimeServer {
     // Digest lists are written pre-encoded (digest-encoding.ts); everything else through the generated encoder.
     const service = {
       ...P4RuntimeService,
+      capabilities: tolerant(P4RuntimeService.capabilities),
+      setForwardingPipelineConfig: tolerant(P4RuntimeService.setForwardingPipelineConfig),
+      getForwardingPipelineConfig: tolerant(P4RuntimeService.getForwardingPipelineConfig),
+      read: tolerant(P4RuntimeService.read),
       streamChannel: {
         ...P4RuntimeService.streamChannel,
         responseSerialize: (v: StreamMessageResponse | Buffer): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(StreamMessageResponse.encode(v).finish())),
       },
       // Table writes are read from the request's bytes as they are applied (fast-write.ts).
-      write: { ...P4RuntimeService.write, requestDeserialize: decodeWriteRequest },
+      write: tolerant({ ...P4RuntimeService.write, requestDeserialize: decodeWriteRequest }),
     };
     this.grpcServer.addService(service, {
-      capabilities: this.capabilities.bind(this),
-      setForwardingPipelineConfig: this.setPipeline.bind(this),
-      getForwardingPipelineConfig: this.getPipeline.bind(this),
-      write: this.write.bind(this),
-      read: this.read.bind(this),
+      capabilities: refuseMalformed(this.capabilities.bind(this)),
+      setForwardingPipelineConfig: refuseMalformed(this.setPipeline.bind(this)),
+      getForwardingPipelineConfig: refuseMalformed(this.getPipeline.bind(this)),
+      write: refuseMalformed(this.write.bind(this)),
+      read: refuseMalformedStream(this.read.bind(this)),
       streamChannel: this.streamChannel.bind(this),
     });
     sw.on("digest", (list) => this.sendDigest(list));
@@ -218,7 +222,7 @@ export class P4RuntimeServer {
       if (!u) return;
       if (u.$case === "arbitration") {
         const a = u.value;
-        const next = this.arbitration.arbitrate(stream, me, a.deviceId, a.role?.name ?? "", fromUint128(a.electionId));
+        const next = this.arbitration.arbitrate(stream, me, a.deviceId, a.role?.name ?? "", fromUint128(a.electionId), a.role?.config);
         if (next) me = next;
         else close();
         return;
@@ -249,10 +253,50 @@ export class P4RuntimeServer {
 
 /** A Write with failed updates: UNKNOWN, with one p4.v1.Error per update (OK ones included) in the status details. */
 function batchError(errors: P4Error[], failed: number): RpcError {
+  // The status in the details carries the same message as the gRPC status.
+  const message = `${failed} of ${errors.length} updates failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`;
   const status = Status.encode({
     code: GRPC_CODE.UNKNOWN,
-    message: `${failed} of ${errors.length} updates failed`,
+    message,
     details: errors.map((e) => Any.fromPartial({ typeUrl: "type.googleapis.com/p4.v1.Error", value: Buffer.from(P4Error.encode(e).finish()) })),
   }).finish();
-  return new RpcError("UNKNOWN", `${failed} of ${errors.length} updates failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`, Buffer.from(status));
+  return new RpcError("UNKNOWN", message, Buffer.from(status));
+}
+
+/** A request whose bytes did not decode: answered INVALID_ARGUMENT with the reason (grpc-js itself would say INTERNAL). */
+class MalformedRequest {
+  constructor(readonly message: string) {}
+}
+
+function tolerant<D extends { requestDeserialize: (b: Buffer) => unknown }>(d: D): D {
+  return {
+    ...d,
+    requestDeserialize: (b: Buffer) => {
+      try {
+        return d.requestDeserialize(b);
+      } catch (err) {
+        return new MalformedRequest((err as Error).message);
+      }
+    },
+  };
+}
+
+function malformed(request: unknown): Partial<grpc.StatusObject> | undefined {
+  return request instanceof MalformedRequest ? grpcError(new RpcError("INVALID_ARGUMENT", `the request does not decode: ${request.message}`)) : undefined;
+}
+
+function refuseMalformed<Req, Res>(handler: (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>) => void) {
+  return (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>): void => {
+    const bad = malformed(call.request);
+    if (bad) cb(bad, null);
+    else handler(call, cb);
+  };
+}
+
+function refuseMalformedStream<Req, Res>(handler: (call: grpc.ServerWritableStream<Req, Res>) => void) {
+  return (call: grpc.ServerWritableStream<Req, Res>): void => {
+    const bad = malformed(call.request);
+    if (bad) call.emit("error", bad);
+    else handler(call);
+  };
 }

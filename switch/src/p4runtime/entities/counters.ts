@@ -9,10 +9,12 @@ export function writeCounterEntry(b: PipelineBinding, type: Update_Type, c: Coun
   const arr = b.counters.get(c.counterId);
   if (!arr) throw new RpcError("NOT_FOUND", `no counter with id ${c.counterId}`);
   const indices = c.index ? [Number(c.index.index)] : [...Array(arr.size).keys()];
+  for (const i of indices) if (i < 0 || i >= arr.size) throw new RpcError("OUT_OF_RANGE", `counter '${arr.name}' has ${arr.size} cells, index ${i}`);
+  // A MODIFY without data leaves the cells as they are.
+  if (!c.data) return;
   for (const i of indices) {
-    if (i < 0 || i >= arr.size) throw new RpcError("OUT_OF_RANGE", `counter '${arr.name}' has ${arr.size} cells, index ${i}`);
-    arr.packets[i] = Number(c.data?.packetCount ?? 0n);
-    arr.bytes[i] = Number(c.data?.byteCount ?? 0n);
+    arr.packets[i] = Number(c.data.packetCount);
+    arr.bytes[i] = Number(c.data.byteCount);
   }
 }
 
