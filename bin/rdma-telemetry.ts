@@ -8,6 +8,7 @@ import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter"
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
+import { parsePcapIn, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
@@ -42,6 +43,10 @@ Usage:
       With --journal, digest lists are acknowledged once journaled and fsync'd,
       and a controller restarted on the same journal (and --out --append)
       replays what an earlier run had not settled, writing no record twice.
+  rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
+                 [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-out DIR]
+      The software switch as a standalone P4Runtime target (as simple_switch_grpc),
+      for any controller; captures replayed in on ports, one capture out per port.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
@@ -167,6 +172,13 @@ async function main(argv: string[]): Promise<number> {
       config: { type: "string" },
       "kafka-brokers": { type: "string" },
       "metrics-listen": { type: "string" },
+      listen: { type: "string" },
+      p4info: { type: "string" },
+      "device-config": { type: "string" },
+      "device-id": { type: "string" },
+      "cpu-port": { type: "string" },
+      "pcap-in": { type: "string", multiple: true },
+      "pcap-out": { type: "string" },
       control: { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
@@ -267,6 +279,24 @@ async function main(argv: string[]): Promise<number> {
       await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, print, signal: ac.signal });
       return 0;
     }
+    case "switch": {
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await runSwitch({
+        listen: values.listen ?? "127.0.0.1:9559",
+        deviceId: BigInt(int(values["device-id"], "device-id", 1)),
+        cpuPort: int(values["cpu-port"], "cpu-port", 510),
+        p4info: values.p4info,
+        deviceConfig: values["device-config"],
+        pcapIn: (values["pcap-in"] ?? []).map(parsePcapIn),
+        pcapOut: values["pcap-out"],
+        logger,
+        print,
+        signal: ac.signal,
+      });
+      return 0;
+    }
     case "mode": {
       const m = rest[0];
       if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
@@ -289,7 +319,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError) {

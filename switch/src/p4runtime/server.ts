@@ -6,9 +6,11 @@
 import * as grpc from "@grpc/grpc-js";
 import { Any } from "@rdma-telemetry/p4runtime/proto/google/protobuf/any";
 import { Status } from "@rdma-telemetry/p4runtime/proto/google/rpc/status";
+import type { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import {
   Error as P4Error,
   P4RuntimeService,
+  SetForwardingPipelineConfigRequest_Action,
   WriteRequest_Atomicity,
   type CapabilitiesRequest,
   type CapabilitiesResponse,
@@ -98,6 +100,19 @@ export class P4RuntimeServer {
     this.arbitration.close();
     await new Promise<void>((resolve) => this.grpcServer.tryShutdown(() => resolve()));
     this.grpcServer.forceShutdown();
+  }
+
+  /**
+   * Commits a pipeline as SetForwardingPipelineConfig(VERIFY_AND_COMMIT)
+   * would, without a controller (a switch started with its program);
+   * throws with the reason when it does not load.
+   */
+  loadPipeline(p4info: P4Info, deviceConfig: Buffer, cookie?: bigint): void {
+    try {
+      this.pipeline.set(SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT, { p4info, p4DeviceConfig: deviceConfig, cookie: cookie === undefined ? undefined : { cookie } });
+    } catch (err) {
+      throw new Error(toRpc(err).message);
+    }
   }
 
   get pipelineCookie(): bigint | undefined {
