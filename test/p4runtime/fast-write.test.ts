@@ -64,7 +64,8 @@ const value = (width: number) => BigInt(rnd(4)) & ((1n << BigInt(width)) - 1n);
 
 function randomUpdate(): Update {
   faulty = rnd(3) === 0;
-  const tables = schema.p4info.tables;
+  // A table without a key takes only its default entry: a faulty update may still pick one.
+  const tables = schema.p4info.tables.filter((x) => faulty || x.matchFields.length > 0);
   const t = tables[rnd(tables.length)]!;
   const match: FieldMatch[] = [];
   for (const f of t.matchFields) {
