@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "../traffic/src/generator.js";
 import type { RecordJson, SwitchStatsJson } from "../exporter/src/records.js";
-import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import type { RecordSink } from "../exporter/src/kafka/transport.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { replayCaptures } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
@@ -23,7 +23,7 @@ export interface DemoOptions {
   logger?: Logger;
   print: (text: string) => void;
   onRecord?: (r: RecordJson) => void;
-  kafka?: KafkaSink;
+  kafka?: RecordSink;
 }
 
 /** Faults spread over the run so that each shows in its own interval. */

@@ -3,7 +3,7 @@
 import { openCapture, PcapWriter, type CaptureReader } from "../traffic/src/pcap.js";
 import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
-import type { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import type { RecordSink } from "../exporter/src/kafka/transport.js";
 import { Exporter, type ExporterOptions } from "../exporter/src/exporter.js";
 import { JsonlSink, OutputError, type OutputMode } from "../exporter/src/jsonl-sink.js";
 import type { RecordJson } from "../exporter/src/records.js";
@@ -34,7 +34,7 @@ export interface ReplayOptions {
   /** write the packets the switch forwarded to this pcap (one switch) */
   forwarded?: string;
   /** publish records and raw digests on Kafka */
-  kafka?: KafkaSink;
+  kafka?: RecordSink;
   /** how long to wait at the end for Kafka to acknowledge everything (default 30 s) */
   kafkaWaitMs?: number;
   logger?: Logger;

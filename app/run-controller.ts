@@ -5,6 +5,7 @@ import { rawDigestMessages } from "../exporter/src/kafka/digest-bus.js";
 import { encodeRecord } from "../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
 import type { KafkaSecurity } from "../exporter/src/kafka/security.js";
+import type { KafkaClientName } from "../exporter/src/kafka/transport.js";
 import type { Logger } from "../p4runtime-controller/src/lib/switch-connection.js";
 import { DigestJournal, RecordDedupe } from "./digest-journal.js";
 import { ConfigError, loadConfig } from "../p4runtime-controller/src/telemetry/config.js";
@@ -24,6 +25,8 @@ export interface RunControllerOptions {
   brokers?: string[];
   /** TLS and SASL for Kafka */
   kafkaSecurity?: KafkaSecurity;
+  /** the Kafka client (default: KAFKA_CLIENT, else kafkajs) */
+  kafkaClient?: KafkaClientName;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -61,7 +64,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   });
   let kafka: KafkaSink | undefined;
   if (o.brokers?.length) {
-    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });
+    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, logger: o.logger, spillDir: ".cache/kafka-spill" });
     await kafka.start();
     const k = kafka;
     exporter.addSink((r) => k.push(encodeRecord(r, k.topicNames, "protobuf", exporter.metrics.options.intervalNs)));

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "../exporter/src/kafka/kafka-sink.js";
+import { kafkaClientName, type KafkaClientName } from "../exporter/src/kafka/transport.js";
 import { KafkaConnectError, type KafkaSecurity } from "../exporter/src/kafka/security.js";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
@@ -50,6 +51,9 @@ An --out file that already holds records is refused unless --append is given
 (a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
+
+The exporter publishes with --kafka-client kafkajs|platformatic (env KAFKA_CLIENT;
+default kafkajs; platformatic is @platformatic/kafka, see docs/operations.md).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):
@@ -125,9 +129,9 @@ async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise
   else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
 }
 
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -150,6 +154,7 @@ async function main(argv: string[]): Promise<number> {
       layout: { type: "string" },
       config: { type: "string" },
       "kafka-brokers": { type: "string" },
+      "kafka-client": { type: "string" },
       control: { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
@@ -174,10 +179,17 @@ async function main(argv: string[]): Promise<number> {
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
+  const client = (): KafkaClientName => {
+    try {
+      return values["kafka-client"] !== undefined ? kafkaClientName(values["kafka-client"], "--kafka-client") : kafkaClientName(process.env.KAFKA_CLIENT);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  };
 
   switch (command) {
     case "demo": {
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
       await runDemo({
         kafka,
         seed: int(values.seed, "seed", 1),
@@ -204,7 +216,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
         mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
@@ -231,7 +243,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, logger, print });
       return 0;
     }
     case "consume": {

@@ -58,8 +58,17 @@ export function messageType(r: RecordJson): string {
   }
 }
 
+/** One headers object per type and encoding, shared by every message (clients cache its bytes by identity). */
+const sharedHeaders = new Map<string, Record<string, string>>();
+function headersOf(type: string, encoding: Encoding): Record<string, string> {
+  const id = `${type}/${encoding}`;
+  let h = sharedHeaders.get(id);
+  if (!h) sharedHeaders.set(id, (h = Object.freeze({ type, encoding }) as Record<string, string>));
+  return h;
+}
+
 export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encoding, intervalNs: bigint): KafkaMessageOut {
-  const headers = { type: messageType(r), encoding };
+  const headers = headersOf(messageType(r), encoding);
   const json = (topic: string, key: string): KafkaMessageOut => ({ topic, key, value: Buffer.from(JSON.stringify(r)), headers });
   switch (r.type) {
     case "io": {
@@ -130,5 +139,5 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
 
 /** A raw digest, keyed so that both vantages of an I/O (or one flow) meet in one partition. */
 export function encodeRawDigest(d: RawDigest, key: string, topics: TopicNames): KafkaMessageOut {
-  return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
+  return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: headersOf("rdma.telemetry.v1.RawDigest", "protobuf") };
 }

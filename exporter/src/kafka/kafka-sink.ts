@@ -1,20 +1,26 @@
-// Publishes records on Kafka with kafkajs: idempotent producer, acks=all,
-// batching and compression, topics created with a partition count, SASL and
-// TLS. While Kafka is unreachable, messages wait in a bounded memory queue
-// that spills to disk; they go out in order when Kafka returns. If even the
-// disk bound is reached, what is dropped is counted and logged. Refused
+// Publishes records on Kafka through a pluggable client ("transport":
+// kafkajs or @platformatic/kafka, see transport.ts): idempotent producer,
+// acks=all, batching and compression, topics created with a partition count,
+// SASL and TLS. While Kafka is unreachable, messages wait in a bounded memory
+// queue that spills to disk; they go out in order when Kafka returns. If even
+// the disk bound is reached, what is dropped is counted and logged. Refused
 // credentials and untrusted certificates are logged as errors naming the
 // cause; records wait for them too.
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
 import type { Logger } from "../../../p4runtime-controller/src/lib/switch-connection.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { KeyedPartitioner } from "./partitioner.js";
-import { describeKafkaError, type KafkaSecurity } from "./security.js";
+import { KafkajsTransport } from "./kafkajs-transport.js";
+import { PlatformaticTransport } from "./platformatic-transport.js";
+import type { KafkaSecurity } from "./security.js";
+import { kafkaClientName, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
+
+export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
 export interface KafkaSinkOptions extends KafkaSecurity {
   brokers: string[];
+  /** the Kafka client; default: KAFKA_CLIENT, else kafkajs */
+  client?: KafkaClientName;
   clientId?: string;
   topics?: TopicNames;
   partitions?: number;
@@ -28,35 +34,6 @@ export interface KafkaSinkOptions extends KafkaSecurity {
   spillDir?: string;
   maxSpillBytes?: number;
   logger?: Logger;
-}
-
-export interface KafkaSinkStats {
-  sent: number;
-  buffered: number;
-  spilledNow: number;
-  spilledTotal: number;
-  dropped: number;
-  sendFailures: number;
-  /** why the last attempt to connect or send failed; cleared by the next success */
-  lastError?: string;
-}
-
-/**
- * Record headers with their values as Buffers, shared by every record with
- * the same headers (a handful of type/encoding pairs): kafkajs would encode
- * each string value of each record anew.
- */
-const headerCache = new Map<string, Record<string, Buffer>>();
-function headerBytes(h: Record<string, string>): Record<string, Buffer> {
-  const keys = Object.keys(h);
-  let id = "";
-  for (const k of keys) id += `${k}\u0000${h[k]}\u0000`;
-  let out = headerCache.get(id);
-  if (!out) {
-    out = Object.fromEntries(keys.map((k) => [k, Buffer.from(h[k]!)]));
-    if (headerCache.size < 1024) headerCache.set(id, out);
-  }
-  return out;
 }
 
 /** Messages in a spill segment: one a line. */
@@ -77,11 +54,8 @@ function countLines(file: string): number {
 /** A wait that does not keep the process alive by itself. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
-export class KafkaSink {
-  private readonly kafka: Kafka;
-  /** the same client with few retries, to set up topics */
-  private readonly adminKafka: Kafka;
-  private readonly producer: Producer;
+export class KafkaSink implements RecordSink {
+  private readonly transport: KafkaTransport;
   private readonly topics: TopicNames;
   private readonly queue: KafkaMessageOut[] = [];
   private head = 0;
@@ -100,21 +74,28 @@ export class KafkaSink {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
     this.opts = { batchSize: 500, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
-    const config: KafkaConfig = {
-      clientId: options.clientId ?? "rdma-telemetry-exporter",
+    const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
+    const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
+    this.transport = new Transport({
       brokers: options.brokers,
+      clientId: options.clientId ?? "rdma-telemetry-exporter",
       ssl: options.ssl,
       sasl: options.sasl,
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
-    };
-    this.kafka = new Kafka(config);
-    // The pump retries connecting for as long as it takes: a failure to
-    // connect is reported at once rather than after kafkajs's backoff.
-    this.adminKafka = new Kafka({ ...config, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } });
-    // Idempotent: kafkajs retries a request with its sequence numbers, so the
-    // broker drops what it already has (also across a broker restart).
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyedPartitioner, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
+      compression: this.opts.compression ?? "gzip",
+      partitions: this.opts.partitions,
+      replicationFactor: this.opts.replicationFactor,
+      // A retry the client makes by itself counts as a failure when Kafka could
+      // not be reached or refused this client; a broker's passing state (a
+      // leader moving, a coordinator loading) is only logged at debug level.
+      onRetry: (err) => {
+        if (this.transport.describe(err).cause === "other") {
+          this.opts.logger?.debug("Kafka client retries", { error: String((err as Error)?.message ?? err) });
+          return;
+        }
+        this.stats.sendFailures++;
+        this.failed(err, "Kafka send failed; the client retries, records stay buffered");
+      },
+    });
     if (options.spillDir) {
       mkdirSync(options.spillDir, { recursive: true });
       // Messages spilled by an earlier run go out first.
@@ -144,7 +125,7 @@ export class KafkaSink {
 
   /** Logs a failure by its cause: refused credentials and TLS failures need an operator, so they are errors. */
   private failed(err: unknown, what: string): void {
-    const f = describeKafkaError(err, this.opts);
+    const f = this.transport.describe(err);
     this.stats.lastError = f.message;
     const fields = { cause: f.cause, error: f.message, buffered: this.memoryLength, spilled: this.stats.spilledNow };
     if (f.cause === "authentication" || f.cause === "tls") this.opts.logger?.error(what, fields);
@@ -153,22 +134,13 @@ export class KafkaSink {
 
   /** Creates the topics (if missing) and connects the producer. */
   private async connect(): Promise<void> {
-    const admin = this.adminKafka.admin();
-    try {
-      await admin.connect();
-      const existing = new Set(await admin.listTopics());
-      const wanted = [...new Set(Object.values(this.topics))].filter((t) => !existing.has(t));
-      if (wanted.length) {
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: wanted.map((topic) => ({ topic, numPartitions: this.opts.partitions, replicationFactor: this.opts.replicationFactor })),
-        });
-      }
-    } finally {
-      await admin.disconnect();
-    }
-    await this.producer.connect();
+    await this.transport.connect([...new Set(Object.values(this.topics))]);
     this.connected = true;
+  }
+
+  /** The Kafka client in use. */
+  get client(): KafkaClientName {
+    return this.transport.name;
   }
 
   get topicNames(): TopicNames {
@@ -237,24 +209,13 @@ export class KafkaSink {
         this.wake = undefined;
         continue;
       }
-      const batch = this.queue.slice(this.head, this.head + this.opts.batchSize);
+      const end = Math.min(this.queue.length, this.head + this.opts.batchSize);
       try {
         if (!this.connected) await this.connect();
-        const byTopic = new Map<string, KafkaMessageOut[]>();
-        for (const m of batch) {
-          const list = byTopic.get(m.topic) ?? [];
-          list.push(m);
-          byTopic.set(m.topic, list);
-        }
-        const sent = this.producer.sendBatch({
-          acks: -1,
-          compression: this.opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP,
-          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: headerBytes(m.headers) })) })),
-        });
-        await sent;
+        await this.transport.send(this.queue, this.head, end);
         if (this.stopped) return; // close() has spilled this batch already: it goes out again next run (at least once)
-        this.head += batch.length;
-        this.stats.sent += batch.length;
+        this.stats.sent += end - this.head;
+        this.head = end;
         if (this.head > 65536 && this.head * 2 > this.queue.length) {
           this.queue.splice(0, this.head);
           this.head = 0;
@@ -312,7 +273,7 @@ export class KafkaSink {
       this.head = this.queue.length;
     }
     this.stats.buffered = 0;
-    await Promise.race([this.producer.disconnect().catch(() => undefined), sleep(2000)]);
+    await Promise.race([this.transport.disconnect().catch(() => undefined), sleep(2000)]);
     return this.stats.spilledNow + this.stats.dropped;
   }
 
