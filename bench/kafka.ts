@@ -13,7 +13,7 @@
 // (default kafkajs,platformatic), BENCH_KAFKA_COMPRESSION (gzip or none; default
 // both), BENCH_KAFKA_RECORDS (default 300000), BENCH_KAFKA_REPEAT (runs of
 // each, best kept; default 2), BENCH_KAFKA_BATCH (records per produce request;
-// default: the sink's), BENCH_CPU_PROF (a directory: CPU profiles of the
+// default: the sink's), BENCH_KAFKA_JAVA=0 (no Java producer), BENCH_CPU_PROF (a directory: CPU profiles of the
 // exporter processes), KAFKA_BROKERS (use that broker, of any version, instead).
 import { fork, spawn } from "node:child_process";
 import { mkdtempSync, openSync, rmSync, writeSync, closeSync } from "node:fs";
@@ -176,11 +176,13 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
           // Interleaved, so that a burst of load from elsewhere on the machine does not fall on one producer only.
           for (let r = 0; r < repeat; r++) {
             const tag = `bench-${version}-${compression}-${Date.now()}-${r}`;
-            const java = await run("java", ["-Xmx1g", "-cp", `${libs}/*`, join(root, "scripts/kafka/KeyedProducerPerf.java"), brokers, `${tag}.java`, String(PARTITIONS), recordsFile, compression]);
-            keep("Java KafkaProducer (same records)", javaRate(java));
-            const perf = await run("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${tag}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
-              "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", `compression.type=${compression}`, "batch.size=262144", "linger.ms=5"]);
-            keep("Java ProducerPerformance (unkeyed)", javaRate(perf));
+            if (process.env.BENCH_KAFKA_JAVA !== "0") {
+              const java = await run("java", ["-Xmx1g", "-cp", `${libs}/*`, join(root, "scripts/kafka/KeyedProducerPerf.java"), brokers, `${tag}.java`, String(PARTITIONS), recordsFile, compression]);
+              keep("Java KafkaProducer (same records)", javaRate(java));
+              const perf = await run("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${tag}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
+                "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", `compression.type=${compression}`, "batch.size=262144", "linger.ms=5"]);
+              keep("Java ProducerPerformance (unkeyed)", javaRate(perf));
+            }
             for (const client of clients) keep(`exporter, ${client === "platformatic" ? "@platformatic/kafka" : "kafkajs"}`, (await exporterProcess(brokers, client, compression, n)).recordsPerS);
           }
           for (const [producer, recordsPerS] of best) add({ version, compression, producer, recordsPerS });
@@ -197,8 +199,8 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   print("| Kafka | codec | producer | records/s | × Java (same records) |");
   print("|---|---|---|---:|---:|");
   for (const r of rows) {
-    const java = rows.find((x) => x.version === r.version && x.compression === r.compression && x.producer.startsWith("Java KafkaProducer"))!.recordsPerS;
-    print(`| ${r.version} | ${r.compression} | ${r.producer} | ${Math.round(r.recordsPerS).toLocaleString("en")} | ${(r.recordsPerS / java).toFixed(2)} |`);
+    const java = rows.find((x) => x.version === r.version && x.compression === r.compression && x.producer.startsWith("Java KafkaProducer"))?.recordsPerS;
+    print(`| ${r.version} | ${r.compression} | ${r.producer} | ${Math.round(r.recordsPerS).toLocaleString("en")} | ${java ? (r.recordsPerS / java).toFixed(2) : "-"} |`);
   }
 }
 

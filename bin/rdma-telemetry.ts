@@ -52,8 +52,8 @@ An --out file that already holds records is refused unless --append is given
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
-The exporter publishes with --kafka-client kafkajs|platformatic (env KAFKA_CLIENT;
-default kafkajs; platformatic is @platformatic/kafka, see docs/operations.md).
+The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIENT;
+default platformatic, i.e. @platformatic/kafka; see docs/operations.md).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):

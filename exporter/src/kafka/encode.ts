@@ -59,11 +59,11 @@ export function messageType(r: RecordJson): string {
 }
 
 /** One headers object per type and encoding, shared by every message (clients cache its bytes by identity). */
-const sharedHeaders = new Map<string, Record<string, string>>();
+const sharedHeaders = { protobuf: new Map<string, Record<string, string>>(), json: new Map<string, Record<string, string>>() };
 function headersOf(type: string, encoding: Encoding): Record<string, string> {
-  const id = `${type}/${encoding}`;
-  let h = sharedHeaders.get(id);
-  if (!h) sharedHeaders.set(id, (h = Object.freeze({ type, encoding }) as Record<string, string>));
+  const byType = sharedHeaders[encoding];
+  let h = byType.get(type);
+  if (!h) byType.set(type, (h = Object.freeze({ type, encoding }) as Record<string, string>));
   return h;
 }
 

@@ -19,7 +19,7 @@ export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
 export interface KafkaSinkOptions extends KafkaSecurity {
   brokers: string[];
-  /** the Kafka client; default: KAFKA_CLIENT, else kafkajs */
+  /** the Kafka client; default: KAFKA_CLIENT, else @platformatic/kafka (transport.ts) */
   client?: KafkaClientName;
   clientId?: string;
   topics?: TopicNames;
@@ -198,39 +198,85 @@ export class KafkaSink implements RecordSink {
     rmSync(seg, { force: true });
   }
 
+  /**
+   * Sends the queue in batches, up to the transport's maxInFlight at a time
+   * (the next batch is built while Kafka handles the one before), and moves
+   * the head past a batch once Kafka acknowledged it and every one before it.
+   */
   private async pump(): Promise<void> {
     let backoff = 100;
+    /** batches handed to the transport, oldest first: queue positions [start, end) */
+    const inflight: Array<{ start: number; end: number; done: Promise<unknown> }> = [];
+    const settle = (p: Promise<void>) => p.then(() => undefined, (err: unknown) => ({ err }));
     for (;;) {
       if (this.stopped) return;
-      if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
-      if (this.memoryLength === 0) {
-        if (this.closing) return;
-        await new Promise<void>((r) => (this.wake = r));
-        this.wake = undefined;
-        continue;
+      if (inflight.length === 0) {
+        if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
+        if (this.memoryLength === 0) {
+          if (this.closing) return;
+          await new Promise<void>((r) => (this.wake = r));
+          this.wake = undefined;
+          continue;
+        }
+        if (!this.connected) {
+          try {
+            await this.connect();
+          } catch (err) {
+            if (await this.sendFailed(err, backoff)) return;
+            backoff = Math.min(5000, backoff * 2);
+            continue;
+          }
+        }
       }
-      const end = Math.min(this.queue.length, this.head + this.opts.batchSize);
-      try {
-        if (!this.connected) await this.connect();
-        await this.transport.send(this.queue, this.head, end);
-        if (this.stopped) return; // close() has spilled this batch already: it goes out again next run (at least once)
-        this.stats.sent += end - this.head;
-        this.head = end;
+      let next = inflight.length ? inflight[inflight.length - 1]!.end : this.head;
+      while (inflight.length < this.transport.maxInFlight && next < this.queue.length) {
+        const end = Math.min(this.queue.length, next + this.opts.batchSize);
+        inflight.push({ start: next, end, done: settle(this.transport.send(this.queue, next, end)) });
+        next = end;
+      }
+      const first = inflight.shift()!;
+      const r = (await first.done) as { err: unknown } | undefined;
+      if (this.stopped) return; // close() has spilled what was in flight already: it goes out again next run (at least once)
+      if (r === undefined) {
+        this.stats.sent += first.end - this.head;
+        this.head = first.end;
         if (this.head > 65536 && this.head * 2 > this.queue.length) {
+          // The transport holds no reference into the queue once send() returned: only positions move.
           this.queue.splice(0, this.head);
+          for (const b of inflight) {
+            b.start -= this.head;
+            b.end -= this.head;
+          }
           this.head = 0;
         }
         this.stats.buffered = this.memoryLength;
         this.stats.lastError = undefined;
         backoff = 100;
-      } catch (err) {
-        this.stats.sendFailures++;
-        this.failed(err, "Kafka send failed; records stay buffered");
-        if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return;
-        await sleep(backoff * (0.5 + Math.random() / 2));
-        backoff = Math.min(5000, backoff * 2);
+        continue;
       }
+      // A batch failed: the ones after it settle first. Those Kafka acknowledged
+      // leave the queue (sending them again would duplicate them); the failed
+      // one and the rest are sent again, after a pause.
+      const later = await Promise.all(inflight.map(async (b) => ({ b, ok: (await b.done) === undefined })));
+      inflight.length = 0;
+      if (this.stopped) return;
+      for (const { b } of later.filter((x) => x.ok).reverse()) {
+        this.queue.splice(b.start, b.end - b.start);
+        this.stats.sent += b.end - b.start;
+      }
+      this.stats.buffered = this.memoryLength;
+      if (await this.sendFailed(r.err, backoff)) return;
+      backoff = Math.min(5000, backoff * 2);
     }
+  }
+
+  /** Counts and logs a failed connect or send, then waits `backoff` (jittered); true when close()'s deadline has passed. */
+  private async sendFailed(err: unknown, backoff: number): Promise<boolean> {
+    this.stats.sendFailures++;
+    this.failed(err, "Kafka send failed; records stay buffered");
+    if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return true;
+    await sleep(backoff * (0.5 + Math.random() / 2));
+    return false;
   }
 
   private closeDeadline: number | undefined;

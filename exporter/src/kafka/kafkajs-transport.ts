@@ -10,6 +10,8 @@ import { headerBytes, type KafkaTransport, type TransportOptions } from "./trans
 
 export class KafkajsTransport implements KafkaTransport {
   readonly name = "kafkajs" as const;
+  /** kafkajs's idempotent producer takes one send at a time (concurrent sends would share sequence numbers). */
+  readonly maxInFlight = 1;
   /** the same client with few retries, to set up topics */
   private readonly adminKafka: Kafka;
   private readonly producer: Producer;

@@ -76,6 +76,12 @@ function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
 
 export class PlatformaticTransport implements KafkaTransport {
   readonly name = "platformatic" as const;
+  /**
+   * Sends take their sequence numbers in the order they are made and queue on
+   * the broker's connection (one request in flight): the second is built and
+   * waiting while Kafka handles the first.
+   */
+  readonly maxInFlight = Number(process.env.KAFKA_SINK_IN_FLIGHT ?? 2);
   private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private readonly base;
   private adminId: number | undefined;
@@ -137,13 +143,13 @@ export class PlatformaticTransport implements KafkaTransport {
       const m = queue[i]!;
       messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers) };
     }
+    const producer = (this.producer ??= this.newProducer());
     try {
-      this.producer ??= this.newProducer();
-      await this.producer.send({ messages });
+      await producer.send({ messages });
     } catch (err) {
-      // The client gave up on this producer id: the next connect starts another.
-      if (this.producer) await this.producer.close(true).catch(() => undefined);
-      this.producer = undefined;
+      // The client gave up on this producer (and its id): the next send starts another.
+      if (this.producer === producer) this.producer = undefined;
+      await producer.close(true).catch(() => undefined);
       throw err;
     }
   }
