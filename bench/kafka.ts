@@ -45,6 +45,8 @@ const INTERVAL_NS = 1_000_000_000n;
 
 interface ExporterResult {
   recordsPerS: number;
+  /** the exporter process's CPU time (user + system) per record, µs */
+  cpuUsPerRecord: number;
   ms: number;
   bytes: number;
 }
@@ -58,6 +60,7 @@ async function measureExporter(brokers: string, client: KafkaClientName, compres
   for (let i = 0; i < 20_000; i++) sink.push(encodeRecord(benchRecord(i), topics, "protobuf", INTERVAL_NS));
   await sink.flush(300_000);
   let bytes = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
     const m = encodeRecord(benchRecord(i), topics, "protobuf", INTERVAL_NS);
@@ -68,10 +71,11 @@ async function measureExporter(brokers: string, client: KafkaClientName, compres
   }
   await sink.flush(600_000);
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   const failures = sink.stats.sendFailures;
   await sink.close();
   if (failures) process.stderr.write(`kafka bench: ${failures} send failures (${sink.stats.lastError})\n`);
-  return { recordsPerS: (n / ms) * 1000, ms, bytes };
+  return { recordsPerS: (n / ms) * 1000, cpuUsPerRecord: (cpu.user + cpu.system) / n, ms, bytes };
 }
 
 /** Runs measureExporter in a child process (this file, "exporter" mode). */
@@ -141,6 +145,7 @@ interface Row {
   compression: "gzip" | "none";
   producer: string;
   recordsPerS: number;
+  cpuUsPerRecord?: number;
 }
 
 export async function benchKafkaMatrix(print: (s: string) => void): Promise<void> {
@@ -162,7 +167,7 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   const rows: Row[] = [];
   const add = (r: Row) => {
     rows.push(r);
-    print(`kafka ${r.version} ${r.compression.padEnd(4)} ${r.producer.padEnd(34)} ${Math.round(r.recordsPerS).toLocaleString("en").padStart(9)} records/s`);
+    print(`kafka ${r.version} ${r.compression.padEnd(4)} ${r.producer.padEnd(34)} ${Math.round(r.recordsPerS).toLocaleString("en").padStart(9)} records/s${r.cpuUsPerRecord ? `, ${r.cpuUsPerRecord.toFixed(1)} µs CPU/record` : ""}`);
   };
   try {
     for (const version of versions) {
@@ -172,7 +177,11 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
       try {
         for (const compression of codecs) {
           const best = new Map<string, number>();
-          const keep = (k: string, v: number) => best.set(k, Math.max(best.get(k) ?? 0, v));
+          const cpu = new Map<string, number>();
+          const keep = (k: string, v: number, cpuUs?: number) => {
+            best.set(k, Math.max(best.get(k) ?? 0, v));
+            if (cpuUs !== undefined) cpu.set(k, Math.min(cpu.get(k) ?? Infinity, cpuUs));
+          };
           // Interleaved, so that a burst of load from elsewhere on the machine does not fall on one producer only.
           for (let r = 0; r < repeat; r++) {
             const tag = `bench-${version}-${compression}-${Date.now()}-${r}`;
@@ -183,9 +192,12 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
                 "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", `compression.type=${compression}`, "batch.size=262144", "linger.ms=5"]);
               keep("Java ProducerPerformance (unkeyed)", javaRate(perf));
             }
-            for (const client of clients) keep(`exporter, ${client === "platformatic" ? "@platformatic/kafka" : "kafkajs"}`, (await exporterProcess(brokers, client, compression, n)).recordsPerS);
+            for (const client of clients) {
+              const e = await exporterProcess(brokers, client, compression, n);
+              keep(`exporter, ${client === "platformatic" ? "@platformatic/kafka" : "kafkajs"}`, e.recordsPerS, e.cpuUsPerRecord);
+            }
           }
-          for (const [producer, recordsPerS] of best) add({ version, compression, producer, recordsPerS });
+          for (const [producer, recordsPerS] of best) add({ version, compression, producer, recordsPerS, cpuUsPerRecord: cpu.get(producer) });
         }
       } finally {
         await broker?.stop();
@@ -196,11 +208,11 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   }
   // The table: each exporter against the Java producer on the same records, same broker, same codec.
   print("");
-  print("| Kafka | codec | producer | records/s | × Java (same records) |");
-  print("|---|---|---|---:|---:|");
+  print("| Kafka | codec | producer | records/s | × Java (same records) | exporter CPU µs/record |");
+  print("|---|---|---|---:|---:|---:|");
   for (const r of rows) {
     const java = rows.find((x) => x.version === r.version && x.compression === r.compression && x.producer.startsWith("Java KafkaProducer"))?.recordsPerS;
-    print(`| ${r.version} | ${r.compression} | ${r.producer} | ${Math.round(r.recordsPerS).toLocaleString("en")} | ${java ? (r.recordsPerS / java).toFixed(2) : "-"} |`);
+    print(`| ${r.version} | ${r.compression} | ${r.producer} | ${Math.round(r.recordsPerS).toLocaleString("en")} | ${java ? (r.recordsPerS / java).toFixed(2) : "-"} | ${r.cpuUsPerRecord ? r.cpuUsPerRecord.toFixed(1) : ""} |`);
   }
 }
 

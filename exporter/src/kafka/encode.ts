@@ -7,7 +7,6 @@ import {
   FlowAggregate,
   IoAggregate,
   IoOp,
-  IoRecord,
   MessageRecord,
   Mode,
   RawDigest,
@@ -18,6 +17,7 @@ import {
 /** A Buffer over the encoder's fresh output, without copying it. */
 const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 import type { ModeName, RecordJson, StatsJson } from "../records.js";
+import { writeIoRecord } from "./io-record-writer.js";
 
 export interface TopicNames {
   io: string;
@@ -74,13 +74,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
     case "io": {
       const key = `${r.host}|${r.target}`;
       if (encoding === "json") return json(topics.io, key);
-      const m = IoRecord.fromPartial({
-        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), host: r.host, target: r.target, cid: r.cid, op: op(r.op),
-        bytes: BigInt(r.bytes), nvmeStatus: r.nvme_status, e2eCNs: big(r.e2e_c_ns), e2eSNs: big(r.e2e_s_ns), rttNs: big(r.rtt_ns), dalNs: big(r.dal_ns), dplNs: big(r.dpl_ns),
-        incomplete: r.incomplete, mode: mode(r.mode), cSwitchId: r.c_switch_id ?? "", sSwitchId: r.s_switch_id ?? "", cmdUnixNs: BigInt(r.cmd_unix_ns),
-        hostQp: r.host_qp, targetQp: r.target_qp, cmdPsn: r.cmd_psn, inCapsule: r.in_capsule,
-      });
-      return { topic: topics.io, key, value: bytes(IoRecord.encode(m).finish()), headers };
+      return { topic: topics.io, key, value: writeIoRecord(r, intervalNs), headers };
     }
     case "io_interval": {
       const key = `${r.host}|${r.target}`;
