@@ -140,9 +140,11 @@ export class PlatformaticTransport implements KafkaTransport {
 
   async send(queue: readonly KafkaMessageOut[], from: number, to: number): Promise<void> {
     const messages = new Array<Out>(to - from);
+    // One timestamp for the batch (the client would make a BigInt of Date.now() for each record).
+    const timestamp = BigInt(Date.now());
     for (let i = from; i < to; i++) {
       const m = queue[i]!;
-      messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers) };
+      messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers), timestamp };
     }
     const producer = (this.producer ??= this.newProducer());
     try {
