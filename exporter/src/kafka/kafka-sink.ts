@@ -26,8 +26,14 @@ export interface KafkaSinkOptions extends KafkaSecurity {
   partitions?: number;
   replicationFactor?: number;
   compression?: "gzip" | "none";
-  /** messages per produce request */
+  /** messages per produce request, at most */
   batchSize?: number;
+  /**
+   * key and value bytes per produce request, at most (a single message may
+   * exceed it): keeps a request's batch for one partition under the broker's
+   * message.max.bytes (1 MiB by default), whatever the encoding
+   */
+  batchBytes?: number;
   /** messages held in memory before spilling to disk */
   maxBuffered?: number;
   /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
@@ -67,12 +73,12 @@ export class KafkaSink implements RecordSink {
   private closing = false;
   /** set by close() once its deadline passed: the pump stops at its next step */
   private stopped = false;
-  private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
+  private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "batchBytes" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
   readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
 
   constructor(options: KafkaSinkOptions) {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
-    this.opts = { batchSize: 500, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
+    this.opts = { batchSize: 500, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
     const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
     const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
@@ -230,7 +236,7 @@ export class KafkaSink implements RecordSink {
       }
       let next = inflight.length ? inflight[inflight.length - 1]!.end : this.head;
       while (inflight.length < this.transport.maxInFlight && next < this.queue.length) {
-        const end = Math.min(this.queue.length, next + this.opts.batchSize);
+        const end = this.batchEnd(next);
         inflight.push({ start: next, end, done: settle(this.transport.send(this.queue, next, end)) });
         next = end;
       }
@@ -268,6 +274,18 @@ export class KafkaSink implements RecordSink {
       if (await this.sendFailed(r.err, backoff)) return;
       backoff = Math.min(5000, backoff * 2);
     }
+  }
+
+  /** Where the batch that starts at queue position `start` ends: batchSize messages or batchBytes, whichever comes first. */
+  private batchEnd(start: number): number {
+    const last = Math.min(this.queue.length, start + this.opts.batchSize);
+    let bytes = 0;
+    for (let i = start; i < last; i++) {
+      const m = this.queue[i]!;
+      bytes += m.value.length + m.key.length;
+      if (bytes > this.opts.batchBytes && i > start) return i;
+    }
+    return last;
   }
 
   /** Counts and logs a failed connect or send, then waits `backoff` (jittered); true when close()'s deadline has passed. */
