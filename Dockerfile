@@ -1,5 +1,5 @@
 # The controller and exporter (rdma-telemetry), for docker-compose.yml.
-FROM node:22.12-bookworm-slim
+FROM node:22.22-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.base.json tsconfig.json tsconfig.build.json ./
 COPY p4runtime p4runtime

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "@rdma-telemetry/traffic";
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
-import type { KafkaSink } from "@rdma-telemetry/exporter";
+import type { RecordSink } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { replayCaptures } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
@@ -23,7 +23,7 @@ export interface DemoOptions {
   logger?: Logger;
   print: (text: string) => void;
   onRecord?: (r: RecordJson) => void;
-  kafka?: KafkaSink;
+  kafka?: RecordSink;
 }
 
 /** Faults spread over the run so that each shows in its own interval. */

@@ -3,7 +3,7 @@
 import { openCapture, PcapWriter, type CaptureReader } from "@rdma-telemetry/traffic";
 import { rawDigestMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
-import type { KafkaSink } from "@rdma-telemetry/exporter";
+import type { RecordSink } from "@rdma-telemetry/exporter";
 import { Exporter, type ExporterOptions } from "@rdma-telemetry/exporter";
 import { JsonlSink, OutputError, type OutputMode } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
@@ -34,7 +34,7 @@ export interface ReplayOptions {
   /** write the packets the switch forwarded to this pcap (one switch) */
   forwarded?: string;
   /** publish records and raw digests on Kafka */
-  kafka?: KafkaSink;
+  kafka?: RecordSink;
   /** how long to wait at the end for Kafka to acknowledge everything (default 30 s) */
   kafkaWaitMs?: number;
   logger?: Logger;

@@ -2,19 +2,18 @@
 //   pipeline   packets/s through the telemetry program on the software switch (one core)
 //   digests    digests/s from the switch through P4Runtime to the exporter
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
-//   kafka      records/s from the exporter into Kafka, beside kafka-producer-perf-test
+//   kafka      records/s from the exporter into Kafka with each client, both codecs, Kafka 4.4 and 3.9, beside the Java producer (bench/kafka.ts)
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 //   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
 //   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600) at BENCH_SOAK_LOAD (default 0.3), its RSS every 10 s
-// Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_COMPRESSION
-// (gzip or none only), BENCH_KAFKA_BATCH (records per produce request),
+// Environment: KAFKA_BROKERS (use that broker), BENCH_KAFKA_* (see bench/kafka.ts),
 // BENCH_CPU_PROF (a directory: CPU profiles of the switch process),
 // BENCH_CAPTURE_MB (the replayed capture's size, default 1024), BENCH_SOAK_S.
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Update } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
@@ -23,10 +22,8 @@ import { Pipeline } from "@rdma-telemetry/switch";
 import { parseConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import { Exporter } from "@rdma-telemetry/exporter";
-import { encodeRecord } from "@rdma-telemetry/exporter";
-import { KafkaSink } from "@rdma-telemetry/exporter";
+import { benchKafkaMatrix } from "./kafka.js";
 import { MetricsEngine } from "@rdma-telemetry/exporter";
-import type { IoRecordJson } from "@rdma-telemetry/contract";
 import type { TelemetryDigest } from "@rdma-telemetry/contract";
 import { ipv4Source, Topology } from "../app/topology.js";
 import { P4RuntimeClient, toUint128 } from "@rdma-telemetry/p4runtime";
@@ -254,53 +251,7 @@ async function benchWrites(): Promise<void> {
 }
 
 async function benchKafka(): Promise<void> {
-  const { startBroker, fetchJars } = (await import(pathToFileURL(join(root, "scripts/kafka/broker.mjs")).href)) as { startBroker: () => Promise<{ brokers: string; stop(): Promise<void> }>; fetchJars: () => string };
-  const broker = process.env.KAFKA_BROKERS ? undefined : await startBroker();
-  const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
-  try {
-    const only = process.env.BENCH_KAFKA_COMPRESSION as "gzip" | "none" | undefined;
-    for (const compression of only ? [only] : (["gzip", "none"] as const)) await benchKafkaWith(brokers, compression, fetchJars());
-  } finally {
-    await broker?.stop();
-  }
-}
-
-/** The exporter and Kafka's own perf tool, one after the other, with the same record size and producer settings. */
-async function benchKafkaWith(brokers: string, compression: "gzip" | "none", libs: string): Promise<void> {
-  const n = 300_000;
-  const id = `bench-${Date.now()}-${compression}`;
-  const topics = { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
-  const batchSize = Number(process.env.BENCH_KAFKA_BATCH ?? 2000);
-  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: 8, batchSize, compression });
-  await sink.start();
-  const rec = (i: number): IoRecordJson => ({
-    type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${i & 255}`, target: `10.0.2.${(i >> 8) & 7}`, host_qp: 0x100 + (i & 7), target_qp: 0x800 + (i & 7), cid: i & 0x7f, cmd_psn: i & 0xffffff,
-    op: i & 1 ? "read" : "write", bytes: 4096, in_capsule: false, nvme_status: 0, e2e_c_ns: 70_000 + (i % 997), e2e_s_ns: 64_000, rtt_ns: 6_000 + (i % 97), dal_ns: 63_000, dpl_ns: i & 1 ? null : 3_500,
-    incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: String(1_800_000_000_000_000_000n + BigInt(i) * 1000n),
-  });
-  let bytes = 0;
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const m = encodeRecord(rec(i), topics, "protobuf", 1_000_000_000n);
-    bytes += m.value.length;
-    sink.push(m);
-    if ((i & 8191) === 8191) await new Promise((r) => setImmediate(r));
-  }
-  await sink.flush(300_000);
-  const ms = performance.now() - t0;
-  await sink.close();
-  const size = Math.round(bytes / n);
-  print(`kafka (${compression}): ${n} IoRecords (${size} bytes each, protobuf, ${compression}, acks=all, idempotent, ${batchSize} per request) from the exporter in ${ms.toFixed(0)} ms = ${Math.round((n / ms) * 1000).toLocaleString("en")} records/s`);
-  const perf = await new Promise<string>((resolve) => {
-    const child = spawn("java", ["-Xmx512m", "-cp", `${libs}/*`, "org.apache.kafka.tools.ProducerPerformance", "--topic", `${id}.perf`, "--num-records", String(n), "--record-size", String(size), "--throughput", "-1",
-      "--producer-props", `bootstrap.servers=${brokers}`, "acks=all", "enable.idempotence=true", `compression.type=${compression}`, "batch.size=262144", "linger.ms=5"]);
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-    child.on("close", () => resolve(out));
-  });
-  const last = perf.trim().split("\n").filter((l) => /records sent/.test(l)).pop() ?? perf.trim().split("\n").pop();
-  print(`kafka-producer-perf-test (${compression}; same broker, record size, acks=all, idempotence): ${last}`);
+  await benchKafkaMatrix(print);
 }
 
 async function benchMemory(): Promise<void> {

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
+import { kafkaClientName, KafkaConnectError, type KafkaClientName, type KafkaSecurity } from "@rdma-telemetry/exporter";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
@@ -59,6 +59,9 @@ An --out file that already holds records is refused unless --append is given
 (a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
+
+The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIENT;
+default platformatic, i.e. @platformatic/kafka; see docs/operations.md).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):
@@ -134,9 +137,9 @@ async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise
   else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
 }
 
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -179,6 +182,7 @@ async function main(argv: string[]): Promise<number> {
       "cpu-port": { type: "string" },
       "pcap-in": { type: "string", multiple: true },
       "pcap-out": { type: "string" },
+      "kafka-client": { type: "string" },
       control: { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
@@ -203,10 +207,17 @@ async function main(argv: string[]): Promise<number> {
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
+  const client = (): KafkaClientName => {
+    try {
+      return values["kafka-client"] !== undefined ? kafkaClientName(values["kafka-client"], "--kafka-client") : kafkaClientName(process.env.KAFKA_CLIENT);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  };
 
   switch (command) {
     case "demo": {
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       await runDemo({
         onRecord: metrics ? (r) => metrics.metrics.onRecord(r) : undefined,
@@ -236,7 +247,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
@@ -266,7 +277,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, logger, print });
       return 0;
     }
     case "consume": {

@@ -15,3 +15,4 @@ export * from "./kafka/kafka-sink.js";
 export * from "./kafka/partitioner.js";
 export * from "./kafka/security.js";
 export * from "./kafka/tail.js";
+export * from "./kafka/transport.js";

@@ -75,7 +75,8 @@ interface Outstanding {
   cmdUnixNs: bigint;
 }
 
-export type RecordSink = (r: RecordJson) => void;
+/** Where the engine hands each record it emits. */
+export type RecordListener = (r: RecordJson) => void;
 
 export class MetricsEngine {
   readonly options: MetricsOptions;
@@ -126,7 +127,7 @@ export class MetricsEngine {
   }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
 
-  constructor(private readonly sink: RecordSink, options: Partial<MetricsOptions> = {}) {
+  constructor(private readonly sink: RecordListener, options: Partial<MetricsOptions> = {}) {
     this.options = { ...DEFAULT_METRICS_OPTIONS, ...options };
     this.intervals = new IntervalAggregates(this.options.sketchAccuracy);
   }

@@ -7,7 +7,6 @@ import {
   FlowAggregate,
   IoAggregate,
   IoOp,
-  IoRecord,
   MessageRecord,
   Mode,
   RawDigest,
@@ -18,6 +17,7 @@ import {
 /** A Buffer over the encoder's fresh output, without copying it. */
 const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 import type { ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
+import { writeIoRecord } from "./io-record-writer.js";
 
 export interface TopicNames {
   io: string;
@@ -58,20 +58,23 @@ export function messageType(r: RecordJson): string {
   }
 }
 
+/** One headers object per type and encoding, shared by every message (clients cache its bytes by identity). */
+const sharedHeaders = { protobuf: new Map<string, Record<string, string>>(), json: new Map<string, Record<string, string>>() };
+function headersOf(type: string, encoding: Encoding): Record<string, string> {
+  const byType = sharedHeaders[encoding];
+  let h = byType.get(type);
+  if (!h) byType.set(type, (h = Object.freeze({ type, encoding }) as Record<string, string>));
+  return h;
+}
+
 export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encoding, intervalNs: bigint): KafkaMessageOut {
-  const headers = { type: messageType(r), encoding };
+  const headers = headersOf(messageType(r), encoding);
   const json = (topic: string, key: string): KafkaMessageOut => ({ topic, key, value: Buffer.from(JSON.stringify(r)), headers });
   switch (r.type) {
     case "io": {
       const key = `${r.host}|${r.target}`;
       if (encoding === "json") return json(topics.io, key);
-      const m = IoRecord.fromPartial({
-        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs), host: r.host, target: r.target, cid: r.cid, op: op(r.op),
-        bytes: BigInt(r.bytes), nvmeStatus: r.nvme_status, e2eCNs: big(r.e2e_c_ns), e2eSNs: big(r.e2e_s_ns), rttNs: big(r.rtt_ns), dalNs: big(r.dal_ns), dplNs: big(r.dpl_ns),
-        incomplete: r.incomplete, mode: mode(r.mode), cSwitchId: r.c_switch_id ?? "", sSwitchId: r.s_switch_id ?? "", cmdUnixNs: BigInt(r.cmd_unix_ns),
-        hostQp: r.host_qp, targetQp: r.target_qp, cmdPsn: r.cmd_psn, inCapsule: r.in_capsule,
-      });
-      return { topic: topics.io, key, value: bytes(IoRecord.encode(m).finish()), headers };
+      return { topic: topics.io, key, value: writeIoRecord(r, intervalNs), headers };
     }
     case "io_interval": {
       const key = `${r.host}|${r.target}`;
@@ -130,5 +133,5 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
 
 /** A raw digest, keyed so that both vantages of an I/O (or one flow) meet in one partition. */
 export function encodeRawDigest(d: RawDigest, key: string, topics: TopicNames): KafkaMessageOut {
-  return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: { type: "rdma.telemetry.v1.RawDigest", encoding: "protobuf" } };
+  return { topic: topics.digest, key, value: bytes(RawDigest.encode(d).finish()), headers: headersOf("rdma.telemetry.v1.RawDigest", "protobuf") };
 }

@@ -1,62 +1,45 @@
-// Publishes records on Kafka with kafkajs: idempotent producer, acks=all,
-// batching and compression, topics created with a partition count, SASL and
-// TLS. While Kafka is unreachable, messages wait in a bounded memory queue
-// that spills to disk; they go out in order when Kafka returns. If even the
-// disk bound is reached, what is dropped is counted and logged. Refused
+// Publishes records on Kafka through a pluggable client ("transport":
+// kafkajs or @platformatic/kafka, see transport.ts): idempotent producer,
+// acks=all, batching and compression, topics created with a partition count,
+// SASL and TLS. While Kafka is unreachable, messages wait in a bounded memory
+// queue that spills to disk; they go out in order when Kafka returns. If even
+// the disk bound is reached, what is dropped is counted and logged. Refused
 // credentials and untrusted certificates are logged as errors naming the
 // cause; records wait for them too.
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Producer } from "kafkajs";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { KeyedPartitioner } from "./partitioner.js";
-import { describeKafkaError, type KafkaSecurity } from "./security.js";
+import { KafkajsTransport } from "./kafkajs-transport.js";
+import { PlatformaticTransport } from "./platformatic-transport.js";
+import type { KafkaSecurity } from "./security.js";
+import { kafkaClientName, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
+
+export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
 export interface KafkaSinkOptions extends KafkaSecurity {
   brokers: string[];
+  /** the Kafka client; default: KAFKA_CLIENT, else @platformatic/kafka (transport.ts) */
+  client?: KafkaClientName;
   clientId?: string;
   topics?: TopicNames;
   partitions?: number;
   replicationFactor?: number;
   compression?: "gzip" | "none";
-  /** messages per produce request */
+  /** messages per produce request, at most */
   batchSize?: number;
+  /**
+   * key and value bytes per produce request, at most (a single message may
+   * exceed it): keeps a request's batch for one partition under the broker's
+   * message.max.bytes (1 MiB by default), whatever the encoding
+   */
+  batchBytes?: number;
   /** messages held in memory before spilling to disk */
   maxBuffered?: number;
   /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
   spillDir?: string;
   maxSpillBytes?: number;
   logger?: Logger;
-}
-
-export interface KafkaSinkStats {
-  sent: number;
-  buffered: number;
-  spilledNow: number;
-  spilledTotal: number;
-  dropped: number;
-  sendFailures: number;
-  /** why the last attempt to connect or send failed; cleared by the next success */
-  lastError?: string;
-}
-
-/**
- * Record headers with their values as Buffers, shared by every record with
- * the same headers (a handful of type/encoding pairs): kafkajs would encode
- * each string value of each record anew.
- */
-const headerCache = new Map<string, Record<string, Buffer>>();
-function headerBytes(h: Record<string, string>): Record<string, Buffer> {
-  const keys = Object.keys(h);
-  let id = "";
-  for (const k of keys) id += `${k}\u0000${h[k]}\u0000`;
-  let out = headerCache.get(id);
-  if (!out) {
-    out = Object.fromEntries(keys.map((k) => [k, Buffer.from(h[k]!)]));
-    if (headerCache.size < 1024) headerCache.set(id, out);
-  }
-  return out;
 }
 
 /** Messages in a spill segment: one a line. */
@@ -77,11 +60,8 @@ function countLines(file: string): number {
 /** A wait that does not keep the process alive by itself. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
-export class KafkaSink {
-  private readonly kafka: Kafka;
-  /** the same client with few retries, to set up topics */
-  private readonly adminKafka: Kafka;
-  private readonly producer: Producer;
+export class KafkaSink implements RecordSink {
+  private readonly transport: KafkaTransport;
   private readonly topics: TopicNames;
   private readonly queue: KafkaMessageOut[] = [];
   private head = 0;
@@ -93,7 +73,7 @@ export class KafkaSink {
   private closing = false;
   /** set by close() once its deadline passed: the pump stops at its next step */
   private stopped = false;
-  private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
+  private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "batchBytes" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
   readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
   /**
    * Messages taken so far (those of an earlier run's spill first). Messages
@@ -104,23 +84,30 @@ export class KafkaSink {
 
   constructor(options: KafkaSinkOptions) {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
-    this.opts = { batchSize: 500, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
+    this.opts = { batchSize: 500, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
-    const config: KafkaConfig = {
-      clientId: options.clientId ?? "rdma-telemetry-exporter",
+    const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
+    const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
+    this.transport = new Transport({
       brokers: options.brokers,
+      clientId: options.clientId ?? "rdma-telemetry-exporter",
       ssl: options.ssl,
       sasl: options.sasl,
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
-    };
-    this.kafka = new Kafka(config);
-    // The pump retries connecting for as long as it takes: a failure to
-    // connect is reported at once rather than after kafkajs's backoff.
-    this.adminKafka = new Kafka({ ...config, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 } });
-    // Idempotent: kafkajs retries a request with its sequence numbers, so the
-    // broker drops what it already has (also across a broker restart).
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyedPartitioner, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
+      compression: this.opts.compression ?? "gzip",
+      partitions: this.opts.partitions,
+      replicationFactor: this.opts.replicationFactor,
+      // A retry the client makes by itself counts as a failure when Kafka could
+      // not be reached or refused this client; a broker's passing state (a
+      // leader moving, a coordinator loading) is only logged at debug level.
+      onRetry: (err) => {
+        if (this.transport.describe(err).cause === "other") {
+          this.opts.logger?.debug("Kafka client retries", { error: String((err as Error)?.message ?? err) });
+          return;
+        }
+        this.stats.sendFailures++;
+        this.failed(err, "Kafka send failed; the client retries, records stay buffered");
+      },
+    });
     if (options.spillDir) {
       mkdirSync(options.spillDir, { recursive: true });
       // Messages spilled by an earlier run go out first.
@@ -168,7 +155,7 @@ export class KafkaSink {
 
   /** Logs a failure by its cause: refused credentials and TLS failures need an operator, so they are errors. */
   private failed(err: unknown, what: string): void {
-    const f = describeKafkaError(err, this.opts);
+    const f = this.transport.describe(err);
     this.stats.lastError = f.message;
     const fields = { cause: f.cause, error: f.message, buffered: this.memoryLength, spilled: this.stats.spilledNow };
     if (f.cause === "authentication" || f.cause === "tls") this.opts.logger?.error(what, fields);
@@ -177,22 +164,13 @@ export class KafkaSink {
 
   /** Creates the topics (if missing) and connects the producer. */
   private async connect(): Promise<void> {
-    const admin = this.adminKafka.admin();
-    try {
-      await admin.connect();
-      const existing = new Set(await admin.listTopics());
-      const wanted = [...new Set(Object.values(this.topics))].filter((t) => !existing.has(t));
-      if (wanted.length) {
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: wanted.map((topic) => ({ topic, numPartitions: this.opts.partitions, replicationFactor: this.opts.replicationFactor })),
-        });
-      }
-    } finally {
-      await admin.disconnect();
-    }
-    await this.producer.connect();
+    await this.transport.connect([...new Set(Object.values(this.topics))]);
     this.connected = true;
+  }
+
+  /** The Kafka client in use. */
+  get client(): KafkaClientName {
+    return this.transport.name;
   }
 
   get topicNames(): TopicNames {
@@ -251,50 +229,97 @@ export class KafkaSink {
     rmSync(seg, { force: true });
   }
 
+  /**
+   * Sends the queue in batches, up to the transport's maxInFlight at a time
+   * (the next batch is built while Kafka handles the one before), and moves
+   * the head past a batch once Kafka acknowledged it and every one before it.
+   */
   private async pump(): Promise<void> {
     let backoff = 100;
+    /** batches handed to the transport, oldest first: queue positions [start, end) */
+    const inflight: Array<{ start: number; end: number; done: Promise<unknown> }> = [];
+    const settle = (p: Promise<void>) => p.then(() => undefined, (err: unknown) => ({ err }));
     for (;;) {
       if (this.stopped) return;
-      if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
-      if (this.memoryLength === 0) {
-        if (this.closing) return;
-        await new Promise<void>((r) => (this.wake = r));
-        this.wake = undefined;
-        continue;
-      }
-      const batch = this.queue.slice(this.head, this.head + this.opts.batchSize);
-      try {
-        if (!this.connected) await this.connect();
-        const byTopic = new Map<string, KafkaMessageOut[]>();
-        for (const m of batch) {
-          const list = byTopic.get(m.topic) ?? [];
-          list.push(m);
-          byTopic.set(m.topic, list);
+      if (inflight.length === 0) {
+        if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
+        if (this.memoryLength === 0) {
+          if (this.closing) return;
+          await new Promise<void>((r) => (this.wake = r));
+          this.wake = undefined;
+          continue;
         }
-        const sent = this.producer.sendBatch({
-          acks: -1,
-          compression: this.opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP,
-          topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs.map((m) => ({ key: m.key, value: m.value, headers: headerBytes(m.headers) })) })),
-        });
-        await sent;
-        if (this.stopped) return; // close() has spilled this batch already: it goes out again next run (at least once)
-        this.head += batch.length;
-        this.stats.sent += batch.length;
+        if (!this.connected) {
+          try {
+            await this.connect();
+          } catch (err) {
+            if (await this.sendFailed(err, backoff)) return;
+            backoff = Math.min(5000, backoff * 2);
+            continue;
+          }
+        }
+      }
+      let next = inflight.length ? inflight[inflight.length - 1]!.end : this.head;
+      while (inflight.length < this.transport.maxInFlight && next < this.queue.length) {
+        const end = this.batchEnd(next);
+        inflight.push({ start: next, end, done: settle(this.transport.send(this.queue, next, end)) });
+        next = end;
+      }
+      const first = inflight.shift()!;
+      const r = (await first.done) as { err: unknown } | undefined;
+      if (this.stopped) return; // close() has spilled what was in flight already: it goes out again next run (at least once)
+      if (r === undefined) {
+        this.stats.sent += first.end - this.head;
+        this.head = first.end;
         if (this.head > 65536 && this.head * 2 > this.queue.length) {
+          // The transport holds no reference into the queue once send() returned: only positions move.
           this.queue.splice(0, this.head);
+          for (const b of inflight) {
+            b.start -= this.head;
+            b.end -= this.head;
+          }
           this.head = 0;
         }
         this.stats.buffered = this.memoryLength;
         this.stats.lastError = undefined;
         backoff = 100;
-      } catch (err) {
-        this.stats.sendFailures++;
-        this.failed(err, "Kafka send failed; records stay buffered");
-        if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return;
-        await sleep(backoff * (0.5 + Math.random() / 2));
-        backoff = Math.min(5000, backoff * 2);
+        continue;
       }
+      // A batch failed: the ones after it settle first. Those Kafka acknowledged
+      // leave the queue (sending them again would duplicate them); the failed
+      // one and the rest are sent again, after a pause.
+      const later = await Promise.all(inflight.map(async (b) => ({ b, ok: (await b.done) === undefined })));
+      inflight.length = 0;
+      if (this.stopped) return;
+      for (const { b } of later.filter((x) => x.ok).reverse()) {
+        this.queue.splice(b.start, b.end - b.start);
+        this.stats.sent += b.end - b.start;
+      }
+      this.stats.buffered = this.memoryLength;
+      if (await this.sendFailed(r.err, backoff)) return;
+      backoff = Math.min(5000, backoff * 2);
     }
+  }
+
+  /** Where the batch that starts at queue position `start` ends: batchSize messages or batchBytes, whichever comes first. */
+  private batchEnd(start: number): number {
+    const last = Math.min(this.queue.length, start + this.opts.batchSize);
+    let bytes = 0;
+    for (let i = start; i < last; i++) {
+      const m = this.queue[i]!;
+      bytes += m.value.length + m.key.length;
+      if (bytes > this.opts.batchBytes && i > start) return i;
+    }
+    return last;
+  }
+
+  /** Counts and logs a failed connect or send, then waits `backoff` (jittered); true when close()'s deadline has passed. */
+  private async sendFailed(err: unknown, backoff: number): Promise<boolean> {
+    this.stats.sendFailures++;
+    this.failed(err, "Kafka send failed; records stay buffered");
+    if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return true;
+    await sleep(backoff * (0.5 + Math.random() / 2));
+    return false;
   }
 
   private closeDeadline: number | undefined;
@@ -337,7 +362,7 @@ export class KafkaSink {
       this.head = this.queue.length;
     }
     this.stats.buffered = 0;
-    await Promise.race([this.producer.disconnect().catch(() => undefined), sleep(2000)]);
+    await Promise.race([this.transport.disconnect().catch(() => undefined), sleep(2000)]);
     return this.stats.spilledNow + this.stats.dropped;
   }
 

@@ -48,6 +48,11 @@ function keyHash(key: string | Buffer): number {
   return murmur2(ascii, key.length);
 }
 
+/** The key's murmur2 made positive, as Kafka's default partitioner takes it modulo the partition count. */
+export function positiveKeyHash(key: string | Buffer): number {
+  return keyHash(key) & 0x7fffffff;
+}
+
 /** The partition of a keyed record among `partitions`, as Kafka's default partitioner chooses it. */
 export function partitionOf(key: string | Buffer, partitions: number): number {
   return (keyHash(key) & 0x7fffffff) % partitions;

@@ -41,15 +41,21 @@ const UNTRUSTED = new Set([
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT"]);
 
-/** Describes a kafkajs failure by its cause (kafkajs wraps the original error in `cause`). */
+type Chained = { name?: string; code?: string; message?: string; serverErrorMessage?: string; cause?: unknown; errors?: unknown[] };
+
+/**
+ * Describes a Kafka client's failure by its cause. kafkajs wraps the original
+ * error in `cause`; @platformatic/kafka gathers the attempts' errors in
+ * `errors` (the last is the latest), each wrapping its own in `cause`.
+ */
 export function describeKafkaError(err: unknown, security: KafkaSecurity = {}): KafkaFailure {
-  const chain: Array<{ name?: string; code?: string; message?: string }> = [];
-  for (let e = err as { name?: string; code?: string; message?: string; cause?: unknown } | undefined; e && chain.length < 8; e = e.cause as typeof e) chain.push(e);
+  const chain: Chained[] = [];
+  for (let e = err as Chained | undefined; e && typeof e === "object" && chain.length < 16; e = (e.cause ?? e.errors?.[e.errors.length - 1]) as Chained | undefined) chain.push(e);
   const root = chain[chain.length - 1];
-  const text = root?.message ?? String(err);
+  const text = root?.serverErrorMessage ?? root?.message ?? String(err);
   const codes = chain.map((e) => e.code).filter((c): c is string => typeof c === "string");
   const sasl = security.sasl;
-  if (chain.some((e) => e.name === "KafkaJSSASLAuthenticationError")) {
+  if (chain.some((e) => e.name === "KafkaJSSASLAuthenticationError" || e.code === "PLT_KFK_AUTHENTICATION")) {
     const who = sasl && "username" in sasl ? ` for user '${sasl.username}' (${sasl.mechanism.toUpperCase()})` : "";
     return { cause: "authentication", message: `Kafka refused the SASL credentials${who}: ${text}; check the username, password and mechanism` };
   }
@@ -68,7 +74,7 @@ export function describeKafkaError(err: unknown, security: KafkaSecurity = {}): 
   }
   const unreachable = codes.find((c) => UNREACHABLE.has(c));
   if (unreachable) return { cause: "connection", message: `Kafka unreachable (${unreachable}): ${text}` };
-  if (chain.some((e) => e.name === "KafkaJSConnectionClosedError" || e.name === "KafkaJSConnectionError" || e.name === "KafkaJSRequestTimeoutError")) {
+  if (chain.some((e) => e.name === "KafkaJSConnectionClosedError" || e.name === "KafkaJSConnectionError" || e.name === "KafkaJSRequestTimeoutError" || e.code === "PLT_KFK_NETWORK" || e.code === "PLT_KFK_TIMEOUT")) {
     const mode = `${security.ssl ? "TLS" : "no TLS"}, ${sasl ? `SASL ${sasl.mechanism.toUpperCase()}` : "no SASL"}`;
     return { cause: "connection", message: `Kafka connection failed: ${text} (this client: ${mode}; does it match the broker's listener?)` };
   }

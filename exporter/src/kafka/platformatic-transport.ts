@@ -1,0 +1,177 @@
+// KafkaSink's transport on @platformatic/kafka: an idempotent producer
+// (acks=all, one request in flight per broker, sequence numbers kept while it
+// retries), keyed records partitioned as Kafka's Java client does.
+//
+// The producer retries every retriable failure itself with the same producer
+// id and sequence numbers, without limit: a batch that reached the log before
+// a broker died is dropped by the broker when it comes again, rather than
+// written twice. (When a send fails for good, this client starts a new
+// producer id, and the broker could no longer tell a batch sent again.) Each
+// retried failure is reported through onRetry, so the sink counts and logs it
+// as it does kafkajs's failures. Failures that retrying cannot mend (refused
+// credentials, TLS) end the send and are reported by the sink.
+import { Admin, instancesChannel, Producer, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
+import type { ConnectionOptions as TlsOptions } from "node:tls";
+import type { KafkaMessageOut } from "./encode.js";
+import { positiveKeyHash } from "./partitioner.js";
+import { describeKafkaError } from "./security.js";
+import type { KafkaTransport, TransportOptions } from "./transport.js";
+
+type Out = MessageToProduce<Buffer, Buffer, Buffer, Buffer>;
+
+/** Header sets as the wire wants them (Buffer names and values), shared by every record with the same set. */
+const headerMaps = new WeakMap<Record<string, string>, Map<Buffer, Buffer>>();
+function headerMap(h: Record<string, string>): Map<Buffer, Buffer> {
+  let m = headerMaps.get(h);
+  if (!m) {
+    m = new Map(Object.entries(h).map(([k, v]) => [Buffer.from(k), Buffer.from(v)]));
+    headerMaps.set(h, m);
+  }
+  return m;
+}
+
+/** Key bytes: the exporter's keys are few (a host-target pair, a flow), so each is encoded once. */
+const keyBuffers = new Map<string, Buffer>();
+function keyBytes(k: string): Buffer {
+  let b = keyBuffers.get(k);
+  if (!b) {
+    b = Buffer.from(k);
+    if (keyBuffers.size >= 65536) keyBuffers.clear();
+    keyBuffers.set(k, b);
+  }
+  return b;
+}
+
+/**
+ * The last socket error of each client's connections (by the client's
+ * instance id). This client fails a request on a connection the broker closed
+ * with "Connection closed" alone; the socket's own error (a TLS alert: a
+ * client certificate the broker wants) only goes to the connection's error
+ * event, seen here through the client's diagnostics channel.
+ */
+const socketErrors = new Map<number, { error: unknown; at: number }>();
+instancesChannel.subscribe((event) => {
+  const e = event as { type?: string; instance?: { ownerId?: number; on?: (ev: string, f: (err: { cause?: unknown }) => void) => void } };
+  if (e.type !== "connection" || e.instance?.ownerId === undefined || !e.instance.on) return;
+  const owner = e.instance.ownerId;
+  e.instance.on("error", (err) => {
+    socketErrors.set(owner, { error: err.cause ?? err, at: Date.now() });
+    if (socketErrors.size > 256) socketErrors.delete(socketErrors.keys().next().value!);
+  });
+});
+
+/** Kafka's default partitioner (murmur2, positive, modulo the partition count), which the producer applies modulo. */
+const javaPartitioner = (_m: Out, key: Buffer | undefined) => (key ? positiveKeyHash(key) : 0);
+
+function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
+  if (!ssl) return undefined;
+  return ssl === true ? {} : (ssl as TlsOptions);
+}
+
+function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
+  if (!sasl) return undefined;
+  if (!("username" in sasl)) throw new Error(`@platformatic/kafka: SASL ${sasl.mechanism} is not supported by the exporter`);
+  return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };
+}
+
+export class PlatformaticTransport implements KafkaTransport {
+  readonly name = "platformatic" as const;
+  /**
+   * Sends would take their sequence numbers in the order they are made and
+   * queue on the broker's connection, but a second batch in flight gained
+   * nothing measurable (`npm run bench -- kafka`), and one at a time keeps
+   * every record in order even when a send fails for good.
+   */
+  readonly maxInFlight = 1;
+  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private readonly base;
+  private adminId: number | undefined;
+
+  constructor(private readonly opts: TransportOptions) {
+    this.base = {
+      clientId: opts.clientId,
+      bootstrapBrokers: opts.brokers,
+      tls: tlsOptions(opts.ssl),
+      sasl: saslOptions(opts.sasl),
+      connectTimeout: 5000,
+      requestTimeout: 30_000,
+    };
+  }
+
+  private newProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
+    return new Producer<Buffer, Buffer, Buffer, Buffer>({
+      ...this.base,
+      idempotent: true,
+      acks: -1,
+      compression: this.opts.compression === "none" ? "none" : "gzip",
+      partitioner: javaPartitioner,
+      autocreateTopics: false,
+      retries: true,
+      retryDelay: (_client, _op, attempt, _retries, error) => {
+        this.opts.onRetry?.(error);
+        return Math.min(2000, 100 * 2 ** Math.min(attempt, 5));
+      },
+    });
+  }
+
+  async connect(topics: string[]): Promise<void> {
+    const admin = new Admin({ ...this.base, retries: 2, retryDelay: 200 });
+    this.adminId = admin.instanceId;
+    try {
+      const existing = new Set(await admin.listTopics());
+      const wanted = topics.filter((t) => !existing.has(t));
+      if (wanted.length) {
+        await admin.createTopics({ topics: wanted, partitions: this.opts.partitions, replicas: this.opts.replicationFactor }).catch((err: unknown) => {
+          // Another exporter created it meanwhile.
+          if (!/TOPIC_ALREADY_EXISTS|already exists/i.test(String((err as { errors?: unknown[] }).errors?.map(String) ?? err))) throw err;
+        });
+        // Until every new partition has a leader, a send would fail and retry.
+        for (let attempt = 0; attempt < 50; attempt++) {
+          const md = await admin.metadata({ topics: wanted, forceUpdate: true });
+          if (wanted.every((t) => md.topics.get(t)?.partitions.every((p) => p.leader >= 0))) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    } finally {
+      await admin.close().catch(() => undefined);
+    }
+    this.producer ??= this.newProducer();
+  }
+
+  async send(queue: readonly KafkaMessageOut[], from: number, to: number): Promise<void> {
+    const messages = new Array<Out>(to - from);
+    // One timestamp for the batch (the client would make a BigInt of Date.now() for each record).
+    const timestamp = BigInt(Date.now());
+    for (let i = from; i < to; i++) {
+      const m = queue[i]!;
+      messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers), timestamp };
+    }
+    const producer = (this.producer ??= this.newProducer());
+    try {
+      await producer.send({ messages });
+    } catch (err) {
+      // The client gave up on this producer (and its id): the next send starts another.
+      if (this.producer === producer) this.producer = undefined;
+      await producer.close(true).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer?.close(true).catch(() => undefined);
+  }
+
+  describe(err: unknown) {
+    const f = describeKafkaError(err, this.opts);
+    if (f.cause !== "connection" && f.cause !== "other") return f;
+    // A connection closed under a request: its socket's error, when it had one just now, tells why.
+    for (const id of [this.producer?.instanceId, this.adminId]) {
+      const seen = id === undefined ? undefined : socketErrors.get(id);
+      if (seen && Date.now() - seen.at < 10_000) {
+        const g = describeKafkaError(seen.error, this.opts);
+        if (g.cause === "tls" || g.cause === "authentication") return g;
+      }
+    }
+    return f;
+  }
+}
