@@ -8,6 +8,9 @@ import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter"
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
+import { runDashboard } from "../app/dashboard/run.js";
+import { parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
+import { DashboardStore } from "../app/dashboard/store.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
@@ -21,10 +24,12 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
+                 [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
-      messages per second).
+      messages per second). --dashboard serves the web dashboard of the run's
+      records (no Kafka needed) and keeps it up after the run until Ctrl-C.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
@@ -45,6 +50,13 @@ Usage:
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
+  rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
+                 [--from-beginning] [--group ID]
+      Web dashboard of rdma.io.v1, rdma.flow.v1 and rdma.alert.v1: per pair
+      and flow percentiles over time, where the time went, alerts, switch
+      health, updated live. Reads in a consumer group of its own (default
+      rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
+      beginning; keeps the last 360 intervals in memory.
 
 An --out file that already holds records is refused unless --append is given
 (a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish
@@ -74,7 +86,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology
 
 class UsageError extends Error {}
 
-const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume"] as const;
+const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume", "dashboard"] as const;
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -116,6 +128,31 @@ function mode(v: string | undefined): "full" | "polling" {
 }
 
 const SPILL_DIR = ".cache/kafka-spill";
+const DEFAULT_LISTEN = "127.0.0.1:8080";
+
+function parseListenArg(text: string) {
+  try {
+    return parseListen(text);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** The demo's dashboard: a store fed by the in-process exporter, and its server. */
+async function demoDashboard(listen: string, print: (t: string) => void): Promise<{ store: DashboardStore; server: DashboardServer }> {
+  const store = new DashboardStore("the demo's exporter");
+  const server = await startDashboardServer({ store, listen: parseListenArg(listen) });
+  store.setStatus({ state: "consuming", detail: "records of the demo's run, as its exporter writes them" });
+  print(`dashboard: ${server.url}`);
+  return { store, server };
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+}
 
 /** Closes a Kafka sink and says what became of its records: published, or kept on disk for the next run. */
 async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise<void> {
@@ -157,6 +194,9 @@ async function main(argv: string[]): Promise<number> {
       append: { type: "boolean" },
       journal: { type: "string" },
       "switch-id": { type: "string", multiple: true },
+      dashboard: { type: "boolean" },
+      listen: { type: "string" },
+      group: { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -177,9 +217,12 @@ async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case "demo": {
+      if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
         kafka,
+        onRecord: board ? (r) => board.store.add(r) : undefined,
         seed: int(values.seed, "seed", 1),
         durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
         load: load(values.load),
@@ -189,6 +232,23 @@ async function main(argv: string[]): Promise<number> {
         print,
       });
       if (kafka) await closeKafka(kafka, print);
+      if (board) {
+        board.store.setStatus({ state: "finished", detail: "the demo's run is over" });
+        print(`the dashboard stays up at ${board.server.url}; Ctrl-C to stop`);
+        await untilSignal();
+        await board.server.close();
+      }
+      return 0;
+    }
+    case "dashboard": {
+      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+      if (!brokers.length) throw new UsageError("dashboard needs --kafka-brokers (or KAFKA_BROKERS); `demo --dashboard` shows one without Kafka");
+      const listen = values.listen ?? DEFAULT_LISTEN;
+      parseListenArg(listen);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await runDashboard({ brokers, ...security(), listen, fromBeginning: values["from-beginning"], groupId: values.group, print, signal: ac.signal });
       return 0;
     }
     case "replay": {
