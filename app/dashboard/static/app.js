@@ -130,6 +130,9 @@ function alertTarget(a) {
   const hit = keys.filter(match);
   const same = view.pair && match(view.pair) ? view.pair : undefined;
   if (same) return { pair: same };
+  // The series that has the alert's interval, reads first.
+  const has = hit.filter((k) => state.pairs.get(k)?.has(a.interval_start_unix_ns));
+  if (has.length) return { pair: has.find((k) => k.endsWith("|read")) ?? has[0] };
   if (hit.length) return { pair: hit.find((k) => k.endsWith("|read")) ?? hit[0] };
   if (a.scope === "pair") return { pair: `${a.scope_key}|read` };
   return null;
