@@ -56,7 +56,7 @@ Usage:
       and flow percentiles over time, where the time went, alerts, switch
       health, updated live. Reads in a consumer group of its own (default
       rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
-      beginning; keeps the last 360 intervals in memory.
+      beginning; keeps the last 300 intervals, 128 pairs and 128 flows in memory.
 
 An --out file that already holds records is refused unless --append is given
 (a second process writing the same file is always refused). Demo and replay also take --kafka-brokers (or env KAFKA_BROKERS) to publish

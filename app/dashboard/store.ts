@@ -6,9 +6,9 @@
 // interval older than the window is not kept); at most `pairSeries`
 // (host, target, op) series and `flowSeries` flows, the series updated least
 // recently giving way to a new one; `switches` switches; the last `alerts`
-// alerts. A point is a few dozen numbers, so the defaults hold at most
-// 360 × (256 + 256 + 32) points (~100 MB at worst, a few MB for a fabric
-// of tens of pairs).
+// alerts. A point is a few dozen numbers: the defaults hold at most
+// 300 × (128 + 128 + 32) points, measured at 63 MB of heap and a 32 MB
+// snapshot for a page that connects; a fabric of tens of pairs takes a few MB.
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 
 export interface DashboardBounds {
@@ -19,7 +19,7 @@ export interface DashboardBounds {
   alerts: number;
 }
 
-export const DEFAULT_BOUNDS: DashboardBounds = { intervals: 360, pairSeries: 256, flowSeries: 256, switches: 32, alerts: 500 };
+export const DEFAULT_BOUNDS: DashboardBounds = { intervals: 300, pairSeries: 128, flowSeries: 128, switches: 32, alerts: 500 };
 
 /** One (host, target, op) in one interval, the switches' aggregates merged; latencies in ns. */
 export interface PairPoint {
@@ -149,6 +149,36 @@ export function mergePair(start: string, bySwitch: ReadonlyMap<string, IoAggrega
   };
 }
 
+/** Folds one more switch's aggregate into a pair's point: the same result as mergePair over all of them, in any order. */
+export function foldPair(point: PairPoint | undefined, choice: PairChoice | undefined, r: IoAggregateJson): { point: PairPoint; choice: PairChoice } {
+  const c: PairChoice = { ...(choice ?? {}) };
+  for (const f of ["e2e_c_ns", "e2e_s_ns", "rtt_ns", "dal_ns", "dpl_ns"] as const) {
+    const s = r[f];
+    const had = c[f];
+    if (s && (!had || s.count > had.count || (s.count === had.count && (r.switch_id < had.switch || r.switch_id === had.switch)))) c[f] = { count: s.count, switch: r.switch_id, p50: s.p50, p99: s.p99, mean: s.mean };
+  }
+  const e2e = c.e2e_c_ns ?? c.e2e_s_ns;
+  const switches = [...new Set([...(point?.switches ?? []), r.switch_id])].sort();
+  return {
+    choice: c,
+    point: {
+      start: r.interval_start_unix_ns,
+      count: Math.max(point?.count ?? 0, r.count),
+      incomplete: Math.max(point?.incomplete ?? 0, r.incomplete),
+      errors: Math.max(point?.errors ?? 0, r.errors),
+      bytes: Math.max(point?.bytes ?? 0, r.bytes),
+      e2e_p50: e2e?.p50 ?? null, e2e_p99: e2e?.p99 ?? null, e2e_mean: e2e?.mean ?? null,
+      rtt_p50: c.rtt_ns?.p50 ?? null, rtt_p99: c.rtt_ns?.p99 ?? null, rtt_mean: c.rtt_ns?.mean ?? null,
+      dal_p50: c.dal_ns?.p50 ?? null, dal_p99: c.dal_ns?.p99 ?? null, dal_mean: c.dal_ns?.mean ?? null,
+      dpl_p50: c.dpl_ns?.p50 ?? null, dpl_p99: c.dpl_ns?.p99 ?? null, dpl_mean: c.dpl_ns?.mean ?? null,
+      switches,
+    },
+  };
+}
+
+/** Which switch's figure a pair's point shows, per figure (what foldPair needs to take in one more switch). */
+export type PairChoice = Partial<Record<StatField, { count: number; switch: string; p50: number; p99: number; mean: number }>>;
+
 /** The flow as the switch that counted most of its messages saw it (ties: the first switch id). */
 export function pickFlow(start: string, bySwitch: ReadonlyMap<string, FlowAggregateJson>): FlowPoint {
   let r: FlowAggregateJson | undefined;
@@ -169,10 +199,10 @@ function switchPoint(r: SwitchStatsJson): SwitchPoint {
   };
 }
 
-/** A series: per interval start, the raw aggregates of each switch (kept to merge a late switch's record) and the point. */
-interface Series<R, P> {
-  raw: Map<string, Map<string, R>>;
+/** A series: its point per interval start (and, for pairs, which switch each figure came from), and when it was last updated. */
+interface Series<P, C = undefined> {
   points: Map<string, P>;
+  choices: Map<string, C>;
   touched: number;
 }
 
@@ -180,8 +210,8 @@ export class DashboardStore {
   readonly bounds: DashboardBounds;
   /** interval starts in the window, ascending (as BigInt to compare, kept as strings) */
   private intervals: bigint[] = [];
-  private readonly pairs = new Map<string, Series<IoAggregateJson, PairPoint>>();
-  private readonly flows = new Map<string, Series<FlowAggregateJson, FlowPoint>>();
+  private readonly pairs = new Map<string, Series<PairPoint, PairChoice>>();
+  private readonly flows = new Map<string, Series<FlowPoint>>();
   private readonly switches = new Map<string, Map<string, SwitchPoint>>();
   private readonly alerts: AlertJson[] = [];
   private readonly dropped = { tooOld: 0, seriesEvicted: 0, switchesRefused: 0 };
@@ -237,21 +267,20 @@ export class DashboardStore {
     if (r.type === "io_interval") {
       const key = pairKey(r);
       const s = this.series(this.pairs, key, this.bounds.pairSeries);
-      const raw = s.raw.get(start) ?? new Map<string, IoAggregateJson>();
-      raw.set(r.switch_id, r);
-      s.raw.set(start, raw);
-      const p = mergePair(start, raw);
-      s.points.set(start, p);
-      this.pending.pairs.push([key, p]);
+      const { point, choice } = foldPair(s.points.get(start), s.choices.get(start), r);
+      s.points.set(start, point);
+      s.choices.set(start, choice);
+      this.pending.pairs.push([key, point]);
     } else if (r.type === "flow_interval") {
       const key = flowKey(r);
       const s = this.series(this.flows, key, this.bounds.flowSeries);
-      const raw = s.raw.get(start) ?? new Map<string, FlowAggregateJson>();
-      raw.set(r.switch_id, r);
-      s.raw.set(start, raw);
-      const p = pickFlow(start, raw);
-      s.points.set(start, p);
-      this.pending.flows.push([key, p]);
+      const have = s.points.get(start);
+      // The switch that counted the most of its messages (ties: the first switch id) speaks for the flow.
+      if (!have || r.messages > have.messages || (r.messages === have.messages && r.switch_id <= have.switch_id)) {
+        const p = pickFlow(start, new Map([[r.switch_id, r]]));
+        s.points.set(start, p);
+        this.pending.flows.push([key, p]);
+      }
     } else {
       let sw = this.switches.get(r.switch_id);
       if (!sw) {
@@ -285,7 +314,7 @@ export class DashboardStore {
   private evict(start: string): void {
     for (const all of [this.pairs, this.flows] as Array<Map<string, Series<unknown, unknown>>>) {
       for (const [k, s] of all) {
-        s.raw.delete(start);
+        s.choices.delete(start);
         s.points.delete(start);
         if (s.points.size === 0) all.delete(k);
       }
@@ -297,7 +326,7 @@ export class DashboardStore {
     this.pending.oldest = this.intervals[0]?.toString() ?? null;
   }
 
-  private series<R, P>(all: Map<string, Series<R, P>>, key: string, max: number): Series<R, P> {
+  private series<P, C>(all: Map<string, Series<P, C>>, key: string, max: number): Series<P, C> {
     let s = all.get(key);
     if (!s) {
       if (all.size >= max) {
@@ -307,7 +336,7 @@ export class DashboardStore {
         all.delete(lru!);
         this.dropped.seriesEvicted++;
       }
-      s = { raw: new Map(), points: new Map(), touched: 0 };
+      s = { points: new Map(), choices: new Map(), touched: 0 };
       all.set(key, s);
     }
     s.touched = ++this.clock;
