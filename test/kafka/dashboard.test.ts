@@ -89,7 +89,7 @@ test.skipIf(!chromium)(
     await page.evaluate("window.notReloaded = true");
 
     const out = join(dir, "demo-out");
-    const demo = cli(["demo", "--kafka-brokers", brokers, "--out-dir", out, "--duration-ms", "4000", "--seed", "7"]);
+    const demo = cli(["demo", "--kafka-brokers", brokers, "--out-dir", out, "--duration-ms", "4000", "--load", "0.1", "--seed", "7"]);
 
     // The page, open before the demo published anything, gets its records as they come.
     await page.waitFor<number>("dashboard.state.intervals.length", 120_000, "a first interval on the page");
@@ -110,13 +110,14 @@ test.skipIf(!chromium)(
 
     // A pair named by a raised pair alert, reached through the alert's link.
     const alert = alerts.find((a) => a.state === "raised" && a.scope === "pair") ?? alerts.find((a) => a.state === "raised")!;
-    const link = await page.evaluate<string | null>(`(() => {
+    // (the page renders within 100 ms of a change: wait for the row)
+    const link = await page.waitFor<string | null>(`(() => {
       const row = [...document.querySelectorAll("#alert-list tr")].find((tr) => tr.dataset.metric === ${JSON.stringify(alert.metric)} && tr.dataset.key === ${JSON.stringify(alert.scope_key)} && tr.dataset.state === "raised");
       const a = row && row.querySelector("a.alert-link");
       if (!a) return null;
       a.click();
       return a.getAttribute("href");
-    })()`);
+    })()`, 10_000, "the raised alert's row and link");
     expect(link, "the raised alert's row and link").toBeTruthy();
     await page.waitFor(`dashboard.view.pair && location.hash === ${JSON.stringify(link)}`, 5_000, "the alert's pair selected");
     const pair = await page.evaluate<string>("dashboard.view.pair");
