@@ -9,7 +9,7 @@ import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { runDashboard } from "../app/dashboard/run.js";
-import { parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
+import { ListenError, parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
 import { DashboardStore } from "../app/dashboard/store.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
@@ -329,7 +329,7 @@ main(process.argv.slice(2)).then(
     if (err instanceof UsageError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
-    } else if (err instanceof KafkaConnectError) {
+    } else if (err instanceof KafkaConnectError || err instanceof ListenError) {
       process.stderr.write(`rdma-telemetry: ${err.message}\n`);
       process.exitCode = 1;
     } else {

@@ -22,6 +22,11 @@ export function parseListen(text: string): ListenAddress {
   return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
 }
 
+/** The address given cannot be listened on (taken, not this machine's, not allowed). */
+export class ListenError extends Error {
+  override readonly name = "ListenError";
+}
+
 export interface DashboardServerOptions {
   store: DashboardStore;
   listen: ListenAddress;
@@ -118,7 +123,11 @@ export async function startDashboardServer(o: DashboardServerOptions): Promise<D
   }, 15_000);
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      clearInterval(tick);
+      clearInterval(ping);
+      reject(new ListenError(`dashboard: cannot listen on ${o.listen.host}:${o.listen.port}: ${err.code ?? err.message}${err.code === "EADDRINUSE" ? " (the port is taken; --listen another)" : ""}`));
+    });
     server.listen(o.listen.port, o.listen.host, () => resolve());
   });
   const a = server.address() as AddressInfo;
