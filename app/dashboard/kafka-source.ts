@@ -55,7 +55,6 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
   const where = o.brokers.join(",");
   /** topics present when the dashboard first reached the broker: read from now (or the beginning, if asked) */
   let atStart: Set<string> | undefined;
-  const subscribed = new Set<string>();
   let failures = 0;
   status({ state: "starting", detail: `connecting to ${where}` });
 
@@ -84,12 +83,11 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
         if (o.store.status.state !== "consuming") status({ state: "consuming", detail: `${topics.join(", ")} on ${where} (group ${groupId})` });
       });
       await consumer.connect();
-      const older = topics.filter((t) => atStart!.has(t) && !subscribed.has(t));
-      const newer = topics.filter((t) => !older.includes(t));
+      // Where the group has no offset yet: a topic made since the dashboard started holds nothing older than the dashboard, so all of it is read.
+      const older = topics.filter((t) => atStart!.has(t));
+      const newer = topics.filter((t) => !atStart!.has(t));
       if (older.length) await consumer.subscribe({ topics: older, fromBeginning: o.fromBeginning ?? false });
-      // A topic made since the dashboard started holds nothing older than the dashboard: read all of it.
       if (newer.length) await consumer.subscribe({ topics: newer, fromBeginning: true });
-      for (const t of topics) subscribed.add(t);
       await consumer.run({
         eachMessage: async ({ topic, partition, message }) => {
           let r: RecordJson | null;

@@ -66,19 +66,22 @@ function assets(): Map<string, Asset> {
   ]);
 }
 
-/** A page whose connection holds more than this unsent is too slow to follow, and is cut (its EventSource reconnects). */
-const MAX_BUFFERED = 16 * 1024 * 1024;
+/** A page that has not taken what was sent to it for this long is cut (its EventSource reconnects, to a fresh snapshot). */
+const MAX_STALL_MS = 30_000;
 
 export async function startDashboardServer(o: DashboardServerOptions): Promise<DashboardServer> {
   const files = assets();
-  const clients = new Set<ServerResponse>();
-  const send = (res: ServerResponse, event: string, data: unknown) => {
-    if (res.writableLength > MAX_BUFFERED) {
+  /** the pages' event streams, with since when each has been unable to take more (0: it is keeping up) */
+  const clients = new Map<ServerResponse, number>();
+  const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  const send = (res: ServerResponse, text: string) => {
+    const stalled = clients.get(res) ?? 0;
+    if (stalled && Date.now() - stalled > MAX_STALL_MS) {
       res.destroy();
       clients.delete(res);
       return;
     }
-    res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (!res.write(text) && !stalled) clients.set(res, Date.now());
   };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -90,8 +93,9 @@ export async function startDashboardServer(o: DashboardServerOptions): Promise<D
     if (path === "/api/events") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
       res.write("retry: 2000\n\n");
-      send(res, "snapshot", o.store.snapshot());
-      clients.add(res);
+      clients.set(res, 0);
+      res.on("drain", () => clients.has(res) && clients.set(res, 0));
+      send(res, frame("snapshot", o.store.snapshot()));
       req.on("close", () => clients.delete(res));
       return;
     }
@@ -110,16 +114,20 @@ export async function startDashboardServer(o: DashboardServerOptions): Promise<D
   let lastStatus = "";
   const tick = setInterval(() => {
     const u = o.store.takeUpdate();
-    if (u) for (const c of clients) send(c, "update", u);
+    if (u && clients.size) {
+      const text = frame("update", u);
+      for (const c of [...clients.keys()]) send(c, text);
+    }
     const status = JSON.stringify(o.store.status);
     if (status !== lastStatus) {
       lastStatus = status;
-      for (const c of clients) send(c, "status", o.store.status);
+      const text = frame("status", o.store.status);
+      for (const c of [...clients.keys()]) send(c, text);
     }
   }, o.updateMs ?? 250);
   // A comment now and then keeps proxies from closing an idle stream.
   const ping = setInterval(() => {
-    for (const c of clients) c.write(": ping\n\n");
+    for (const c of clients.keys()) c.write(": ping\n\n");
   }, 15_000);
 
   await new Promise<void>((resolve, reject) => {
@@ -137,7 +145,7 @@ export async function startDashboardServer(o: DashboardServerOptions): Promise<D
     close: async () => {
       clearInterval(tick);
       clearInterval(ping);
-      for (const c of clients) c.end();
+      for (const c of clients.keys()) c.end();
       clients.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
