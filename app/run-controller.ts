@@ -4,7 +4,7 @@ import { JsonlSink } from "@rdma-telemetry/exporter";
 import { rawDigestMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import type { KafkaSecurity } from "@rdma-telemetry/exporter";
+import type { KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { join } from "node:path";
 import { recordFromMessage } from "@rdma-telemetry/exporter";
@@ -29,6 +29,8 @@ export interface RunControllerOptions {
   brokers?: string[];
   /** TLS and SASL for Kafka */
   kafkaSecurity?: KafkaSecurity;
+  /** the topics to publish on (default rdma.io.v1, ...) */
+  topics?: TopicNames;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -61,7 +63,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   let kafkaDedupe: RecordDedupe | undefined;
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
-    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    kafka = new KafkaSink({ brokers: o.brokers, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
     await kafka.start();
   }

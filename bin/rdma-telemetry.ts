@@ -4,8 +4,8 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import { KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
-import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
+import { KafkaConnectError, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
+import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { runDashboard } from "../app/dashboard/run.js";
@@ -52,7 +52,8 @@ Usage:
       Tails a topic and prints its records decoded, one JSON object a line.
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
                  [--from-beginning] [--group ID]
-      Web dashboard of rdma.io.v1, rdma.flow.v1 and rdma.alert.v1: per pair
+      Web dashboard of rdma.io.v1, rdma.flow.v1 and rdma.alert.v1 (or those of
+      --kafka-topic-prefix): per pair
       and flow percentiles over time, where the time went, alerts, switch
       health, updated live. Reads in a consumer group of its own (default
       rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
@@ -76,6 +77,8 @@ variable in brackets; a flag wins over its variable):
   --kafka-sasl-password-file FILE                            (KAFKA_SASL_PASSWORD_FILE)
                              or the password itself in KAFKA_SASL_PASSWORD; there is
                              no password flag (a command line is visible to all users)
+  --kafka-topic-prefix P     topics P.io.v1, P.flow.v1, P.alert.v1, P.digest.v1 instead
+                             of rdma.* (KAFKA_TOPIC_PREFIX)
 
 Options:
   --version                                  the package version
@@ -162,9 +165,9 @@ async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise
   else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
 }
 
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), ...security(), topics, logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -197,6 +200,7 @@ async function main(argv: string[]): Promise<number> {
       dashboard: { type: "boolean" },
       listen: { type: "string" },
       group: { type: "string" },
+      "kafka-topic-prefix": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -214,11 +218,13 @@ async function main(argv: string[]): Promise<number> {
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
+  const topics = () =>
+    values["kafka-topic-prefix"] !== undefined ? topicNames(values["kafka-topic-prefix"]) : topicNames(process.env.KAFKA_TOPIC_PREFIX || undefined, "KAFKA_TOPIC_PREFIX");
 
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger);
       const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
         kafka,
@@ -248,7 +254,8 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await runDashboard({ brokers, ...security(), listen, fromBeginning: values["from-beginning"], groupId: values.group, print, signal: ac.signal });
+      const t = topics();
+      await runDashboard({ brokers, ...security(), topics: [t.io, t.flow, t.alert], listen, fromBeginning: values["from-beginning"], groupId: values.group, print, signal: ac.signal });
       return 0;
     }
     case "replay": {
@@ -264,7 +271,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger);
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
         mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
@@ -291,7 +298,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, logger, print });
+      await runController({ configFile: values.config, out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, topics: topics(), logger, print });
       return 0;
     }
     case "consume": {

@@ -6,6 +6,8 @@ import { DashboardStore, type DashboardBounds } from "./store.js";
 
 export interface DashboardOptions extends KafkaSecurity {
   brokers: string[];
+  /** the topics to read (default rdma.io.v1, rdma.flow.v1, rdma.alert.v1) */
+  topics?: string[];
   listen: string;
   fromBeginning?: boolean;
   groupId?: string;
@@ -19,7 +21,7 @@ export async function runDashboard(o: DashboardOptions): Promise<void> {
   const server = await startDashboardServer({ store, listen: parseListen(o.listen) });
   o.print(`dashboard: ${server.url} (records from Kafka ${o.brokers.join(",")}; Ctrl-C to stop)`);
   try {
-    await runKafkaSource({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, store, fromBeginning: o.fromBeginning, groupId: o.groupId, signal: o.signal });
+    await runKafkaSource({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, store, topics: o.topics, fromBeginning: o.fromBeginning, groupId: o.groupId, signal: o.signal });
   } finally {
     await server.close();
   }

@@ -11,13 +11,16 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
-import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
+import { encodeRecord } from "../../exporter/src/kafka/encode.js";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { flowKey, mergePair, pairKey, pickFlow } from "../../app/dashboard/store.js";
 import { findChromium, launchBrowser, type Browser } from "../support/browser.js";
 
 const root = join(import.meta.dirname, "../..");
 const brokers = inject("kafkaBrokers");
+// Topics of the test's own: the demo's traffic stays off the topics other tests read from their beginning.
+const prefix = `dashboard-test-${Date.now()}`;
+const topics = { io: `${prefix}.io.v1`, flow: `${prefix}.flow.v1`, alert: `${prefix}.alert.v1`, digest: `${prefix}.digest.v1` };
 const chromium = findChromium();
 const artifacts = join(root, "test-artifacts");
 const dir = mkdtempSync(join(tmpdir(), "dashboard-test-"));
@@ -73,7 +76,7 @@ test.skipIf(!chromium)(
   chromium ? "dashboard: the demo on Kafka, charted in headless Chromium, live" : "dashboard in a browser: skipped, no Chromium (apt-get install chromium, or set CHROMIUM)",
   async () => {
     mkdirSync(artifacts, { recursive: true });
-    const board = cli(["dashboard", "--kafka-brokers", brokers, "--listen", "127.0.0.1:0", "--group", `dashboard-test-${Date.now()}`]);
+    const board = cli(["dashboard", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--listen", "127.0.0.1:0", "--group", prefix]);
     const url = await until(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1] ?? (board.child.exitCode !== null ? Promise.reject(new Error(board.out())) : undefined), 30_000, "the dashboard's address");
     // Subscribed (or waiting for topics the demo will make, which it then reads from their start) before the demo publishes.
     await until(async () => {
@@ -89,7 +92,7 @@ test.skipIf(!chromium)(
     await page.evaluate("window.notReloaded = true");
 
     const out = join(dir, "demo-out");
-    const demo = cli(["demo", "--kafka-brokers", brokers, "--out-dir", out, "--duration-ms", "4000", "--load", "0.1", "--seed", "7"]);
+    const demo = cli(["demo", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--out-dir", out, "--duration-ms", "4000", "--load", "0.1", "--seed", "7"]);
 
     // The page, open before the demo published anything, gets its records as they come.
     await page.waitFor<number>("dashboard.state.intervals.length", 120_000, "a first interval on the page");
@@ -184,9 +187,9 @@ test.skipIf(!chromium)(
     const fresh: IoAggregateJson = { ...last, interval_start_unix_ns: next, interval_end_unix_ns: String(BigInt(next) + 1_000_000_000n), dal_ns: { count: 10, min: 1000, mean: 200_000, p50: 123_456, p99: 654_321, max: 700_000 } };
     const producer = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "dashboard-test" }).producer();
     await producer.connect();
-    await producer.send({ topic: DEFAULT_TOPICS.io, messages: [{ key: "bad", value: Buffer.from("not a record"), headers: { type: "rdma.telemetry.v1.NoSuchRecord" } }] });
+    await producer.send({ topic: topics.io, messages: [{ key: "bad", value: Buffer.from("not a record"), headers: { type: "rdma.telemetry.v1.NoSuchRecord" } }] });
     const sent = Date.now();
-    const m = encodeRecord(fresh, DEFAULT_TOPICS, "protobuf", 1_000_000_000n);
+    const m = encodeRecord(fresh, topics, "protobuf", 1_000_000_000n);
     await producer.send({ topic: m.topic, messages: [{ key: m.key, value: m.value, headers: m.headers }] });
     await producer.disconnect();
     await page.waitFor(`(() => { const d = dashboard.charts.dal.data; const i = d[0].indexOf(${secs(next)}); return i >= 0 && Math.abs(d[1][i] - 123.456) < 1e-9 && Math.abs(d[2][i] - 654.321) < 1e-9; })()`, 30_000, "the new interval charted");

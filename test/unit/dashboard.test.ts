@@ -4,6 +4,7 @@ import { describe, expect, test } from "vitest";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, StatsJson } from "../../contract/src/records.js";
 import { DashboardStore, foldPair, mergePair, type PairChoice, type PairPoint } from "../../app/dashboard/store.js";
 import { parseListen, startDashboardServer } from "../../app/dashboard/server.js";
+import { topicNames } from "../../app/kafka-options.js";
 
 const stats = (count: number, p50: number): StatsJson => ({ count, min: p50 / 2, mean: p50 * 1.1, p50, p99: p50 * 3, max: p50 * 4 });
 const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
@@ -67,6 +68,12 @@ describe("dashboard store", () => {
     // A new interval evicts the oldest from every series.
     store.add(io(5, "tor-c", {}, "10.0.1.3"));
     expect(store.snapshot().intervals).toEqual([start(3), start(4), start(5)]);
+  });
+
+  test("--kafka-topic-prefix: the four topics of a prefix, rdma.* by default; a name Kafka refuses is refused", () => {
+    expect(topicNames()).toEqual({ io: "rdma.io.v1", flow: "rdma.flow.v1", alert: "rdma.alert.v1", digest: "rdma.digest.v1" });
+    expect(topicNames("lab-2").io).toBe("lab-2.io.v1");
+    expect(() => topicNames("a b")).toThrow(/--kafka-topic-prefix/);
   });
 
   test("--listen: HOST:PORT, [IPv6]:PORT, PORT", () => {
