@@ -101,7 +101,8 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
         },
       });
       failures = 0;
-      status({ state: "consuming", detail: `${topics.join(", ")} on ${where} (group ${groupId})` });
+      // Consuming from its first fetch on (the FETCH handler above).
+      status({ state: "starting", detail: `joining group ${groupId} on ${where}` });
       // Topics still missing: look for them now and then, and take them in when they come.
       const missing = wanted.filter((t) => !present.has(t));
       const watch = missing.length
