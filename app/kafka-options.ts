@@ -5,8 +5,18 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { SASLOptions } from "kafkajs";
-import type { KafkaSecurity } from "@rdma-telemetry/exporter";
+import type { KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
 import { ConfigError } from "@rdma-telemetry/controller";
+
+/**
+ * The topics of a prefix: PREFIX.io.v1, PREFIX.flow.v1, PREFIX.alert.v1,
+ * PREFIX.digest.v1 (default prefix "rdma"), for fabrics or tests that share
+ * a Kafka cluster. Throws ConfigError for a prefix Kafka would refuse.
+ */
+export function topicNames(prefix = "rdma", from = "--kafka-topic-prefix"): TopicNames {
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(prefix)) throw new ConfigError(`${from}: a topic prefix is letters, digits, '.', '_' and '-' (got '${prefix}')`);
+  return { io: `${prefix}.io.v1`, flow: `${prefix}.flow.v1`, alert: `${prefix}.alert.v1`, digest: `${prefix}.digest.v1` };
+}
 
 /** parseArgs options of the Kafka security flags. */
 export const KAFKA_SECURITY_FLAGS = {

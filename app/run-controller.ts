@@ -4,7 +4,7 @@ import { JsonlSink } from "@rdma-telemetry/exporter";
 import { rawDigestMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import type { KafkaClientName, KafkaSecurity } from "@rdma-telemetry/exporter";
+import type { KafkaClientName, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { join } from "node:path";
 import { recordFromMessage } from "@rdma-telemetry/exporter";
@@ -34,6 +34,8 @@ export interface RunControllerOptions {
   metricsListen?: string;
   /** the Kafka client (default: KAFKA_CLIENT, else kafkajs) */
   kafkaClient?: KafkaClientName;
+  /** the topics to publish on (default rdma.io.v1, ...) */
+  topics?: TopicNames;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -75,7 +77,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   let kafkaDedupe: RecordDedupe | undefined;
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
-    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
     await kafka.start();
   }

@@ -4,12 +4,15 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import { kafkaClientName, KafkaConnectError, type KafkaClientName, type KafkaSecurity } from "@rdma-telemetry/exporter";
-import { KAFKA_SECURITY_FLAGS, kafkaSecurity } from "../app/kafka-options.js";
+import { kafkaClientName, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
+import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { parsePcapIn, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
+import { runDashboard } from "../app/dashboard/run.js";
+import { ListenError, parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
+import { DashboardStore } from "../app/dashboard/store.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
@@ -23,10 +26,12 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
+                 [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
-      messages per second).
+      messages per second). --dashboard serves the web dashboard of the run's
+      records (no Kafka needed) and keeps it up after the run until Ctrl-C.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
@@ -51,6 +56,14 @@ Usage:
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
+  rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
+                 [--from-beginning] [--group ID]
+      Web dashboard of rdma.io.v1, rdma.flow.v1 and rdma.alert.v1 (or those of
+      --kafka-topic-prefix): per pair
+      and flow percentiles over time, where the time went, alerts, switch
+      health, updated live. Reads in a consumer group of its own (default
+      rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
+      beginning; keeps the last 300 intervals, 128 pairs and 128 flows in memory.
 
 Demo, replay and controller take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
@@ -76,6 +89,8 @@ variable in brackets; a flag wins over its variable):
   --kafka-sasl-password-file FILE                            (KAFKA_SASL_PASSWORD_FILE)
                              or the password itself in KAFKA_SASL_PASSWORD; there is
                              no password flag (a command line is visible to all users)
+  --kafka-topic-prefix P     topics P.io.v1, P.flow.v1, P.alert.v1, P.digest.v1 instead
+                             of rdma.* (KAFKA_TOPIC_PREFIX)
 
 Options:
   --version                                  the package version
@@ -86,7 +101,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology
 
 class UsageError extends Error {}
 
-const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume"] as const;
+const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume", "dashboard"] as const;
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -128,6 +143,31 @@ function mode(v: string | undefined): "full" | "polling" {
 }
 
 const SPILL_DIR = ".cache/kafka-spill";
+const DEFAULT_LISTEN = "127.0.0.1:8080";
+
+function parseListenArg(text: string) {
+  try {
+    return parseListen(text);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** The demo's dashboard: a store fed by the in-process exporter, and its server. */
+async function demoDashboard(listen: string, print: (t: string) => void): Promise<{ store: DashboardStore; server: DashboardServer }> {
+  const store = new DashboardStore("the demo's exporter");
+  const server = await startDashboardServer({ store, listen: parseListenArg(listen) });
+  store.setStatus({ state: "consuming", detail: "records of the demo's run, as its exporter writes them" });
+  print(`dashboard: ${server.url}`);
+  return { store, server };
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+}
 
 /** Closes a Kafka sink and says what became of its records: published, or kept on disk for the next run. */
 async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise<void> {
@@ -137,9 +177,9 @@ async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise
   else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
 }
 
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), topics, logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -190,6 +230,9 @@ async function main(argv: string[]): Promise<number> {
       append: { type: "boolean" },
       journal: { type: "string" },
       "switch-id": { type: "string", multiple: true },
+      dashboard: { type: "boolean" },
+      group: { type: "string" },
+      "kafka-topic-prefix": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -215,13 +258,21 @@ async function main(argv: string[]): Promise<number> {
     }
   };
 
+  const topics = () =>
+    values["kafka-topic-prefix"] !== undefined ? topicNames(values["kafka-topic-prefix"]) : topicNames(process.env.KAFKA_TOPIC_PREFIX || undefined, "KAFKA_TOPIC_PREFIX");
+
   switch (command) {
     case "demo": {
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
+      if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
+      const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
-        onRecord: metrics ? (r) => metrics.metrics.onRecord(r) : undefined,
         kafka,
+        onRecord: metrics || board ? (r) => {
+          metrics?.metrics.onRecord(r);
+          board?.store.add(r);
+        } : undefined,
         seed: int(values.seed, "seed", 1),
         durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
         load: load(values.load),
@@ -232,6 +283,24 @@ async function main(argv: string[]): Promise<number> {
       });
       if (kafka) await closeKafka(kafka, print);
       await metrics?.close();
+      if (board) {
+        board.store.setStatus({ state: "finished", detail: "the demo's run is over" });
+        print(`the dashboard stays up at ${board.server.url}; Ctrl-C to stop`);
+        await untilSignal();
+        await board.server.close();
+      }
+      return 0;
+    }
+    case "dashboard": {
+      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+      if (!brokers.length) throw new UsageError("dashboard needs --kafka-brokers (or KAFKA_BROKERS); `demo --dashboard` shows one without Kafka");
+      const listen = values.listen ?? DEFAULT_LISTEN;
+      parseListenArg(listen);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      const t = topics();
+      await runDashboard({ brokers, ...security(), topics: [t.io, t.flow, t.alert], listen, fromBeginning: values["from-beginning"], groupId: values.group, print, signal: ac.signal });
       return 0;
     }
     case "replay": {
@@ -247,7 +316,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, logger, client());
+      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
@@ -277,7 +346,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, logger, print });
+      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
       return 0;
     }
     case "consume": {
@@ -333,7 +402,7 @@ main(process.argv.slice(2)).then(
     if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
-    } else if (err instanceof KafkaConnectError) {
+    } else if (err instanceof KafkaConnectError || err instanceof ListenError) {
       process.stderr.write(`rdma-telemetry: ${err.message}\n`);
       process.exitCode = 1;
     } else {

@@ -1,0 +1,111 @@
+// The dashboard's page outlives the broker and the dashboard itself: a broker
+// of the test's own goes away and comes back, then the dashboard is restarted
+// on the same address; the open page shows each outage and charts the
+// intervals published after it, without a reload.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Kafka, logLevel } from "kafkajs";
+import { afterAll, expect, test } from "vitest";
+import type { IoAggregateJson } from "../../contract/src/records.js";
+import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
+import { findChromium, launchBrowser, type Browser } from "../support/browser.js";
+
+const root = join(import.meta.dirname, "../..");
+const chromium = findChromium();
+const dir = mkdtempSync(join(tmpdir(), "dashboard-restart-"));
+const children: ChildProcess[] = [];
+let browser: Browser | undefined;
+let broker: { brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> } | undefined;
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  await browser?.close();
+  await broker?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function dashboard(brokers: string, listen: string): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
+  const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
+  const child = spawn(process.execPath, ["--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), "dashboard", "--kafka-brokers", brokers, "--listen", listen, "--group", "dashboard-restart-test"], {
+    cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" },
+  });
+  children.push(child);
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  return { child, out: () => out, exited: new Promise((r) => child.once("exit", r)) };
+}
+
+async function until<T>(f: () => T | Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
+const interval = (i: number): IoAggregateJson => ({
+  type: "io_interval", switch_id: "tor-c", interval_start_unix_ns: start(i), interval_end_unix_ns: start(i + 1), host: "10.0.1.1", target: "10.0.2.1", op: "read",
+  count: 10, incomplete: 0, bytes: 40960, errors: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, mode: "full", dpl_ns: null,
+  dal_ns: { count: 10, min: 1000, mean: 2000, p50: 1000 * (i + 1), p99: 3000 * (i + 1), max: 4000 * (i + 1) },
+});
+
+async function publish(brokers: string, i: number): Promise<void> {
+  const producer = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "dashboard-restart-test", retry: { retries: 10 } }).producer();
+  await producer.connect();
+  const m = encodeRecord(interval(i), DEFAULT_TOPICS, "protobuf", 1_000_000_000n);
+  await producer.send({ topic: m.topic, messages: [{ key: m.key, value: m.value, headers: m.headers }] });
+  await producer.disconnect();
+}
+
+test.skipIf(!chromium)(
+  chromium ? "dashboard: the open page carries on through a broker restart and a dashboard restart" : "dashboard restarts: skipped, no Chromium (apt-get install chromium, or set CHROMIUM)",
+  async () => {
+    // @ts-expect-error -- plain ESM script without types
+    const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<NonNullable<typeof broker>> };
+    broker = await startBroker();
+    const admin = new Kafka({ brokers: [broker.brokers], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [DEFAULT_TOPICS.io, DEFAULT_TOPICS.flow, DEFAULT_TOPICS.alert].map((topic) => ({ topic, numPartitions: 1 })) });
+    await admin.disconnect();
+
+    let board = dashboard(broker.brokers, "127.0.0.1:0");
+    const url = await until(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1], 30_000, "the dashboard's address");
+    browser = await launchBrowser(chromium!);
+    const page = await browser.open(url!);
+    await page.evaluate("window.notReloaded = true");
+    const charted = (i: number) => `(() => { const d = dashboard.charts.dal.data; const k = d[0].indexOf(${Number(BigInt(start(i)) / 1_000_000n) / 1000}); return k >= 0 && d[1][k] === ${i + 1}; })()`;
+    await page.waitFor(`dashboard.state.status && dashboard.state.status.state === "consuming"`, 60_000, "the dashboard consuming");
+    await publish(broker.brokers, 0);
+    await page.waitFor(charted(0), 30_000, "interval 0 charted");
+
+    // The broker away for a while: the page tells it, then goes on with what comes after.
+    const states = new Set<string>();
+    const watch = setInterval(() => void page.evaluate<string>("dashboard.state.status.state").then((s) => states.add(s), () => undefined), 200);
+    await broker.restart({ downMs: 2_000 });
+    await publish(broker.brokers, 1);
+    await page.waitFor(charted(1), 90_000, "interval 1, published after the broker restart, charted");
+    clearInterval(watch);
+    expect([...states], "the page showed the outage").toContain("reconnecting");
+
+    // The dashboard restarted on the same address: the page's event stream reconnects by itself.
+    const port = new URL(url!).port;
+    board.child.kill("SIGINT");
+    expect(await board.exited, board.out()).toBe(0);
+    await page.waitFor(`!document.getElementById("live").classList.contains("live")`, 10_000, "the page noticing the dashboard gone");
+    board = dashboard(broker.brokers, `127.0.0.1:${port}`);
+    await page.waitFor(`document.getElementById("live").classList.contains("live") && dashboard.state.status.state === "consuming"`, 60_000, "the page reconnected to the new dashboard");
+    await publish(broker.brokers, 2);
+    await page.waitFor(charted(2), 60_000, "interval 2, published after the dashboard restart, charted");
+    expect(await page.evaluate("window.notReloaded")).toBe(true);
+    expect(page.errors).toEqual([]);
+    board.child.kill("SIGINT");
+    expect(await board.exited, board.out()).toBe(0);
+  },
+  240_000,
+);
