@@ -6,42 +6,24 @@
 // Available wherever simple_switch_grpc is installed (SIMPLE_SWITCH_GRPC,
 // PATH or /opt/p4/bin) and the tests run as root with iproute2, python3 and a
 // C compiler; `bmv2SkipReason` says what is missing otherwise.
-import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Topology } from "../../app/topology.js";
 import { parseConfig, type ControllerConfig } from "../../p4runtime-controller/src/config.js";
-import { freePort, waitForPort } from "../support/net.js";
+import { bmv2Unavailable, launchBmv2, type Bmv2Process } from "../../tools/bmv2.js";
 
 const here = new URL(".", import.meta.url).pathname;
 const root = new URL("../..", import.meta.url).pathname;
 
-function findBmv2(): string | undefined {
-  const candidates = [process.env.SIMPLE_SWITCH_GRPC, ...(process.env.PATH ?? "").split(":").map((d) => join(d, "simple_switch_grpc")), "/opt/p4/bin/simple_switch_grpc"];
-  return candidates.find((c) => c && existsSync(c));
-}
-
-const works = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
-const bmv2Binary = findBmv2();
-
-/** Why the BMv2 tests cannot run here, or undefined when they can. */
-export const bmv2SkipReason: string | undefined = !bmv2Binary ? "simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC, put it on PATH, or install BMv2 under /opt/p4)"
-  : process.getuid?.() !== 0 ? "creating veth pairs needs root"
-  : !works("ip", ["-V"]) ? "the 'ip' command (iproute2) is missing"
-  : !works("python3", ["--version"]) ? "python3 (sends and receives the frames) is missing"
-  : !works("cc", ["--version"]) ? "a C compiler (cc, to build the clock tap) is missing"
-  : undefined;
+/** Why the BMv2 tests cannot run here, or undefined when they can (they also build a clock tap). */
+export const bmv2SkipReason: string | undefined = bmv2Unavailable() ?? (spawnSync("cc", ["--version"], { stdio: "ignore" }).status !== 0 ? "a C compiler (cc, to build the clock tap) is missing" : undefined);
 
 /** Says loudly that `what` did not run, and why. */
 export function announceSkip(what: string): void {
   if (bmv2SkipReason) console.warn(`\n*** ${what} SKIPPED: ${bmv2SkipReason} ***\n`);
-}
-
-function ip(...args: string[]): void {
-  const r = spawnSync("ip", args, { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim()}`);
 }
 
 /** FNV-1a 64 of a frame, as the clock tap writes it (16 hex digits). */
@@ -66,17 +48,6 @@ export interface TapReading {
   hash: string;
 }
 
-// Runs the switch with PR_SET_PDEATHSIG, so that it dies with the test process
-// however that ends; the clock tap is preloaded into the switch only.
-const BOUND_EXEC = [
-  "import ctypes, os, sys",
-  "ctypes.CDLL(None).prctl(1, 9)",
-  "if os.getppid() != int(sys.argv[1]): sys.exit(1)",
-  "env = dict(os.environ)",
-  "env['LD_PRELOAD'] = env.pop('BMV2_TAP_PRELOAD')",
-  "os.execve(sys.argv[2], sys.argv[2:], env)",
-].join("\n");
-
 export interface Bmv2Options {
   /** prefix of the veth names (at most 6 characters): `<name>s<port>` on the switch, `<name>h<port>` on the test's side */
   name: string;
@@ -87,9 +58,7 @@ export interface Bmv2Options {
 export class Bmv2Switch {
   readonly tmp = mkdtempSync(join(tmpdir(), "bmv2-"));
   address = "";
-  private proc: ChildProcess | undefined;
-  private stderr = "";
-  private exited: string | undefined;
+  private bmv2: Bmv2Process | undefined;
   private readonly tapPath = join(this.tmp, "clock-tap.txt");
   private readonly onExit = () => this.cleanup();
   private tapCursor = 0;
@@ -120,36 +89,8 @@ export class Bmv2Switch {
     const tap = join(this.tmp, "clock-tap.so");
     const cc = spawnSync("cc", ["-O2", "-shared", "-fPIC", "-o", tap, join(here, "clock-tap.c"), "-ldl"], { encoding: "utf8" });
     if (cc.status !== 0) throw new Error(`building the clock tap: ${cc.stderr}`);
-    const { name, ports } = this.options;
-    for (const p of ports) {
-      spawnSync("ip", ["link", "del", `${name}s${p}`], { stdio: "ignore" });
-      ip("link", "add", `${name}s${p}`, "type", "veth", "peer", "name", `${name}h${p}`);
-      for (const dev of [`${name}s${p}`, `${name}h${p}`]) {
-        // No IPv6: the kernel would send router solicitations into the switch.
-        spawnSync("sysctl", ["-qw", `net.ipv6.conf.${dev}.disable_ipv6=1`]);
-        ip("link", "set", dev, "mtu", "9000");
-        ip("link", "set", dev, "up");
-      }
-    }
-    const grpcPort = await freePort();
-    this.address = `127.0.0.1:${grpcPort}`;
-    const args = ["--no-p4", "--device-id", String(this.deviceId), "--log-level", "error", ...ports.flatMap((p) => ["-i", `${p}@${name}s${p}`]), "--", "--grpc-server-addr", this.address, "--cpu-port", "510"];
-    this.proc = spawn("python3", ["-c", BOUND_EXEC, String(process.pid), bmv2Binary!, ...args], {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: { ...process.env, BMV2_TAP_PRELOAD: tap, BMV2_CLOCK_TAP: this.tapPath },
-    });
-    this.proc.stderr!.on("data", (d: Buffer) => {
-      this.stderr = (this.stderr + d.toString()).slice(-4000);
-    });
-    this.proc.on("exit", (code, signal) => {
-      this.exited = `simple_switch_grpc exited (${signal ?? code}): ${this.stderr.trim()}`;
-    });
-    await waitForPort(grpcPort, 60_000, () => this.exited);
-    // simple_switch_grpc listens with SO_REUSEPORT: a second switch on the same
-    // port would take some of our connections. The device id makes a
-    // controller that reaches the wrong one fail instead.
-    const listeners = spawnSync("ss", ["-Hltn", `sport = :${grpcPort}`], { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean);
-    if (listeners.length > 1) throw new Error(`another process listens on ${this.address} too`);
+    this.bmv2 = await launchBmv2({ ...this.options, deviceId: this.deviceId, preload: tap, env: { BMV2_CLOCK_TAP: this.tapPath } });
+    this.address = this.bmv2.address;
     const header = existsSync(this.tapPath) ? readFileSync(this.tapPath, "utf8") : "";
     if (!header.startsWith("tap get_ts\n") || !/^start \d+$/m.test(header)) {
       throw new Error(`the clock tap cannot see this simple_switch_grpc's ingress timestamps (it needs SimpleSwitch::get_ts exported and the SimpleSwitch constructor's clock reading): ${JSON.stringify(header)}`);
@@ -214,13 +155,12 @@ export class Bmv2Switch {
 
   private cleanup(): void {
     process.removeListener("exit", this.onExit);
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill("SIGKILL");
-    for (const p of this.options.ports) spawnSync("ip", ["link", "del", `${this.options.name}s${p}`], { stdio: "ignore" });
+    this.bmv2?.cleanup();
     rmSync(this.tmp, { recursive: true, force: true });
   }
 
   async stop(): Promise<void> {
-    const proc = this.proc;
+    const proc = this.bmv2?.proc;
     const gone = proc && proc.exitCode === null && proc.signalCode === null ? new Promise((r) => proc.once("exit", r)) : undefined;
     this.cleanup();
     await gone;

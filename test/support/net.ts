@@ -1,47 +1,9 @@
 // Ports and connections for tests: a free port read back from the system
 // (never a random guess), and a TCP proxy that can cut a live connection
 // while both ends keep running.
-import { createConnection, createServer, connect, type Server, type Socket } from "node:net";
+import { createServer, connect, type Server, type Socket } from "node:net";
 
-/**
- * A port that was free a moment ago: bound on port 0, read back, released.
- * For a program that must be told its port before it starts (and does not
- * take 0 itself).
- */
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve, reject) => {
-    s.once("error", reject);
-    s.listen(0, host, resolve);
-  });
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-/**
- * Resolves once something accepts TCP connections on 127.0.0.1:`port`;
- * rejects after `timeoutMs`, or as soon as `dead()` says why it never will.
- */
-export function waitForPort(port: number, timeoutMs: number, dead: () => string | undefined = () => undefined): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const s = createConnection({ host: "127.0.0.1", port }, () => {
-        s.end();
-        resolve();
-      });
-      s.on("error", () => {
-        s.destroy();
-        const why = dead();
-        if (why) reject(new Error(why));
-        else if (Date.now() > deadline) reject(new Error(`nothing listens on ${port} after ${timeoutMs} ms`));
-        else setTimeout(attempt, 50);
-      });
-    };
-    attempt();
-  });
-}
+export { freePort, waitForPort } from "../../tools/net.js";
 
 /**
  * Forwards 127.0.0.1:`port` (bound on port 0) to `target`. `cut()` breaks

@@ -8,7 +8,7 @@
 // cause; records wait for them too.
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "@rdma-telemetry/p4runtime";
+import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
 import { PlatformaticTransport } from "./platformatic-transport.js";
@@ -121,10 +121,18 @@ export class KafkaSink implements RecordSink {
     }
   }
 
-  /** Messages that have left the sink: acknowledged by Kafka, or dropped (and counted) when even the spill was full. */
+  /**
+   * Messages that have left the sink in the order they came: every message
+   * before this position is acknowledged by Kafka, or dropped (and counted)
+   * because even the spill was full. (A batch acknowledged while an earlier
+   * one is still to be sent again counts once that one is through.)
+   */
   get settled(): number {
-    return this.stats.sent + this.stats.dropped;
+    return this.stats.sent - this.aheadOfFailure + this.stats.dropped;
   }
+
+  /** messages acknowledged after a batch before them failed, while it has not gone through yet */
+  private aheadOfFailure = 0;
 
   /** The messages an earlier run spilled, which this sink sends first: so that a restarted exporter knows what is on its way. */
   *spilledMessages(): Generator<KafkaMessageOut> {
@@ -235,7 +243,8 @@ export class KafkaSink implements RecordSink {
    * the head past a batch once Kafka acknowledged it and every one before it.
    */
   private async pump(): Promise<void> {
-    let backoff = 100;
+    // A failure the client says retrying will not mend (refused credentials, say) waits 10 s between attempts.
+    const backoff = new Backoff({ initialMs: 100, maxMs: 5000, notRetriableMs: 10_000 });
     /** batches handed to the transport, oldest first: queue positions [start, end) */
     const inflight: Array<{ start: number; end: number; done: Promise<unknown> }> = [];
     const settle = (p: Promise<void>) => p.then(() => undefined, (err: unknown) => ({ err }));
@@ -254,7 +263,6 @@ export class KafkaSink implements RecordSink {
             await this.connect();
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
-            backoff = Math.min(5000, backoff * 2);
             continue;
           }
         }
@@ -270,6 +278,7 @@ export class KafkaSink implements RecordSink {
       if (this.stopped) return; // close() has spilled what was in flight already: it goes out again next run (at least once)
       if (r === undefined) {
         this.stats.sent += first.end - this.head;
+        if (inflight.length === 0) this.aheadOfFailure = 0;
         this.head = first.end;
         if (this.head > 65536 && this.head * 2 > this.queue.length) {
           // The transport holds no reference into the queue once send() returned: only positions move.
@@ -282,7 +291,7 @@ export class KafkaSink implements RecordSink {
         }
         this.stats.buffered = this.memoryLength;
         this.stats.lastError = undefined;
-        backoff = 100;
+        backoff.reset();
         continue;
       }
       // A batch failed: the ones after it settle first. Those Kafka acknowledged
@@ -294,10 +303,10 @@ export class KafkaSink implements RecordSink {
       for (const { b } of later.filter((x) => x.ok).reverse()) {
         this.queue.splice(b.start, b.end - b.start);
         this.stats.sent += b.end - b.start;
+        this.aheadOfFailure += b.end - b.start;
       }
       this.stats.buffered = this.memoryLength;
       if (await this.sendFailed(r.err, backoff)) return;
-      backoff = Math.min(5000, backoff * 2);
     }
   }
 
@@ -313,12 +322,16 @@ export class KafkaSink implements RecordSink {
     return last;
   }
 
-  /** Counts and logs a failed connect or send, then waits `backoff` (jittered); true when close()'s deadline has passed. */
-  private async sendFailed(err: unknown, backoff: number): Promise<boolean> {
+  /**
+   * Counts and logs a failed connect or send, then waits as `backoff` says
+   * (jittered, longer for a failure the client says retrying will not mend);
+   * true when close()'s deadline has passed.
+   */
+  private async sendFailed(err: unknown, backoff: Backoff): Promise<boolean> {
     this.stats.sendFailures++;
     this.failed(err, "Kafka send failed; records stay buffered");
     if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return true;
-    await sleep(backoff * (0.5 + Math.random() / 2));
+    await sleep(Math.min(backoff.next(err), this.closing ? 1000 : Infinity));
     return false;
   }
 
