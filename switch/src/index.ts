@@ -5,3 +5,5 @@ export * from "./p4runtime/server.js";
 export { CompiledProgram } from "./bmv2/program.js";
 export { Pipeline } from "./bmv2/pipeline.js";
 export type { Bmv2Json } from "./bmv2/json.js";
+export * from "./bmv2/errors.js";
+export { TableError } from "./bmv2/table.js";

@@ -1,6 +1,6 @@
 // Every package throws errors of its own root, with a stable code and
 // whether a retry may help (the kafkajs way), from real failures.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
@@ -64,4 +64,15 @@ test("p4runtime: a P4Info lookup that fails is a P4RuntimeError with a gRPC code
   expect(e).toBeInstanceOf(P4RuntimeError);
   expect(e).toMatchObject({ retriable: false });
   expect(typeof (e as P4RuntimeError).code).toBe("string");
+});
+
+test("switch: a device config it does not run is a SwitchError with a code, naming the construct", async () => {
+  const { CompiledProgram, SwitchError } = await import("../../switch/src/index.js");
+  const json = JSON.parse(readFileSync(new URL("../../p4/build/telemetry.json", import.meta.url), "utf8")) as { pipelines: Array<{ tables: Array<{ key: Array<{ match_type: string }> }> }> };
+  const keyed = json.pipelines[0]!.tables.find((t) => t.key.length > 0)!;
+  keyed.key[0]!.match_type = "no_such_match_kind";
+  const e = thrown(() => new CompiledProgram(json as never));
+  expect(e).toBeInstanceOf(SwitchError);
+  expect((e as InstanceType<typeof SwitchError>).code).toBe("UNSUPPORTED_PROGRAM");
+  expect((e as Error).message).toMatch(/no_such_match_kind/);
 });

@@ -1,5 +1,6 @@
 // Match-action tables: exact, lpm, ternary, range and optional keys, entry
 // priorities, default actions and direct counters.
+import { SwitchError } from "./errors.js";
 import { NUM_BITS } from "./bits.js";
 
 export type Value = number | bigint;
@@ -39,9 +40,11 @@ export interface TableEntry {
   idleTimeoutNs?: bigint;
 }
 
-export class TableError extends Error {
-  constructor(message: string, readonly code: "ALREADY_EXISTS" | "NOT_FOUND" | "RESOURCE_EXHAUSTED" | "INVALID_ARGUMENT" | "PERMISSION_DENIED") {
-    super(message);
+/** A table write that the table refuses, with the gRPC code it answers. */
+export class TableError extends SwitchError {
+  override readonly name = "TableError";
+  constructor(message: string, override readonly code: "ALREADY_EXISTS" | "NOT_FOUND" | "RESOURCE_EXHAUSTED" | "INVALID_ARGUMENT" | "PERMISSION_DENIED") {
+    super(message, code);
   }
 }
 

@@ -2,13 +2,16 @@
 // code (and, for a failed Write, the per-update details), and the logger.
 import * as grpc from "@grpc/grpc-js";
 import { GRPC_CODE, P4RuntimeError, type ErrorCode } from "@rdma-telemetry/p4runtime";
+import { SwitchError } from "../bmv2/errors.js";
 import { TableError } from "../bmv2/table.js";
 
 export type ServerLogger = (level: "debug" | "info" | "warn", msg: string, fields?: Record<string, unknown>) => void;
 
-export class RpcError extends Error {
-  constructor(readonly code: ErrorCode, message: string, readonly details?: Buffer) {
-    super(message);
+/** An error a call answers with: its gRPC code (and, for a failed Write, the per-update details). */
+export class RpcError extends SwitchError {
+  override readonly name = "RpcError";
+  constructor(override readonly code: ErrorCode, message: string, readonly details?: Buffer) {
+    super(message, code, code === "UNAVAILABLE" || code === "RESOURCE_EXHAUSTED");
   }
 }
 
