@@ -56,11 +56,11 @@ export function findBarefoot() {
 function barefootVersion(p4c) {
   const r = spawnSync(p4c, ["--version"], { encoding: "utf8" });
   const m = /Version\s+(\S+)/.exec(`${r.stdout}${r.stderr}`);
-  // The p4c commit it was built from, where the toolchain notes say (BUILD_NOTES.md, TOFINO_READY).
+  // The p4c commit it was built from, where the toolchain's notes say (the p4lang/p4c row of BUILD_NOTES.md).
   let commit = "unknown";
-  for (const f of ["/opt/p4/TOFINO_READY"]) {
-    if (!existsSync(f)) continue;
-    const c = /commit\s+([0-9a-f]{7,40})/i.exec(readFileSync(f, "utf8"));
+  const notes = join(p4c, "..", "..", "BUILD_NOTES.md");
+  if (existsSync(notes)) {
+    const c = /^\|\s*p4lang\/p4c\s*\|[^|]*\|\s*([0-9a-f]{40})\s*\|/m.exec(readFileSync(notes, "utf8"));
     if (c) commit = c[1];
   }
   return { name: "p4c-barefoot (bf-p4c)", version: m?.[1] ?? "unknown", p4c_commit: commit };
@@ -115,13 +115,18 @@ export function resourceSummary(ctx) {
   return { stages_used: stages.size, stages: [...stages].sort((a, b) => a - b), per_control: perControl, registers };
 }
 
-/** Compiles into outDir; returns seconds taken. */
+/**
+ * Compiles into outDir. Returns { seconds, error }: error is the compiler's
+ * first error when the back end failed (the front end's P4Info and bfrt.json
+ * are still written, so that the parity test and the controller see the
+ * program's entities; context.json and resources.json are not).
+ */
 export function compileTna(p4c, outDir) {
   const raw = mkdtempSync(join(tmpdir(), "p4-tna-"));
   const started = Date.now();
   try {
     const env = { ...process.env, PATH: existsSync(VENV) ? `${VENV}:${process.env.PATH ?? ""}` : process.env.PATH };
-    execFileSync(p4c, [
+    const r = spawnSync(p4c, [
       "--target", "tofino", "--arch", "tna", "--std", "p4-16",
       // The opcode table in define.p4 names every opcode, used or not; register
       // actions read control-scope values that the apply block sets first.
@@ -131,28 +136,38 @@ export function compileTna(p4c, outDir) {
       "--bf-rt-schema", join(raw, "bfrt.json"),
       "-o", raw,
       TNA_MAIN,
-    ], { cwd: root, env, stdio: ["ignore", "inherit", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+    ], { cwd: root, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
     const seconds = Math.round((Date.now() - started) / 1000);
+    const log = `${r.stdout ?? ""}${r.stderr ?? ""}`.split("\n").filter((l) => !/^W0000|absl::/.test(l)).join("\n");
+    let error;
+    if (r.status !== 0) {
+      const first = /error:.*/.exec(log)?.[0] ?? `exit status ${r.status}`;
+      const slices = /(\d+) field slices remain unallocated/.exec(log);
+      error = slices ? `${first} (${slices[1]} PHV field slices unallocated)` : first;
+      console.error(log);
+      if (!existsSync(join(raw, "telemetry.p4info.json")) || !existsSync(join(raw, "bfrt.json"))) {
+        throw new Error(`p4c-barefoot failed on ${TNA_MAIN}: ${error}`);
+      }
+    }
     mkdirSync(outDir, { recursive: true });
+    for (const f of TNA_OUTPUTS) rmSync(join(outDir, f), { force: true });
     writeFileSync(join(outDir, "telemetry.p4info.txtpb"), readFileSync(join(raw, "telemetry.p4info.txtpb")));
     const info = JSON.parse(readFileSync(join(raw, "telemetry.p4info.json"), "utf8"));
     writeFileSync(join(outDir, "telemetry.p4info.json"), JSON.stringify(sortKeys(info), null, 1) + "\n");
     writeFileSync(join(outDir, "bfrt.json"), JSON.stringify(JSON.parse(readFileSync(join(raw, "bfrt.json"), "utf8"))) + "\n");
-    const ctx = normaliseContext(JSON.parse(readFileSync(join(raw, "pipe", "context.json"), "utf8")));
-    writeFileSync(join(outDir, "context.json"), JSON.stringify(ctx) + "\n");
-    writeFileSync(join(outDir, "resources.json"), JSON.stringify(resourceSummary(ctx), null, 1) + "\n");
-    return seconds;
-  } catch (err) {
-    const stderr = err.stderr?.toString() ?? "";
-    console.error(stderr.split("\n").filter((l) => !/^W0000|absl::/.test(l)).join("\n"));
-    throw new Error(`p4c-barefoot failed on ${TNA_MAIN}`);
+    if (!error) {
+      const ctx = normaliseContext(JSON.parse(readFileSync(join(raw, "pipe", "context.json"), "utf8")));
+      writeFileSync(join(outDir, "context.json"), JSON.stringify(ctx) + "\n");
+      writeFileSync(join(outDir, "resources.json"), JSON.stringify(resourceSummary(ctx), null, 1) + "\n");
+    }
+    return { seconds, error };
   } finally {
     rmSync(raw, { recursive: true, force: true });
   }
 }
 
 function outputHashes(dir) {
-  return Object.fromEntries(TNA_OUTPUTS.map((f) => [f, sha256(readFileSync(join(dir, f)))]));
+  return Object.fromEntries(TNA_OUTPUTS.filter((f) => existsSync(join(dir, f))).map((f) => [f, sha256(readFileSync(join(dir, f)))]));
 }
 
 export function buildTna() {
@@ -162,20 +177,28 @@ export function buildTna() {
     process.exit(2);
   }
   const dir = join(root, TNA_BUILD);
-  const seconds = compileTna(p4c, dir);
+  const { seconds, error } = compileTna(p4c, dir);
   const files = tnaSources();
-  const resources = JSON.parse(readFileSync(join(dir, "resources.json"), "utf8"));
+  const resources = error ? undefined : JSON.parse(readFileSync(join(dir, "resources.json"), "utf8"));
   const manifest = {
     target: "tofino (tna), p4c-barefoot without the assembler",
     main: TNA_MAIN,
     compiler: barefootVersion(p4c),
     compile_seconds: seconds,
-    stages_used: resources.stages_used,
+    // "fits" when the back end placed the program; otherwise its first error
+    // (only the front end's P4Info and bfrt.json are then kept).
+    status: error ? `does not fit: ${error}` : "fits",
+    stages_used: resources?.stages_used ?? null,
     source_sha256: sourceHash(files),
     sources: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(join(root, f)))])),
     outputs: outputHashes(dir),
   };
   writeFileSync(join(root, TNA_MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+  if (error) {
+    console.error(`p4:build: p4c-barefoot ${manifest.compiler.version} could not fit ${TNA_MAIN} (${seconds} s): ${error}; wrote the front end's P4Info and bfrt.json to ${TNA_BUILD}/`);
+    process.exitCode = 1;
+    return;
+  }
   console.log(`p4:build: compiled ${TNA_MAIN} with p4c-barefoot ${manifest.compiler.version} in ${seconds} s (${resources.stages_used} stages); wrote ${TNA_BUILD}/`);
 }
 
@@ -212,9 +235,11 @@ export function recompileTnaAndCompare() {
   const { version } = barefootVersion(p4c);
   const tmp = mkdtempSync(join(tmpdir(), "p4-tna-check-"));
   try {
-    const seconds = compileTna(p4c, tmp);
+    const { seconds, error } = compileTna(p4c, tmp);
+    if (error) console.log(`p4:check: p4/tna does not fit Tofino 1 yet: ${error}`);
     const fresh = outputHashes(tmp);
-    const differ = Object.keys(fresh).filter((k) => fresh[k] !== manifest.outputs[k]);
+    const keys = [...new Set([...Object.keys(fresh), ...Object.keys(manifest.outputs)])];
+    const differ = keys.filter((k) => fresh[k] !== manifest.outputs[k]);
     if (differ.length && version === manifest.compiler.version) {
       return `recompiling p4/tna with p4c-barefoot ${version} gives different ${differ.join(", ")}; run \`npm run p4:build\``;
     }

@@ -184,7 +184,8 @@ function check() {
       process.exit(1);
     }
   } else {
-    console.log("p4:check: TNA outputs checked by hash (set P4_CHECK_TNA=1 to recompile them with p4c-barefoot and compare)");
+    const status = JSON.parse(readFileSync(join(root, "p4/build/tna/manifest.json"), "utf8")).status;
+    console.log(`p4:check: TNA outputs checked by hash (set P4_CHECK_TNA=1 to recompile them with p4c-barefoot and compare); Tofino 1: ${status}`);
   }
   const namesProblem = generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE), { check: true });
   if (namesProblem) {

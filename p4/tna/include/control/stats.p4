@@ -10,34 +10,31 @@ control Stats(in headers_t hdr, in bit<9> ingress_port, in local_metadata_t meta
     Counter<bit<64>, bit<32>>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_packets;
     Counter<bit<64>, bit<32>>(STATS_SIZE, CounterType_t.PACKETS) telemetry_stats;
 
-    bit<32> index = 0;
-    bool counted = true;
-
-    action stat(bit<32> i) {
-        index = i;
-    }
+    bit<32> index;
+    bool counted;
 
     apply {
         port_packets.count((bit<32>)ingress_port);
-        if (meta.stat.io_replaced) { stat(STAT_IO_REPLACED); }
-        else if (meta.stat.ioref_overwritten) { stat(STAT_IOREF_OVERWRITTEN); }
-        else if (meta.stat.io_unpaired_rsp) { stat(STAT_IO_UNPAIRED_RESPONSES); }
-        else if (meta.stat.io_unmatched_rsp) { stat(STAT_IO_UNMATCHED_RESPONSES); }
-        else if (meta.stat.untracked_io) { stat(STAT_UNTRACKED_IOS); }
-        else if (meta.stat.untracked_flow) { stat(STAT_UNTRACKED_FLOWS); }
-        else if (meta.stat.cnp_untracked) { stat(STAT_CNP_UNTRACKED); }
-        else if (meta.stat.straddled) { stat(STAT_STRADDLED_MESSAGES); }
-        else if (meta.stat.queue_pair_learned) { stat(STAT_QUEUE_PAIRS_LEARNED); }
-        else if (meta.stat.learned) { stat(STAT_LEARNED); }
-        else if (meta.stat.io_cmd) { stat(STAT_IO_COMMANDS); }
-        else if (meta.stat.io_rsp) { stat(STAT_IO_RESPONSES); }
-        else if (meta.stat.message) { stat(STAT_MESSAGES); }
-        else if (meta.stat.cnp) { stat(STAT_CNP); }
-        else if (meta.stat.ecn_ce) { stat(STAT_ECN_CE); }
-        else if (meta.stat.parser_error) { stat(STAT_PARSER_ERRORS); }
-        else if (meta.stat.unknown_opcode) { stat(STAT_UNKNOWN_OPCODES); }
-        else if (meta.stat.no_route) { stat(STAT_NO_ROUTE); }
-        else if (meta.stat.roce) { stat(STAT_ROCE_PACKETS); }
+        counted = true;
+        if (meta.stat.io_replaced) { index = STAT_IO_REPLACED; }
+        else if (meta.stat.ioref_overwritten) { index = STAT_IOREF_OVERWRITTEN; }
+        else if (meta.stat.io_unpaired_rsp) { index = STAT_IO_UNPAIRED_RESPONSES; }
+        else if (meta.stat.io_unmatched_rsp) { index = STAT_IO_UNMATCHED_RESPONSES; }
+        else if (meta.stat.untracked_io) { index = STAT_UNTRACKED_IOS; }
+        else if (meta.stat.untracked_flow) { index = STAT_UNTRACKED_FLOWS; }
+        else if (meta.stat.cnp_untracked) { index = STAT_CNP_UNTRACKED; }
+        else if (meta.stat.straddled) { index = STAT_STRADDLED_MESSAGES; }
+        else if (meta.stat.queue_pair_learned) { index = STAT_QUEUE_PAIRS_LEARNED; }
+        else if (meta.stat.learned) { index = STAT_LEARNED; }
+        else if (meta.stat.io_cmd) { index = STAT_IO_COMMANDS; }
+        else if (meta.stat.io_rsp) { index = STAT_IO_RESPONSES; }
+        else if (meta.stat.message) { index = STAT_MESSAGES; }
+        else if (meta.stat.cnp) { index = STAT_CNP; }
+        else if (meta.stat.ecn_ce) { index = STAT_ECN_CE; }
+        else if (meta.stat.parser_error) { index = STAT_PARSER_ERRORS; }
+        else if (meta.stat.unknown_opcode) { index = STAT_UNKNOWN_OPCODES; }
+        else if (meta.stat.no_route) { index = STAT_NO_ROUTE; }
+        else if (meta.stat.roce) { index = STAT_ROCE_PACKETS; }
         else { counted = false; }
         if (counted) {
             telemetry_stats.count(index);
