@@ -1,19 +1,25 @@
 #!/usr/bin/env node
-// Compiles p4/ with p4c (BMv2 backend) into p4/build/, writes the manifest
-// (source hash, p4c version, output hashes) and regenerates the P4Info names.
+// Compiles p4/ with p4c (BMv2 backend) into p4/build/ and with p4c-barefoot
+// (Tofino, TNA) into p4/build/tna/, writes the manifests (source hash,
+// compiler version, output hashes) and regenerates the P4Info names.
 //
-//   node scripts/p4-build.mjs          compile (needs p4c-bm2-ss)
+//   node scripts/p4-build.mjs          compile both (needs p4c-bm2-ss and
+//                                      p4c-barefoot; P4_SKIP_TNA=1 builds BMv2 only)
 //   node scripts/p4-build.mjs --check  fail when p4/ changed since the last
 //                                      compile or an output was edited; where
-//                                      p4c is installed, also recompile and compare
+//                                      p4c is installed, also recompile and
+//                                      compare (the Tofino compile takes about
+//                                      4 minutes: only with P4_CHECK_TNA=1)
 //
-// p4c is found through $P4C, then PATH, then /opt/p4/bin.
+// p4c is found through $P4C, then PATH, then /opt/p4/bin; p4c-barefoot through
+// $P4C_BAREFOOT, then PATH, then /opt/p4/bin.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { generateNames, NAMES_FILE } from "./gen-p4-names.mjs";
+import { buildTna, checkTnaManifest, recompileTnaAndCompare } from "./p4-build-tna.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const P4_DIR = "p4";
@@ -139,7 +145,8 @@ export function checkManifest(base = root) {
     if (!existsSync(p)) problems.push(`${BUILD}/${name} is missing`);
     else if (sha256(readFileSync(p)) !== h) problems.push(`${BUILD}/${name} does not match the manifest (edited by hand?)`);
   }
-  return problems;
+  // A shared source changed is one problem, however many builds use it.
+  return [...new Set([...problems, ...checkTnaManifest(base)])];
 }
 
 function check() {
@@ -170,6 +177,16 @@ function check() {
   } else {
     console.log("p4:check: sources match the manifest (p4c not installed here: not recompiled)");
   }
+  if (process.env.P4_CHECK_TNA === "1") {
+    const problem = recompileTnaAndCompare();
+    if (problem) {
+      console.error(`p4:check: ${problem}`);
+      process.exit(1);
+    }
+  } else {
+    const status = JSON.parse(readFileSync(join(root, "p4/build/tna/manifest.json"), "utf8")).status;
+    console.log(`p4:check: TNA outputs checked by hash (set P4_CHECK_TNA=1 to recompile them with p4c-barefoot and compare); Tofino 1: ${status}`);
+  }
   const namesProblem = generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE), { check: true });
   if (namesProblem) {
     console.error(`p4:check: ${namesProblem}`);
@@ -179,5 +196,8 @@ function check() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv.includes("--check")) check();
-  else build();
+  else {
+    build();
+    if (process.env.P4_SKIP_TNA !== "1") buildTna();
+  }
 }

@@ -162,6 +162,55 @@ struct headers_t {
     nvme_cqe_h nvme_cqe;
 }
 
+#ifdef TARGET_TNA
+// Tofino packs a digest into one learn quantum of at most 48 bytes (the
+// v1model digests are 64 and 79 bytes). The TNA digests keep the v1model
+// member names and order; they leave out what does not fit, and narrow
+// durations to 32 bits of ns (registers hold 32 bits; a duration wraps
+// after 4.29 s, beyond every timeout). Left out: io `mode`, `ts` (the
+// controller takes the digest's arrival time); msg `mode`, `first_ts`,
+// `extra_ecn_ce`. Narrowed: io `bytes` to 24 (the keyed SGL length field),
+// msg counts to 16. test/p4/p4info-parity.test.ts lists exactly these.
+struct io_digest_t {
+    bit<32> seq;
+    bit<2> event;
+    bit<2> vantage;
+    bit<2> op;
+    bit<4> flags;
+    ipv4_addr_t host;
+    ipv4_addr_t target;
+    qpn_t host_qp;
+    qpn_t target_qp;
+    bit<16> cmd_psn;
+    cid_t cid;
+    bit<16> status;
+    bit<24> bytes;
+    bit<32> e2e_ns;
+    bit<32> to_data_ns;
+    bit<32> from_data_ns;
+    bit<32> host_prep_ns;
+}
+
+struct msg_digest_t {
+    bit<32> seq;
+    bit<1> flags;
+    ipv4_addr_t src;
+    ipv4_addr_t dst;
+    qpn_t dest_qp;
+    psn_t first_psn;
+    psn_t last_psn;
+    bit<32> bytes;
+    bit<16> packets;
+    bit<16> retransmitted;
+    bit<16> ecn_ce;
+    bit<32> fct_ns;
+    bit<32> gap_ns;
+    bit<16> extra_packets;
+    bit<16> extra_retransmitted;
+    bit<8> straddled;
+    bit<16> cnp;
+}
+#else
 // One per completed or started NVMe I/O at a vantage (SPEC §3). An I/O is
 // (host, target, target_qp, cid); cmd_psn (the command capsule's PSN) tells
 // apart the successive I/Os of one key, and joins the two vantages' halves.
@@ -214,6 +263,8 @@ struct msg_digest_t {
     bit<32> cnp;         // CNPs for (dst -> src) since the pair's last report
 }
 
+#endif
+
 // A flow or host-target pair seen for the first time while not watched (polling).
 struct learn_digest_t {
     bit<32> seq;
@@ -260,6 +311,10 @@ struct stat_flags_t {
 struct local_metadata_t {
     config_t cfg;
     ts_t now;
+#ifdef TARGET_TNA
+    bit<32> now32;           // ingress time, ns, low 32 bits (register timestamps)
+    bit<32> now_c;           // ingress time bits 47:16 (liveness, see define_tna.p4)
+#endif
     role_t ingress_role;
     role_t egress_role;
     bool routed;

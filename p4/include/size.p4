@@ -5,6 +5,25 @@
 #define PORT_COUNT 512
 #define ROUTE_TABLE_SIZE 1024
 // Hash-indexed register slots (full mode). Powers of two.
+#ifdef TARGET_TNA
+// Tofino 1 (p4/tna): register slots sized for a 32-port ToR, so that every
+// register array fits the SRAM of one stage beside the others (see
+// docs/tofino.md). *_BITS is log2 of the size (the width of the hash index).
+#define FLOW_SLOTS 16384
+#define FLOW_SLOT_BITS 14
+#define IO_SLOTS 16384
+#define IO_SLOT_BITS 14
+#define IOREF_SLOTS 16384
+#define IOREF_SLOT_BITS 14
+#define PAIR_SLOTS 2048
+#define PAIR_SLOT_BITS 11
+#define QUEUE_SLOTS 4096
+#define QUEUE_SLOT_BITS 12
+#define CM_SLOTS 1024
+#define CM_SLOT_BITS 10
+#define LEARN_SLOTS 8192
+#define LEARN_SLOT_BITS 13
+#else
 #define FLOW_SLOTS 65536
 #define IO_SLOTS 65536
 // Data references (R_Key, PSN, QP maps) live from a command to its data: a
@@ -15,6 +34,7 @@
 #define QUEUE_SLOTS 16384
 #define CM_SLOTS 4096
 #define LEARN_SLOTS 65536
+#endif
 // Polling-mode watchlists (capacity N).
 #define FLOW_WATCHLIST_SIZE 1024
 #define IO_WATCHLIST_SIZE 1024

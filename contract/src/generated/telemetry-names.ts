@@ -493,8 +493,12 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.flow_tracker.flow_dst",
       "size": 65536
     },
-    "flow_tracker_flow_qp_epoch": {
-      "name": "TelemetryIngress.flow_tracker.flow_qp_epoch",
+    "flow_tracker_flow_qp": {
+      "name": "TelemetryIngress.flow_tracker.flow_qp",
+      "size": 65536
+    },
+    "flow_tracker_flow_slot_epoch": {
+      "name": "TelemetryIngress.flow_tracker.flow_slot_epoch",
       "size": 65536
     },
     "flow_tracker_flow_state": {

@@ -18,7 +18,8 @@ const bit<8> FLOW_ORPHAN = 0x08;      // inside a message whose start was not se
 control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ipv4_addr_t, FLOW_SLOTS, flow_src)
     REGISTER(ipv4_addr_t, FLOW_SLOTS, flow_dst)
-    REGISTER(bit<40>, FLOW_SLOTS, flow_qp_epoch)    // dest QP ++ epoch
+    REGISTER(bit<32>, FLOW_SLOTS, flow_qp)          // dest QP
+    REGISTER(bit<16>, FLOW_SLOTS, flow_slot_epoch)
     REGISTER(bit<8>, FLOW_SLOTS, flow_state)        // FLOW_*
     REGISTER(ts_t, FLOW_SLOTS, flow_last_ts)
     REGISTER(psn_t, FLOW_SLOTS, flow_max_psn)
@@ -143,15 +144,17 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         ipv4_addr_t slot_src;
         ipv4_addr_t slot_dst;
-        bit<40> slot_qp_epoch;
+        bit<32> slot_qp;
+        bit<16> slot_epoch;
         bit<8> state;
         ts_t last_ts;
         flow_src.read(slot_src, slot);
         flow_dst.read(slot_dst, slot);
-        flow_qp_epoch.read(slot_qp_epoch, slot);
+        flow_qp.read(slot_qp, slot);
+        flow_slot_epoch.read(slot_epoch, slot);
         flow_state.read(state, slot);
         flow_last_ts.read(last_ts, slot);
-        bool same_flow = slot_src == hdr.ipv4.src_addr && slot_dst == hdr.ipv4.dst_addr && slot_qp_epoch[39:16] == qp;
+        bool same_flow = slot_src == hdr.ipv4.src_addr && slot_dst == hdr.ipv4.dst_addr && slot_qp == 8w0 ++ qp;
         bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
 
         psn_t max_psn;
@@ -164,12 +167,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.stat.untracked_flow = true;
             return;
         }
-        if (!same_flow || slot_qp_epoch[15:0] != epoch) {
+        if (!same_flow || slot_epoch != epoch) {
             // A new flow in this slot, or a new epoch (mode switch, rotation):
             // nothing of an earlier message is carried over.
             flow_src.write(slot, hdr.ipv4.src_addr);
             flow_dst.write(slot, hdr.ipv4.dst_addr);
-            flow_qp_epoch.write(slot, qp ++ epoch);
+            flow_qp.write(slot, 8w0 ++ qp);
+            flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
             max_psn = psn - 1;
             x_packets = 0;

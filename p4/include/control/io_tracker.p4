@@ -27,6 +27,12 @@ const bit<8> IO_INFO_IN_CAPSULE = 0x10;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
+// Bits of a reference map entry's target QP word (R_Key and PSN maps): the
+// entry is valid; the I/O it names still waits for the data it names (set by
+// the command or READ REQUEST, cleared by the first packet that finds it).
+const bit<32> IOREF_VALID = 0x80000000;
+const bit<32> IOREF_PENDING = 0x40000000;
+
 // Packet classes this control handles.
 const bit<8> IO_PKT_NONE = 0;
 const bit<8> IO_PKT_CMD = 1;
@@ -49,8 +55,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
     // Reference maps; a reference is slot[31:16] ++ the command's PSN[15:0]
-    // (one I/O, not only its CID), with the I/O's target QP beside it. Keys are kept whole, in registers of at most
-    // 32 bits (as Tofino's are).
+    // (one I/O, not only its CID), with the I/O's target QP beside it (and
+    // IOREF_* bits). Keys are kept whole, in registers of at most 32 bits (as
+    // Tofino's are).
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey_map_target)
     REGISTER(rkey_t, IOREF_SLOTS, rkey_map_rkey)
@@ -247,30 +254,21 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (pkt_class == IO_PKT_CMD && !in_capsule) {
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
-                // An entry of another I/O still in flight is lost here: count it.
-                ipv4_addr_t prev_host;
-                ipv4_addr_t prev_target;
+                // An entry of another key still waiting for its data is lost
+                // here: count it. (The entry's own pending bit says so, not
+                // the older I/O's slot: one access per register, as on Tofino.)
                 rkey_t prev_rkey;
-                bit<32> prev_ref;
-                rkey_map_host.read(prev_host, ridx);
-                rkey_map_target.read(prev_target, ridx);
+                bit<32> prev_tqp;
                 rkey_map_rkey.read(prev_rkey, ridx);
-                rkey_map_ref.read(prev_ref, ridx);
-                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_rkey != sgl_key)) {
-                    bit<8> prev_info;
-                    bit<32> prev_psn;
-                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                    io_cmd_psn.read(prev_psn, 16w0 ++ prev_ref[31:16]);
-                    // Lost only if that I/O still waits for the data its key names.
-                    if ((prev_info & (IO_INFO_VALID | IO_INFO_DATA_SEEN)) == IO_INFO_VALID && prev_psn[15:0] == prev_ref[15:0]) {
-                        meta.stat.ioref_overwritten = true;
-                    }
+                rkey_map_target_qp.read(prev_tqp, ridx);
+                if ((prev_tqp & IOREF_PENDING) != 0 && prev_rkey != sgl_key) {
+                    meta.stat.ioref_overwritten = true;
                 }
                 rkey_map_host.write(ridx, host);
                 rkey_map_target.write(ridx, target);
                 rkey_map_rkey.write(ridx, sgl_key);
                 rkey_map_ref.write(ridx, cmd_slot[15:0] ++ hdr.bth.psn[15:0]);
-                rkey_map_target_qp.write(ridx, 8w0 ++ hdr.bth.dest_qp);
+                rkey_map_target_qp.write(ridx, IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp));
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
@@ -284,6 +282,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_rkey.read(k_rkey, ridx);
                 rkey_map_ref.read(k_ref, ridx);
                 rkey_map_target_qp.read(k_tqp, ridx);
+                if (k_rkey == hdr.reth.rkey) {
+                    rkey_map_target_qp.write(ridx, k_tqp & ~IOREF_PENDING);
+                }
                 if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
                     ref = k_ref;
                     ref_tqp = k_tqp[23:0];
@@ -297,31 +298,18 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (pkt_class == IO_PKT_READ_REQ && found) {
                 bit<32> pidx;
                 HASH_INDEX(pidx, IOREF_SLOTS, { host, target, ref_tqp, hdr.bth.psn });
-                // As for R_Keys: taking the entry of an I/O still waiting for its READ RESPONSE is counted.
-                ipv4_addr_t prev_host;
-                ipv4_addr_t prev_target;
+                // As for R_Keys: taking the entry of another PSN still waiting for its READ RESPONSE is counted.
                 bit<32> prev_psn;
                 bit<32> prev_tqp;
-                bit<32> prev_ref;
-                psn_map_host.read(prev_host, pidx);
-                psn_map_target.read(prev_target, pidx);
                 psn_map_psn.read(prev_psn, pidx);
                 psn_map_target_qp.read(prev_tqp, pidx);
-                psn_map_ref.read(prev_ref, pidx);
-                if (prev_host != 0 && (prev_host != host || prev_target != target || prev_psn != psn_tag
-                        || prev_tqp != 8w0 ++ ref_tqp)) {
-                    bit<8> prev_info;
-                    bit<32> prev_cmd_psn;
-                    io_info.read(prev_info, 16w0 ++ prev_ref[31:16]);
-                    io_cmd_psn.read(prev_cmd_psn, 16w0 ++ prev_ref[31:16]);
-                    if ((prev_info & (IO_INFO_VALID | IO_INFO_RR_SEEN)) == IO_INFO_VALID && prev_cmd_psn[15:0] == prev_ref[15:0]) {
-                        meta.stat.ioref_overwritten = true;
-                    }
+                if ((prev_tqp & IOREF_PENDING) != 0 && prev_psn != psn_tag) {
+                    meta.stat.ioref_overwritten = true;
                 }
                 psn_map_host.write(pidx, host);
                 psn_map_target.write(pidx, target);
                 psn_map_psn.write(pidx, psn_tag);
-                psn_map_target_qp.write(pidx, 8w0 ++ ref_tqp);
+                psn_map_target_qp.write(pidx, IOREF_VALID | IOREF_PENDING | (8w0 ++ ref_tqp));
                 psn_map_ref.write(pidx, ref);
             } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
                 bit<32> pidx;
@@ -336,7 +324,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 psn_map_psn.read(p_psn, pidx);
                 psn_map_target_qp.read(p_tqp, pidx);
                 psn_map_ref.read(p_ref, pidx);
-                if (p_host == host && p_target == target && p_psn == psn_tag && p_tqp == 8w0 ++ hdr.bth.dest_qp) {
+                if (p_psn == psn_tag) {
+                    psn_map_target_qp.write(pidx, p_tqp & ~IOREF_PENDING);
+                }
+                if (p_host == host && p_target == target && p_psn == psn_tag
+                        && (p_tqp & IOREF_VALID) != 0 && p_tqp[23:0] == hdr.bth.dest_qp) {
                     ref = p_ref;
                     ref_tqp = hdr.bth.dest_qp;
                     found = true;

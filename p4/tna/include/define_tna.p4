@@ -1,0 +1,73 @@
+// TNA (Tofino) specifics. The shared files in p4/include see TARGET_TNA.
+#ifndef __DEFINE_TNA__
+#define __DEFINE_TNA__
+
+#define TARGET_TNA
+
+#include <core.p4>
+#include <tna.p4>
+
+// Two 32-bit halves of one register entry: one stateful ALU reads, compares
+// and writes both in one access.
+struct pair_t {
+    bit<32> lo;
+    bit<32> hi;
+}
+
+// Liveness (timeouts) is kept in a coarse clock: the ingress MAC timestamp's
+// bits 47:16 (65.536 us units), so that 32 bits span the 48-bit clock and a
+// signed difference stays right for ages up to 39 hours.
+#define COARSE(T) ((T)[47:16])
+
+// RDMA CM (queue pairing from the CM exchange) costs PHV that Tofino 1 does
+// not have beside the rest; without it, queues pair from their first keyed
+// transfer (SPEC §3 allows either). Define TNA_RDMA_CM to include it.
+// #define TNA_RDMA_CM
+
+// A register of 32-bit words, one RegisterAction per use; the macro keeps
+// the many one-line actions readable.
+#define REG32(NAME, SIZE, BITS) Register<bit<32>, bit<BITS>>(SIZE, 0) NAME;
+#define REGPAIR(NAME, SIZE, BITS) Register<pair_t, bit<BITS>>(SIZE, {0, 0}) NAME;
+
+// Writes V, returns the old word.
+#define RA_SWAP(REG, BITS, NAME, V) \
+    RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = V; } };
+// 8-bit flags: writes V, returns the old value; returns the value.
+#define REG8(NAME, SIZE, BITS) Register<bit<8>, bit<BITS>>(SIZE, 0) NAME;
+#define RA_SWAP8(REG, BITS, NAME, V) \
+    RegisterAction<bit<8>, bit<BITS>, bit<8>>(REG) NAME = { \
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; value = V; } };
+#define RA_READ8(REG, BITS, NAME) \
+    RegisterAction<bit<8>, bit<BITS>, bit<8>>(REG) NAME = { \
+        void apply(inout bit<8> value, out bit<8> rv) { rv = value; } };
+// Returns the word.
+#define RA_READ(REG, BITS, NAME) \
+    RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; } };
+// Writes V.
+#define RA_WRITE(REG, BITS, NAME, V) \
+    RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout bit<32> value) { value = V; } };
+// Pair: 1 when both halves equal (L, H), else 0.
+#define RA_PAIR_MATCH(REG, BITS, NAME, L, H) \
+    RegisterAction<pair_t, bit<BITS>, bit<1>>(REG) NAME = { \
+        void apply(inout pair_t value, out bit<1> rv) { \
+            if (value.lo == L && value.hi == H) { rv = 1; } else { rv = 0; } } };
+// Pair: writes (L, H); returns 1 when the entry held something else.
+#define RA_PAIR_SWAP(REG, BITS, NAME, L, H) \
+    RegisterAction<pair_t, bit<BITS>, bit<1>>(REG) NAME = { \
+        void apply(inout pair_t value, out bit<1> rv) { \
+            if (value.lo == L && value.hi == H) { rv = 0; } else { rv = 1; } \
+            value.lo = L; value.hi = H; } };
+// Pair: the high half when the low half equals L, else 0.
+#define RA_PAIR_FIND(REG, BITS, NAME, L) \
+    RegisterAction<pair_t, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout pair_t value, out bit<32> rv) { \
+            if (value.lo == L) { rv = value.hi; } else { rv = 0; } } };
+// Pair: writes (L, H).
+#define RA_PAIR_WRITE(REG, BITS, NAME, L, H) \
+    RegisterAction<pair_t, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout pair_t value) { value.lo = L; value.hi = H; } };
+
+#endif

@@ -1,0 +1,97 @@
+// The v1model (BMv2) and TNA (Tofino) builds name the same P4Runtime
+// entities, so that the controller runs on either unchanged: tables with
+// their match fields, actions with their parameters, counters, and digests.
+// Registers are left out: the controller never reads them (BMv2 cannot), and
+// the TNA build keeps its state in other registers (pairs of 32-bit words).
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+
+const root = new URL("../..", import.meta.url).pathname;
+
+interface Preamble { name: string; id: number; }
+interface P4InfoJson {
+  tables?: { preamble: Preamble; matchFields?: { name: string; bitwidth?: number; matchType?: string }[]; actionRefs?: { id: number }[]; size?: string }[];
+  actions?: { preamble: Preamble; params?: { name: string; bitwidth?: number }[] }[];
+  counters?: { preamble: Preamble; spec?: { unit?: string }; size?: string }[];
+  digests?: { preamble: Preamble; typeSpec?: { struct?: { name: string } } }[];
+  typeInfo?: { structs?: Record<string, { members?: { name: string; typeSpec?: { bitstring?: { bit?: { bitwidth?: number } } } }[] }> };
+}
+
+const load = (f: string) => JSON.parse(readFileSync(join(root, f), "utf8")) as P4InfoJson;
+const v1 = load("p4/build/telemetry.p4info.json");
+const tna = load("p4/build/tna/telemetry.p4info.json");
+
+function tables(p: P4InfoJson) {
+  const actionName = new Map((p.actions ?? []).map((a) => [a.preamble.id, a.preamble.name]));
+  return Object.fromEntries((p.tables ?? []).map((t) => [t.preamble.name, {
+    matchFields: (t.matchFields ?? []).map((f) => ({ name: f.name, bitwidth: f.bitwidth, matchType: f.matchType })),
+    actions: (t.actionRefs ?? []).map((r) => actionName.get(r.id)).sort(),
+    size: t.size,
+  }]));
+}
+
+const actions = (p: P4InfoJson) =>
+  Object.fromEntries((p.actions ?? []).map((a) => [a.preamble.name, (a.params ?? []).map((x) => ({ name: x.name, bitwidth: x.bitwidth }))]));
+
+const counters = (p: P4InfoJson) =>
+  Object.fromEntries((p.counters ?? []).map((c) => [c.preamble.name, { unit: c.spec?.unit, size: c.size }]));
+
+function digests(p: P4InfoJson) {
+  return Object.fromEntries((p.digests ?? []).map((d) => {
+    const members = p.typeInfo?.structs?.[d.typeSpec?.struct?.name ?? ""]?.members ?? [];
+    return [d.preamble.name, members.map((m) => ({ name: m.name, bitwidth: m.typeSpec?.bitstring?.bit?.bitwidth }))];
+  }));
+}
+
+/**
+ * Where the TNA digests differ, and why: Tofino packs a digest into one
+ * learn quantum of 48 bytes (the v1model digests are 64 and 79 bytes); see
+ * p4/include/header.p4 and docs/tofino.md. Exactly these members are left
+ * out or narrowed; any other difference fails the test.
+ */
+const TNA_DIGEST_DIFFERENCES: Record<string, { omitted: string[]; narrowed: Record<string, number> }> = {
+  io_digest_t: {
+    omitted: ["mode", "ts"],
+    narrowed: { event: 2, vantage: 2, op: 2, flags: 4, cmd_psn: 16, bytes: 24, e2e_ns: 32, to_data_ns: 32, from_data_ns: 32, host_prep_ns: 32 },
+  },
+  msg_digest_t: {
+    omitted: ["mode", "first_ts", "extra_ecn_ce"],
+    narrowed: { flags: 1, packets: 16, retransmitted: 16, ecn_ce: 16, fct_ns: 32, gap_ns: 32, extra_packets: 16, extra_retransmitted: 16, straddled: 8, cnp: 16 },
+  },
+  learn_digest_t: { omitted: [], narrowed: {} },
+};
+
+describe("P4Info parity of the v1model and TNA builds", () => {
+  test("the same tables, with the same match fields, actions and sizes", () => {
+    expect(Object.keys(tables(v1)).length).toBeGreaterThan(0);
+    expect(tables(tna)).toEqual(tables(v1));
+  });
+
+  test("the same actions, with the same parameters and widths", () => {
+    expect(actions(tna)).toEqual(actions(v1));
+  });
+
+  test("the same counters, units and sizes", () => {
+    expect(Object.keys(counters(v1)).sort()).toEqual(["TelemetryIngress.stats.port_packets", "TelemetryIngress.stats.telemetry_stats"]);
+    expect(counters(tna)).toEqual(counters(v1));
+  });
+
+  test("the same digests; members differ only where Tofino's 48-byte digest limit says", () => {
+    const a = digests(v1);
+    const b = digests(tna);
+    expect(Object.keys(b).sort()).toEqual(Object.keys(a).sort());
+    for (const [name, members] of Object.entries(a)) {
+      const diff = TNA_DIGEST_DIFFERENCES[name];
+      expect(diff, name).toBeDefined();
+      if (!diff) continue;
+      const expected = members
+        .filter((m) => !diff.omitted.includes(m.name))
+        .map((m) => ({ name: m.name, bitwidth: diff.narrowed[m.name] ?? m.bitwidth }));
+      expect(b[name], name).toEqual(expected);
+      // Every listed difference is a real one (the list does not go stale).
+      for (const o of diff.omitted) expect(members.some((m) => m.name === o), `${name}.${o}`).toBe(true);
+      for (const [n, w] of Object.entries(diff.narrowed)) expect(members.find((m) => m.name === n)?.bitwidth, `${name}.${n}`).not.toBe(w);
+    }
+  });
+});
