@@ -26,10 +26,28 @@ interface Bmv2Json {
   counter_arrays: Array<{ name: string; size: number }>;
 }
 
+/**
+ * The lines of a P4 source that the v1model build compiles: `#ifdef
+ * TARGET_TNA` parts left out (their `#else` kept); other conditionals kept.
+ */
+function v1modelLines(text: string): string {
+  const keep: boolean[] = [];
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    const d = /^\s*#\s*(ifdef|ifndef|if|else|endif)\b\s*(\w*)/.exec(line);
+    if (d?.[1] === "ifdef") keep.push(d[2] !== "TARGET_TNA");
+    else if (d?.[1] === "ifndef" || d?.[1] === "if") keep.push(true);
+    else if (d?.[1] === "else") keep.push(!keep.pop());
+    else if (d?.[1] === "endif") keep.pop();
+    else if (keep.every(Boolean)) out.push(line);
+  }
+  return out.join("\n");
+}
+
 /** The P4 sources, read as text: controls, their instances, tables, actions, structs, typedefs. */
 function p4Sources() {
   const text = [join(root, "p4/v1model/main.p4"), ...readdirSync(join(root, "p4/include"), { recursive: true }).map(String).filter((f) => f.endsWith(".p4")).map((f) => join(root, "p4/include", f))]
-    .map((f) => readFileSync(f, "utf8").replace(/\/\/.*$/gm, ""))
+    .map((f) => v1modelLines(readFileSync(f, "utf8").replace(/\/\/.*$/gm, "")))
     .join("\n");
   const typedefs = new Map([...text.matchAll(/typedef\s+bit<(\d+)>\s+(\w+)\s*;/g)].map((m) => [m[2]!, Number(m[1])]));
   const width = (type: string): number => {
