@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { buildTableEntry, P4RuntimeClient, P4RuntimeError, P4Schema, toUint128 } from "../../p4runtime/src/index.js";
+import { buildTableEntry, decodeTableEntry, P4RuntimeClient, P4RuntimeError, P4Schema, toUint128 } from "../../p4runtime/src/index.js";
 import { Update_Type } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { Topology } from "../../app/topology.js";
 import { replaySwitches } from "../../app/replay.js";
@@ -66,6 +66,12 @@ async function tableEntries(c: P4RuntimeClient): Promise<string[]> {
     if (err instanceof P4RuntimeError && err.code === "FAILED_PRECONDITION") return [];
     throw err;
   }
+}
+
+/** The epoch in the config table's default entry on the switch. */
+async function configEpoch(c: P4RuntimeClient) {
+  const [e] = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "config.telemetry_config", isDefault: true }) } }]);
+  return e?.entity?.$case === "tableEntry" ? decodeTableEntry(schema, e.entity.value).action?.params.epoch : undefined;
 }
 
 /** The io digest's DigestEntry config on the switch, or undefined when it has none. */
@@ -149,6 +155,8 @@ describe("controller reliability", () => {
     expect(proxy.accepted).toBeGreaterThan(accepted);
     await c.ready();
     expect(await tableEntries(read)).toEqual(before);
+    // Taking the switch again, the controller moves its epoch on (one write of the config's default entry): let it land.
+    await until(async () => (await configEpoch(read)) === BigInt(c.stats.epoch), 5000, "the new epoch on the switch", 20);
 
     // 3. Broken again with nothing changed: the reconnect writes nothing.
     const again = nextEvent<[{ updates: number }]>(c.connection, "reconciled", 10_000);
