@@ -218,10 +218,11 @@ export class WireReader {
 
   /** [start, end) of a length-delimited field's content; the reader moves past it. */
   span(): [number, number] {
-    const end = this.enter();
+    const len = this.varint();
     const start = this.pos;
-    this.pos = end;
-    return [start, end];
+    this.pos += len;
+    if (this.pos > this.end) this.fail = true;
+    return [start, this.pos];
   }
 
   /** Skips a field's value of wire type `wire`. */
