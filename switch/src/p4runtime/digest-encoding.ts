@@ -4,7 +4,7 @@
 // wire format (p4/v1/p4runtime.proto, p4/v1/p4data.proto):
 //   StreamMessageResponse.digest = 3 { digest_id = 1, list_id = 2,
 //     data = 3 [P4Data.struct = 5 { members = 1 [P4Data.bitstring = 1] }], timestamp = 4 }
-import { bitstringSize, delimitedSize, varintSize, WireWriter } from "@rdma-telemetry/p4runtime";
+import { bitstringSize, delimitedSize, varintSize, varintSize64, WireWriter } from "@rdma-telemetry/p4runtime";
 import type { Value } from "../bmv2/table.js";
 
 /** Member lengths of the last list encoded, reused between lists. */
@@ -30,11 +30,11 @@ export function encodeDigestListMessage(digestId: number, listId: bigint, timest
     lengths[at] = structLen;
     dataLen += delimitedSize(delimitedSize(structLen)); // DigestList.data = P4Data{struct}
   }
-  const listLen = 1 + varintSize(digestId) + 1 + varintSize(listId) + dataLen + 1 + varintSize(timestampNs);
+  const listLen = 1 + varintSize(digestId) + 1 + varintSize64(listId) + dataLen + 1 + varintSize64(timestampNs);
   const w = WireWriter.alloc(delimitedSize(listLen));
   w.head(0x1a, listLen);
   w.head(0x08, digestId);
-  w.head(0x10, listId);
+  w.head64(0x10, listId);
   k = 0;
   for (const s of samples) {
     const structLen = lengths[k++]!;
@@ -47,6 +47,6 @@ export function encodeDigestListMessage(digestId: number, listId: bigint, timest
       w.bitstring(v, n);
     }
   }
-  w.head(0x20, timestampNs);
+  w.head64(0x20, timestampNs);
   return w.finish("DigestList");
 }
