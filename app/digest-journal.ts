@@ -172,8 +172,7 @@ export class DigestJournal {
   oldestUnsettled(): bigint | undefined {
     let oldest: bigint | undefined;
     for (const f of this.segments()) {
-      const text = readFileSync(join(this.dir, f), "utf8");
-      const m = /"t":"(\d+)"/.exec(text.slice(0, text.indexOf("\n") + 1 || undefined));
+      const m = /"t":"(\d+)"/.exec(firstLine(join(this.dir, f)));
       if (m && (oldest === undefined || BigInt(m[1]!) < oldest)) oldest = BigInt(m[1]!);
     }
     return oldest;
@@ -257,4 +256,24 @@ function readSyncAt(fd: number, buf: Buffer, off: number, pos: number): number {
   const n = readSync(fd, buf, off, buf.length - off, pos);
   if (n === 0) throw new Error("unexpected end of file");
   return n;
+}
+
+/** The first line of a file, read in blocks until its end: a journal segment can hold hundreds of MB. */
+function firstLine(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const block = Buffer.alloc(64 << 10);
+    const parts: Buffer[] = [];
+    for (let pos = 0; ; ) {
+      const n = readSync(fd, block, 0, block.length, pos);
+      if (n === 0) break;
+      const nl = block.subarray(0, n).indexOf(10);
+      parts.push(Buffer.from(block.subarray(0, nl >= 0 ? nl : n)));
+      if (nl >= 0) break;
+      pos += n;
+    }
+    return Buffer.concat(parts).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }

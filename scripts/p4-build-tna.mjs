@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { manifestProblems } from "./p4-manifest.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 export const TNA_MAIN = "p4/tna/main.p4";
@@ -225,21 +226,8 @@ export function checkTnaManifest(base = root) {
   const mpath = join(base, TNA_MANIFEST);
   if (!existsSync(mpath)) return [`${TNA_MANIFEST} is missing: run \`npm run p4:build\``];
   const manifest = JSON.parse(readFileSync(mpath, "utf8"));
-  const problems = [];
   const now = Object.fromEntries(tnaSources(base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
-  for (const [f, h] of Object.entries(now)) {
-    if (!(f in manifest.sources)) problems.push(`${f} is new since the last compile`);
-    else if (manifest.sources[f] !== h) problems.push(`${f} changed since the last compile`);
-  }
-  for (const f of Object.keys(manifest.sources)) {
-    if (!(f in now)) problems.push(`${f} was removed since the last compile`);
-  }
-  for (const [name, h] of Object.entries(manifest.outputs)) {
-    const p = join(base, TNA_BUILD, name);
-    if (!existsSync(p)) problems.push(`${TNA_BUILD}/${name} is missing`);
-    else if (outputHash(name, readFileSync(p)) !== h) problems.push(`${TNA_BUILD}/${name} does not match the manifest (edited by hand?)`);
-  }
-  return problems;
+  return manifestProblems(manifest, now, base, TNA_BUILD, outputHash);
 }
 
 /** Recompiles the TNA build and compares; a sentence when it differs, else undefined. */

@@ -19,6 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { generateNames, NAMES_FILE } from "./gen-p4-names.mjs";
+import { manifestProblems } from "./p4-manifest.mjs";
 import { buildTna, checkTnaManifest, recompileTnaAndCompare } from "./p4-build-tna.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -128,23 +129,11 @@ function build() {
 
 /** Problems with the committed build, as sentences; empty when all is well. */
 export function checkManifest(base = root) {
-  const problems = [];
   const mpath = join(base, MANIFEST);
   if (!existsSync(mpath)) return [`${MANIFEST} is missing: run \`npm run p4:build\``];
   const manifest = JSON.parse(readFileSync(mpath, "utf8"));
   const now = Object.fromEntries(p4Sources(join(base, P4_DIR), base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
-  for (const [f, h] of Object.entries(now)) {
-    if (!(f in manifest.sources)) problems.push(`${f} is new since the last compile`);
-    else if (manifest.sources[f] !== h) problems.push(`${f} changed since the last compile`);
-  }
-  for (const f of Object.keys(manifest.sources)) {
-    if (!(f in now)) problems.push(`${f} was removed since the last compile`);
-  }
-  for (const [name, h] of Object.entries(manifest.outputs)) {
-    const p = join(base, BUILD, name);
-    if (!existsSync(p)) problems.push(`${BUILD}/${name} is missing`);
-    else if (sha256(readFileSync(p)) !== h) problems.push(`${BUILD}/${name} does not match the manifest (edited by hand?)`);
-  }
+  const problems = manifestProblems(manifest, now, base, BUILD, (_name, data) => sha256(data));
   // A shared source changed is one problem, however many builds use it.
   return [...new Set([...problems, ...checkTnaManifest(base)])];
 }

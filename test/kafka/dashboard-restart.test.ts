@@ -2,18 +2,18 @@
 // of the test's own goes away and comes back, then the dashboard is restarted
 // on the same address; the open page shows each outage and charts the
 // intervals published after it, without a reload.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, test } from "vitest";
 import type { IoAggregateJson } from "../../contract/src/records.js";
 import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
 import { findChromium, launchBrowser, type Browser } from "../support/browser.js";
+import { startCli, type CliProcess } from "../support/cli.js";
+import { waitFor } from "../support/wait.js";
 
-const root = join(import.meta.dirname, "../..");
 const chromium = findChromium();
 const dir = mkdtempSync(join(tmpdir(), "dashboard-restart-"));
 const children: ChildProcess[] = [];
@@ -26,26 +26,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function dashboard(brokers: string, listen: string): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
-  const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
-  const child = spawn(process.execPath, ["--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), "dashboard", "--kafka-brokers", brokers, "--listen", listen, "--group", "dashboard-restart-test"], {
-    cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" },
-  });
-  children.push(child);
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return { child, out: () => out, exited: new Promise((r) => child.once("exit", r)) };
-}
-
-async function until<T>(f: () => T | Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function dashboard(brokers: string, listen: string): CliProcess {
+  return startCli(["dashboard", "--kafka-brokers", brokers, "--listen", listen, "--group", "dashboard-restart-test"], dir, children);
 }
 
 const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
@@ -75,7 +57,7 @@ test.skipIf(!chromium)(
     await admin.disconnect();
 
     let board = dashboard(broker.brokers, "127.0.0.1:0");
-    const url = await until(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1], 30_000, "the dashboard's address");
+    const url = await waitFor(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1], 30_000, "the dashboard's address");
     browser = await launchBrowser(chromium!);
     const page = await browser.open(url!);
     await page.evaluate("window.notReloaded = true");

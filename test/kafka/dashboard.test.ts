@@ -4,17 +4,18 @@
 // records the demo wrote, the workload's alerts must be listed, and an
 // interval must appear while the page is open. Screenshot:
 // test-artifacts/dashboard.png.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
 import { encodeRecord } from "../../exporter/src/kafka/encode.js";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { flowKey, mergePair, pairKey, pickFlow } from "../../app/dashboard/store.js";
 import { findChromium, launchBrowser, type Browser } from "../support/browser.js";
+import { startCli, type CliProcess } from "../support/cli.js";
+import { waitFor } from "../support/wait.js";
 
 const root = join(import.meta.dirname, "../..");
 const brokers = inject("kafkaBrokers");
@@ -33,27 +34,7 @@ afterAll(async () => {
 });
 
 /** The CLI, run from the test's directory (the demo's Kafka spill goes there, not into the repository). */
-function cli(args: string[]): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
-  const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
-  const child = spawn(process.execPath, ["--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), ...args], {
-    cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" },
-  });
-  children.push(child);
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return { child, out: () => out, exited: new Promise((r) => child.once("exit", r)) };
-}
-
-async function until<T>(f: () => T | Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const cli = (args: string[]): CliProcess => startCli(args, dir, children);
 
 const secs = (start: string) => Number(BigInt(start) / 1_000_000n) / 1000;
 
@@ -77,9 +58,9 @@ test.skipIf(!chromium)(
   async () => {
     mkdirSync(artifacts, { recursive: true });
     const board = cli(["dashboard", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--listen", "127.0.0.1:0", "--group", prefix]);
-    const url = await until(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1] ?? (board.child.exitCode !== null ? Promise.reject(new Error(board.out())) : undefined), 30_000, "the dashboard's address");
+    const url = await waitFor(() => /dashboard: (http:\/\/\S+\/)/.exec(board.out())?.[1] ?? (board.child.exitCode !== null ? Promise.reject(new Error(board.out())) : undefined), 30_000, "the dashboard's address");
     // Subscribed (or waiting for topics the demo will make, which it then reads from their start) before the demo publishes.
-    await until(async () => {
+    await waitFor(async () => {
       const s = (await (await fetch(`${url}api/snapshot`)).json()) as { status: { state: string } };
       return s.status.state === "consuming" || s.status.state === "waiting";
     }, 60_000, "the dashboard's consumer");

@@ -1,0 +1,41 @@
+// The digest journal on its own: the oldest unsettled list is found from each
+// segment's first line however long it is (a list of a thousand samples is
+// hundreds of KB of hex), a line cut short by a crash is passed over on
+// replay, and release keeps what is not settled.
+import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, test } from "vitest";
+import { DigestJournal } from "../../app/digest-journal.js";
+
+const dir = mkdtempSync(join(tmpdir(), "journal-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One journal line: a list of `samples` learn samples of the flow digest's width, at list time `t`. */
+function line(t: bigint, samples: number): string {
+  const sample = ["0a000101", "0a000102", "00002000", "0000002a", "00000007"];
+  return JSON.stringify({ s: "tor", t: t.toString(), d: "no_such_digest", v: Array.from({ length: samples }, () => sample), n: 7 }) + "\n";
+}
+
+test("the oldest unsettled list comes from each segment's first line, a line longer than a read block included", () => {
+  const d = join(dir, "oldest");
+  const j0 = new DigestJournal(d);
+  j0.close();
+  writeFileSync(join(d, "0000000003.journal"), line(3_000n, 5000) + line(1n, 1)); // a first line of ~230 KB; a later, older one is not the segment's first
+  writeFileSync(join(d, "0000000004.journal"), line(2_000n, 1));
+  expect(new DigestJournal(d).oldestUnsettled()).toBe(2_000n);
+  expect(new DigestJournal(join(dir, "empty")).oldestUnsettled()).toBeUndefined();
+});
+
+test("replay passes over a line cut short by a crash and keeps the lists before it", () => {
+  const d = join(dir, "cut");
+  new DigestJournal(d).close();
+  const good = JSON.stringify({ s: "tor", t: "5", d: "flow_learn_digest", v: [], n: 7 }) + "\n";
+  writeFileSync(join(d, "0000000000.journal"), good);
+  appendFileSync(join(d, "0000000000.journal"), good.slice(0, 20));
+  const fed: bigint[] = [];
+  const n = new DigestJournal(d).replayInto((b) => fed.push(b.listTimestampNs));
+  expect(n).toBe(1);
+  expect(fed).toEqual([5n]);
+  expect(readdirSync(d).filter((f) => f.endsWith(".journal"))).toEqual(["0000000001.journal"]);
+});
