@@ -37,6 +37,7 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
   private readonly startWall = BigInt(Date.now()) * 1_000_000n;
   private lastUnixNs = 0n;
   private nextTickNs = 0n;
+  private nextFoldNs = 0n;
   packetErrors = 0;
 
   constructor(readonly options: { clock: "live" | "virtual" } = { clock: "live" }) {
@@ -87,6 +88,11 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
       // Digest list timeouts are checked every 10 µs of switch time, not per packet.
       this.digests.tick(unixNs);
       this.nextTickNs = unixNs + 10_000n;
+      if (unixNs >= this.nextFoldNs) {
+        // Counters fold past 2^48 into 64 bits once a second (counter-values.ts).
+        p?.program.foldCounters();
+        this.nextFoldNs = unixNs + 1_000_000_000n;
+      }
     }
     if (!p) return undefined;
     const r = p.process({ port: pkt.port, data: pkt.data, timestampNs: Number(unixNs - this.startUnixNs), wireLength: pkt.wireLength });

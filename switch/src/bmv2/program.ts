@@ -5,6 +5,7 @@
 import * as bits from "./bits.js";
 import { generateSource } from "./codegen/generate.js";
 import { instantiate } from "./codegen/runtime.js";
+import { foldArray, foldCell } from "./counter-values.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
 import { Layout } from "./layout.js";
@@ -64,7 +65,7 @@ export class CompiledProgram {
         });
       }
       for (const c of json.counter_arrays ?? []) {
-        const arr: CounterArray = { name: c.name, id: c.id, size: c.size, direct: c.is_direct, packets: new Float64Array(c.size), bytes: new Float64Array(c.size) };
+        const arr: CounterArray = { name: c.name, id: c.id, size: c.size, direct: c.is_direct, packets: new Float64Array(c.size), bytes: new Float64Array(c.size), high: new Map() };
         this.counters.set(c.name, arr);
         if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
       }
@@ -105,6 +106,16 @@ export class CompiledProgram {
     } catch (err) {
       if (err instanceof UnsupportedProgramError || err instanceof InvalidProgramError) throw err;
       throw new InvalidProgramError(`malformed BMv2 JSON: ${(err as Error).message}`);
+    }
+  }
+
+  /** Folds every counter past 2^48 into its 64-bit part (counter-values.ts); the switch calls it once a second of its time. */
+  foldCounters(): void {
+    for (const arr of this.counters.values()) if (!arr.direct) foldArray(arr);
+    for (const t of this.tablesById) {
+      if (!t?.withCounters) continue;
+      foldCell(t.defaultCounter);
+      for (const e of t.entries()) foldCell(e);
     }
   }
 

@@ -2,7 +2,7 @@
 // pipeline share it: register and counter arrays, the standard metadata
 // fields, the per-packet context, and the compiled functions.
 import type { FieldInfo } from "./layout.js";
-import type { Value } from "./table.js";
+import type { CounterValue, Value } from "./table.js";
 
 /** The egress port that drops a packet (mark_to_drop). */
 export const DROP_PORT = 511;
@@ -22,6 +22,8 @@ export interface CounterArray {
   direct: boolean;
   packets: Float64Array;
   bytes: Float64Array;
+  /** cells folded past 2^48 (counter-values.ts) */
+  high: Map<number, CounterValue>;
 }
 
 export interface LearnListInfo {

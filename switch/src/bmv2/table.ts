@@ -5,6 +5,19 @@ import { NUM_BITS } from "./bits.js";
 
 export type Value = number | bigint;
 
+/** A 64-bit counter value (packets, bytes). */
+export interface CounterValue {
+  packets: bigint;
+  bytes: bigint;
+}
+
+/** A direct counter: doubles on the packet path, the part past 2^48 in `high` (counter-values.ts). */
+export interface CounterCell {
+  packets: number;
+  bytes: number;
+  high?: CounterValue;
+}
+
 export type KeyMatch =
   | { kind: "exact"; value: bigint }
   | { kind: "lpm"; value: bigint; prefixLen: number }
@@ -33,6 +46,8 @@ export interface TableEntry {
   action: ActionCall;
   packets: number;
   bytes: number;
+  /** the direct counter's part folded past 2^48 (counter-values.ts) */
+  high?: CounterValue;
   /** opaque, returned on reads */
   metadata?: Uint8Array;
   /** P4Runtime's controller_metadata: opaque, returned on reads */
@@ -96,8 +111,8 @@ export class MatchTable {
   private scanList: TableEntry[] = [];
   private readonly lpmField: number;
   defaultAction: ActionCall;
-  defaultPackets = 0;
-  defaultBytes = 0;
+  /** the default entry's direct counter */
+  readonly defaultCounter: CounterCell = { packets: 0, bytes: 0 };
 
   constructor(
     readonly name: string,

@@ -8,9 +8,10 @@ import { TableEntry as P4TableEntry, type FieldMatch, type TableAction } from "@
 import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
+import { readCell } from "../bmv2/counter-values.js";
 import type { CompiledProgram } from "../bmv2/program.js";
 import type { CounterArray } from "../bmv2/state.js";
-import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
+import type { ActionCall, CounterValue, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
 
 export interface TableBinding {
   info: P4InfoTable;
@@ -250,7 +251,7 @@ export class PipelineBinding {
       metadata: Buffer.from(e.metadata ?? []),
       controllerMetadata: e.controllerMetadata ?? 0n,
       idleTimeoutNs: e.idleTimeoutNs ?? 0n,
-      counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(e.bytes), packetCount: BigInt(e.packets) } : undefined,
+      counterData: withCounters && t.table.withCounters ? counterData(readCell(e)) : undefined,
       isConst: t.table.constEntries,
     });
   }
@@ -260,7 +261,12 @@ export class PipelineBinding {
       tableId: t.info.preamble!.id,
       action: this.encodeAction(t.table.defaultAction, t),
       isDefaultAction: true,
-      counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(t.table.defaultBytes), packetCount: BigInt(t.table.defaultPackets) } : undefined,
+      counterData: withCounters && t.table.withCounters ? counterData(readCell(t.table.defaultCounter)) : undefined,
     });
   }
+}
+
+/** P4Runtime's CounterData of a counter value. */
+export function counterData(v: CounterValue): { packetCount: bigint; byteCount: bigint } {
+  return { packetCount: v.packets, byteCount: v.bytes };
 }

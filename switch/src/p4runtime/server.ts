@@ -195,11 +195,10 @@ export class P4RuntimeServer {
             applyTableWrite(w);
             this.fastWrites++;
           } else applyUpdate(target, req.update(i));
-          errors.push({ canonicalCode: 0, message: "", space: "", code: 0, details: undefined });
+          errors.push(okError());
         } catch (err) {
           failed++;
-          const e = toRpc(err);
-          errors.push({ canonicalCode: GRPC_CODE[e.code], message: e.message, space: "", code: 0, details: undefined });
+          errors.push(p4Error(toRpc(err)));
         }
       }
       if (failed === 0) {
@@ -217,10 +216,26 @@ export class P4RuntimeServer {
       const req = call.request;
       this.requireDevice(req.deviceId);
       const target = this.entityTarget();
+      // Each request of the batch is read on its own: the entities of those
+      // that succeed are sent, and if any failed the status is UNKNOWN with
+      // one p4.Error per request, in order (as a Write batch reports).
       const out: Entity[] = [];
-      for (const ent of req.entities) readEntity(target, ent, out);
+      const errors: P4Error[] = [];
+      let failed = 0;
+      for (const ent of req.entities) {
+        const mark = out.length;
+        try {
+          readEntity(target, ent, out);
+          errors.push(okError());
+        } catch (err) {
+          out.length = mark;
+          failed++;
+          errors.push(p4Error(toRpc(err)));
+        }
+      }
       for (let i = 0; i < out.length; i += 1000) call.write({ entities: out.slice(i, i + 1000) });
-      call.end();
+      if (failed) call.emit("error", grpcError(batchError(errors, failed, "requests")));
+      else call.end();
     } catch (err) {
       call.emit("error", grpcError(toRpc(err)));
     }
@@ -267,9 +282,12 @@ export class P4RuntimeServer {
 }
 
 /** A Write with failed updates: UNKNOWN, with one p4.v1.Error per update (OK ones included) in the status details. */
-function batchError(errors: P4Error[], failed: number): RpcError {
+const okError = (): P4Error => ({ canonicalCode: 0, message: "", space: "", code: 0, details: undefined });
+const p4Error = (e: RpcError): P4Error => ({ canonicalCode: GRPC_CODE[e.code], message: e.message, space: "", code: 0, details: undefined });
+
+function batchError(errors: P4Error[], failed: number, what: "updates" | "requests" = "updates"): RpcError {
   // The status in the details carries the same message as the gRPC status.
-  const message = `${failed} of ${errors.length} updates failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`;
+  const message = `${failed} of ${errors.length} ${what} failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`;
   const status = Status.encode({
     code: GRPC_CODE.UNKNOWN,
     message,

@@ -47,7 +47,7 @@ export function genPipeline(g: Emitter, p: Pipeline): void {
         g.emit(keyCode.length === 1 ? `    const e = T[${t.id}].lookup1(${keyCode[0]});` : `    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
       }
       g.emit(`    const a = e === undefined ? T[${t.id}].defaultAction : e.action;`);
-      if (t.with_counters) g.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { T[${t.id}].defaultPackets++; T[${t.id}].defaultBytes += ctx.packetLength; }`);
+      if (t.with_counters) g.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { const d = T[${t.id}].defaultCounter; d.packets++; d.bytes += ctx.packetLength; }`);
       g.emit(`    switch (a.actionId) {`);
       for (const id of t.action_ids) g.emit(`      case ${id}: act_${id}(a.data, ctx); break;`);
       g.emit(`    }`);

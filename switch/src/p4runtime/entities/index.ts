@@ -7,7 +7,7 @@ import type { ActionCall } from "../../bmv2/table.js";
 import type { SoftwareSwitch } from "../../software-switch.js";
 import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
-import { readCounterEntries, readDirectCounterEntry, writeCounterEntry } from "./counters.js";
+import { readCounterEntries, readDirectCounterEntry, writeCounterEntry, writeDirectCounterEntry } from "./counters.js";
 import { readDigestEntry, writeDigestEntry } from "./digests.js";
 import { readTableEntries, writeTableEntry } from "./tables.js";
 
@@ -32,6 +32,8 @@ export function applyUpdate(target: EntityTarget, u: Update): void {
       return writeDigestEntry(target.sw, target.binding, u.type, e.value);
     case "counterEntry":
       return writeCounterEntry(target.binding, u.type, e.value);
+    case "directCounterEntry":
+      return writeDirectCounterEntry(target.binding, u.type, e.value);
     case "registerEntry":
       throw new RpcError("UNIMPLEMENTED", "registers cannot be written over P4Runtime on this target (as on BMv2): configure through tables");
     default:

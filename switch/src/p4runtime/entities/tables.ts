@@ -2,7 +2,7 @@
 // modified or reset) and read (one entry, a table, or every table; the
 // default entry; with direct counters if asked).
 import { Update_Type, type Entity, type TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import type { ActionCall } from "../../bmv2/table.js";
+import type { ActionCall, TableEntry as BmTableEntry } from "../../bmv2/table.js";
 import type { PipelineBinding } from "../binding.js";
 import type { TableWrite } from "../fast-write.js";
 import { RpcError } from "../rpc.js";
@@ -42,20 +42,46 @@ export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMa
   applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs });
 }
 
-/** The entries a TableEntry read asks for: table id 0 is every table; a match is one entry; is_default_action the default entry. */
+/**
+ * The entries a TableEntry read asks for. Table id 0 is every table, and then
+ * no other filter may be set; a match (checked as a write's would be) is one
+ * entry; is_default_action the default entry. The action id, priority,
+ * controller_metadata and metadata, when set, filter the entries read.
+ */
 export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[]): void {
   const withCounters = q.counterData !== undefined;
+  const actionFilter = q.action?.type;
+  if (actionFilter && actionFilter.$case !== "action") throw new RpcError("INVALID_ARGUMENT", "a table read filters on an action id only, not on action profile members or groups");
+  const actionId = actionFilter?.value.actionId ?? 0;
+  if (q.tableId === 0 && (q.match.length || actionId || q.priority || q.controllerMetadata || q.metadata.length || q.isDefaultAction)) {
+    throw new RpcError("INVALID_ARGUMENT", "a read of every table (table id 0) takes no other filter");
+  }
   const tables = q.tableId === 0 ? [...b.tables.values()] : [b.table(q.tableId)];
   for (const t of tables) {
+    const name = t.info.preamble!.name;
+    let programAction: number | undefined;
+    if (actionId) {
+      if (!t.info.actionRefs.some((r) => r.id === actionId)) throw new RpcError("INVALID_ARGUMENT", `action id ${actionId} is not an action of table '${name}'`);
+      programAction = t.programActions.get(actionId) ?? b.actions.get(actionId)?.programId;
+    }
     if (q.isDefaultAction) {
-      out.push({ entity: { $case: "tableEntry", value: b.encodeDefault(t, withCounters) } });
+      if (q.match.length || q.priority) throw new RpcError("INVALID_ARGUMENT", `table '${name}': a default entry has no match and no priority`);
+      if (programAction === undefined || t.table.defaultAction.actionId === programAction) out.push({ entity: { $case: "tableEntry", value: b.encodeDefault(t, withCounters) } });
       continue;
     }
-    if (q.tableId !== 0 && q.match.length > 0) {
-      const hit = t.table.get(b.decodeMatch(t, q.match), q.priority);
-      if (hit) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters) } });
+    const keep = (e: BmTableEntry) =>
+      (programAction === undefined || e.action.actionId === programAction) &&
+      (!q.priority || e.priority === q.priority) &&
+      (!q.controllerMetadata || e.controllerMetadata === q.controllerMetadata) &&
+      (!q.metadata.length || (e.metadata !== undefined && Buffer.from(e.metadata).equals(Buffer.from(q.metadata))));
+    if (q.match.length > 0) {
+      const match = b.decodeMatch(t, q.match);
+      const problem = t.table.validate(match, q.priority);
+      if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
+      const hit = t.table.get(match, q.priority);
+      if (hit && keep(hit)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters) } });
       continue;
     }
-    for (const te of t.table.entries()) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, te, withCounters) } });
+    for (const e of t.table.entries()) if (keep(e)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, e, withCounters) } });
   }
 }
