@@ -115,7 +115,7 @@ export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
         const first = failed[0];
         if (what === "Read" && first) {
           // A Read batch reports one p4.Error per request; the error takes their code when they agree.
-          const same = failed.every((u) => u.code === first.code) ? first.code : "UNKNOWN";
+          const same: ErrorCode = first.code !== "OK" && failed.every((u) => u.code === first.code) ? first.code : "UNKNOWN";
           return new P4RuntimeError(`Read: ${failed.length} of ${updates.length} requests failed (#${first.index}: ${first.code} ${first.message})`, same, RETRIABLE.has(same), { cause: err });
         }
         return new P4WriteError(`${what}: ${failed.length} of ${updates.length} updates failed${first ? ` (#${first.index}: ${first.code} ${first.message})` : ""}`, updates, { cause: err });
