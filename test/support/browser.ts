@@ -109,9 +109,16 @@ export async function launchBrowser(binary: string): Promise<Browser> {
       };
     },
     async close() {
-      await send("Browser.close").catch(() => undefined);
+      // A loaded machine can leave Browser.close unanswered: after 5 s the process is killed.
+      const exited = new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+      const grace = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+      await Promise.race([send("Browser.close").catch(() => undefined), grace(5000)]);
       ws.close();
-      await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once("exit", () => resolve())));
+      await Promise.race([exited, grace(5000)]);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await exited;
+      }
       rmSync(profile, { recursive: true, force: true });
     },
   };
