@@ -53,6 +53,9 @@ export function immutableHeaders(json: Bmv2Json, layout: Layout): boolean {
         return p0?.type === "header" ? isPacketHeader(String(p0.value)) : true;
       case "push":
       case "pop":
+      case "assign_header_stack":
+      case "assign_union":
+      case "assign_union_stack":
         return true;
       default:
         return false;

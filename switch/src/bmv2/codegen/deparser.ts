@@ -7,6 +7,7 @@ export function genDeparser(g: Emitter): void {
   const hs = d.order.map((name) => g.layout.header(name, `deparser '${d.name}'`));
   const maxHeaders = g.layout.headers.length;
   g.emit(`const EXTRACTED = new Int32Array(${Math.max(1, maxHeaders * 4)}); let nExtracted = 0;`);
+  g.emit(`const HOFF = new Int32Array(${Math.max(1, maxHeaders)});`);
   g.emit(`const ORDER = [${hs.map((h) => h.id).join(", ")}];`);
   // A program that never writes a header field, never changes a header's
   // validity and has no checksum to update gives back the bytes it parsed,
@@ -25,6 +26,11 @@ export function genDeparser(g: Emitter): void {
   for (const h of hs) g.emit(`  if (V[${h.id}] === 1) size += ${h.bytes};`);
   g.emit(`  const out = Buffer.allocUnsafe(size); out.fill(0, 0, size - payload.length); let off = 0;`);
   for (const h of hs) {
+    if (g.immutable) {
+      // Headers are as they were parsed (only the fields someone reads were extracted): their bytes from the packet.
+      g.emit(`  if (V[${h.id}] === 1) { out.set(buf.subarray(HOFF[${h.id}], HOFF[${h.id}] + ${h.bytes}), off); off += ${h.bytes}; }`);
+      continue;
+    }
     const w: string[] = [];
     for (const f of h.fields) {
       const byte = f.bitOffset >> 3;

@@ -24,7 +24,7 @@ export function generateSource(program: CodegenInput): string {
   const json = program.json;
   const g = new Emitter(program, referencedFields(json, program.layout), immutableHeaders(json, program.layout));
   g.emit(`"use strict";`);
-  g.emit(`const { mod2k, mulmod, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
+  g.emit(`const { mod2k, mulmod, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, oob, HASH } = H;`);
   g.emit(`const N = S.N, B = S.B, V = S.V;`);
   g.emit(`const SN = new Int32Array(${Math.max(1, g.layout.stacks.length)}); // next index of each header stack`);
   g.emit(`const T = X.tables, R = X.registers, C = X.counters;`);

@@ -34,7 +34,7 @@ export function genParser(g: Emitter): void {
               g.emit(`    case ${k}:`);
               g.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
               for (const f of h.fields) if (needed(g, f)) g.emit(`      ${readField(g, f, "off")}`);
-              g.emit(`      V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
+              g.emit(`      V[${h.id}] = 1;${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
             });
             g.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
             g.emit(`    }`);
@@ -45,7 +45,7 @@ export function genParser(g: Emitter): void {
           const h = g.layout.header(String(p0.value), where);
           g.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
           for (const f of h.fields) if (needed(g, f)) g.emit(`    ${readField(g, f, "off")}`);
-          g.emit(`    V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
+          g.emit(`    V[${h.id}] = 1;${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
           break;
         }
         case "set": {
@@ -73,7 +73,8 @@ export function genParser(g: Emitter): void {
         case "shift": {
           const amount = g.value(op.parameters[0]!, s);
           const bytesExpr = op.op === "shift" ? toNum(amount) : `(${toNum(amount)} / 8)`;
-          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; }`);
+          // Skipped bytes are not emitted again: the packet no longer leaves as it came.
+          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; EXTRACTED[nExtracted++] = -1; }`);
           break;
         }
         case "primitive": {
@@ -139,6 +140,11 @@ export function genParser(g: Emitter): void {
   g.emit(`  default: return off;`);
   g.emit(`  } }`);
   g.emit(`}`);
+}
+
+/** Where a header was extracted, when its fields are not all read: the deparser copies its bytes from there. */
+function hoff(g: Emitter, id: number): string {
+  return g.immutable ? ` HOFF[${id}] = off;` : "";
 }
 
 function needed(g: Emitter, f: FieldInfo): boolean {
