@@ -59,13 +59,14 @@ const EXTRA_FLAGS: Record<string, string[]> = {
 /** Compiles `name` as run-bmv2-test.py does (`p4c-bm2-ss -o JSON FILE`), or reads the cached JSON. */
 function compile(name: string): Promise<{ json: string } | { error: string }> {
   const src = join(samples, `${name}.p4`);
-  const hash = createHash("sha256").update(readFileSync(src)).digest("hex").slice(0, 16);
+  const flags = EXTRA_FLAGS[name] ?? [];
+  const hash = createHash("sha256").update(readFileSync(src)).update(flags.join(" ")).digest("hex").slice(0, 16);
   const out = join(cacheDir, `${name}-${hash}.json`);
   const failed = `${out}.error`;
   if (existsSync(out)) return Promise.resolve({ json: out });
   if (existsSync(failed)) return Promise.resolve({ error: readFileSync(failed, "utf8") });
   return new Promise((resolve) => {
-    const child = spawn("nice", ["-n", "10", opts.p4c!, "-o", out, src], { cwd: samples, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("nice", ["-n", "10", opts.p4c!, "-o", out, ...flags, src], { cwd: samples, stdio: ["ignore", "pipe", "pipe"] });
     let text = "";
     child.stdout.on("data", (d: Buffer) => (text += d.toString()));
     child.stderr.on("data", (d: Buffer) => (text += d.toString()));

@@ -24,6 +24,23 @@ export interface HeaderInfo {
   fields: FieldInfo[];
   /** bytes on the wire (0 for metadata) */
   bytes: number;
+  /** the header union it belongs to: one member valid at a time */
+  union?: UnionInfo;
+}
+
+export interface UnionInfo {
+  id: number;
+  name: string;
+  /** members in the union type's order */
+  headers: HeaderInfo[];
+  memberNames: string[];
+}
+
+export interface UnionStackInfo {
+  name: string;
+  /** its next-index counter in SN, after those of the header stacks */
+  slot: number;
+  unions: UnionInfo[];
 }
 
 export interface StackInfo {
@@ -35,6 +52,10 @@ export interface StackInfo {
 export class Layout {
   readonly headers: HeaderInfo[] = [];
   readonly stacks: StackInfo[] = [];
+  readonly unions: UnionInfo[] = [];
+  readonly unionStacks: UnionStackInfo[] = [];
+  private readonly unionByName = new Map<string, UnionInfo>();
+  private readonly unionStackByName = new Map<string, UnionStackInfo>();
   private readonly stackByName = new Map<string, StackInfo>();
   private readonly byName = new Map<string, HeaderInfo>();
   private readonly aliases = new Map<string, [string, string]>();
@@ -42,7 +63,6 @@ export class Layout {
   bigSlots = 0;
 
   constructor(json: Bmv2Json) {
-    if ((json.header_unions ?? []).length) throw new UnsupportedProgramError("header unions are not supported yet");
     const types = new Map(json.header_types.map((t) => [t.name, t]));
     for (const h of json.headers) {
       const t = types.get(h.header_type);
@@ -75,6 +95,42 @@ export class Layout {
       this.stacks.push(st);
       this.stackByName.set(raw.name, st);
     }
+    const unionTypes = new Map(((json.header_union_types ?? []) as Array<{ name: string; headers: Array<[string, string]> }>).map((t) => [t.name, t]));
+    for (const raw of (json.header_unions ?? []) as Array<{ name: string; id: number; union_type: string; header_ids: number[] }>) {
+      const t = unionTypes.get(raw.union_type);
+      if (!t) throw new InvalidProgramError(`header union '${raw.name}' has unknown type '${raw.union_type}'`);
+      const headers = raw.header_ids.map((id) => {
+        const h = json.headers.find((x) => x.id === id);
+        if (!h) throw new InvalidProgramError(`header union '${raw.name}' names header id ${id}, which does not exist`);
+        return this.byName.get(h.name)!;
+      });
+      const u: UnionInfo = { id: raw.id, name: raw.name, headers, memberNames: t.headers.map(([n]) => n) };
+      for (const h of headers) h.union = u;
+      this.unions.push(u);
+      this.unionByName.set(raw.name, u);
+    }
+    for (const raw of (json.header_union_stacks ?? []) as Array<{ name: string; header_union_ids: number[] }>) {
+      const unions = raw.header_union_ids.map((id) => {
+        const u = this.unions.find((x) => x.id === id);
+        if (!u) throw new InvalidProgramError(`header union stack '${raw.name}' names union id ${id}, which does not exist`);
+        return u;
+      });
+      const us = { name: raw.name, slot: this.stacks.length + this.unionStacks.length, unions };
+      this.unionStacks.push(us);
+      this.unionStackByName.set(raw.name, us);
+    }
+  }
+
+  union(name: string, where: string): UnionInfo {
+    const u = this.unionByName.get(name);
+    if (!u) throw new InvalidProgramError(`${where}: no header union named '${name}'`);
+    return u;
+  }
+
+  unionStack(name: string, where: string): UnionStackInfo {
+    const u = this.unionStackByName.get(name);
+    if (!u) throw new InvalidProgramError(`${where}: no header union stack named '${name}'`);
+    return u;
   }
 
   stack(name: string, where: string): StackInfo {

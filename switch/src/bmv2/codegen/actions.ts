@@ -72,9 +72,20 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
       if (d.elements.length !== src.elements.length) throw new InvalidProgramError(`${where}: stacks '${d.name}' and '${src.name}' differ in size`);
       return `SN[${d.id}] = SN[${src.id}]; ` + d.elements.map((h, i) => copyHeader(g, h, src.elements[i]!)).join(" ");
     }
+    case "assign_union": {
+      const d = unionRef(g, arg(0), where);
+      const src = unionRef(g, arg(1), where);
+      return d.headers.map((h, i) => copyHeader(g, h, src.headers[i]!)).join(" ");
+    }
+    case "assign_union_stack": {
+      const d = unionStackRef(g, arg(0), where);
+      const src = unionStackRef(g, arg(1), where);
+      if (d.unions.length !== src.unions.length) throw new InvalidProgramError(`${where}: union stacks '${d.name}' and '${src.name}' differ in size`);
+      return `SN[${d.slot}] = SN[${src.slot}]; ` + d.unions.map((u, k) => u.headers.map((h, i) => copyHeader(g, h, src.unions[k]!.headers[i]!)).join(" ")).join(" ");
+    }
     case "add_header":
     case "add_header_fast": {
-      return onHeaders(g, arg(0), s, (h) => `if (V[${h.id}] === 0) { ${setValid(g, h)} ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};`).join(" ")} }`);
+      return onHeaders(g, arg(0), s, (h) => `if (V[${h.id}] === 0) { ${g.setValid(h)} ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};`).join(" ")} }`);
     }
     case "remove_header": {
       return onHeaders(g, arg(0), s, (h) => `V[${h.id}] = 0;`);
@@ -186,10 +197,15 @@ function onHeaders(g: Emitter, tv: TypedValue, scope: ExprScope, body: (h: Heade
 /** BMv2's assign_header: an invalid source makes the destination invalid and leaves its fields. */
 function copyHeader(g: Emitter, d: HeaderInfo, src: HeaderInfo): string {
   if (d === src) return "";
-  return `if (V[${src.id}] === 1) { ${setValid(g, d)} ${d.fields.map((f, i) => `${g.slot(f)} = ${g.slot(src.fields[i]!)};`).join(" ")} } else { V[${d.id}] = 0; }`;
+  return `if (V[${src.id}] === 1) { ${g.setValid(d)} ${d.fields.map((f, i) => `${g.slot(f)} = ${g.slot(src.fields[i]!)};`).join(" ")} } else { V[${d.id}] = 0; }`;
 }
 
-/** Marks a header valid. */
-export function setValid(_g: Emitter, h: HeaderInfo): string {
-  return `V[${h.id}] = 1;`;
+function unionRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "header_union") throw new UnsupportedProgramError(`${where}: expected a header union, got '${tv.type}'`);
+  return g.layout.union(String(tv.value), where);
+}
+
+function unionStackRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "header_union_stack") throw new UnsupportedProgramError(`${where}: expected a header union stack, got '${tv.type}'`);
+  return g.layout.unionStack(String(tv.value), where);
 }

@@ -56,6 +56,12 @@ export class Emitter {
     return compileValue(tv, scope);
   }
 
+  /** Marks a header valid; in a header union, the other members become invalid (BMv2's union membership). */
+  setValid(h: HeaderInfo): string {
+    const others = h.union ? h.union.headers.filter((x) => x !== h).map((x) => ` V[${x.id}] = 0;`).join("") : "";
+    return `V[${h.id}] = 1;${others}`;
+  }
+
   /** Code that writes field `f` into `buf` at bit offset `bitOff`. */
   writeField(buf: string, bitOff: string, f: FieldInfo): string {
     return f.kind === "n" ? `writeBitsNum(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});` : `writeBitsBig(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});`;

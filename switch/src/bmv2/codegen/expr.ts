@@ -164,6 +164,12 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
       const hdr = scope.layout.header(String(r.value), scope.where);
       return { code: `(V[${hdr.id}] === 1)`, kind: "bool", bits: 1, neg: false };
     }
+    case "valid_union": {
+      const r = n.right!;
+      if (r.type !== "header_union") throw new UnsupportedProgramError(`${scope.where}: 'valid_union' on ${r.type}`);
+      const u = scope.layout.union(String(r.value), scope.where);
+      return { code: `(${u.headers.map((h) => `V[${h.id}] === 1`).join(" || ") || "false"})`, kind: "bool", bits: 1, neg: false };
+    }
     case "d2b":
       return { code: toBool(R()), kind: "bool", bits: 1, neg: false };
     case "b2d": {

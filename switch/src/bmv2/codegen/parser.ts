@@ -34,18 +34,38 @@ export function genParser(g: Emitter): void {
               g.emit(`    case ${k}:`);
               g.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
               for (const f of h.fields) if (needed(g, f)) g.emit(`      ${readField(g, f, "off")}`);
-              g.emit(`      V[${h.id}] = 1;${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
+              g.emit(`      ${g.setValid(h)}${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
             });
             g.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
             g.emit(`    }`);
             g.emit(`    SN[${st.id}]++;`);
             break;
           }
+          if (p0.type === "union_stack") {
+            // The member named of the union stack's next element.
+            const [stackName, member] = p0.value as [string, string];
+            const us = g.layout.unionStack(stackName, where);
+            const outOfBounds = g.p.errorCodes.get("StackOutOfBounds") ?? 3;
+            g.emit(`    switch (SN[${us.slot}]) {`);
+            us.unions.forEach((u, k) => {
+              const i = u.memberNames.indexOf(member);
+              const h = u.headers[i];
+              if (!h) throw new InvalidProgramError(`${where}: header union '${u.name}' has no member '${member}'`);
+              g.emit(`    case ${k}:`);
+              g.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
+              for (const f of h.fields) if (needed(g, f)) g.emit(`      ${readField(g, f, "off")}`);
+              g.emit(`      ${g.setValid(h)}${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
+            });
+            g.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
+            g.emit(`    }`);
+            g.emit(`    SN[${us.slot}]++;`);
+            break;
+          }
           if (p0.type !== "regular") throw new UnsupportedProgramError(`${where}: extract into a ${p0.type}`);
           const h = g.layout.header(String(p0.value), where);
           g.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
           for (const f of h.fields) if (needed(g, f)) g.emit(`    ${readField(g, f, "off")}`);
-          g.emit(`    V[${h.id}] = 1;${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
+          g.emit(`    ${g.setValid(h)}${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
           break;
         }
         case "set": {
