@@ -14,6 +14,8 @@ export interface FieldInfo {
   slot: number;
   /** bit offset inside the header */
   bitOffset: number;
+  /** a variable-length (varbit) field: `width` is its largest size, its length now is L[varbit] */
+  varbit?: number;
 }
 
 export interface HeaderInfo {
@@ -24,6 +26,10 @@ export interface HeaderInfo {
   fields: FieldInfo[];
   /** bytes on the wire (0 for metadata) */
   bytes: number;
+  /** its variable-length field, last in the header; `bytes` counts the fixed part */
+  varbit?: FieldInfo;
+  /** bytes of the whole header at most (varbit headers) */
+  maxBytes?: number;
   /** the header union it belongs to: one member valid at a time */
   union?: UnionInfo;
 }
@@ -61,6 +67,8 @@ export class Layout {
   private readonly aliases = new Map<string, [string, string]>();
   numSlots = 0;
   bigSlots = 0;
+  /** varbit fields: their lengths live in L[0 .. varbitSlots - 1] */
+  varbitSlots = 0;
 
   constructor(json: Bmv2Json) {
     const types = new Map(json.header_types.map((t) => [t.name, t]));
@@ -69,14 +77,25 @@ export class Layout {
       if (!t) throw new InvalidProgramError(`header '${h.name}' has unknown type '${h.header_type}'`);
       const info: HeaderInfo = { id: this.headers.length, name: h.name, typeName: t.name, metadata: h.metadata, fields: [], bytes: 0 };
       let off = 0;
-      for (const [name, width, signed] of t.fields) {
-        if (width === "*") throw new UnsupportedProgramError(`variable-length field ${h.name}.${name} is not supported yet`);
+      t.fields.forEach(([name, width, signed], i) => {
+        if (width === "*") {
+          const where = `variable-length field ${h.name}.${name}`;
+          if (i !== t.fields.length - 1) throw new UnsupportedProgramError(`${where}: a varbit field that is not the last of its header is not supported`);
+          if (t.max_length === undefined) throw new InvalidProgramError(`${where}: header type '${t.name}' has no max_length`);
+          const max = t.max_length * 8 - off;
+          if (max < 0) throw new InvalidProgramError(`${where}: max_length ${t.max_length} is shorter than the fixed fields`);
+          const f: FieldInfo = { header: info, name, width: max, signed: false, kind: "b", slot: this.bigSlots++, bitOffset: off, varbit: this.varbitSlots++ };
+          info.fields.push(f);
+          info.varbit = f;
+          info.maxBytes = t.max_length;
+          return;
+        }
         const isSigned = signed === true;
         const kind = width <= NUM_BITS && !isSigned ? "n" : "b";
         const slot = kind === "n" ? this.numSlots++ : this.bigSlots++;
         info.fields.push({ header: info, name, width, signed: isSigned, kind, slot, bitOffset: off });
         off += width;
-      }
+      });
       if (!h.metadata) {
         if (off % 8 !== 0) throw new InvalidProgramError(`header '${h.name}' is ${off} bits, not a whole number of bytes`);
         info.bytes = off / 8;

@@ -61,7 +61,14 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
         return `{ const v = ${v.code}; switch (${t.index}) { ${cases} default: oob(${JSON.stringify(t.stack.name)}, ${t.index}); } }`;
       }
       const f = g.fieldRef(dst, where);
+      if (f.varbit !== undefined) throw new UnsupportedProgramError(`${where}: '${prim.op}' to the varbit field ${f.header.name}.${f.name} (expected assign_VL)`);
       return storeCode(g.slot(f), f.kind, f.width, f.signed, g.value(arg(1), s));
+    }
+    case "assign_VL": {
+      const d = g.fieldRef(arg(0), where);
+      const src = g.fieldRef(arg(1), where);
+      if (d.varbit === undefined || src.varbit === undefined) throw new UnsupportedProgramError(`${where}: assign_VL between fields that are not both varbit`);
+      return `if (L[${src.varbit}] > ${d.width}) throw new Error(${JSON.stringify(`${where}: value longer than ${d.header.name}.${d.name} holds`)}); ${g.slot(d)} = ${g.slot(src)}; L[${d.varbit}] = L[${src.varbit}];`;
     }
     case "assign_header": {
       return onHeaders(g, arg(0), s, (d) => onHeaders(g, arg(1), s, (src) => copyHeader(g, d, src)));
@@ -85,7 +92,7 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
     }
     case "add_header":
     case "add_header_fast": {
-      return onHeaders(g, arg(0), s, (h) => `if (V[${h.id}] === 0) { ${g.setValid(h)} ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};`).join(" ")} }`);
+      return onHeaders(g, arg(0), s, (h) => `if (V[${h.id}] === 0) { ${g.setValid(h)} ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};${f.varbit !== undefined ? ` L[${f.varbit}] = 0;` : ""}`).join(" ")} }`);
     }
     case "remove_header": {
       return onHeaders(g, arg(0), s, (h) => `V[${h.id}] = 0;`);
@@ -197,7 +204,11 @@ function onHeaders(g: Emitter, tv: TypedValue, scope: ExprScope, body: (h: Heade
 /** BMv2's assign_header: an invalid source makes the destination invalid and leaves its fields. */
 function copyHeader(g: Emitter, d: HeaderInfo, src: HeaderInfo): string {
   if (d === src) return "";
-  return `if (V[${src.id}] === 1) { ${g.setValid(d)} ${d.fields.map((f, i) => `${g.slot(f)} = ${g.slot(src.fields[i]!)};`).join(" ")} } else { V[${d.id}] = 0; }`;
+  const copies = d.fields.map((f, i) => {
+    const from = src.fields[i]!;
+    return `${g.slot(f)} = ${g.slot(from)};${f.varbit !== undefined && from.varbit !== undefined ? ` L[${f.varbit}] = L[${from.varbit}];` : ""}`;
+  });
+  return `if (V[${src.id}] === 1) { ${g.setValid(d)} ${copies.join(" ")} } else { V[${d.id}] = 0; }`;
 }
 
 function unionRef(g: Emitter, tv: TypedValue, where: string) {

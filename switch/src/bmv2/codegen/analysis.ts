@@ -34,6 +34,8 @@ export function referencedFields(json: Bmv2Json, layout: Layout): Set<string> {
 
 /** True when no action or parser writes a packet header or its validity, and no checksum is updated. */
 export function immutableHeaders(json: Bmv2Json, layout: Layout): boolean {
+  // Varbit headers have no fixed size to copy from the packet.
+  if (layout.headers.some((h) => h.varbit && !h.metadata)) return false;
   const isPacketHeader = (name: string) => {
     const h = layout.headers.find((x) => x.name === name);
     return h !== undefined && !h.metadata;

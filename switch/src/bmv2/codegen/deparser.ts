@@ -23,7 +23,7 @@ export function genDeparser(g: Emitter): void {
   g.emit(`  if (original !== undefined && unchanged()) return original;`);
   g.emit(`  const payload = buf.subarray(parsed);`);
   g.emit(`  let size = payload.length;`);
-  for (const h of hs) g.emit(`  if (V[${h.id}] === 1) size += ${h.bytes};`);
+  for (const h of hs) g.emit(`  if (V[${h.id}] === 1) size += ${h.bytes}${h.varbit ? ` + (L[${h.varbit.varbit}] >> 3)` : ""};`);
   g.emit(`  const out = Buffer.allocUnsafe(size); out.fill(0, 0, size - payload.length); let off = 0;`);
   for (const h of hs) {
     if (g.immutable) {
@@ -33,6 +33,10 @@ export function genDeparser(g: Emitter): void {
     }
     const w: string[] = [];
     for (const f of h.fields) {
+      if (f.varbit !== undefined) {
+        w.push(g.writeField("out", `(off + ${f.bitOffset >> 3}) * 8 + ${f.bitOffset & 7}`, f));
+        continue;
+      }
       const byte = f.bitOffset >> 3;
       const shift = f.bitOffset & 7;
       if (f.kind === "n" && shift === 0 && f.width % 8 === 0 && f.width <= 48) {
@@ -41,7 +45,7 @@ export function genDeparser(g: Emitter): void {
         w.push(g.writeField("out", `(off + ${byte}) * 8 + ${shift}`, f));
       }
     }
-    g.emit(`  if (V[${h.id}] === 1) { ${w.join(" ")} off += ${h.bytes}; }`);
+    g.emit(`  if (V[${h.id}] === 1) { ${w.join(" ")} off += ${h.bytes}${h.varbit ? ` + (L[${h.varbit.varbit}] >> 3)` : ""}; }`);
   }
   g.emit(`  out.set(payload, off);`);
   g.emit(`  return out;`);

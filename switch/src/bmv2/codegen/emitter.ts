@@ -62,8 +62,14 @@ export class Emitter {
     return `V[${h.id}] = 1;${others}`;
   }
 
+  /** The bits field `f` takes now: its width, or a varbit field's length. */
+  widthOf(f: FieldInfo): string {
+    return f.varbit !== undefined ? `L[${f.varbit}]` : String(f.width);
+  }
+
   /** Code that writes field `f` into `buf` at bit offset `bitOff`. */
   writeField(buf: string, bitOff: string, f: FieldInfo): string {
+    if (f.varbit !== undefined) return `if (L[${f.varbit}] > 0) writeBitsBig(${buf}, ${bitOff}, L[${f.varbit}], ${this.slot(f)});`;
     return f.kind === "n" ? `writeBitsNum(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});` : `writeBitsBig(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});`;
   }
 }

@@ -39,7 +39,9 @@ export function generateSource(program: CodegenInput): string {
   const clearB = g.layout.bigSlots <= 16 ? unrolled("B", g.layout.bigSlots, () => "0n") : "B.fill(0n);";
   const clearV = headers <= 16 ? unrolled("V", headers, (i) => (meta.includes(i) ? "1" : "0")) : `V.fill(0); ${meta.map((i) => `V[${i}] = 1;`).join(" ")}`;
   const clearSN = stacks <= 16 ? unrolled("SN", stacks, () => "0") : "SN.fill(0);";
-  g.emit(`function reset() { N.fill(0); ${clearB} ${clearV} ${clearSN} }`);
+  g.emit(`const L = new Int32Array(${Math.max(1, g.layout.varbitSlots)}); // bits now in each varbit field`);
+  const clearL = g.layout.varbitSlots ? "L.fill(0);" : "";
+  g.emit(`function reset() { N.fill(0); ${clearB} ${clearV} ${clearSN} ${clearL} }`);
   json.calculations.forEach((c, i) => {
     g.calcIndex.set(c.name, i);
     genCalculation(g, c, i);
