@@ -8,5 +8,5 @@ export type { Bmv2Json } from "./bmv2/json.js";
 export * from "./bmv2/errors.js";
 export { TableError } from "./bmv2/table.js";
 export { parseStf, StfSyntaxError, type StfCommand } from "./stf/parse.js";
-export { runStf, runStfCommands, matchesExpectation, StfUnsupportedError, type StfResult, type ReplicationApi, type Replica } from "./stf/run.js";
-export { StfNames, StfCommandError } from "./stf/resolve.js";
+export { runStf, runStfCommands, matchesExpectation, checkExpectations, StfUnsupportedError, type StfResult, type ReplicationApi, type Replica, type ReceivedPacket } from "./stf/run.js";
+export { StfNames, StfCommandError, type ResolvedMatch } from "./stf/resolve.js";

@@ -88,7 +88,6 @@ export function runStfCommands(sw: SoftwareSwitch, compiled: CompiledProgram, co
   const onError = (e: string) => errors.push(e);
   sw.on("packet", onPacket);
   sw.on("error", onError);
-  const expected = new Map<number, Array<{ data: string | undefined; line: number }>>();
   const failures: string[] = [];
   const entryIds = new Map<string, { table: MatchTable; match: KeyMatch[]; priority: number }>();
   const mc = new Multicast(sw);
@@ -126,12 +125,7 @@ export function runStfCommands(sw: SoftwareSwitch, compiled: CompiledProgram, co
             clock += 1_000n;
             sw.process({ port: c.port, data: Buffer.from(c.data, "hex"), unixNs: clock });
             break;
-          case "expect": {
-            const list = expected.get(c.port) ?? [];
-            list.push({ data: c.data, line: c.line });
-            expected.set(c.port, list);
-            break;
-          }
+          case "expect":
           case "wait":
             break;
           case "check_counter":
@@ -185,7 +179,7 @@ export function runStfCommands(sw: SoftwareSwitch, compiled: CompiledProgram, co
     sw.off("packet", onPacket);
     sw.off("error", onError);
   }
-  compare(expected, received, observed, failures);
+  failures.push(...checkExpectations(commands, received));
   return { passed: failures.length === 0 && errors.length === 0, failures, packetsIn: input + 1, received, unobserved, errors };
 }
 
@@ -276,12 +270,23 @@ class Multicast {
   }
 }
 
-function compare(
-  expected: Map<number, Array<{ data: string | undefined; line: number }>>,
-  received: readonly ReceivedPacket[],
-  observed: ReadonlySet<number>,
-  failures: string[],
-): void {
+/**
+ * What of the test's `expect`s the received packets fail, one line each:
+ * on every port the test names, the count and each packet in order (copies
+ * of one input packet, same `input`, in any order).
+ */
+export function checkExpectations(commands: readonly StfCommand[], received: readonly ReceivedPacket[]): string[] {
+  const failures: string[] = [];
+  const observed = new Set<number>();
+  const expected = new Map<number, Array<{ data: string | undefined; line: number }>>();
+  for (const c of commands) {
+    if (c.kind === "packet") observed.add(c.port);
+    if (c.kind !== "expect") continue;
+    observed.add(c.port);
+    const list = expected.get(c.port) ?? [];
+    list.push({ data: c.data, line: c.line });
+    expected.set(c.port, list);
+  }
   for (const port of [...observed].sort((a, b) => a - b)) {
     const exp = expected.get(port) ?? [];
     const got = received.filter((r) => r.port === port);
@@ -304,4 +309,5 @@ function compare(
       }
     }
   }
+  return failures;
 }
