@@ -10,7 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { checkExpectations, parseStf, StfNames, type Bmv2Json, type ReceivedPacket, type ResolvedMatch, type StfCommand } from "@rdma-telemetry/switch";
 import { encodePcap } from "@rdma-telemetry/traffic";
 import { freePort, waitForPort } from "./net.js";
@@ -101,7 +101,7 @@ export async function runStfOnBmv2(jsonFile: string, stfText: string, timeoutMs 
     const thriftPort = await freePort();
     let exited: string | undefined;
     let log = "";
-    proc = spawn(sw, ["--log-file", "switch.log", "--log-flush", "--use-files", "0", "--thrift-port", String(thriftPort), "--device-id", "0", ...ports.flatMap((p) => ["-i", `${p}@pcap${p}`]), jsonFile], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    proc = spawn(sw, ["--log-file", "switch.log", "--log-flush", "--use-files", "0", "--thrift-port", String(thriftPort), "--device-id", String(thriftPort), "--notifications-addr", `ipc://${join(dir, "notifications.ipc")}`, ...ports.flatMap((p) => ["-i", `${p}@pcap${p}`]), resolve(jsonFile)], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
     proc.stdout!.on("data", (d: Buffer) => (log += d.toString()));
     proc.stderr!.on("data", (d: Buffer) => (log += d.toString()));
     proc.on("exit", (code, signal) => (exited = `simple_switch exited (${signal ?? code}): ${log.trim().split("\n").slice(-3).join(" / ")}`));
