@@ -21,7 +21,8 @@ function ops(json: Bmv2Json): Set<string> {
 
 describe("STF tests on the software switch", () => {
   test("every feature has its test program", () => {
-    expect(tests).toEqual(["action_conditional", "advance", "header_union", "stack_copy", "stack_index", "varbit"]);
+    expect(tests).toEqual(["action_conditional", "advance", "checksum_payload", "header_union", "stack_copy", "stack_index", "varbit"]);
+    expect(load("checksum_payload").calculations.flatMap((c) => c.input.map((i) => i.type))).toContain("payload");
     expect(ops(load("action_conditional"))).toContain("_jump_if_zero");
     expect(ops(load("advance"))).toContain("advance");
     expect(load("header_union").header_union_stacks).toHaveLength(1);
