@@ -1,6 +1,8 @@
 // Where every header and field of a program lives at run time: fields up to
 // 52 bits in a Float64Array (N), wider or signed ones in a bigint array (B),
-// header validity in a Uint8Array (V).
+// header validity in a Uint8Array (V); a varbit field's value in B and its
+// length now in the generated code's L. Header stacks, header unions (one
+// member valid at a time) and stacks of unions group headers.
 import { NUM_BITS } from "./bits.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json } from "./json.js";

@@ -69,6 +69,7 @@ export function genParser(g: Emitter): void {
         }
         case "set": {
           const f = g.fieldRef(op.parameters[0]!, where);
+          if (f.varbit !== undefined) throw new UnsupportedProgramError(`${where}: 'set' of the varbit field ${f.header.name}.${f.name}`);
           const src = op.parameters[1]!;
           if (src.type === "lookahead") {
             const [bitOff, width] = src.value as [number, number];
