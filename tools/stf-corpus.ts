@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   const count = (k: Outcome["kind"]) => results.filter((r) => r.ours.kind === k).length;
   console.log("");
   console.log(`p4c STF corpus (${basename(opts["p4c-src"]!)} testdata/p4_16_samples, v1model *-bmv2.p4 with an .stf): ${results.length} tests`);
-  console.log(`software switch: ${count("pass")} pass, ${count("refused")} refused at load, ${count("wrong-output")} wrong output, ${count("error")} runner errors, ${count("not-compiled")} not compiled by p4c`);
+  console.log(`software switch: ${count("pass")} pass, ${count("refused")} refused by name (at load, or at a command needing what the switch lacks), ${count("wrong-output")} wrong output, ${count("error")} runner errors, ${count("not-compiled")} not compiled by p4c`);
   if (opts.bmv2 && !bmv2Why) {
     const bm = results.filter((r) => r.bmv2 !== undefined);
     console.log(`BMv2 simple_switch: ${bm.filter((r) => r.bmv2 === "pass").length} pass, ${bm.filter((r) => r.bmv2 !== "pass").length} fail (of ${bm.length} compiled)`);
