@@ -5,9 +5,6 @@ import type { Emitter } from "./emitter.js";
 export function genDeparser(g: Emitter): void {
   const d = g.p.json.deparsers[0]!;
   const hs = d.order.map((name) => g.layout.header(name, `deparser '${d.name}'`));
-  const maxHeaders = g.layout.headers.length;
-  g.emit(`const EXTRACTED = new Int32Array(${Math.max(1, maxHeaders * 4)}); let nExtracted = 0;`);
-  g.emit(`const HOFF = new Int32Array(${Math.max(1, maxHeaders)});`);
   g.emit(`const ORDER = [${hs.map((h) => h.id).join(", ")}];`);
   // A program that never writes a header field, never changes a header's
   // validity and has no checksum to update gives back the bytes it parsed,
