@@ -21,7 +21,7 @@ function ops(json: Bmv2Json): Set<string> {
 
 describe("STF tests on the software switch", () => {
   test("every feature has its test program", () => {
-    expect(tests).toEqual(["action_conditional", "advance", "checksum_payload", "header_union", "stack_copy", "stack_index", "varbit"]);
+    expect(tests).toEqual(["action_conditional", "advance", "checksum_payload", "counters", "header_union", "stack_copy", "stack_index", "varbit"]);
     expect(load("checksum_payload").calculations.flatMap((c) => c.input.map((i) => i.type))).toContain("payload");
     expect(ops(load("action_conditional"))).toContain("_jump_if_zero");
     expect(ops(load("advance"))).toContain("advance");
@@ -38,7 +38,7 @@ describe("STF tests on the software switch", () => {
       expect(r.errors).toEqual([]);
       expect(r.failures).toEqual([]);
       expect(r.passed).toBe(true);
-      expect(r.received.length).toBe(r.packetsIn);
+      expect(r.received.length).toBe(stf(name).split("\n").filter((l) => l.startsWith("expect ")).length);
     });
   }
 
@@ -48,6 +48,13 @@ describe("STF tests on the software switch", () => {
     expect(r.passed).toBe(false);
     expect(r.failures).toEqual([expect.stringMatching(/^port 1, packet 0 \(expect at line 4\): expected 10AAABCDCCABCEEEFF\$, got 10AAABCDCCABCDEEFF$/)]);
   });
+});
+
+test("a counter that does not hold what check_counter says fails the test", () => {
+  const text = stf("counters").replace("check_counter per_index(2) packets == 2", "check_counter per_index(2) packets == 3").replace("check_counter per_entry(A) packets == 2", "check_counter per_entry(A) packets < 2");
+  const r = runStf(new CompiledProgram(load("counters")), text);
+  expect(r.passed).toBe(false);
+  expect(r.failures).toEqual(["line 9: counter per_index(2) packets is 2, expected == 3", "line 14: counter per_entry(A) packets is 2, expected < 2"]);
 });
 
 const bmv2SkipReason = bmv2StfUnavailable();
