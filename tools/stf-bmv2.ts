@@ -124,6 +124,8 @@ export async function runStfOnBmv2(jsonFile: string, stfText: string, timeoutMs 
       fifos.set(p, fh);
     }
     await waitForPort(thriftPort, Math.max(1000, deadline - Date.now()), () => exited);
+    const startNs = BigInt(Date.now()) * 1_000_000n;
+    let sent = 0;
     let batch: string[] = [];
     const flush = async () => {
       if (!batch.length) return;
@@ -134,7 +136,8 @@ export async function runStfOnBmv2(jsonFile: string, stfText: string, timeoutMs 
     for (const c of commands) {
       if (c.kind === "packet") {
         await flush();
-        const ns = BigInt(Date.now()) * 1_000_000n;
+        // Strictly increasing timestamps, 1 ms apart: simple_switch merges its input captures by timestamp.
+        const ns = startNs + BigInt(sent++) * 1_000_000n;
         const rec = encodePcap([{ timestampNs: ns, data: Buffer.from(c.data, "hex") }]).subarray(24);
         await fifos.get(c.port)!.write(rec);
         continue;
