@@ -16,8 +16,20 @@ export function genDeparser(g: Emitter): void {
   g.emit(`  for (let i = 0; i < ORDER.length; i++) { const h = ORDER[i]; if (V[h] === 1) { if (k >= nExtracted || EXTRACTED[k] !== h) return false; k++; } }`);
   g.emit(`  return k === nExtracted;`);
   g.emit(`}`);
+  if (g.immutable) {
+    // Where the parser found each header, from the order it extracted them:
+    // the program writes no header, so the deparser copies their bytes.
+    g.emit(`const HSIZE = [${g.layout.headers.map((h) => h.bytes).join(", ")}];`);
+    g.emit(`const HOFF = new Int32Array(${Math.max(1, g.layout.headers.length)});`);
+    g.emit(`function headerOffsets() {`);
+    g.emit(`  if (nExtracted > EXTRACTED.length) throw new Error("the parser extracted more headers than the deparser can follow");`);
+    g.emit(`  let o = 0;`);
+    g.emit(`  for (let k = 0; k < nExtracted; k++) { const e = EXTRACTED[k]; if (e >= 0) { HOFF[e] = o; o += HSIZE[e]; } else o += -1 - e; }`);
+    g.emit(`}`);
+  }
   g.emit(`function deparse(buf, parsed, original) {`);
   g.emit(`  if (original !== undefined && unchanged()) return original;`);
+  if (g.immutable) g.emit(`  headerOffsets();`);
   g.emit(`  const payload = buf.subarray(parsed);`);
   g.emit(`  let size = payload.length;`);
   for (const h of hs) g.emit(`  if (V[${h.id}] === 1) size += ${h.bytes}${h.varbit ? ` + (L[${h.varbit.varbit}] >> 3)` : ""};`);

@@ -30,11 +30,11 @@ export function generateSource(program: CodegenInput): string {
   g.emit(`const SN = new Int32Array(${stacks}); // next index of each header stack, then of each header union stack`);
   g.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
   g.emit(`const TMP = new Uint8Array(256);`);
-  // The headers the parser extracted, in order, and where it found each (the
-  // deparser reads them when the program writes no header). Declared before
-  // the functions that use them: no temporal-dead-zone checks in the parser.
-  g.emit(`const EXTRACTED = new Int32Array(${Math.max(1, g.layout.headers.length * 4)}); let nExtracted = 0;`);
-  g.emit(`const HOFF = new Int32Array(${Math.max(1, g.layout.headers.length)});`);
+  // The headers the parser extracted, in order (and the bytes it skipped), for
+  // the deparser; declared before the functions that use them, so the parser
+  // pays no temporal-dead-zone checks. Every entry takes a byte of the packet
+  // or more: a jumbo frame's worth is room enough (more fails the packet).
+  g.emit(`const EXTRACTED = new Int32Array(${Math.max(16384, g.layout.headers.length * 4)}); let nExtracted = 0;`);
   for (const algo of Object.keys(HASH_ALGORITHMS)) g.emit(`const HASH_${algo} = HASH[${JSON.stringify(algo)}];`);
   // Metadata headers are always valid.
   const meta = g.layout.headers.filter((h) => h.metadata).map((h) => h.id);

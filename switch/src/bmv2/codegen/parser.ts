@@ -93,8 +93,9 @@ export function genParser(g: Emitter): void {
         case "shift": {
           const amount = g.value(op.parameters[0]!, s);
           const bytesExpr = op.op === "shift" ? toNum(amount) : `(${toNum(amount)} / 8)`;
-          // Skipped bytes are not emitted again: the packet no longer leaves as it came.
-          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; EXTRACTED[nExtracted++] = -1; }`);
+          // Skipped bytes are not emitted again: the packet no longer leaves as it came. The
+          // entry (-1 - bytes) lets the deparser find the headers after them (deparser.ts).
+          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; EXTRACTED[nExtracted++] = -1 - n; }`);
           break;
         }
         case "primitive": {
@@ -170,7 +171,7 @@ function extractHeader(g: Emitter, h: HeaderInfo, ind: string, vlen: CExpr | und
     if (h.varbit) throw new UnsupportedProgramError(`${where}: extract of '${h.name}', which has a varbit field, without a length`);
     g.emit(`${ind}if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
     for (const f of fixed) g.emit(`${ind}${readField(g, f, "off")}`);
-    g.emit(`${ind}${g.setValid(h)}${hoff(g, h.id)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
+    g.emit(`${ind}${g.setValid(h)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
     return;
   }
   const vf = h.varbit;
@@ -184,12 +185,7 @@ function extractHeader(g: Emitter, h: HeaderInfo, ind: string, vlen: CExpr | und
   g.emit(`${ind}  if (n > ${h.maxBytes}) { ctx.parserError = ${headerTooShort}; return off; }`);
   for (const f of fixed) g.emit(`${ind}  ${readField(g, f, "off")}`);
   g.emit(`${ind}  ${g.slot(vf)} = nb > 0 ? readBitsBig(buf, (off + ${vf.bitOffset >> 3}) * 8 + ${vf.bitOffset & 7}, nb) : 0n; L[${vf.varbit}] = nb;`);
-  g.emit(`${ind}  ${g.setValid(h)}${hoff(g, h.id)} off += n; EXTRACTED[nExtracted++] = ${h.id}; }`);
-}
-
-/** Where a header was extracted, when its fields are not all read: the deparser copies its bytes from there. */
-function hoff(g: Emitter, id: number): string {
-  return g.immutable ? ` HOFF[${id}] = off;` : "";
+  g.emit(`${ind}  ${g.setValid(h)} off += n; EXTRACTED[nExtracted++] = ${h.id}; }`);
 }
 
 function needed(g: Emitter, f: FieldInfo): boolean {
