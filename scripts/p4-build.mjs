@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Compiles p4/ with p4c (BMv2 backend) into p4/build/ and with p4c-barefoot
-// (Tofino, TNA) into p4/build/tna/, writes the manifests (source hash,
+// (Tofino, TNA) into p4/build/tna/, the software switch's STF test programs
+// (test/stf/*.p4) into test/stf/build/, writes the manifests (source hash,
 // compiler version, output hashes) and regenerates the P4Info names.
 //
 //   node scripts/p4-build.mjs          compile both (needs p4c-bm2-ss and
@@ -21,6 +22,7 @@ import { join, relative } from "node:path";
 import { generateNames, NAMES_FILE } from "./gen-p4-names.mjs";
 import { manifestProblems } from "./p4-manifest.mjs";
 import { buildTna, checkTnaManifest, recompileTnaAndCompare } from "./p4-build-tna.mjs";
+import { buildStf, checkStfManifest, recompileStfAndCompare } from "./p4-build-stf.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const P4_DIR = "p4";
@@ -124,6 +126,7 @@ function build() {
   };
   writeFileSync(join(root, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
   generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE));
+  buildStf(p4c);
   console.log(`p4:build: compiled ${MAIN} with p4c ${manifest.p4c.version}; wrote ${BUILD}/ and ${NAMES_FILE}`);
 }
 
@@ -135,7 +138,7 @@ export function checkManifest(base = root) {
   const now = Object.fromEntries(p4Sources(join(base, P4_DIR), base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
   const problems = manifestProblems(manifest, now, base, BUILD, (_name, data) => sha256(data));
   // A shared source changed is one problem, however many builds use it.
-  return [...new Set([...problems, ...checkTnaManifest(base)])];
+  return [...new Set([...problems, ...checkTnaManifest(base), ...checkStfManifest(base)])];
 }
 
 function check() {
@@ -160,6 +163,11 @@ function check() {
       console.log(differ.length
         ? `p4:check: sources match the manifest; p4c ${version} differs from the manifest's ${manifest.p4c.version}, so its outputs were not compared`
         : `p4:check: sources match the manifest and recompiling with p4c ${version} gives identical outputs`);
+      const stfProblem = recompileStfAndCompare(p4c);
+      if (stfProblem) {
+        console.error(`p4:check: ${stfProblem}`);
+        process.exit(1);
+      }
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

@@ -7,3 +7,6 @@ export { Pipeline } from "./bmv2/pipeline.js";
 export type { Bmv2Json } from "./bmv2/json.js";
 export * from "./bmv2/errors.js";
 export { TableError } from "./bmv2/table.js";
+export { parseStf, StfSyntaxError, type StfCommand } from "./stf/parse.js";
+export { runStf, runStfCommands, matchesExpectation, checkExpectations, StfUnsupportedError, type StfResult, type ReplicationApi, type Replica, type ReceivedPacket } from "./stf/run.js";
+export { StfNames, StfCommandError, type ResolvedMatch } from "./stf/resolve.js";

@@ -177,6 +177,7 @@ describe("manifest check", () => {
   const tmp = mkdtempSync(join(tmpdir(), "manifest-"));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
   cpSync(join(root, "p4"), join(tmp, "p4"), { recursive: true });
+  cpSync(join(root, "test/stf"), join(tmp, "test/stf"), { recursive: true });
 
   test("passes on the committed sources and outputs", () => {
     expect(checkManifest(tmp)).toEqual([]);
@@ -185,6 +186,17 @@ describe("manifest check", () => {
   test("fails, naming the file, when a P4 source changes without a recompile", () => {
     appendFileSync(join(tmp, "p4/include/control/stats.p4"), "\n// changed\n");
     expect(checkManifest(tmp)).toEqual(["p4/include/control/stats.p4 changed since the last compile"]);
+  });
+
+  test("fails, naming the file, when an STF test program changes without a recompile", () => {
+    appendFileSync(join(tmp, "test/stf/varbit.p4"), "\n// changed\n");
+    expect(checkManifest(tmp)).toContain("test/stf/varbit.p4 changed since the last compile");
+  });
+
+  test("fails when an STF test program's compiled JSON is edited by hand", () => {
+    const f = join(tmp, "test/stf/build/advance.json");
+    writeFileSync(f, readFileSync(f, "utf8") + " ");
+    expect(checkManifest(tmp)).toContain("test/stf/build/advance.json does not match the manifest (edited by hand?)");
   });
 
   test("fails when a compiled output is edited by hand", () => {

@@ -19,6 +19,8 @@ export interface HeaderType {
   name: string;
   id: number;
   fields: Array<[string, number | "*", boolean?]>;
+  /** bytes of the header at most, when it has a variable-length field */
+  max_length?: number;
 }
 
 export interface HeaderInstance {

@@ -2,16 +2,38 @@
 // Primitives also appear in parser states (parser.ts).
 import * as bits from "../bits.js";
 import { InvalidProgramError, UnsupportedProgramError } from "../errors.js";
-import type { Action, Primitive, TypedValue } from "../json.js";
+import type { Action, ExpressionNode, Primitive, TypedValue } from "../json.js";
 import type { HeaderInfo } from "../layout.js";
 import { DROP_PORT } from "../state.js";
 import type { Emitter } from "./emitter.js";
-import { storeCode, toBool, toNum, type CExpr, type ExprScope } from "./expr.js";
+import { stackElementAt, stackFieldAt, storeCode, toBool, toNum, type CExpr, type ExprScope } from "./expr.js";
 
 export function genAction(g: Emitter, a: Action): void {
   const scope: ExprScope = { layout: g.layout, runtimeData: a.runtime_data.map((r) => r.bitwidth), where: `action '${a.name}'` };
   g.emit(`function act_${a.id}(D, ctx) {`);
-  for (const prim of a.primitives) g.emit("  " + primitive(g, prim, scope));
+  if (a.primitives.some((p) => p.op === "_jump" || p.op === "_jump_if_zero")) {
+    // Conditionals inside the action: p4c writes them as jumps to a primitive's index.
+    const target = (tv: TypedValue | undefined, where: string) => {
+      const n = tv?.type === "hexstr" ? Number(bits.parseHexstr(String(tv.value))) : NaN;
+      if (!Number.isInteger(n) || n < 0 || n > a.primitives.length) throw new InvalidProgramError(`${where}: jump target is not a primitive index`);
+      return n;
+    };
+    g.emit(`  let pc = 0;`);
+    g.emit(`  for (;;) { switch (pc) {`);
+    a.primitives.forEach((prim, i) => {
+      const where = `${scope.where}, primitive ${i} '${prim.op}'`;
+      g.emit(`  case ${i}:`);
+      if (prim.op === "_jump") g.emit(`    pc = ${target(prim.parameters[0], where)}; continue;`);
+      else if (prim.op === "_jump_if_zero") {
+        const c = g.value(prim.parameters[0]!, { ...scope, where });
+        g.emit(`    if (${c.kind === "bool" ? `!${c.code}` : `${toNum(c)} === 0`}) { pc = ${target(prim.parameters[1], where)}; continue; }`);
+      } else g.emit("    " + primitive(g, prim, scope));
+    });
+    g.emit(`  default: return;`);
+    g.emit(`  } }`);
+  } else {
+    for (const prim of a.primitives) g.emit("  " + primitive(g, prim, scope));
+  }
   g.emit(`}`);
 }
 
@@ -27,22 +49,53 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
   switch (prim.op) {
     case "assign":
     case "modify_field": {
-      const f = g.fieldRef(arg(0), where);
+      const dst = arg(0);
+      if (dst.type === "expression") {
+        // A field of a stack element chosen at run time.
+        const node = (dst.value as { type?: string; value?: unknown; op?: string });
+        const inner = (node.type === "expression" ? node.value : node) as ExpressionNode;
+        if (inner.op !== "access_field") throw new UnsupportedProgramError(`${where}: assignment to a '${inner.op}' expression`);
+        const t = stackFieldAt(inner, s);
+        const v = g.value(arg(1), s);
+        const cases = t.fields.map((f, k) => `case ${k}: ${storeCode(g.slot(f), f.kind, f.width, f.signed, { code: "v", kind: v.kind, bits: v.bits, neg: v.neg })} break;`).join(" ");
+        return `{ const v = ${v.code}; switch (${t.index}) { ${cases} default: oob(${JSON.stringify(t.stack.name)}, ${t.index}); } }`;
+      }
+      const f = g.fieldRef(dst, where);
+      if (f.varbit !== undefined) throw new UnsupportedProgramError(`${where}: '${prim.op}' to the varbit field ${f.header.name}.${f.name} (expected assign_VL)`);
       return storeCode(g.slot(f), f.kind, f.width, f.signed, g.value(arg(1), s));
     }
+    case "assign_VL": {
+      const d = g.fieldRef(arg(0), where);
+      const src = g.fieldRef(arg(1), where);
+      if (d.varbit === undefined || src.varbit === undefined) throw new UnsupportedProgramError(`${where}: assign_VL between fields that are not both varbit`);
+      return `if (L[${src.varbit}] > ${d.width}) throw new Error(${JSON.stringify(`${where}: value longer than ${d.header.name}.${d.name} holds`)}); ${g.slot(d)} = ${g.slot(src)}; L[${d.varbit}] = L[${src.varbit}];`;
+    }
     case "assign_header": {
-      const d = g.headerRef(arg(0), where);
-      const src = g.headerRef(arg(1), where);
-      return `V[${d.id}] = V[${src.id}]; ` + d.fields.map((f, i) => `${g.slot(f)} = ${g.slot(src.fields[i]!)};`).join(" ");
+      return onHeaders(g, arg(0), s, (d) => onHeaders(g, arg(1), s, (src) => copyHeader(g, d, src)));
+    }
+    case "assign_header_stack": {
+      const d = stackRef(g, arg(0), where);
+      const src = stackRef(g, arg(1), where);
+      if (d.elements.length !== src.elements.length) throw new InvalidProgramError(`${where}: stacks '${d.name}' and '${src.name}' differ in size`);
+      return `SN[${d.id}] = SN[${src.id}]; ` + d.elements.map((h, i) => copyHeader(g, h, src.elements[i]!)).join(" ");
+    }
+    case "assign_union": {
+      const d = unionRef(g, arg(0), where);
+      const src = unionRef(g, arg(1), where);
+      return d.headers.map((h, i) => copyHeader(g, h, src.headers[i]!)).join(" ");
+    }
+    case "assign_union_stack": {
+      const d = unionStackRef(g, arg(0), where);
+      const src = unionStackRef(g, arg(1), where);
+      if (d.unions.length !== src.unions.length) throw new InvalidProgramError(`${where}: union stacks '${d.name}' and '${src.name}' differ in size`);
+      return `SN[${d.slot}] = SN[${src.slot}]; ` + d.unions.map((u, k) => u.headers.map((h, i) => copyHeader(g, h, src.unions[k]!.headers[i]!)).join(" ")).join(" ");
     }
     case "add_header":
     case "add_header_fast": {
-      const h = g.headerRef(arg(0), where);
-      return `if (V[${h.id}] === 0) { V[${h.id}] = 1; ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};`).join(" ")} }`;
+      return onHeaders(g, arg(0), s, (h) => `if (V[${h.id}] === 0) { ${g.setValid(h)} ${h.fields.map((f) => `${g.slot(f)} = ${f.kind === "n" ? "0" : "0n"};${f.varbit !== undefined ? ` L[${f.varbit}] = 0;` : ""}`).join(" ")} }`);
     }
     case "remove_header": {
-      const h = g.headerRef(arg(0), where);
-      return `V[${h.id}] = 0;`;
+      return onHeaders(g, arg(0), s, (h) => `V[${h.id}] = 0;`);
     }
     case "mark_to_drop":
     case "drop": {
@@ -91,7 +144,7 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
       if (cnt.constant === undefined) throw new UnsupportedProgramError(`${where}: ${prim.op} by a non-constant count`);
       const n = Number(cnt.constant);
       const size = st.elements.length;
-      const copy = (to: HeaderInfo, from: HeaderInfo) => `V[${to.id}] = V[${from.id}]; ` + to.fields.map((f, i) => `${g.slot(f)} = ${g.slot(from.fields[i]!)};`).join(" ");
+      const copy = (to: HeaderInfo, from: HeaderInfo) => copyHeader(g, to, from);
       const parts: string[] = [];
       if (prim.op === "pop") {
         for (let i = 0; i < size; i++) parts.push(i + n < size ? copy(st.elements[i]!, st.elements[i + n]!) : `V[${st.elements[i]!.id}] = 0;`);
@@ -133,4 +186,37 @@ function counterRef(g: Emitter, tv: TypedValue, where: string) {
   const c = g.p.counters.get(String(tv.value));
   if (!c) throw new InvalidProgramError(`${where}: no counter array named '${String(tv.value)}'`);
   return c;
+}
+
+function stackRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "header_stack") throw new UnsupportedProgramError(`${where}: expected a header stack, got '${tv.type}'`);
+  return g.layout.stack(String(tv.value), where);
+}
+
+/** Code for `body` on a header, or on a stack element chosen at run time (one case an element). */
+function onHeaders(g: Emitter, tv: TypedValue, scope: ExprScope, body: (h: HeaderInfo) => string): string {
+  if (tv.type === "header") return body(g.headerRef(tv, scope.where));
+  if (tv.type !== "expression") throw new UnsupportedProgramError(`${scope.where}: expected a header, got '${tv.type}'`);
+  const el = stackElementAt(tv, scope);
+  return `switch (${el.index}) { ${el.headers.map((h, k) => `case ${k}: { ${body(h)} } break;`).join(" ")} default: oob(${JSON.stringify(el.stack.name)}, ${el.index}); }`;
+}
+
+/** BMv2's assign_header: an invalid source makes the destination invalid and leaves its fields. */
+function copyHeader(g: Emitter, d: HeaderInfo, src: HeaderInfo): string {
+  if (d === src) return "";
+  const copies = d.fields.map((f, i) => {
+    const from = src.fields[i]!;
+    return `${g.slot(f)} = ${g.slot(from)};${f.varbit !== undefined && from.varbit !== undefined ? ` L[${f.varbit}] = L[${from.varbit}];` : ""}`;
+  });
+  return `if (V[${src.id}] === 1) { ${g.setValid(d)} ${copies.join(" ")} } else { V[${d.id}] = 0; }`;
+}
+
+function unionRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "header_union") throw new UnsupportedProgramError(`${where}: expected a header union, got '${tv.type}'`);
+  return g.layout.union(String(tv.value), where);
+}
+
+function unionStackRef(g: Emitter, tv: TypedValue, where: string) {
+  if (tv.type !== "header_union_stack") throw new UnsupportedProgramError(`${where}: expected a header union stack, got '${tv.type}'`);
+  return g.layout.unionStack(String(tv.value), where);
 }

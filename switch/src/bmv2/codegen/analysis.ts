@@ -34,6 +34,8 @@ export function referencedFields(json: Bmv2Json, layout: Layout): Set<string> {
 
 /** True when no action or parser writes a packet header or its validity, and no checksum is updated. */
 export function immutableHeaders(json: Bmv2Json, layout: Layout): boolean {
+  // Varbit headers have no fixed size to copy from the packet.
+  if (layout.headers.some((h) => h.varbit && !h.metadata)) return false;
   const isPacketHeader = (name: string) => {
     const h = layout.headers.find((x) => x.name === name);
     return h !== undefined && !h.metadata;
@@ -53,6 +55,9 @@ export function immutableHeaders(json: Bmv2Json, layout: Layout): boolean {
         return p0?.type === "header" ? isPacketHeader(String(p0.value)) : true;
       case "push":
       case "pop":
+      case "assign_header_stack":
+      case "assign_union":
+      case "assign_union_stack":
         return true;
       default:
         return false;

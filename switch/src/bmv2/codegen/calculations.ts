@@ -52,15 +52,15 @@ function genDynamicCalculation(g: Emitter, c: Calculation, i: number): void {
     if (inp.type === "field") {
       const f = g.fieldRef(inp, where);
       maxBits += f.width;
-      lines.push(`  if (V[${f.header.id}] === 1) { ${g.writeField("TMP", "off", f)} off += ${f.width}; }`);
+      lines.push(`  if (V[${f.header.id}] === 1) { ${g.writeField("TMP", "off", f)} off += ${g.widthOf(f)}; }`);
     } else if (inp.type === "hexstr") {
       const w = inp.bitwidth ?? 0;
       maxBits += w;
       lines.push(`  writeBits(TMP, off, ${w}, ${bits.parseHexstr(String(inp.value))}n); off += ${w};`);
     } else if (inp.type === "header") {
       const h = g.headerRef(inp, where);
-      maxBits += h.bytes * 8;
-      lines.push(`  if (V[${h.id}] === 1) { ${h.fields.map((f) => `${g.writeField("TMP", "off", f)} off += ${f.width};`).join(" ")} }`);
+      maxBits += (h.maxBytes ?? h.bytes) * 8;
+      lines.push(`  if (V[${h.id}] === 1) { ${h.fields.map((f) => `${g.writeField("TMP", "off", f)} off += ${g.widthOf(f)};`).join(" ")} }`);
     } else if (inp.type === "payload") {
       g.out.push(`const CALC_BYTES_${i} = 256;`);
       lines.push(`  const head = TMP.slice(0, (off + 7) >> 3); const all = new Uint8Array(head.length + payload.length); all.set(head); all.set(payload, head.length);`);

@@ -56,8 +56,20 @@ export class Emitter {
     return compileValue(tv, scope);
   }
 
+  /** Marks a header valid; in a header union, the other members become invalid (BMv2's union membership). */
+  setValid(h: HeaderInfo): string {
+    const others = h.union ? h.union.headers.filter((x) => x !== h).map((x) => ` V[${x.id}] = 0;`).join("") : "";
+    return `V[${h.id}] = 1;${others}`;
+  }
+
+  /** The bits field `f` takes now: its width, or a varbit field's length. */
+  widthOf(f: FieldInfo): string {
+    return f.varbit !== undefined ? `L[${f.varbit}]` : String(f.width);
+  }
+
   /** Code that writes field `f` into `buf` at bit offset `bitOff`. */
   writeField(buf: string, bitOff: string, f: FieldInfo): string {
+    if (f.varbit !== undefined) return `if (L[${f.varbit}] > 0) writeBitsBig(${buf}, ${bitOff}, L[${f.varbit}], ${this.slot(f)});`;
     return f.kind === "n" ? `writeBitsNum(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});` : `writeBitsBig(${buf}, ${bitOff}, ${f.width}, ${this.slot(f)});`;
   }
 }

@@ -4,7 +4,7 @@
 // number arithmetic; anything wider falls back to bigint.
 import { bitLength, NUM_BITS, parseHexstr } from "../bits.js";
 import type { ExpressionNode, TypedValue } from "../json.js";
-import type { Layout } from "../layout.js";
+import type { FieldInfo, HeaderInfo, Layout, StackInfo } from "../layout.js";
 import { InvalidProgramError, UnsupportedProgramError } from "../errors.js";
 
 export type Kind = "n" | "b" | "bool";
@@ -143,18 +143,10 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
     }
     case "access_field": {
       // left: dereference_header_stack(stack, index); right: field offset.
-      const l = n.left as TypedValue | null;
-      const inner = (l?.type === "expression" ? l.value : l) as ExpressionNode | null;
-      if (!inner || inner.op !== "dereference_header_stack") throw new UnsupportedProgramError(`${scope.where}: access_field on something other than a stack element`);
-      const st = scope.layout.stack(String(inner.left!.value), scope.where);
-      const idx = compileValue(inner.right!, scope);
-      const offset = Number(n.right as unknown as number);
-      const fs = st.elements.map((h) => h.fields[offset]);
-      if (fs.some((f) => !f)) throw new InvalidProgramError(`${scope.where}: stack '${st.name}' has no field at offset ${offset}`);
-      const slot = (f: NonNullable<(typeof fs)[number]>) => (f.kind === "n" ? `N[${f.slot}]` : `B[${f.slot}]`);
-      const i = idx.kind === "n" ? idx.code : `Number(${idx.code})`;
-      const code = fs.slice(0, -1).reduceRight((acc, f, k) => `(${i} === ${k} ? ${slot(f!)} : ${acc})`, slot(fs[fs.length - 1]!));
-      return { code, kind: fs[0]!.kind, bits: fs[0]!.width, neg: fs[0]!.signed };
+      const t = stackFieldAt(n, scope);
+      const slot = (f: FieldInfo) => (f.kind === "n" ? `N[${f.slot}]` : `B[${f.slot}]`);
+      const code = t.fields.reduceRight((acc, f, k) => `(${t.index} === ${k} ? ${slot(f)} : ${acc})`, `oob(${JSON.stringify(t.stack.name)}, ${t.index})`);
+      return { code, kind: t.fields[0]!.kind, bits: t.fields[0]!.width, neg: t.fields[0]!.signed };
     }
     case "valid": {
       const r = n.right!;
@@ -164,13 +156,19 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
           const st = scope.layout.stack(String(inner.left!.value), scope.where);
           const idx = compileValue(inner.right!, scope);
           const i = idx.kind === "n" ? idx.code : `Number(${idx.code})`;
-          const code = st.elements.slice(0, -1).reduceRight((acc, h, k) => `(${i} === ${k} ? V[${h.id}] === 1 : ${acc})`, `(${i} === ${st.elements.length - 1} && V[${st.elements[st.elements.length - 1]!.id}] === 1)`);
+          const code = st.elements.reduceRight((acc, h, k) => `(${i} === ${k} ? V[${h.id}] === 1 : ${acc})`, `oob(${JSON.stringify(st.name)}, ${i})`);
           return { code, kind: "bool", bits: 1, neg: false };
         }
       }
       if (r.type !== "header") throw new UnsupportedProgramError(`${scope.where}: 'valid' on ${r.type}`);
       const hdr = scope.layout.header(String(r.value), scope.where);
       return { code: `(V[${hdr.id}] === 1)`, kind: "bool", bits: 1, neg: false };
+    }
+    case "valid_union": {
+      const r = n.right!;
+      if (r.type !== "header_union") throw new UnsupportedProgramError(`${scope.where}: 'valid_union' on ${r.type}`);
+      const u = scope.layout.union(String(r.value), scope.where);
+      return { code: `(${u.headers.map((h) => `V[${h.id}] === 1`).join(" || ") || "false"})`, kind: "bool", bits: 1, neg: false };
     }
     case "d2b":
       return { code: toBool(R()), kind: "bool", bits: 1, neg: false };
@@ -308,4 +306,23 @@ function compileExpression(node: ExpressionNode | TypedValue, scope: ExprScope):
     default:
       throw new UnsupportedProgramError(`${scope.where}: unsupported expression operator '${op}'`);
   }
+}
+
+/** A header stack element chosen at run time: the stack, the index's code, the element's headers. */
+export function stackElementAt(tv: TypedValue | ExpressionNode | null, scope: ExprScope): { stack: StackInfo; index: string; headers: HeaderInfo[] } {
+  const inner = (tv && "type" in tv && tv.type === "expression" ? tv.value : tv) as ExpressionNode | null;
+  if (!inner || inner.op !== "dereference_header_stack") throw new UnsupportedProgramError(`${scope.where}: expected an element of a header stack`);
+  const stack = scope.layout.stack(String(inner.left!.value), scope.where);
+  const idx = compileValue(inner.right!, scope);
+  const index = idx.constant !== undefined ? String(idx.constant) : idx.kind === "n" ? idx.code : `Number(${idx.code})`;
+  return { stack, index: /^[\w.[\]]+$/.test(index) ? index : `(${index})`, headers: stack.elements };
+}
+
+/** access_field(dereference_header_stack(stack, index), offset): the field at `offset` of each element. */
+export function stackFieldAt(n: ExpressionNode, scope: ExprScope): { stack: StackInfo; index: string; fields: FieldInfo[] } {
+  const el = stackElementAt(n.left, scope);
+  const offset = Number(n.right as unknown as number);
+  const fields = el.headers.map((h) => h.fields[offset]);
+  if (fields.some((f) => !f)) throw new InvalidProgramError(`${scope.where}: stack '${el.stack.name}' has no field at offset ${offset}`);
+  return { stack: el.stack, index: el.index, fields: fields as FieldInfo[] };
 }

@@ -24,11 +24,17 @@ export function generateSource(program: CodegenInput): string {
   const json = program.json;
   const g = new Emitter(program, referencedFields(json, program.layout), immutableHeaders(json, program.layout));
   g.emit(`"use strict";`);
-  g.emit(`const { mod2k, mulmod, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, HASH } = H;`);
+  g.emit(`const { mod2k, mulmod, and52, or52, xor52, readBitsNum, readBitsBig, writeBits, writeBitsNum, writeBitsBig, tcm, satCast, usatCast, shr, oob, HASH } = H;`);
   g.emit(`const N = S.N, B = S.B, V = S.V;`);
-  g.emit(`const SN = new Int32Array(${Math.max(1, g.layout.stacks.length)}); // next index of each header stack`);
+  const stacks = Math.max(1, g.layout.stacks.length + g.layout.unionStacks.length);
+  g.emit(`const SN = new Int32Array(${stacks}); // next index of each header stack, then of each header union stack`);
   g.emit(`const T = X.tables, R = X.registers, C = X.counters;`);
   g.emit(`const TMP = new Uint8Array(256);`);
+  // The headers the parser extracted, in order (and the bytes it skipped), for
+  // the deparser; declared before the functions that use them, so the parser
+  // pays no temporal-dead-zone checks. Every entry takes a byte of the packet
+  // or more: a jumbo frame's worth is room enough (more fails the packet).
+  g.emit(`const EXTRACTED = new Int32Array(${Math.max(16384, g.layout.headers.length * 4)}); let nExtracted = 0;`);
   for (const algo of Object.keys(HASH_ALGORITHMS)) g.emit(`const HASH_${algo} = HASH[${JSON.stringify(algo)}];`);
   // Metadata headers are always valid.
   const meta = g.layout.headers.filter((h) => h.metadata).map((h) => h.id);
@@ -37,9 +43,10 @@ export function generateSource(program: CodegenInput): string {
   const headers = g.layout.headers.length;
   const clearB = g.layout.bigSlots <= 16 ? unrolled("B", g.layout.bigSlots, () => "0n") : "B.fill(0n);";
   const clearV = headers <= 16 ? unrolled("V", headers, (i) => (meta.includes(i) ? "1" : "0")) : `V.fill(0); ${meta.map((i) => `V[${i}] = 1;`).join(" ")}`;
-  const stacks = Math.max(1, g.layout.stacks.length);
   const clearSN = stacks <= 16 ? unrolled("SN", stacks, () => "0") : "SN.fill(0);";
-  g.emit(`function reset() { N.fill(0); ${clearB} ${clearV} ${clearSN} }`);
+  g.emit(`const L = new Int32Array(${Math.max(1, g.layout.varbitSlots)}); // bits now in each varbit field`);
+  const clearL = g.layout.varbitSlots ? "L.fill(0);" : "";
+  g.emit(`function reset() { N.fill(0); ${clearB} ${clearV} ${clearSN} ${clearL} }`);
   json.calculations.forEach((c, i) => {
     g.calcIndex.set(c.name, i);
     genCalculation(g, c, i);

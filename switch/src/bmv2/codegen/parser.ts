@@ -4,7 +4,7 @@
 import * as bits from "../bits.js";
 import { InvalidProgramError, UnsupportedProgramError } from "../errors.js";
 import type { Primitive } from "../json.js";
-import type { FieldInfo } from "../layout.js";
+import type { FieldInfo, HeaderInfo } from "../layout.js";
 import { primitive } from "./actions.js";
 import type { Emitter } from "./emitter.js";
 import { storeCode, toBool, toNum, type CExpr, type ExprScope } from "./expr.js";
@@ -15,7 +15,10 @@ export function genParser(g: Emitter): void {
   const stateId = new Map(states.map((st, i) => [st.name, i]));
   const tooShort = g.p.errorCodes.get("PacketTooShort") ?? 1;
   const scope: ExprScope = { layout: g.layout, where: `parser '${parser.name}'` };
-  g.emit(`function parse(buf, ctx) {`);
+  // Checksums over the payload read the bytes the parser left.
+  const payloadCalc = (g.p.json.calculations ?? []).some((c) => c.input.some((i) => i.type === "payload"));
+  if (payloadCalc) g.emit(`function parse(buf, ctx) { const off = parseHeaders(buf, ctx); ctxPayload = buf.subarray(off); return off; }`);
+  g.emit(`function ${payloadCalc ? "parseHeaders" : "parse"}(buf, ctx) {`);
   g.emit(`  const len = buf.length; let off = 0; nExtracted = 0; let st = ${stateId.get(parser.init_state) ?? -1};`);
   g.emit(`  for (;;) { switch (st) {`);
   for (const [i, st] of states.entries()) {
@@ -24,32 +27,49 @@ export function genParser(g: Emitter): void {
     g.emit(`  case ${i}: {`);
     for (const op of st.parser_ops) {
       switch (op.op) {
-        case "extract": {
+        case "extract":
+        case "extract_VL": {
           const p0 = op.parameters[0]!;
+          const vlen = op.op === "extract_VL" ? g.value(op.parameters[1]!, s) : undefined;
+          const outOfBounds = g.p.errorCodes.get("StackOutOfBounds") ?? 3;
+          const one = (h: HeaderInfo, ind: string) => extractHeader(g, h, ind, vlen, where);
           if (p0.type === "stack") {
             const st = g.layout.stack(String(p0.value), where);
-            const outOfBounds = g.p.errorCodes.get("StackOutOfBounds") ?? 3;
             g.emit(`    switch (SN[${st.id}]) {`);
             st.elements.forEach((h, k) => {
               g.emit(`    case ${k}:`);
-              g.emit(`      if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
-              for (const f of h.fields) if (needed(g, f)) g.emit(`      ${readField(g, f, "off")}`);
-              g.emit(`      V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id}; break;`);
+              one(h, "      ");
+              g.emit(`      break;`);
             });
             g.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
             g.emit(`    }`);
             g.emit(`    SN[${st.id}]++;`);
             break;
           }
+          if (p0.type === "union_stack") {
+            // The member named of the union stack's next element.
+            const [stackName, member] = p0.value as [string, string];
+            const us = g.layout.unionStack(stackName, where);
+            g.emit(`    switch (SN[${us.slot}]) {`);
+            us.unions.forEach((u, k) => {
+              const h = u.headers[u.memberNames.indexOf(member)];
+              if (!h) throw new InvalidProgramError(`${where}: header union '${u.name}' has no member '${member}'`);
+              g.emit(`    case ${k}:`);
+              one(h, "      ");
+              g.emit(`      break;`);
+            });
+            g.emit(`    default: ctx.parserError = ${outOfBounds}; return off;`);
+            g.emit(`    }`);
+            g.emit(`    SN[${us.slot}]++;`);
+            break;
+          }
           if (p0.type !== "regular") throw new UnsupportedProgramError(`${where}: extract into a ${p0.type}`);
-          const h = g.layout.header(String(p0.value), where);
-          g.emit(`    if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
-          for (const f of h.fields) if (needed(g, f)) g.emit(`    ${readField(g, f, "off")}`);
-          g.emit(`    V[${h.id}] = 1; off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
+          one(g.layout.header(String(p0.value), where), "    ");
           break;
         }
         case "set": {
           const f = g.fieldRef(op.parameters[0]!, where);
+          if (f.varbit !== undefined) throw new UnsupportedProgramError(`${where}: 'set' of the varbit field ${f.header.name}.${f.name}`);
           const src = op.parameters[1]!;
           if (src.type === "lookahead") {
             const [bitOff, width] = src.value as [number, number];
@@ -73,7 +93,9 @@ export function genParser(g: Emitter): void {
         case "shift": {
           const amount = g.value(op.parameters[0]!, s);
           const bytesExpr = op.op === "shift" ? toNum(amount) : `(${toNum(amount)} / 8)`;
-          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; }`);
+          // Skipped bytes are not emitted again: the packet no longer leaves as it came. The
+          // entry (-1 - bytes) lets the deparser find the headers after them (deparser.ts).
+          g.emit(`    { const n = ${bytesExpr}; if (off + n > len) { ctx.parserError = ${tooShort}; return off; } off += n; EXTRACTED[nExtracted++] = -1 - n; }`);
           break;
         }
         case "primitive": {
@@ -139,6 +161,31 @@ export function genParser(g: Emitter): void {
   g.emit(`  default: return off;`);
   g.emit(`  } }`);
   g.emit(`}`);
+}
+
+/** Extracts header `h` at `off`; `vlen` is the bits of its varbit field (extract_VL), checked as simple_switch does. */
+function extractHeader(g: Emitter, h: HeaderInfo, ind: string, vlen: CExpr | undefined, where: string): void {
+  const tooShort = g.p.errorCodes.get("PacketTooShort") ?? 1;
+  const fixed = h.fields.filter((f) => f.varbit === undefined && needed(g, f));
+  if (!vlen) {
+    if (h.varbit) throw new UnsupportedProgramError(`${where}: extract of '${h.name}', which has a varbit field, without a length`);
+    g.emit(`${ind}if (off + ${h.bytes} > len) { ctx.parserError = ${tooShort}; return off; }`);
+    for (const f of fixed) g.emit(`${ind}${readField(g, f, "off")}`);
+    g.emit(`${ind}${g.setValid(h)} off += ${h.bytes}; EXTRACTED[nExtracted++] = ${h.id};`);
+    return;
+  }
+  const vf = h.varbit;
+  if (!vf) throw new InvalidProgramError(`${where}: extract_VL into '${h.name}', which has no varbit field`);
+  const invalidArgument = g.p.errorCodes.get("ParserInvalidArgument") ?? 9;
+  const headerTooShort = g.p.errorCodes.get("HeaderTooShort") ?? 4;
+  g.emit(`${ind}{ const nb = ${toNum(vlen)};`);
+  g.emit(`${ind}  if (nb % 8 !== 0) { ctx.parserError = ${invalidArgument}; return off; }`);
+  g.emit(`${ind}  const n = ${h.bytes} + nb / 8;`);
+  g.emit(`${ind}  if (nb < 0 || off + n > len) { ctx.parserError = ${tooShort}; return off; }`);
+  g.emit(`${ind}  if (n > ${h.maxBytes}) { ctx.parserError = ${headerTooShort}; return off; }`);
+  for (const f of fixed) g.emit(`${ind}  ${readField(g, f, "off")}`);
+  g.emit(`${ind}  ${g.slot(vf)} = nb > 0 ? readBitsBig(buf, (off + ${vf.bitOffset >> 3}) * 8 + ${vf.bitOffset & 7}, nb) : 0n; L[${vf.varbit}] = nb;`);
+  g.emit(`${ind}  ${g.setValid(h)} off += n; EXTRACTED[nExtracted++] = ${h.id}; }`);
 }
 
 function needed(g: Emitter, f: FieldInfo): boolean {

@@ -23,7 +23,7 @@ export interface Externs {
 /** Runs the source that generateSource() wrote, once: the compiled functions, bound to `slots` and `externs`. */
 export function instantiate(source: string, slots: Slots, externs: Externs): CompiledFunctions {
   const factory = new Function("H", "S", "X", source) as (h: unknown, s: Slots, x: Externs) => CompiledFunctions;
-  return factory({ ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr }, slots, externs);
+  return factory({ ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr, oob }, slots, externs);
 }
 
 /** Two's complement of the low `w` bits of `x` (a signed cast). */
@@ -48,4 +48,9 @@ function usatCast(x: bigint, w: number): bigint {
 /** Arithmetic right shift of a number by `s` bits. */
 function shr(x: number, s: number): number {
   return s >= 53 ? (x < 0 ? -1 : 0) : Math.floor(x / 2 ** s);
+}
+
+/** A header stack index out of range (simple_switch stops on it): the packet fails. */
+function oob(stack: string, index: number): never {
+  throw new Error(`header stack '${stack}': index ${index} is out of range`);
 }
