@@ -147,6 +147,12 @@ export interface Checksum {
   if_cond: TypedValue | null;
 }
 
+export interface FieldList {
+  id: number;
+  name: string;
+  elements: TypedValue[];
+}
+
 export interface Bmv2Json {
   __meta__?: { version: [number, number]; compiler?: string };
   header_types: HeaderType[];
@@ -155,7 +161,8 @@ export interface Bmv2Json {
   header_union_types?: unknown[];
   header_unions?: unknown[];
   header_union_stacks?: unknown[];
-  field_lists?: unknown[];
+  /** the metadata a clone, resubmit or recirculate preserves, by id */
+  field_lists?: FieldList[];
   errors: Array<[string, number]>;
   enums?: unknown[];
   parsers: Parser[];

@@ -56,6 +56,7 @@ export class CompiledProgram {
         parserError: opt("standard_metadata.parser_error"),
         checksumError: opt("standard_metadata.checksum_error"),
         mcastGrp: opt("standard_metadata.mcast_grp") ?? opt("intrinsic_metadata.mcast_grp"),
+        egressRid: opt("standard_metadata.egress_rid") ?? opt("intrinsic_metadata.egress_rid"),
       };
       for (const r of json.register_arrays ?? []) {
         this.registers.set(r.name, {

@@ -102,6 +102,19 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
       }
       return `{ ${parts.join(" ")} }`;
     }
+    // simple_switch keeps these in per-packet registers and acts on them after
+    // ingress (clone, resubmit) or egress (clone, recirculate); the last call wins.
+    case "clone_ingress_pkt_to_egress":
+    case "clone_egress_pkt_to_egress": {
+      const session = g.value(arg(0), s);
+      const list = g.value(arg(1), s);
+      return `ctx.clone = (${toNum(session)} & 0xffff) | 0x8000; ctx.cloneFieldList = ${toNum(list)} & 0xffff;`;
+    }
+    case "resubmit":
+    case "recirculate": {
+      const list = g.value(arg(0), s);
+      return `ctx.${prim.op} = ${toNum(list)} & 0xffff;`;
+    }
     case "exit":
       return `ctx.exit = true; return;`;
     case "no_op":
