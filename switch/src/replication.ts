@@ -52,7 +52,7 @@ export class ReplicationEngine implements ReplicationApi {
   readonly sessions = new Map<number, Readonly<Required<CloneSession>>>();
 
   setMulticastGroup(groupId: number, replicas: Replica[]): void {
-    checkId(groupId, MAX_MULTICAST_GROUP, "multicast group");
+    checkId(groupId, MAX_MULTICAST_GROUP, "multicast group", "OUT_OF_RANGE");
     this.groups.set(groupId, checkReplicas(replicas, `multicast group ${groupId}`));
   }
 
@@ -61,7 +61,7 @@ export class ReplicationEngine implements ReplicationApi {
   }
 
   setCloneSession(sessionId: number, s: CloneSession): void {
-    checkId(sessionId, MAX_CLONE_SESSION, "clone session");
+    checkId(sessionId, MAX_CLONE_SESSION, "clone session", "INVALID_ARGUMENT");
     const where = `clone session ${sessionId}`;
     const cos = s.classOfService ?? 0;
     if (!Number.isInteger(cos) || cos < 0 || cos > MAX_CLASS_OF_SERVICE) throw new ReplicationError(`${where}: class of service ${cos} is not in 0..${MAX_CLASS_OF_SERVICE}`, "INVALID_ARGUMENT");
@@ -81,8 +81,9 @@ export class ReplicationEngine implements ReplicationApi {
   }
 }
 
-function checkId(id: number, max: number, what: string): void {
-  if (!Number.isInteger(id) || id < 1 || id > max) throw new ReplicationError(`${what} id ${id} is not in 1..${max}`, id > max ? "OUT_OF_RANGE" : "INVALID_ARGUMENT");
+/** An id past `max` is `tooHigh` (as PI answers: OUT_OF_RANGE for groups, INVALID_ARGUMENT for sessions); 0 is INVALID_ARGUMENT. */
+function checkId(id: number, max: number, what: string, tooHigh: "OUT_OF_RANGE" | "INVALID_ARGUMENT"): void {
+  if (!Number.isInteger(id) || id < 1 || id > max) throw new ReplicationError(`${what} id ${id} is not in 1..${max}`, id > max ? tooHigh : "INVALID_ARGUMENT");
 }
 
 function checkReplicas(replicas: readonly Replica[], where: string): Replica[] {

@@ -190,7 +190,7 @@ export class Wire {
 
   /**
    * Sends `data` into `port`; resolves with the frames that came out within
-   * `waitMs` (or soon after the first one). A frame arriving between sends
+   * `waitMs` (or soon after the first `count` of them). A frame arriving between sends
    * fails the call: nothing should leave the switch unasked.
    */
   send(port: number, data: Uint8Array, waitMs: number, count = 1): Promise<WireFrame[]> {
