@@ -3,7 +3,7 @@
 export * from "./software-switch.js";
 export * from "./p4runtime/server.js";
 export { CompiledProgram } from "./bmv2/program.js";
-export { Pipeline, InstanceType, MAX_INGRESS_PASSES, MAX_EGRESS_PASSES, type ProcessResult, type PacketOut } from "./bmv2/pipeline.js";
+export { Pipeline, InstanceType, MAX_INGRESS_PASSES, MAX_EGRESS_PASSES, ProcessResult, type PacketOut } from "./bmv2/pipeline.js";
 export { ReplicationEngine, ReplicationError, type Replica, type CloneSession, type ReplicationApi } from "./replication.js";
 export type { Bmv2Json } from "./bmv2/json.js";
 export * from "./bmv2/errors.js";

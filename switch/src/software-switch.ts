@@ -102,7 +102,10 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
       this.packetErrors++;
       this.emit("error", r.error);
     }
-    for (const o of r.outputs) this.emit("packet", o);
+    if (r.output) {
+      this.emit("packet", r.output);
+      if (r.more) for (const o of r.more) this.emit("packet", o);
+    }
     return r;
   }
 

@@ -29,21 +29,21 @@ describe("header stacks", () => {
   test("extract into next, select on last: tags land in order, fields read by index", () => {
     const r = pl.process({ port: 1, data: frame([5, 7]), timestampNs: 0 });
     expect(r.parserError).toBe(0);
-    expect(r.outputs[0]?.port).toBe(5);
+    expect(r.output?.port).toBe(5);
     expect(program.N[outer.slot]).toBe(5);
     expect(program.N[inner.slot]).toBe(7);
-    expect(Buffer.compare(r.outputs[0]!.data, frame([5, 7]))).toBe(0);
+    expect(Buffer.compare(r.output!.data, frame([5, 7]))).toBe(0);
   });
 
   test("pop_front shifts the stack: the outer of three tags leaves the packet", () => {
     const r = pl.process({ port: 1, data: frame([3, 4, 9]), timestampNs: 0 });
-    expect(r.outputs[0]?.port).toBe(3);
-    expect(Buffer.compare(r.outputs[0]!.data, frame([4, 9]))).toBe(0);
+    expect(r.output?.port).toBe(3);
+    expect(Buffer.compare(r.output!.data, frame([4, 9]))).toBe(0);
   });
 
   test("a fourth tag is StackOutOfBounds; the packet still goes, the three tags kept", () => {
     const r = pl.process({ port: 1, data: frame([2, 4, 6, 8]), timestampNs: 0 });
     expect(r.parserError).toBe(program.errorCodes.get("StackOutOfBounds"));
-    expect(r.outputs[0]?.port).toBe(2);
+    expect(r.output?.port).toBe(2);
   });
 });

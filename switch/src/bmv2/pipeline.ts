@@ -36,15 +36,26 @@ export interface LearnSample {
   values: Value[];
 }
 
-export interface ProcessResult {
-  /** the packets sent, in the order the switch sends them (none: dropped) */
-  outputs: readonly PacketOut[];
-  /** one sample each ingress pass that called generate_digest */
-  learn: readonly LearnSample[];
-  /** parser_error of the packet's first parse */
-  parserError: number;
-  /** set when assert()/assume() failed, a loop bound was hit, or the packet could not be processed */
-  error: string | undefined;
+/** What the switch did with one packet in. */
+export class ProcessResult {
+  constructor(
+    /** the first packet sent (undefined: none, the packet was dropped) */
+    readonly output: PacketOut | undefined,
+    /** the packets sent after the first, when there are more (multicast, clones) */
+    readonly more: readonly PacketOut[] | undefined,
+    /** one sample each ingress pass that called generate_digest */
+    readonly learn: readonly LearnSample[],
+    /** parser_error of the packet's first parse */
+    readonly parserError: number,
+    /** set when assert()/assume() failed, a loop bound was hit, or the packet could not be processed */
+    readonly error: string | undefined,
+  ) {}
+
+  /** Every packet sent, in the order the switch sends them. */
+  get outputs(): PacketOut[] {
+    if (this.output === undefined) return [];
+    return this.more === undefined ? [this.output] : [this.output, ...this.more];
+  }
 }
 
 /** standard_metadata.instance_type values (simple_switch). */
@@ -79,7 +90,7 @@ class Snapshot {
 }
 
 interface EgressJob {
-  /** undefined: the state as it is now (the packet goes straight on from ingress) */
+  /** the copy's state (set as it is queued) */
   state: Snapshot | undefined;
   port: number;
   /** egress_rid to set (a replica's instance), or -1 */
@@ -131,13 +142,14 @@ export class Pipeline {
   private outs: PacketOut[] = NONE as never;
   private learns: LearnSample[] = NONE as never;
   private firstError: string | undefined;
-  private firstParserError = 0;
   private ingressPasses = 0;
   private egressPasses = 0;
   private readonly egressQueue: EgressJob[] = [];
   private readonly ingressQueue: IngressJob[] = [];
 
   private readonly fieldLists = new Map<number, PreparedFieldList>();
+  /** the slot of standard_metadata.mcast_grp (16 bits: a number slot), or -1 when the program has none */
+  private readonly mcastSlot: number;
   private metaN: number[] | undefined;
   private metaB: number[] | undefined;
 
@@ -146,6 +158,8 @@ export class Pipeline {
     /** multicast groups and clone sessions (the switch's; an empty one if not given) */
     readonly replication: ReplicationEngine = new ReplicationEngine(),
   ) {
+    const mg = program.std.mcastGrp;
+    this.mcastSlot = mg && mg.kind === "n" ? mg.slot : -1;
     for (const fl of program.json.field_lists ?? []) {
       this.fieldLists.set(fl.id, {
         slots: fl.elements.map((e) => {
@@ -158,17 +172,71 @@ export class Pipeline {
   }
 
   process(pkt: PacketIn): ProcessResult {
+    const p = this.program;
+    const { N, std } = p;
+    const fn = p.fn;
+    const ctx = this.ctx;
     this.packetsIn++;
     this.outs = NONE as never;
     this.learns = NONE as never;
     this.firstError = undefined;
-    this.ingressPasses = 0;
+    this.ingressPasses = 1;
     this.egressPasses = 0;
-    const len = pkt.wireLength ?? pkt.data.length;
+    ctx.exit = false;
+    ctx.learnId = 0;
+    ctx.parserError = 0;
+    ctx.truncateTo = 0;
+    ctx.failed = undefined;
+    ctx.clone = 0;
+    ctx.resubmit = 0;
+    ctx.recirculate = 0;
+    const length = pkt.wireLength ?? pkt.data.length;
+    const ts = pkt.timestampNs;
+    ctx.packetLength = length;
+    let parserError = 0;
     try {
-      this.ingress(pkt.data, pkt.port, len, pkt.timestampNs, InstanceType.NORMAL, undefined);
-      this.firstParserError = this.ctx.parserError;
-      if (this.egressQueue.length > 0 || this.ingressQueue.length > 0) this.drain();
+      // The first ingress pass and, for a unicast packet with no clone, its
+      // egress, straight on: no copy of the packet's state.
+      fn.begin(pkt.port, length, ts);
+      const parsed = fn.parse(pkt.data, ctx);
+      fn.parsed(ctx.parserError, 0);
+      if (!fn.verifyChecksums()) fn.parsed(ctx.parserError, 1);
+      fn.ingress(ctx);
+      ctx.exit = false;
+      parserError = ctx.parserError;
+      if (ctx.learnId > 0) this.learned();
+      if (ctx.failed) {
+        this.drop(ctx.failed);
+        return new ProcessResult(undefined, undefined, this.learns, parserError, this.firstError);
+      }
+      const egressSpec = std.egressSpec.kind === "n" ? N[std.egressSpec.slot]! : Number(p.B[std.egressSpec.slot]);
+      const mgid = this.mcastSlot >= 0 ? N[this.mcastSlot]! : 0;
+      if ((ctx.clone | ctx.resubmit) !== 0 || mgid !== 0) {
+        this.afterIngress(pkt.data, pkt.port, length, ts, parsed, egressSpec, mgid);
+        this.drain();
+        return this.result(parserError);
+      }
+      if (egressSpec === DROP_PORT) {
+        this.packetsDropped++;
+        return new ProcessResult(undefined, undefined, this.learns, parserError, undefined);
+      }
+      fn.toEgress(egressSpec, ts, length);
+      fn.egress(ctx);
+      if ((ctx.clone | ctx.recirculate) !== 0 || ctx.failed !== undefined) {
+        this.afterEgress(egressSpec, pkt.data, parsed, length, 0, true, ts);
+        this.drain();
+        return this.result(parserError);
+      }
+      if (std.egressSpec.kind === "n" && N[std.egressSpec.slot] === DROP_PORT) {
+        this.packetsDropped++;
+        return new ProcessResult(undefined, undefined, this.learns, parserError, undefined);
+      }
+      fn.updateChecksums();
+      const original = Buffer.isBuffer(pkt.data) ? pkt.data : Buffer.from(pkt.data.buffer, pkt.data.byteOffset, pkt.data.byteLength);
+      let data = fn.deparse(pkt.data, parsed, original);
+      if (ctx.truncateTo > 0 && data.length > ctx.truncateTo) data = data.subarray(0, ctx.truncateTo);
+      this.packetsOut++;
+      return new ProcessResult({ port: egressSpec, data }, undefined, this.learns, parserError, undefined);
     } catch (err) {
       // A fault in one packet must not stop the switch.
       this.packetErrors++;
@@ -176,9 +244,21 @@ export class Pipeline {
       this.egressQueue.length = 0;
       this.ingressQueue.length = 0;
       this.firstError ??= `packet on port ${pkt.port}: ${(err as Error).message}`;
-      return { outputs: this.outs, learn: this.learns, parserError: this.ctx.parserError, error: this.firstError };
+      return this.result(parserError || ctx.parserError);
     }
-    return { outputs: this.outs, learn: this.learns, parserError: this.firstParserError, error: this.firstError };
+  }
+
+  private result(parserError: number): ProcessResult {
+    const outs = this.outs;
+    return new ProcessResult(outs[0], outs.length > 1 ? outs.slice(1) : undefined, this.learns, parserError, this.firstError);
+  }
+
+  private learned(): void {
+    const ctx = this.ctx;
+    const list = this.program.learnLists.get(ctx.learnId);
+    const sample = { listId: ctx.learnId, listName: list?.name ?? String(ctx.learnId), values: this.program.fn.learn(ctx.learnId) };
+    if (this.learns.length === 0) this.learns = [sample];
+    else this.learns.push(sample);
   }
 
   /** Runs queued copies: egress copies in order, then the next ingress pass, until both queues are empty. */
@@ -191,12 +271,12 @@ export class Pipeline {
       }
       const i = this.ingressQueue.shift();
       if (!i) return;
-      this.ingress(i.data, i.port, i.packetLength, i.ts, i.instanceType, i.preserved);
+      this.ingress(i);
     }
   }
 
-  /** One ingress pass, and what follows it: clone, learn, then resubmit, multicast, drop or unicast. */
-  private ingress(data: Uint8Array, port: number, length: number, ts: number, instanceType: number, preserved: FieldValues | undefined): void {
+  /** A later ingress pass (resubmit, recirculate), and what follows it. */
+  private ingress(job: IngressJob): void {
     const p = this.program;
     const { N, std } = p;
     const fn = p.fn;
@@ -210,42 +290,25 @@ export class Pipeline {
     ctx.clone = 0;
     ctx.resubmit = 0;
     ctx.recirculate = 0;
-    ctx.packetLength = length;
-    fn.begin(port, length, ts);
-    if (instanceType !== InstanceType.NORMAL) {
-      if (preserved) this.writeFieldList(preserved);
-      this.setStd(std.instanceType, instanceType);
-    }
-    const parsed = fn.parse(data, ctx);
+    ctx.packetLength = job.packetLength;
+    // simple_switch clears the metadata of a resubmitted or recirculated
+    // packet (ingress_port and the timestamps too) but for the field list.
+    fn.begin(0, job.packetLength, 0);
+    if (job.preserved) this.writeFieldList(job.preserved);
+    this.setStd(std.instanceType, job.instanceType);
+    const parsed = fn.parse(job.data, ctx);
     fn.parsed(ctx.parserError, 0);
     if (!fn.verifyChecksums()) fn.parsed(ctx.parserError, 1);
     fn.ingress(ctx);
     ctx.exit = false;
-    if (ctx.learnId > 0) {
-      const list = p.learnLists.get(ctx.learnId);
-      const sample = { listId: ctx.learnId, listName: list?.name ?? String(ctx.learnId), values: fn.learn(ctx.learnId) };
-      if (this.learns.length === 0) this.learns = [sample];
-      else this.learns.push(sample);
-    }
+    if (ctx.learnId > 0) this.learned();
     if (ctx.failed) {
       this.drop(ctx.failed);
       return;
     }
     const egressSpec = std.egressSpec.kind === "n" ? N[std.egressSpec.slot]! : Number(p.B[std.egressSpec.slot]);
-    const mgid = std.mcastGrp ? (std.mcastGrp.kind === "n" ? N[std.mcastGrp.slot]! : Number(p.B[std.mcastGrp.slot])) : 0;
-    if ((ctx.clone | ctx.resubmit) === 0 && mgid === 0) {
-      // Unicast, nothing else: the common case.
-      if (egressSpec === DROP_PORT) {
-        this.packetsDropped++;
-        return;
-      }
-      if (instanceType !== InstanceType.NORMAL) this.setStd(std.instanceType, InstanceType.NORMAL);
-      const job: EgressJob = { state: undefined, port: egressSpec, rid: -1, data, parsed, packetLength: length, truncate: 0, recirculate: ctx.recirculate, ts };
-      if (this.egressQueue.length === 0) this.egress(job);
-      else this.enqueue(job, new Snapshot(p));
-      return;
-    }
-    this.afterIngress(data, port, length, ts, parsed, egressSpec, mgid);
+    const mgid = this.mcastSlot >= 0 ? N[this.mcastSlot]! : 0;
+    this.afterIngress(job.data, 0, job.packetLength, 0, parsed, egressSpec, mgid);
   }
 
   private afterIngress(data: Uint8Array, port: number, length: number, ts: number, parsed: number, egressSpec: number, mgid: number): void {
@@ -301,56 +364,64 @@ export class Pipeline {
     this.egressQueue.push(job);
   }
 
-  /** One egress pass, and what follows it: clone, drop, deparse, then recirculate or send. */
+  /** One queued egress pass: the copy's state back, egress, and what follows it. */
   private egress(job: EgressJob): void {
     const p = this.program;
-    const { N, std } = p;
     const fn = p.fn;
     const ctx = this.ctx;
     if (++this.egressPasses > MAX_EGRESS_PASSES) return this.loopDrop(`more than ${MAX_EGRESS_PASSES} copies`);
-    if (job.state) job.state.restore(p);
+    job.state!.restore(p);
     ctx.exit = false;
     ctx.truncateTo = 0;
     ctx.failed = undefined;
     ctx.clone = 0;
     ctx.recirculate = job.recirculate;
     ctx.packetLength = job.packetLength;
-    if (job.rid >= 0) this.setStd(std.egressRid, job.rid);
+    if (job.rid >= 0) this.setStd(p.std.egressRid, job.rid);
     fn.toEgress(job.port, job.ts, job.packetLength);
     fn.egress(ctx);
+    this.afterEgress(job.port, job.data, job.parsed, job.packetLength, job.truncate, false, job.ts);
+  }
+
+  /** After egress: clone, drop, deparse, then recirculate or send. `live`: the packet as received (the deparser may give its bytes back). */
+  private afterEgress(port: number, buf: Uint8Array, parsed: number, packetLength: number, truncate: number, live: boolean, ts: number): void {
+    const p = this.program;
+    const { N, std } = p;
+    const fn = p.fn;
+    const ctx = this.ctx;
     if (ctx.failed) {
       this.drop(ctx.failed);
       return;
     }
-    if (ctx.clone !== 0) this.cloneAfterEgress(job);
+    if (ctx.clone !== 0) this.cloneAfterEgress(buf, parsed, packetLength, ts);
     if (std.egressSpec.kind === "n" ? N[std.egressSpec.slot] === DROP_PORT : p.B[std.egressSpec.slot] === BigInt(DROP_PORT)) {
       this.packetsDropped++;
       return;
     }
     fn.updateChecksums();
     let data: Buffer;
-    if (job.state === undefined) {
-      const original = Buffer.isBuffer(job.data) ? job.data : Buffer.from(job.data.buffer, job.data.byteOffset, job.data.byteLength);
-      data = fn.deparse(job.data, job.parsed, original);
+    if (live) {
+      const original = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+      data = fn.deparse(buf, parsed, original);
     } else {
       // A copy's headers are its own: deparse them (the deparser's shortcut reads the last parse).
-      data = fn.deparse(job.data, job.parsed);
+      data = fn.deparse(buf, parsed);
     }
     if (ctx.truncateTo > 0 && data.length > ctx.truncateTo) data = data.subarray(0, ctx.truncateTo);
-    if (job.truncate > 0 && data.length > job.truncate) data = data.subarray(0, job.truncate);
+    if (truncate > 0 && data.length > truncate) data = data.subarray(0, truncate);
     if (ctx.recirculate !== 0) {
       if (this.ingressPasses >= MAX_INGRESS_PASSES) return this.loopDrop(`recirculated more than ${MAX_INGRESS_PASSES - 1} times`);
       this.ingressQueue.push({ data, port: 0, packetLength: data.length, ts: 0, instanceType: InstanceType.RECIRC, preserved: this.readFieldList(ctx.recirculate) });
       return;
     }
     this.packetsOut++;
-    const out = { port: job.port, data };
+    const out = { port, data };
     if (this.outs.length === 0) this.outs = [out];
     else this.outs.push(out);
   }
 
   /** An egress-to-egress clone: the headers as egress left them (not deparsed), metadata cleared but for the preserved field list. */
-  private cloneAfterEgress(job: EgressJob): void {
+  private cloneAfterEgress(data: Uint8Array, parsed: number, packetLength: number, ts: number): void {
     const p = this.program;
     const ctx = this.ctx;
     const session = this.replication.sessions.get(ctx.clone & 0x7fff);
@@ -363,7 +434,7 @@ export class Pipeline {
     const state = new Snapshot(p);
     after.restore(p);
     for (const r of session.replicas) {
-      this.enqueue({ state: undefined, port: r.egressPort, rid: r.instance, data: job.data, parsed: job.parsed, packetLength: job.packetLength, truncate: session.packetLengthBytes, recirculate: 0, ts: job.ts }, state);
+      this.enqueue({ state: undefined, port: r.egressPort, rid: r.instance, data, parsed, packetLength, truncate: session.packetLengthBytes, recirculate: 0, ts }, state);
     }
   }
 
