@@ -160,15 +160,7 @@ export class Pipeline {
   ) {
     const mg = program.std.mcastGrp;
     this.mcastSlot = mg && mg.kind === "n" ? mg.slot : -1;
-    for (const fl of program.json.field_lists ?? []) {
-      this.fieldLists.set(fl.id, {
-        slots: fl.elements.map((e) => {
-          const [h, f] = e.value as [string, string];
-          const fi = program.layout.field(h, f, `field list '${fl.name}'`);
-          return { kind: fi.kind, slot: fi.slot };
-        }),
-      });
-    }
+    for (const [id, fields] of program.fieldLists) this.fieldLists.set(id, { slots: fields.map((f) => ({ kind: f.kind, slot: f.slot })) });
   }
 
   process(pkt: PacketIn): ProcessResult {

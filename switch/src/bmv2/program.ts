@@ -7,7 +7,7 @@ import { generateSource } from "./codegen/generate.js";
 import { instantiate } from "./codegen/runtime.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
-import { Layout } from "./layout.js";
+import { Layout, type FieldInfo } from "./layout.js";
 import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
 import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
@@ -26,6 +26,8 @@ export class CompiledProgram {
   readonly actions = new Map<number, ActionInfo>();
   readonly actionsByName = new Map<string, ActionInfo>();
   readonly learnLists = new Map<number, LearnListInfo>();
+  /** the fields each field list preserves (clone, resubmit, recirculate), by id */
+  readonly fieldLists = new Map<number, FieldInfo[]>();
   readonly errorCodes = new Map<string, number>();
   readonly fn: CompiledFunctions;
   readonly source: string;
@@ -85,6 +87,13 @@ export class CompiledProgram {
             return { name: fi.name, width: fi.width };
           }),
         });
+      }
+      for (const fl of json.field_lists ?? []) {
+        this.fieldLists.set(fl.id, fl.elements.map((e) => {
+          if (e.type !== "field") throw new UnsupportedProgramError(`field list '${fl.name}': element of type '${e.type}'`);
+          const [h, f] = e.value as [string, string];
+          return this.layout.field(h, f, `field list '${fl.name}'`);
+        }));
       }
       for (const p of json.pipelines) {
         for (const t of p.tables) {
