@@ -168,7 +168,7 @@ export interface Bmv2Json {
   parsers: Parser[];
   parse_vsets?: unknown[];
   deparsers: Deparser[];
-  meter_arrays: unknown[];
+  meter_arrays: Array<{ name: string; id: number; size: number; is_direct: boolean; rate_count: number; type: string; binding?: string; result_target?: [string, string] }>;
   counter_arrays: Array<{ name: string; id: number; size: number; is_direct: boolean; binding?: string }>;
   register_arrays: Array<{ name: string; id: number; size: number; bitwidth: number }>;
   calculations: Calculation[];

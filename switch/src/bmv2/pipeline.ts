@@ -128,7 +128,7 @@ interface PreparedFieldList {
 export class Pipeline {
   private readonly ctx: PacketContext = {
     exit: false, learnId: 0, packetLength: 0, parserError: 0, truncateTo: 0, failed: undefined,
-    clone: 0, cloneFieldList: 0, resubmit: 0, recirculate: 0,
+    clone: 0, cloneFieldList: 0, resubmit: 0, recirculate: 0, nowNs: 0,
   };
   private readonly scratch: PacketContext = { ...this.ctx };
   packetsIn = 0;
@@ -185,6 +185,8 @@ export class Pipeline {
     const length = pkt.wireLength ?? pkt.data.length;
     const ts = pkt.timestampNs;
     ctx.packetLength = length;
+    // Every pass of the packet (copies, resubmits, recirculations) runs at its arrival, for meters.
+    ctx.nowNs = ts;
     let parserError = 0;
     try {
       // The first ingress pass and, for a unicast packet with no clone, its

@@ -8,7 +8,8 @@ import { instantiate } from "./codegen/runtime.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
 import { Layout, type FieldInfo } from "./layout.js";
-import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, RegisterArray, StandardMetadata } from "./state.js";
+import { newMeterArray } from "./meters.js";
+import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, MeterArray, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
 import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
 
@@ -23,6 +24,7 @@ export class CompiledProgram {
   readonly registers = new Map<string, RegisterArray>();
   readonly counters = new Map<string, CounterArray>();
   readonly directCounters = new Map<string, CounterArray>();
+  readonly meters = new Map<string, MeterArray>();
   readonly actions = new Map<number, ActionInfo>();
   readonly actionsByName = new Map<string, ActionInfo>();
   readonly learnLists = new Map<number, LearnListInfo>();
@@ -71,6 +73,7 @@ export class CompiledProgram {
         this.counters.set(c.name, arr);
         if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
       }
+      for (const m of json.meter_arrays ?? []) this.meters.set(m.name, newMeterArray(m.name, m.id, m.size, m.type === "bytes"));
       for (const a of json.actions) {
         const info = { id: a.id, name: a.name, params: a.runtime_data.map((p) => ({ name: p.name, width: p.bitwidth })) };
         this.actions.set(a.id, info);
@@ -110,6 +113,7 @@ export class CompiledProgram {
           tables: this.tablesById,
           registers: [...this.registers.values()].sort((a, b) => a.id - b.id).map((r) => r.values),
           counters: [...this.counters.values()].sort((a, b) => a.id - b.id),
+          meters: [...this.meters.values()].reduce<MeterArray[]>((arr, m) => ((arr[m.id] = m), arr), []),
         },
       );
     } catch (err) {

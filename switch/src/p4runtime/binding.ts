@@ -9,7 +9,7 @@ import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
 import type { CompiledProgram } from "../bmv2/program.js";
-import type { CounterArray } from "../bmv2/state.js";
+import type { CounterArray, MeterArray } from "../bmv2/state.js";
 import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
 
 export interface TableBinding {
@@ -53,6 +53,7 @@ export class PipelineBinding {
   private readonly actionsByProgramId = new Map<number, ActionBinding>();
   readonly counters = new Map<number, CounterArray>();
   readonly directCounters = new Map<number, CounterArray>();
+  readonly meters = new Map<number, MeterArray>();
   readonly digests = new Map<number, DigestBinding>();
   readonly digestsByListId = new Map<number, DigestBinding>();
 
@@ -104,6 +105,11 @@ export class PipelineBinding {
       const arr = program.counters.get(c.preamble!.name);
       if (!arr) throw invalid(`P4Info counter '${c.preamble!.name}' is not in the device config`);
       this.counters.set(c.preamble!.id, arr);
+    }
+    for (const m of schema.p4info.meters) {
+      const arr = program.meters.get(m.preamble!.name);
+      if (!arr) throw invalid(`P4Info meter '${m.preamble!.name}' is not in the device config`);
+      this.meters.set(m.preamble!.id, arr);
     }
     for (const c of schema.p4info.directCounters) {
       const t = this.tables.get(c.directTableId);

@@ -68,6 +68,15 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
       const idx = g.value(arg(1), s);
       return `{ const i = ${toNum(idx)}; if (i < ${c.size}) { C[${c.id}].packets[i]++; C[${c.id}].bytes[i] += ctx.packetLength; } }`;
     }
+    case "execute_meter": {
+      if (arg(0).type !== "meter_array") throw new UnsupportedProgramError(`${where}: expected a meter array, got '${arg(0).type}'`);
+      const m = g.p.meters.get(String(arg(0).value));
+      if (!m) throw new InvalidProgramError(`${where}: no meter array named '${String(arg(0).value)}'`);
+      const idx = g.value(arg(1), s);
+      const f = g.fieldRef(arg(2), where);
+      const color: CExpr = { code: `H.executeMeter(X.meters[${m.id}], i, ctx.packetLength, ctx.nowNs)`, kind: "n", bits: 2, neg: false };
+      return `{ const i = ${toNum(idx)}; if (i < ${m.size}) { ${storeCode(g.slot(f), f.kind, f.width, f.signed, color)} } }`;
+    }
     case "modify_field_with_hash_based_offset": {
       const f = g.fieldRef(arg(0), where);
       const base = g.value(arg(1), s);
