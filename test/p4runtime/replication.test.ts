@@ -31,12 +31,16 @@ interface Target {
 }
 
 async function connect(address: string, deviceId: bigint): Promise<P4RuntimeClient> {
+  return (await connectWithStream(address, deviceId)).c;
+}
+
+async function connectWithStream(address: string, deviceId: bigint) {
   const c = new P4RuntimeClient({ address, deviceId, timeoutMs: 20_000 });
   const ch = c.streamChannel();
   ch.send({ update: { $case: "arbitration", value: { deviceId, role: undefined, electionId: toUint128(1n), status: undefined } } });
   for await (const m of ch) if (m.update?.$case === "arbitration") break;
   await commit(c);
-  return c;
+  return { c, ch };
 }
 
 async function commit(c: P4RuntimeClient): Promise<void> {
@@ -159,10 +163,30 @@ describe("the software switch beyond the code table", () => {
   let server: P4RuntimeServer;
   let sw: SoftwareSwitch;
   let c: P4RuntimeClient;
+  let ch: Awaited<ReturnType<typeof connectWithStream>>["ch"];
   beforeAll(async () => {
     sw = new SoftwareSwitch({ clock: "virtual" });
     server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
-    c = await connect(`127.0.0.1:${await server.listen("127.0.0.1:0")}`, 1n);
+    ({ c, ch } = await connectWithStream(`127.0.0.1:${await server.listen("127.0.0.1:0")}`, 1n));
+  });
+
+  test("a packet-out to a multicast group with the CPU port: one packet-in, the other replicas out their ports", async () => {
+    await c.write([{ type: INSERT, entity: group(40, [r(510, 1), r(3, 2), r(4, 3)]) }], 1n);
+    const out: number[] = [];
+    sw.on("packet", (p) => out.push(p.port));
+    // replication.p4: op 1 multicasts to the group in bytes 2..3.
+    const payload = Buffer.alloc(28);
+    payload[0] = 1;
+    payload.writeUInt16BE(40, 2);
+    ch.send({ update: { $case: "packet", value: { payload, metadata: [] } } });
+    for await (const m of ch) {
+      if (m.update?.$case !== "packet") continue;
+      const p = m.update.value.payload;
+      expect([p[0], p.readUInt16BE(6), p.readUInt16BE(8)]).toEqual([1, 1, 510]); // the replica's rid and egress port
+      break;
+    }
+    expect(out).toEqual([510, 3, 4]);
+    await c.write([{ type: DELETE, entity: group(40, []) }], 1n);
   });
   afterAll(async () => {
     c.close();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
 import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Entity, type Replica } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { P4RuntimeClient, toUint128 } from "../../p4runtime/src/index.js";
-import { InstanceType, MAX_INGRESS_PASSES, Pipeline } from "../../switch/src/bmv2/pipeline.js";
+import { InstanceType, MAX_EGRESS_PASSES, MAX_INGRESS_PASSES, Pipeline } from "../../switch/src/bmv2/pipeline.js";
 import { CompiledProgram } from "../../switch/src/bmv2/program.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch, type SwitchPacket } from "../../switch/src/software-switch.js";
@@ -18,7 +18,7 @@ const dir = new URL("./programs/", import.meta.url);
 const jsonText = readFileSync(new URL("replication.json", dir), "utf8");
 const p4infoText = readFileSync(new URL("replication.p4info.json", dir), "utf8");
 
-const OP = { UNICAST: 0, MULTICAST: 1, CLONE_I2E: 2, RESUBMIT: 3, RECIRCULATE: 4, CLONE_E2E: 5, RECIRCULATE_FOREVER: 6, RESUBMIT_FOREVER: 7, DROP_AND_CLONE: 8 };
+const OP = { UNICAST: 0, MULTICAST: 1, CLONE_I2E: 2, RESUBMIT: 3, RECIRCULATE: 4, CLONE_E2E: 5, RECIRCULATE_FOREVER: 6, RESUBMIT_FOREVER: 7, DROP_AND_CLONE: 8, CLONE_E2E_FOREVER: 9 };
 const PAYLOAD = Buffer.from("payload!");
 const LENGTH = 5 + 15 + PAYLOAD.length;
 
@@ -135,6 +135,15 @@ describe("the replication engine on the software switch", () => {
       expect(send(packet(OP.UNICAST, 2)).outputs.map((o) => o.port)).toEqual([2]);
     }
     expect(MAX_INGRESS_PASSES).toBe(16);
+  });
+
+  test("egress clones of egress clones stop at the bound of egress passes, each copy sent until then", () => {
+    const loops = pl.loopDrops;
+    const r = send(packet(OP.CLONE_E2E_FOREVER, 2, 9));
+    expect(r.outputs).toHaveLength(MAX_EGRESS_PASSES);
+    expect(r.outputs.slice(0, 3).map((o) => o.port)).toEqual([2, 3, 3]);
+    expect(r.error).toMatch(/more than 4096 copies/);
+    expect(pl.loopDrops).toBe(loops + 1);
   });
 
   test("bad groups and sessions are refused by name and change nothing", () => {

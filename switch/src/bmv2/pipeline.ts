@@ -214,6 +214,7 @@ export class Pipeline {
         this.packetsDropped++;
         return new ProcessResult(undefined, undefined, this.learns, parserError, undefined);
       }
+      this.egressPasses = 1;
       fn.toEgress(egressSpec, ts, length);
       fn.egress(ctx);
       if ((ctx.clone | ctx.recirculate) !== 0 || ctx.failed !== undefined) {

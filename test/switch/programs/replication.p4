@@ -7,7 +7,8 @@
 
 header op_t {
     bit<8>  op;       // 1 multicast, 2 clone I2E, 3 resubmit, 4 recirculate, 5 clone E2E,
-                      // 6 recirculate forever, 7 resubmit forever, 8 drop but clone I2E
+                      // 6 recirculate forever, 7 resubmit forever, 8 drop but clone I2E,
+                      // 9 clone E2E forever
     bit<8>  port;     // unicast egress port
     bit<16> arg;      // multicast group or clone session
     bit<8>  marker;   // set by ingress: 0xee (a clone of the ingress packet does not have it)
@@ -92,6 +93,8 @@ control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
             recirculate_preserving_field_list(3);
         } else if (h.op.op == 6) {
             recirculate_preserving_field_list(3);
+        } else if (h.op.op == 9) {
+            clone(CloneType.E2E, (bit<32>) h.op.arg);
         } else if (h.op.op == 5 && sm.instance_type == 0) {
             m.kept = 0x55;
             m.lost = 0x66;
