@@ -1,15 +1,16 @@
-// Indirect meters (programs/meters.p4): BMv2's two-rate three-color marker
-// on the switch's clock, packet by packet; P4Runtime MeterEntry writes and
-// reads with the spec's codes. Where BMv2 simple_switch_grpc runs, the same
+// Meters (programs/meters.p4), indirect and direct: BMv2's two-rate
+// three-color marker on the switch's clock, packet by packet; P4Runtime
+// MeterEntry, DirectMeterEntry and table entries' meter_config, written and
+// read with the spec's codes. Where BMv2 simple_switch_grpc runs, the same
 // requests go to it, and meters whose buckets never refill (rate 0, so the
 // colors do not depend on either switch's clock) color the same packets
 // alike.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
-import { SetForwardingPipelineConfigRequest_Action, Update_Type, type Entity, type MeterConfig } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity, type MeterConfig } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime/src/index.js";
-import { configureMeter, GREEN, RED, YELLOW } from "../../switch/src/bmv2/meters.js";
+import { configureMeter, GREEN, newMeterArray, RED, YELLOW } from "../../switch/src/bmv2/meters.js";
 import { Pipeline } from "../../switch/src/bmv2/pipeline.js";
 import { CompiledProgram } from "../../switch/src/bmv2/program.js";
 import { UnsupportedProgramError } from "../../switch/src/bmv2/errors.js";
@@ -25,22 +26,23 @@ const meterId = (name: string) => (p4infoJson.meters as Array<{ preamble: { id: 
 const BY_PACKETS = meterId("I.by_packets");
 const BY_BYTES = meterId("I.by_bytes");
 
-/** A packet for cell `index`, `size` bytes long. */
-const packet = (index: number, size = 3) => Buffer.concat([Buffer.from([index, 0xff, 0xff]), Buffer.alloc(size - 3)]);
+/** A packet for cell (and table entry) `index`, `size` bytes long. */
+const packet = (index: number, size = 4) => Buffer.concat([Buffer.from([index, 0xee, 0xee, 0xee]), Buffer.alloc(size - 4)]);
+const MISS = 0xff;
 
 describe("meters on the software switch", () => {
   const program = new CompiledProgram(JSON.parse(jsonText));
   const pl = new Pipeline(program);
   const byPackets = program.meters.get("I.by_packets")!;
   const byBytes = program.meters.get("I.by_bytes")!;
-  const colors = (index: number, atNs: number, size = 3) => {
+  const colors = (index: number, atNs: number, size = 4) => {
     const out = pl.process({ port: 0, data: packet(index, size), timestampNs: atNs }).output!.data;
-    return [out[1], out[2]];
+    return [out[1], out[2], out[3]];
   };
 
   test("an unconfigured cell marks every packet GREEN", () => {
-    expect(colors(0, 0)).toEqual([GREEN, GREEN]);
-    expect(colors(0, 0)).toEqual([GREEN, GREEN]);
+    expect(colors(0, 0)).toEqual([GREEN, GREEN, MISS]);
+    expect(colors(0, 0)).toEqual([GREEN, GREEN, MISS]);
   });
 
   test("buckets that never refill: the committed burst is GREEN, then YELLOW up to the peak burst, then RED", () => {
@@ -61,8 +63,8 @@ describe("meters on the software switch", () => {
   test("a bytes meter pays the packet's length", () => {
     configureMeter(byBytes, 3, { cir: 0, cburst: 100, pir: 0, pburst: 150 });
     // 60 + 40 take the committed 100; the next 40 only the peak's (50 left); 20 is more than
-    // the peak's 10 left: RED; a packet of 3 bytes still fits the peak: YELLOW.
-    expect([60, 40, 40, 20, 3].map((size) => colors(3, 7_000_000, size)[1])).toEqual([GREEN, GREEN, YELLOW, RED, YELLOW]);
+    // the peak's 10 left: RED; a packet of 4 bytes still fits the peak: YELLOW.
+    expect([60, 40, 40, 20, 4].map((size) => colors(3, 7_000_000, size)[1])).toEqual([GREEN, GREEN, YELLOW, RED, YELLOW]);
   });
 
   test("unconfiguring a cell makes it GREEN again; a committed rate above the peak is refused by name", () => {
@@ -72,16 +74,35 @@ describe("meters on the software switch", () => {
     expect(() => configureMeter(byPackets, 4, undefined)).toThrow(/has 4 cells, index 4/);
   });
 
-  test("direct meters are still refused at load, by name", () => {
+  test("a direct meter: a miss leaves the field, a hit on an unconfigured entry is GREEN, a configured entry meters its own packets", () => {
+    const table = program.tables.get("I.by_entry")!;
+    const mark = program.actionsByName.get("I.mark")!.id;
+    const cell = newMeterArray("I.per_entry", 2, 1, false);
+    configureMeter(cell, 0, { cir: 0, cburst: 1, pir: 0, pburst: 2 });
+    table.insert({ match: [{ kind: "exact", value: 1n }], priority: 0, action: { actionId: mark, data: [] }, packets: 0, bytes: 0, meter: undefined });
+    table.insert({ match: [{ kind: "exact", value: 2n }], priority: 0, action: { actionId: mark, data: [] }, packets: 0, bytes: 0, meter: cell });
+    expect(colors(3, 0)[2]).toBe(MISS);
+    expect([colors(1, 0)[2], colors(1, 0)[2]]).toEqual([GREEN, GREEN]);
+    expect([0, 1, 2, 3].map(() => colors(2, 0)[2])).toEqual([GREEN, YELLOW, RED, RED]);
+  });
+
+  test("a direct meter without a result field is refused at load, by name", () => {
     const json = JSON.parse(jsonText);
-    json.meter_arrays[0].is_direct = true;
-    json.meter_arrays[0].binding = "I.t";
+    delete json.meter_arrays[2].result_target;
     expect(() => new CompiledProgram(json)).toThrow(UnsupportedProgramError);
-    expect(() => new CompiledProgram(json)).toThrow(/meter 'I.by_packets': direct meters are not supported yet/);
+    expect(() => new CompiledProgram(json)).toThrow(/meter 'I.per_entry': a direct meter without a table or a result field/);
   });
 });
 
 // ---- over P4Runtime, and on BMv2 ----------------------------------------------------------
+
+const TABLE = (p4infoJson.tables as Array<{ preamble: { id: number } }>)[0]!.preamble.id;
+const MARK = (p4infoJson.actions as Array<{ preamble: { id: number; name: string } }>).find((a) => a.preamble.name === "I.mark")!.preamble.id;
+const meterConfig = (c: Partial<MeterConfig>): MeterConfig => ({ cir: 0n, cburst: 0n, pir: 0n, pburst: 0n, eburst: 0n, ...c });
+const tableEntry = (index: number, config?: Partial<MeterConfig>): TableEntry =>
+  TableEntry.fromPartial({ tableId: TABLE, match: [{ fieldId: 1, fieldMatchType: { $case: "exact", value: { value: Buffer.from([index]) } } }], action: { type: { $case: "action", value: { actionId: MARK, params: [] } } }, meterConfig: config && meterConfig(config) });
+const row = (index: number, config?: Partial<MeterConfig>): Entity => ({ entity: { $case: "tableEntry", value: tableEntry(index, config) } });
+const direct = (index: number, config?: Partial<MeterConfig>): Entity => ({ entity: { $case: "directMeterEntry", value: { tableEntry: tableEntry(index), config: config && meterConfig(config), counterData: undefined } } });
 
 const entry = (id: number, index: number | undefined, config?: Partial<MeterConfig>): Entity => ({
   entity: { $case: "meterEntry", value: { meterId: id, index: index === undefined ? undefined : { index: BigInt(index) }, config: config && { cir: 0n, cburst: 0n, pir: 0n, pburst: 0n, eburst: 0n, ...config }, counterData: undefined } },
@@ -117,6 +138,13 @@ const WRITES: Array<[string, Update_Type, Entity, string, string]> = [
   ["one cell", Update_Type.MODIFY, entry(BY_PACKETS, 0, { cir: 0n, cburst: 2n, pir: 0n, pburst: 3n }), "OK", "OK"],
   ["every cell of the bytes meter (no index)", Update_Type.MODIFY, entry(BY_BYTES, undefined, { cir: 0n, cburst: 50n, pir: 0n, pburst: 60n }), "OK", "UNIMPLEMENTED"],
   ["one cell of the bytes meter", Update_Type.MODIFY, entry(BY_BYTES, 0, { cir: 0n, cburst: 100n, pir: 0n, pburst: 150n }), "OK", "OK"],
+  ["a table entry with a direct meter config", Update_Type.INSERT, row(1, { cburst: 1n, pburst: 2n }), "OK", "OK"],
+  // BMv2 inserts the entry all the same, then cannot find it for reads and direct meter writes.
+  ["a table entry with a direct meter config whose committed rate is above the peak", Update_Type.INSERT, row(5, { cir: 9n, cburst: 1n, pir: 1n, pburst: 2n }), "INVALID_ARGUMENT", "UNKNOWN"],
+  ["a table entry without one", Update_Type.INSERT, row(2), "OK", "OK"],
+  ["a direct meter entry INSERT", Update_Type.INSERT, direct(2, { cburst: 1n, pburst: 1n }), "INVALID_ARGUMENT", "INVALID_ARGUMENT"],
+  ["a direct meter entry of an entry that does not exist", Update_Type.MODIFY, direct(3, { cburst: 1n, pburst: 1n }), "NOT_FOUND", "INVALID_ARGUMENT"],
+  ["a direct meter entry MODIFY", Update_Type.MODIFY, direct(2, { cburst: 2n, pburst: 3n }), "OK", "OK"],
 ];
 
 /** `pbursts`: the peak bursts a read of the whole bytes meter gives after WRITES. */
@@ -143,6 +171,11 @@ function suite(name: string, start: () => Promise<{ client: P4RuntimeClient; sen
       const all = await t.client.readAll([entry(BY_BYTES, undefined)]);
       expect(all).toHaveLength(4);
       expect(all.map((e) => (e.entity?.$case === "meterEntry" ? e.entity.value.config?.pburst : undefined))).toEqual(pbursts);
+      const [d] = await t.client.readAll([direct(2)]);
+      expect(d!.entity?.$case === "directMeterEntry" && d!.entity.value.config).toMatchObject({ cburst: 2n, pburst: 3n });
+      if (column === 3) expect(await t.client.readAll([row(5)])).toEqual([]); // the refused INSERT left nothing
+      const [withConfig] = await t.client.readAll([row(1, {})]);
+      expect(withConfig!.entity?.$case === "tableEntry" && withConfig!.entity.value.meterConfig).toMatchObject({ cburst: 1n, pburst: 2n });
     }, 60_000);
 
     test("the configured cells color packets: packets GREEN, GREEN, YELLOW, RED; bytes by length", async () => {
@@ -152,6 +185,14 @@ function suite(name: string, start: () => Promise<{ client: P4RuntimeClient; sen
         got.push([out[1]!, out[2]!]);
       }
       expect(got).toEqual([[GREEN, GREEN], [GREEN, GREEN], [YELLOW, YELLOW], [RED, RED]]);
+      // Direct: entry 1 (committed burst 1, peak 2), entry 2 (2, 3), entry 3 missing.
+      const direct: number[] = [];
+      for (const index of [1, 1, 1, 2, 2, 2, 2, 3]) direct.push((await t.send(packet(index, 20)))[3]!);
+      expect(direct).toEqual([GREEN, YELLOW, RED, GREEN, GREEN, YELLOW, RED, MISS]);
+      // A MODIFY of the table entry without a meter config resets its meter (spec): GREEN again.
+      // BMv2 keeps the meter's config and state: still RED.
+      await t.client.write([{ type: Update_Type.MODIFY, entity: row(1) }], 1n);
+      expect((await t.send(packet(1, 20)))[3]).toBe(column === 3 ? GREEN : RED);
     }, 60_000);
   });
 }

@@ -9,7 +9,7 @@ import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
 import { Layout, type FieldInfo } from "./layout.js";
 import { newMeterArray } from "./meters.js";
-import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, MeterArray, RegisterArray, StandardMetadata } from "./state.js";
+import type { ActionInfo, CompiledFunctions, CounterArray, DirectMeterInfo, LearnListInfo, MeterArray, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
 import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
 
@@ -25,6 +25,8 @@ export class CompiledProgram {
   readonly counters = new Map<string, CounterArray>();
   readonly directCounters = new Map<string, CounterArray>();
   readonly meters = new Map<string, MeterArray>();
+  /** direct meters by the table they are bound to */
+  readonly directMeters = new Map<string, DirectMeterInfo>();
   readonly actions = new Map<number, ActionInfo>();
   readonly actionsByName = new Map<string, ActionInfo>();
   readonly learnLists = new Map<number, LearnListInfo>();
@@ -73,7 +75,14 @@ export class CompiledProgram {
         this.counters.set(c.name, arr);
         if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
       }
-      for (const m of json.meter_arrays ?? []) this.meters.set(m.name, newMeterArray(m.name, m.id, m.size, m.type === "bytes"));
+      for (const m of json.meter_arrays ?? []) {
+        if (!m.is_direct) {
+          this.meters.set(m.name, newMeterArray(m.name, m.id, m.size, m.type === "bytes"));
+          continue;
+        }
+        const [h, f] = m.result_target!;
+        this.directMeters.set(m.binding!, { name: m.name, id: m.id, bytes: m.type === "bytes", target: this.layout.field(h, f, `direct meter '${m.name}'`) });
+      }
       for (const a of json.actions) {
         const info = { id: a.id, name: a.name, params: a.runtime_data.map((p) => ({ name: p.name, width: p.bitwidth })) };
         this.actions.set(a.id, info);
@@ -125,7 +134,7 @@ export class CompiledProgram {
   private buildTable(t: Pipeline["tables"][number]): MatchTable {
     const where = `table '${t.name}'`;
     if (t.type !== "simple") throw new UnsupportedProgramError(`${where}: ${t.type} tables (action profiles/selectors) are not supported yet`);
-    if (t.direct_meters) throw new UnsupportedProgramError(`${where}: direct meters are not supported yet`);
+    if (t.direct_meters && !this.directMeters.has(t.name)) throw new InvalidProgramError(`${where}: direct meter '${t.direct_meters}' is not bound to it`);
     const keys: KeyField[] = t.key.map((k) => {
       if (k.match_type === "valid") throw new UnsupportedProgramError(`${where}: 'valid' match kind is not supported`);
       if (!["exact", "lpm", "ternary", "range", "optional"].includes(k.match_type)) throw new UnsupportedProgramError(`${where}: match kind '${k.match_type}'`);
@@ -138,6 +147,7 @@ export class CompiledProgram {
       ? { actionId: def.action_id, data: this.actionData(def.action_id, def.action_data.map(bits.parseHexstr), where) }
       : { actionId: t.action_ids[0]!, data: [] };
     const table = new MatchTable(t.name, t.id, keys, t.action_ids, t.max_size, defaultAction, def?.action_const === true, t.with_counters, (t.entries ?? []).length > 0);
+    table.directMeter = this.directMeters.get(t.name);
     for (const e of t.entries ?? []) {
       const match: KeyMatch[] = e.match_key.map((m) => {
         switch (m.match_type) {
@@ -163,6 +173,7 @@ export class CompiledProgram {
         action: { actionId: e.action_entry.action_id, data: this.actionData(e.action_entry.action_id, e.action_entry.action_data.map(bits.parseHexstr), where) },
         packets: 0,
         bytes: 0,
+        meter: undefined,
       });
     }
     return table;

@@ -42,6 +42,14 @@ export interface MeterArray {
   config: Array<MeterConfig | undefined>;
 }
 
+/** A direct meter: bound to a table, its color written to `target` on every hit, each entry a cell of its own. */
+export interface DirectMeterInfo {
+  name: string;
+  id: number;
+  bytes: boolean;
+  target: FieldInfo;
+}
+
 /** A meter cell's rates: committed and peak, in units (bytes or packets) a second, and bursts in units. */
 export interface MeterConfig {
   cir: number;

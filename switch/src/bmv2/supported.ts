@@ -15,7 +15,7 @@ export function checkSupported(json: Bmv2Json): void {
   if (major === undefined) throw new UnsupportedProgramError("BMv2 JSON without __meta__.version (format 1.x, from p4c-bm): compile the program with p4c");
   if (major !== 2) throw new UnsupportedProgramError(`BMv2 JSON format version ${major}.x (expected 2.x)`);
   for (const m of json.meter_arrays ?? []) {
-    if (m.is_direct) throw new UnsupportedProgramError(`meter '${m.name}': direct meters are not supported yet`);
+    if (m.is_direct && (!m.binding || !m.result_target)) throw new UnsupportedProgramError(`meter '${m.name}': a direct meter without a table or a result field`);
     if (m.rate_count !== 2) throw new UnsupportedProgramError(`meter '${m.name}': ${m.rate_count} rates (expected 2)`);
     if (m.type !== "bytes" && m.type !== "packets") throw new UnsupportedProgramError(`meter '${m.name}': type '${m.type}'`);
   }

@@ -1,5 +1,6 @@
 // Match-action tables: exact, lpm, ternary, range and optional keys, entry
 // priorities, default actions and direct counters.
+import type { DirectMeterInfo, MeterArray } from "./state.js";
 import { SwitchError } from "./errors.js";
 import { NUM_BITS } from "./bits.js";
 
@@ -38,6 +39,8 @@ export interface TableEntry {
   /** P4Runtime's controller_metadata: opaque, returned on reads */
   controllerMetadata?: bigint;
   idleTimeoutNs?: bigint;
+  /** the entry's direct meter cell, when the table has a direct meter and the cell is configured (else GREEN) */
+  meter?: MeterArray | undefined;
 }
 
 /** A table write that the table refuses, with the gRPC code it answers. */
@@ -96,6 +99,8 @@ export class MatchTable {
   private scanList: TableEntry[] = [];
   private readonly lpmField: number;
   defaultAction: ActionCall;
+  /** the table's direct meter, if it has one */
+  directMeter: DirectMeterInfo | undefined = undefined;
   defaultPackets = 0;
   defaultBytes = 0;
 

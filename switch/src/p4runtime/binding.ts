@@ -11,6 +11,7 @@ import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
 import type { CompiledProgram } from "../bmv2/program.js";
 import type { CounterArray, MeterArray } from "../bmv2/state.js";
 import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
+import { p4MeterConfig } from "./meter-config.js";
 
 export interface TableBinding {
   info: P4InfoTable;
@@ -247,7 +248,7 @@ export class PipelineBinding {
     };
   }
 
-  encodeEntry(t: TableBinding, e: TableEntry, withCounters: boolean): P4TableEntry {
+  encodeEntry(t: TableBinding, e: TableEntry, withCounters: boolean, withMeter = false): P4TableEntry {
     return P4TableEntry.fromPartial({
       tableId: t.info.preamble!.id,
       match: this.encodeMatch(t, e.match),
@@ -257,6 +258,7 @@ export class PipelineBinding {
       controllerMetadata: e.controllerMetadata ?? 0n,
       idleTimeoutNs: e.idleTimeoutNs ?? 0n,
       counterData: withCounters && t.table.withCounters ? { byteCount: BigInt(e.bytes), packetCount: BigInt(e.packets) } : undefined,
+      meterConfig: withMeter ? p4MeterConfig(e.meter?.config[0]) : undefined,
       isConst: t.table.constEntries,
     });
   }

@@ -4,7 +4,7 @@
 import { UnsupportedProgramError } from "../errors.js";
 import type { Bmv2Json, TypedValue } from "../json.js";
 import type { FieldInfo, HeaderInfo, Layout } from "../layout.js";
-import type { CounterArray, RegisterArray, StandardMetadata, MeterArray } from "../state.js";
+import type { CounterArray, DirectMeterInfo, RegisterArray, StandardMetadata, MeterArray } from "../state.js";
 import { compileValue, type CExpr, type ExprScope } from "./expr.js";
 
 /** What the generator needs of a program: its JSON, its layout and its run-time state's names. */
@@ -15,6 +15,7 @@ export interface CodegenInput {
   readonly registers: ReadonlyMap<string, RegisterArray>;
   readonly counters: ReadonlyMap<string, CounterArray>;
   readonly meters: ReadonlyMap<string, MeterArray>;
+  readonly directMeters: ReadonlyMap<string, DirectMeterInfo>;
   readonly errorCodes: ReadonlyMap<string, number>;
 }
 

@@ -1,6 +1,6 @@
 // The Write and Read rules of P4Runtime entities, one module a kind: what a
 // generically decoded update does, and what a read of an entity returns.
-// Registers, direct meters, action profiles and the rest are refused with
+// Registers, action profiles and the rest are refused with
 // UNIMPLEMENTED.
 import { Update_Type, type Entity, type Update } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import type { ActionCall } from "../../bmv2/table.js";
@@ -9,7 +9,7 @@ import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
 import { readCounterEntries, readDirectCounterEntry, writeCounterEntry } from "./counters.js";
 import { readDigestEntry, writeDigestEntry } from "./digests.js";
-import { readMeterEntries, writeMeterEntry } from "./meters.js";
+import { readDirectMeterEntry, readMeterEntries, writeDirectMeterEntry, writeMeterEntry } from "./meters.js";
 import { readPreEntries, writePreEntry, type ReplicaForms } from "./replication.js";
 import { readTableEntries, writeTableEntry } from "./tables.js";
 
@@ -38,6 +38,8 @@ export function applyUpdate(target: EntityTarget, u: Update): void {
       return writeCounterEntry(target.binding, u.type, e.value);
     case "meterEntry":
       return writeMeterEntry(target.binding, u.type, e.value);
+    case "directMeterEntry":
+      return writeDirectMeterEntry(target.binding, u.type, e.value);
     case "packetReplicationEngineEntry":
       return writePreEntry(target.sw.replication, target.replicaForms, u.type, e.value);
     case "registerEntry":
@@ -62,6 +64,8 @@ export function readEntity(target: EntityTarget, ent: Entity, out: Entity[]): vo
       return readDigestEntry(target.sw, target.binding, e.value, out);
     case "meterEntry":
       return readMeterEntries(target.binding, e.value, out);
+    case "directMeterEntry":
+      return readDirectMeterEntry(target.binding, e.value, out);
     case "packetReplicationEngineEntry":
       return readPreEntries(target.sw.replication, target.replicaForms, e.value, out);
     case "registerEntry":

@@ -1,9 +1,9 @@
 // Indirect meters: one cell or all configured (MODIFY only), read back as
 // configured (an unconfigured cell reads with no config: GREEN for all).
-import { Update_Type, type Entity, type MeterConfig as P4MeterConfig, type MeterEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { configureMeter, MeterConfigError } from "../../bmv2/meters.js";
-import type { MeterArray, MeterConfig } from "../../bmv2/state.js";
+import { Update_Type, type DirectMeterEntry, type Entity, type MeterEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import type { MeterArray } from "../../bmv2/state.js";
 import type { PipelineBinding } from "../binding.js";
+import { configure, meterCell, p4MeterConfig, toMeterConfig } from "../meter-config.js";
 import { RpcError } from "../rpc.js";
 
 export function writeMeterEntry(b: PipelineBinding, type: Update_Type, e: MeterEntry): void {
@@ -11,14 +11,9 @@ export function writeMeterEntry(b: PipelineBinding, type: Update_Type, e: MeterE
   if (e.counterData) throw new RpcError("UNIMPLEMENTED", "meter color counters are not supported");
   const arr = b.meters.get(e.meterId);
   if (!arr) throw new RpcError("NOT_FOUND", `no meter with id ${e.meterId}`);
-  const config = e.config ? toConfig(arr, e.config) : undefined;
+  const config = e.config ? toMeterConfig(arr.name, e.config) : undefined;
   const indices = e.index ? [cell(arr, e.index.index)] : [...Array(arr.size).keys()];
-  try {
-    for (const i of indices) configureMeter(arr, i, config);
-  } catch (err) {
-    if (err instanceof MeterConfigError) throw new RpcError("INVALID_ARGUMENT", err.message);
-    throw err;
-  }
+  for (const i of indices) configure(arr, i, config);
 }
 
 /** Meter id 0 is every meter; no index is every cell. */
@@ -30,9 +25,7 @@ export function readMeterEntries(b: PipelineBinding, q: MeterEntry, out: Entity[
     if (!arr) throw new RpcError("NOT_FOUND", `no meter with id ${id}`);
     const indices = q.index ? [cell(arr, q.index.index)] : [...Array(arr.size).keys()];
     for (const i of indices) {
-      const c = arr.config[i];
-      const config = c ? { cir: BigInt(c.cir), cburst: BigInt(c.cburst), pir: BigInt(c.pir), pburst: BigInt(c.pburst), eburst: 0n } : undefined;
-      out.push({ entity: { $case: "meterEntry", value: { meterId: id, index: { index: BigInt(i) }, config, counterData: undefined } } });
+      out.push({ entity: { $case: "meterEntry", value: { meterId: id, index: { index: BigInt(i) }, config: p4MeterConfig(arr.config[i]), counterData: undefined } } });
     }
   }
 }
@@ -43,12 +36,28 @@ function cell(arr: MeterArray, index: bigint): number {
   return Number(index);
 }
 
-/** trTCM: eburst must be unset; rates and bursts are non-negative, the committed rate at most the peak. */
-function toConfig(arr: MeterArray, c: P4MeterConfig): MeterConfig {
-  if (c.eburst !== 0n) throw new RpcError("INVALID_ARGUMENT", `meter '${arr.name}' is a two-rate meter: eburst must be unset`);
-  for (const [k, v] of [["cir", c.cir], ["cburst", c.cburst], ["pir", c.pir], ["pburst", c.pburst]] as const) {
-    if (v < 0n) throw new RpcError("INVALID_ARGUMENT", `meter '${arr.name}': ${k} ${v} is negative`);
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new RpcError("INVALID_ARGUMENT", `meter '${arr.name}': ${k} ${v} is too large`);
-  }
-  return { cir: Number(c.cir), cburst: Number(c.cburst), pir: Number(c.pir), pburst: Number(c.pburst) };
+/** A table entry's direct meter: MODIFY only, the entry must exist; no config resets it (GREEN for all). */
+export function writeDirectMeterEntry(b: PipelineBinding, type: Update_Type, e: DirectMeterEntry): void {
+  if (type !== Update_Type.MODIFY) throw new RpcError("INVALID_ARGUMENT", "direct meter entries can only be modified");
+  if (e.counterData) throw new RpcError("UNIMPLEMENTED", "meter color counters are not supported");
+  const { entry, dm } = directEntry(b, e);
+  entry.meter = e.config ? meterCell(dm, e.config) : undefined;
+}
+
+export function readDirectMeterEntry(b: PipelineBinding, q: DirectMeterEntry, out: Entity[]): void {
+  if (q.counterData) throw new RpcError("UNIMPLEMENTED", "meter color counters are not supported");
+  const { entry } = directEntry(b, q);
+  out.push({ entity: { $case: "directMeterEntry", value: { tableEntry: q.tableEntry, config: p4MeterConfig(entry.meter?.config[0]), counterData: undefined } } });
+}
+
+function directEntry(b: PipelineBinding, e: DirectMeterEntry) {
+  const te = e.tableEntry;
+  if (!te) throw new RpcError("INVALID_ARGUMENT", "direct meter entry without a table entry");
+  const t = b.table(te.tableId);
+  const dm = t.table.directMeter;
+  if (!dm) throw new RpcError("INVALID_ARGUMENT", `table '${t.info.preamble!.name}' has no direct meter`);
+  if (te.isDefaultAction) throw new RpcError("INVALID_ARGUMENT", `table '${t.info.preamble!.name}': the default entry has no direct meter (as on BMv2)`);
+  const entry = t.table.get(b.decodeMatch(t, te.match), te.priority);
+  if (!entry) throw new RpcError("NOT_FOUND", `table '${t.info.preamble!.name}': no such entry`);
+  return { entry, dm };
 }

@@ -2,7 +2,9 @@
 // modified or reset) and read (one entry, a table, or every table; the
 // default entry; with direct counters if asked).
 import { Update_Type, type Entity, type TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import type { MeterArray } from "../../bmv2/state.js";
 import type { ActionCall } from "../../bmv2/table.js";
+import { meterCell } from "../meter-config.js";
 import type { PipelineBinding } from "../binding.js";
 import type { TableWrite } from "../fast-write.js";
 import { RpcError } from "../rpc.js";
@@ -11,8 +13,9 @@ import { RpcError } from "../rpc.js";
 export function applyTableWrite(w: TableWrite): void {
   const t = w.table.table;
   if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
-  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, controllerMetadata: w.controllerMetadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
-  else t.modify(w.match, w.priority, w.action!, w.metadata, w.controllerMetadata);
+  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, controllerMetadata: w.controllerMetadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n, meter: w.meter });
+  // A MODIFY sets the direct meter's config, or resets it when none is given (spec 9.1.4).
+  else t.modify(w.match, w.priority, w.action!, w.metadata, w.controllerMetadata).meter = w.meter;
 }
 
 /** A table-entry update decoded by the generated decoder (`type` is INSERT, MODIFY or DELETE); `originalDefaults` by P4Info table id. */
@@ -39,12 +42,20 @@ export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMa
   const problem = t.table.validate(match, te.priority);
   if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
   const action = type === T.DELETE ? undefined : b.decodeAction(t, te.action, false);
-  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs });
+  if (te.meterCounterData) throw new RpcError("UNIMPLEMENTED", `table '${name}': meter color counters are not supported`);
+  let meter: MeterArray | undefined;
+  if (te.meterConfig && type !== T.DELETE) {
+    const dm = t.table.directMeter;
+    if (!dm) throw new RpcError("INVALID_ARGUMENT", `table '${name}' has no direct meter: meter_config must be unset`);
+    meter = meterCell(dm, te.meterConfig);
+  }
+  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs, meter });
 }
 
 /** The entries a TableEntry read asks for: table id 0 is every table; a match is one entry; is_default_action the default entry. */
 export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[]): void {
   const withCounters = q.counterData !== undefined;
+  const withMeter = q.meterConfig !== undefined;
   const tables = q.tableId === 0 ? [...b.tables.values()] : [b.table(q.tableId)];
   for (const t of tables) {
     if (q.isDefaultAction) {
@@ -53,9 +64,9 @@ export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[
     }
     if (q.tableId !== 0 && q.match.length > 0) {
       const hit = t.table.get(b.decodeMatch(t, q.match), q.priority);
-      if (hit) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters) } });
+      if (hit) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters, withMeter) } });
       continue;
     }
-    for (const te of t.table.entries()) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, te, withCounters) } });
+    for (const te of t.table.entries()) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, te, withCounters, withMeter) } });
   }
 }
