@@ -4,7 +4,41 @@
 // bucket cannot pay for YELLOW (1), else GREEN (0). Time is the packet's
 // arrival (the switch's clock), in whole µs as BMv2 counts it.
 import { SwitchError } from "./errors.js";
-import type { MeterArray, MeterConfig } from "./state.js";
+import type { FieldInfo } from "./layout.js";
+
+/** A meter array (two-rate three-color, as BMv2's): the peak bucket first, then the committed one, per cell. */
+export interface MeterArray {
+  name: string;
+  id: number;
+  size: number;
+  /** bytes (the packet's length on the wire) or packets */
+  bytes: boolean;
+  /** per cell: 1 when configured (an unconfigured meter marks every packet GREEN) */
+  configured: Uint8Array;
+  /** per cell and bucket (cell * 2: peak, cell * 2 + 1: committed): tokens a µs, burst, tokens, tokens counted up to the last packet */
+  rate: Float64Array;
+  burst: Float64Array;
+  tokens: Float64Array;
+  last: Float64Array;
+  /** per cell: the configuration as written (for reads) */
+  config: Array<MeterConfig | undefined>;
+}
+
+/** A direct meter: bound to a table, its color written to `target` on every hit, each entry a cell of its own. */
+export interface DirectMeterInfo {
+  name: string;
+  id: number;
+  bytes: boolean;
+  target: FieldInfo;
+}
+
+/** A meter cell's rates: committed and peak, in units (bytes or packets) a second, and bursts in units. */
+export interface MeterConfig {
+  cir: number;
+  cburst: number;
+  pir: number;
+  pburst: number;
+}
 
 export const GREEN = 0;
 export const YELLOW = 1;

@@ -8,8 +8,8 @@ import { instantiate } from "./codegen/runtime.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
 import { Layout, type FieldInfo } from "./layout.js";
-import { newMeterArray } from "./meters.js";
-import type { ActionInfo, CompiledFunctions, CounterArray, DirectMeterInfo, LearnListInfo, MeterArray, RegisterArray, StandardMetadata } from "./state.js";
+import { newMeterArray, type DirectMeterInfo, type MeterArray } from "./meters.js";
+import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
 import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
 

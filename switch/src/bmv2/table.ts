@@ -1,6 +1,6 @@
 // Match-action tables: exact, lpm, ternary, range and optional keys, entry
 // priorities, default actions and direct counters.
-import type { DirectMeterInfo, MeterArray } from "./state.js";
+import type { DirectMeterInfo, MeterArray } from "./meters.js";
 import { SwitchError } from "./errors.js";
 import { NUM_BITS } from "./bits.js";
 

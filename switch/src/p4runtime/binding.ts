@@ -9,7 +9,8 @@ import { P4RuntimeError } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
 import type { CompiledProgram } from "../bmv2/program.js";
-import type { CounterArray, MeterArray } from "../bmv2/state.js";
+import type { CounterArray } from "../bmv2/state.js";
+import type { MeterArray } from "../bmv2/meters.js";
 import type { ActionCall, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
 import { p4MeterConfig } from "./meter-config.js";
 

@@ -10,7 +10,7 @@
 // missing parameter, a default entry, metadata, ...) is declined, and the
 // server decodes that update the generic way, which gives the error.
 // Wire format: p4/v1/p4runtime.proto.
-import type { MeterArray } from "../bmv2/state.js";
+import type { MeterArray } from "../bmv2/meters.js";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { MatchField_MatchType } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { Uint128, Update, Update_Type, WriteRequest_Atomicity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";

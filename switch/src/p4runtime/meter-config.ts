@@ -2,7 +2,7 @@
 // checks of a two-rate meter's config, and direct meter cells.
 import type { MeterConfig as P4MeterConfig } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import { configureMeter, MeterConfigError, newMeterArray } from "../bmv2/meters.js";
-import type { DirectMeterInfo, MeterArray, MeterConfig } from "../bmv2/state.js";
+import type { DirectMeterInfo, MeterArray, MeterConfig } from "../bmv2/meters.js";
 import { RpcError } from "./rpc.js";
 
 /** trTCM: eburst must be unset; rates and bursts are non-negative, the committed rate at most the peak. */

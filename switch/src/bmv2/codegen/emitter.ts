@@ -4,7 +4,8 @@
 import { UnsupportedProgramError } from "../errors.js";
 import type { Bmv2Json, TypedValue } from "../json.js";
 import type { FieldInfo, HeaderInfo, Layout } from "../layout.js";
-import type { CounterArray, DirectMeterInfo, RegisterArray, StandardMetadata, MeterArray } from "../state.js";
+import type { CounterArray, RegisterArray, StandardMetadata } from "../state.js";
+import type { DirectMeterInfo, MeterArray } from "../meters.js";
 import { compileValue, type CExpr, type ExprScope } from "./expr.js";
 
 /** What the generator needs of a program: its JSON, its layout and its run-time state's names. */

@@ -4,7 +4,8 @@
 import * as bits from "../bits.js";
 import { HASH_ALGORITHMS } from "../crc.js";
 import { executeMeter } from "../meters.js";
-import type { CompiledFunctions, CounterArray, MeterArray } from "../state.js";
+import type { CompiledFunctions, CounterArray } from "../state.js";
+import type { MeterArray } from "../meters.js";
 import type { MatchTable } from "../table.js";
 
 /** The slots of a packet's fields: numbers (up to 53 bits), bigints, and header validity. */

@@ -1,7 +1,7 @@
 // Indirect meters: one cell or all configured (MODIFY only), read back as
 // configured (an unconfigured cell reads with no config: GREEN for all).
 import { Update_Type, type DirectMeterEntry, type Entity, type MeterEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import type { MeterArray } from "../../bmv2/state.js";
+import type { MeterArray } from "../../bmv2/meters.js";
 import type { PipelineBinding } from "../binding.js";
 import { configure, meterCell, p4MeterConfig, toMeterConfig } from "../meter-config.js";
 import { RpcError } from "../rpc.js";

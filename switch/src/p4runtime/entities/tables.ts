@@ -2,7 +2,7 @@
 // modified or reset) and read (one entry, a table, or every table; the
 // default entry; with direct counters if asked).
 import { Update_Type, type Entity, type TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import type { MeterArray } from "../../bmv2/state.js";
+import type { MeterArray } from "../../bmv2/meters.js";
 import type { ActionCall } from "../../bmv2/table.js";
 import { meterCell } from "../meter-config.js";
 import type { PipelineBinding } from "../binding.js";
