@@ -106,11 +106,10 @@ interface EgressJob {
   ts: number;
 }
 
+/** A packet back to ingress (resubmit, recirculate): ingress_port and timestamps start at 0, as on simple_switch. */
 interface IngressJob {
   data: Uint8Array;
-  port: number;
   packetLength: number;
-  ts: number;
   instanceType: number;
   /** values of the preserved field list, in its order */
   preserved: FieldValues | undefined;
@@ -332,7 +331,7 @@ export class Pipeline {
     }
     if (ctx.resubmit !== 0) {
       if (this.ingressPasses >= MAX_INGRESS_PASSES) return this.loopDrop(`resubmitted more than ${MAX_INGRESS_PASSES - 1} times`);
-      this.ingressQueue.push({ data, port: 0, packetLength: length, ts: 0, instanceType: InstanceType.RESUBMIT, preserved: this.readFieldList(ctx.resubmit) });
+      this.ingressQueue.push({ data, packetLength: length, instanceType: InstanceType.RESUBMIT, preserved: this.readFieldList(ctx.resubmit) });
       return;
     }
     if (mgid !== 0) {
@@ -406,7 +405,7 @@ export class Pipeline {
     if (truncate > 0 && data.length > truncate) data = data.subarray(0, truncate);
     if (ctx.recirculate !== 0) {
       if (this.ingressPasses >= MAX_INGRESS_PASSES) return this.loopDrop(`recirculated more than ${MAX_INGRESS_PASSES - 1} times`);
-      this.ingressQueue.push({ data, port: 0, packetLength: data.length, ts: 0, instanceType: InstanceType.RECIRC, preserved: this.readFieldList(ctx.recirculate) });
+      this.ingressQueue.push({ data, packetLength: data.length, instanceType: InstanceType.RECIRC, preserved: this.readFieldList(ctx.recirculate) });
       return;
     }
     this.packetsOut++;
