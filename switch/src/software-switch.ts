@@ -93,7 +93,9 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
     }
     if (!p) return undefined;
     const r = p.process({ port: pkt.port, data: pkt.data, timestampNs: Number(unixNs - this.startUnixNs), wireLength: pkt.wireLength });
-    for (const l of r.learn) {
+    const learn = r.learn;
+    for (let i = 0; i < learn.length; i++) {
+      const l = learn[i]!;
       const id = this.digestIdOfList(l.listId);
       if (id !== undefined) this.digests.add(id, l.values, unixNs);
       else this.digests.unconfiguredDrops++;
@@ -104,7 +106,8 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
     }
     if (r.output) {
       this.emit("packet", r.output);
-      if (r.more) for (const o of r.more) this.emit("packet", o);
+      const more = r.more;
+      if (more !== undefined) for (let i = 0; i < more.length; i++) this.emit("packet", more[i]!);
     }
     return r;
   }
