@@ -96,6 +96,8 @@ export interface Table {
   with_counters: boolean;
   support_timeout: boolean;
   direct_meters: string | null;
+  /** an indirect table's action profile */
+  action_profile?: string;
   key: TableKey[];
   action_ids: number[];
   actions: string[];
@@ -118,7 +120,7 @@ export interface Pipeline {
   id: number;
   init_table: string | null;
   tables: Table[];
-  action_profiles: unknown[];
+  action_profiles: Array<{ name: string; id: number; max_size: number; selector?: unknown }>;
   conditionals: Conditional[];
   action_calls?: unknown[];
 }

@@ -11,7 +11,7 @@ import { Layout, type FieldInfo } from "./layout.js";
 import { newMeterArray, type DirectMeterInfo, type MeterArray } from "./meters.js";
 import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
-import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
+import { MatchTable, NO_ACTION, type ActionProfile, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
 
 /** The compiled program and its run-time state (tables, registers, counters). */
 export class CompiledProgram {
@@ -27,6 +27,7 @@ export class CompiledProgram {
   readonly meters = new Map<string, MeterArray>();
   /** direct meters by the table they are bound to */
   readonly directMeters = new Map<string, DirectMeterInfo>();
+  readonly actionProfiles = new Map<string, ActionProfile>();
   readonly actions = new Map<number, ActionInfo>();
   readonly actionsByName = new Map<string, ActionInfo>();
   readonly learnLists = new Map<number, LearnListInfo>();
@@ -108,6 +109,9 @@ export class CompiledProgram {
         }));
       }
       for (const p of json.pipelines) {
+        for (const ap of p.action_profiles) this.actionProfiles.set(ap.name, { name: ap.name, id: ap.id, maxSize: ap.max_size, members: new Map() });
+      }
+      for (const p of json.pipelines) {
         for (const t of p.tables) {
           const table = this.buildTable(t);
           this.tables.set(t.name, table);
@@ -133,7 +137,10 @@ export class CompiledProgram {
 
   private buildTable(t: Pipeline["tables"][number]): MatchTable {
     const where = `table '${t.name}'`;
-    if (t.type !== "simple") throw new UnsupportedProgramError(`${where}: ${t.type} tables (action profiles/selectors) are not supported yet`);
+    if (t.type !== "simple" && t.type !== "indirect") throw new UnsupportedProgramError(`${where}: ${t.type} tables (action selectors) are not supported yet`);
+    const profile = t.type === "indirect" ? this.actionProfiles.get(t.action_profile ?? "") : undefined;
+    if (t.type === "indirect" && !profile) throw new InvalidProgramError(`${where}: no action profile named '${t.action_profile}'`);
+    if (profile && (t.entries ?? []).length) throw new UnsupportedProgramError(`${where}: const entries in a table with an action profile`);
     if (t.direct_meters && !this.directMeters.has(t.name)) throw new InvalidProgramError(`${where}: direct meter '${t.direct_meters}' is not bound to it`);
     const keys: KeyField[] = t.key.map((k) => {
       if (k.match_type === "valid") throw new UnsupportedProgramError(`${where}: 'valid' match kind is not supported`);
@@ -145,9 +152,10 @@ export class CompiledProgram {
     const def = t.default_entry;
     const defaultAction: ActionCall = def
       ? { actionId: def.action_id, data: this.actionData(def.action_id, def.action_data.map(bits.parseHexstr), where) }
-      : { actionId: t.action_ids[0]!, data: [] };
+      : { actionId: profile ? NO_ACTION : t.action_ids[0]!, data: [] };
     const table = new MatchTable(t.name, t.id, keys, t.action_ids, t.max_size, defaultAction, def?.action_const === true, t.with_counters, (t.entries ?? []).length > 0);
     table.directMeter = this.directMeters.get(t.name);
+    table.actionProfile = profile;
     for (const e of t.entries ?? []) {
       const match: KeyMatch[] = e.match_key.map((m) => {
         switch (m.match_type) {
@@ -174,6 +182,7 @@ export class CompiledProgram {
         packets: 0,
         bytes: 0,
         meter: undefined,
+        memberId: undefined,
       });
     }
     return table;

@@ -22,7 +22,7 @@ export function checkSupported(json: Bmv2Json): void {
   if ((json.parse_vsets ?? []).length) throw new UnsupportedProgramError("parser value sets are not supported yet");
   if ((json.extern_instances ?? []).length) throw new UnsupportedProgramError("extern instances are not supported yet");
   for (const p of json.pipelines) {
-    if (p.action_profiles.length) throw new UnsupportedProgramError(`pipeline '${p.name}': action profiles are not supported yet`);
+    for (const ap of p.action_profiles) if (ap.selector) throw new UnsupportedProgramError(`pipeline '${p.name}': action selector '${ap.name}' is not supported yet`);
     if ((p.action_calls ?? []).length) throw new UnsupportedProgramError(`pipeline '${p.name}': action_calls are not supported`);
   }
   if (json.parsers.length !== 1) throw new UnsupportedProgramError(`expected one parser, found ${json.parsers.length}`);

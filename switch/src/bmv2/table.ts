@@ -41,7 +41,28 @@ export interface TableEntry {
   idleTimeoutNs?: bigint;
   /** the entry's direct meter cell, when the table has a direct meter and the cell is configured (else GREEN) */
   meter?: MeterArray | undefined;
+  /** in a table with an action profile: the member whose action the entry runs (`action` is the member's own) */
+  memberId?: number | undefined;
 }
+
+/** An action profile (BMv2 "indirect" tables): members, an action each, that table entries point to. */
+export interface ActionProfile {
+  name: string;
+  id: number;
+  maxSize: number;
+  members: Map<number, ActionProfileMember>;
+}
+
+export interface ActionProfileMember {
+  id: number;
+  /** shared by the entries that point to the member: a MODIFY of the member changes it in place */
+  action: ActionCall;
+  /** entries pointing to it */
+  refs: number;
+}
+
+/** The action of a miss in a table with an action profile and no default: none (BMv2). */
+export const NO_ACTION = -1;
 
 /** A table write that the table refuses, with the gRPC code it answers. */
 export class TableError extends SwitchError {
@@ -101,6 +122,8 @@ export class MatchTable {
   defaultAction: ActionCall;
   /** the table's direct meter, if it has one */
   directMeter: DirectMeterInfo | undefined = undefined;
+  /** the table's action profile, if its entries point to members */
+  actionProfile: ActionProfile | undefined = undefined;
   defaultPackets = 0;
   defaultBytes = 0;
 

@@ -44,6 +44,8 @@ export interface TableWrite {
   idleTimeoutNs?: bigint;
   /** the entry's direct meter cell (undefined: unconfigured; a MODIFY without one resets it) */
   meter?: MeterArray;
+  /** the action profile member the entry points to (its `action` is the member's) */
+  memberId?: number;
 }
 
 /** Top-level fields now; updates as byte ranges. */
@@ -128,7 +130,7 @@ function readTableWrite(buf: Uint8Array, start: number, end: number, b: Pipeline
   if (c.fail || priority > 0x7fffffff) return undefined;
   const table = b.tables.get(tableId);
   // (Const tables and keyless ones are refused by the full decoder, with the reason.)
-  if (!table || table.table.constEntries || table.info.matchFields.length === 0) return undefined;
+  if (!table || table.table.constEntries || table.info.matchFields.length === 0 || table.table.actionProfile) return undefined;
 
   const fields = table.info.matchFields;
   const match = new Array<KeyMatch | undefined>(fields.length);

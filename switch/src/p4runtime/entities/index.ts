@@ -1,6 +1,6 @@
 // The Write and Read rules of P4Runtime entities, one module a kind: what a
 // generically decoded update does, and what a read of an entity returns.
-// Registers, action profiles and the rest are refused with
+// Registers, action profile groups (selectors) and the rest are refused with
 // UNIMPLEMENTED.
 import { Update_Type, type Entity, type Update } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import type { ActionCall } from "../../bmv2/table.js";
@@ -8,6 +8,7 @@ import type { SoftwareSwitch } from "../../software-switch.js";
 import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
 import { readCounterEntries, readDirectCounterEntry, writeCounterEntry } from "./counters.js";
+import { readMembers, writeMember } from "./action-profiles.js";
 import { readDigestEntry, writeDigestEntry } from "./digests.js";
 import { readDirectMeterEntry, readMeterEntries, writeDirectMeterEntry, writeMeterEntry } from "./meters.js";
 import { readPreEntries, writePreEntry, type ReplicaForms } from "./replication.js";
@@ -38,6 +39,10 @@ export function applyUpdate(target: EntityTarget, u: Update): void {
       return writeCounterEntry(target.binding, u.type, e.value);
     case "meterEntry":
       return writeMeterEntry(target.binding, u.type, e.value);
+    case "actionProfileMember":
+      return writeMember(target.binding, u.type, e.value);
+    case "actionProfileGroup":
+      throw new RpcError("UNIMPLEMENTED", "action profile groups need an action selector, which the switch does not support yet");
     case "directMeterEntry":
       return writeDirectMeterEntry(target.binding, u.type, e.value);
     case "packetReplicationEngineEntry":
@@ -64,6 +69,8 @@ export function readEntity(target: EntityTarget, ent: Entity, out: Entity[]): vo
       return readDigestEntry(target.sw, target.binding, e.value, out);
     case "meterEntry":
       return readMeterEntries(target.binding, e.value, out);
+    case "actionProfileMember":
+      return readMembers(target.binding, e.value, out);
     case "directMeterEntry":
       return readDirectMeterEntry(target.binding, e.value, out);
     case "packetReplicationEngineEntry":
