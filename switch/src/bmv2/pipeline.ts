@@ -168,11 +168,6 @@ export class Pipeline {
     const fn = p.fn;
     const ctx = this.ctx;
     this.packetsIn++;
-    this.outs = NONE as never;
-    this.learns = NONE as never;
-    this.firstError = undefined;
-    this.ingressPasses = 1;
-    this.egressPasses = 0;
     ctx.exit = false;
     ctx.learnId = 0;
     ctx.parserError = 0;
@@ -187,6 +182,8 @@ export class Pipeline {
     // Every pass of the packet (copies, resubmits, recirculations) runs at its arrival, for meters.
     ctx.nowNs = ts;
     let parserError = 0;
+    /** whether the queued path (outputs, samples and errors kept on `this`) is in use */
+    let copies = false;
     try {
       // The first ingress pass and, for a unicast packet with no clone, its
       // egress, straight on: no copy of the packet's state.
@@ -197,46 +194,50 @@ export class Pipeline {
       fn.ingress(ctx);
       ctx.exit = false;
       parserError = ctx.parserError;
-      if (ctx.learnId > 0) this.learned();
+      const learn: LearnSample[] = ctx.learnId > 0 ? [this.sample()] : (NONE as never);
       if (ctx.failed) {
-        this.drop(ctx.failed);
-        return new ProcessResult(undefined, undefined, this.learns, parserError, this.firstError);
+        this.packetsDropped++;
+        return new ProcessResult(undefined, undefined, learn, parserError, ctx.failed);
       }
       const egressSpec = std.egressSpec.kind === "n" ? N[std.egressSpec.slot]! : Number(p.B[std.egressSpec.slot]);
       const mgid = this.mcastSlot >= 0 ? N[this.mcastSlot]! : 0;
       if ((ctx.clone | ctx.resubmit) !== 0 || mgid !== 0) {
+        copies = true;
+        this.startCopies(learn, 0);
         this.afterIngress(pkt.data, pkt.port, length, ts, parsed, egressSpec, mgid);
         this.drain();
         return this.result(parserError);
       }
       if (egressSpec === DROP_PORT) {
         this.packetsDropped++;
-        return new ProcessResult(undefined, undefined, this.learns, parserError, undefined);
+        return new ProcessResult(undefined, undefined, learn, parserError, undefined);
       }
-      this.egressPasses = 1;
       fn.toEgress(egressSpec, ts, length);
       fn.egress(ctx);
       if ((ctx.clone | ctx.recirculate) !== 0 || ctx.failed !== undefined) {
+        copies = true;
+        this.startCopies(learn, 1);
         this.afterEgress(egressSpec, pkt.data, parsed, length, 0, true, ts);
         this.drain();
         return this.result(parserError);
       }
       if (std.egressSpec.kind === "n" && N[std.egressSpec.slot] === DROP_PORT) {
         this.packetsDropped++;
-        return new ProcessResult(undefined, undefined, this.learns, parserError, undefined);
+        return new ProcessResult(undefined, undefined, learn, parserError, undefined);
       }
       fn.updateChecksums();
       const original = Buffer.isBuffer(pkt.data) ? pkt.data : Buffer.from(pkt.data.buffer, pkt.data.byteOffset, pkt.data.byteLength);
       let data = fn.deparse(pkt.data, parsed, original);
       if (ctx.truncateTo > 0 && data.length > ctx.truncateTo) data = data.subarray(0, ctx.truncateTo);
       this.packetsOut++;
-      return new ProcessResult({ port: egressSpec, data }, undefined, this.learns, parserError, undefined);
+      return new ProcessResult({ port: egressSpec, data }, undefined, learn, parserError, undefined);
     } catch (err) {
       // A fault in one packet must not stop the switch.
       this.packetErrors++;
       this.packetsDropped++;
       this.egressQueue.length = 0;
       this.ingressQueue.length = 0;
+      if (!copies) this.startCopies(NONE as never, 0);
       this.firstError ??= `packet on port ${pkt.port}: ${(err as Error).message}`;
       return this.result(parserError || ctx.parserError);
     }
@@ -247,10 +248,24 @@ export class Pipeline {
     return new ProcessResult(outs[0], outs.length > 1 ? outs.slice(1) : undefined, this.learns, parserError, this.firstError);
   }
 
-  private learned(): void {
+  /** The queued path starts: what the first pass gave so far. */
+  private startCopies(learn: LearnSample[], egressPasses: number): void {
+    this.outs = NONE as never;
+    this.learns = learn;
+    this.firstError = undefined;
+    this.ingressPasses = 1;
+    this.egressPasses = egressPasses;
+  }
+
+  private sample(): LearnSample {
     const ctx = this.ctx;
     const list = this.program.learnLists.get(ctx.learnId);
-    const sample = { listId: ctx.learnId, listName: list?.name ?? String(ctx.learnId), values: this.program.fn.learn(ctx.learnId) };
+    return { listId: ctx.learnId, listName: list?.name ?? String(ctx.learnId), values: this.program.fn.learn(ctx.learnId) };
+  }
+
+  /** A later ingress pass's sample. */
+  private learned(): void {
+    const sample = this.sample();
     if (this.learns.length === 0) this.learns = [sample];
     else this.learns.push(sample);
   }
