@@ -12,6 +12,7 @@ import { CompiledProgram } from "./bmv2/program.js";
 import { Pipeline, type PacketOut, type ProcessResult } from "./bmv2/pipeline.js";
 import type { Bmv2Json } from "./bmv2/json.js";
 import { DigestEngine, type DigestList } from "./digest-engine.js";
+import { ReplicationEngine } from "./replication.js";
 
 export interface SwitchPacket {
   port: number;
@@ -30,6 +31,8 @@ export interface SoftwareSwitchEvents {
 export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
   private pipeline: Pipeline | undefined;
   readonly digests: DigestEngine;
+  /** multicast groups and clone sessions; they outlive program loads (P4Runtime clears them with a new pipeline) */
+  readonly replication = new ReplicationEngine();
   /** maps a program learn-list id to the P4Runtime digest id (set by the P4Runtime server) */
   digestIdOfList: (listId: number) => number | undefined = () => undefined;
   private startUnixNs: bigint | undefined;
@@ -52,7 +55,7 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
   /** Loads a program: all tables, registers and counters start empty. */
   load(json: Bmv2Json | CompiledProgram): CompiledProgram {
     const program = json instanceof CompiledProgram ? json : new CompiledProgram(json);
-    this.pipeline = new Pipeline(program);
+    this.pipeline = new Pipeline(program, this.replication);
     return program;
   }
 
@@ -96,16 +99,22 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
     }
     if (!p) return undefined;
     const r = p.process({ port: pkt.port, data: pkt.data, timestampNs: Number(unixNs - this.startUnixNs), wireLength: pkt.wireLength });
-    if (r.learn) {
-      const id = this.digestIdOfList(r.learn.listId);
-      if (id !== undefined) this.digests.add(id, r.learn.values, unixNs);
+    const learn = r.learn;
+    for (let i = 0; i < learn.length; i++) {
+      const l = learn[i]!;
+      const id = this.digestIdOfList(l.listId);
+      if (id !== undefined) this.digests.add(id, l.values, unixNs);
       else this.digests.unconfiguredDrops++;
     }
     if (r.error) {
       this.packetErrors++;
       this.emit("error", r.error);
     }
-    if (r.output) this.emit("packet", r.output);
+    if (r.output) {
+      this.emit("packet", r.output);
+      const more = r.more;
+      if (more !== undefined) for (let i = 0; i < more.length; i++) this.emit("packet", more[i]!);
+    }
     return r;
   }
 
@@ -120,8 +129,8 @@ export class SoftwareSwitch extends EventEmitter<SoftwareSwitchEvents> {
     this.digests.flushAll(this.nowUnixNs());
   }
 
-  stats(): { packetsIn: number; packetsOut: number; packetsDropped: number; packetErrors: number } {
+  stats(): { packetsIn: number; packetsOut: number; packetsDropped: number; packetErrors: number; loopDrops: number } {
     const p = this.pipeline;
-    return { packetsIn: p?.packetsIn ?? 0, packetsOut: p?.packetsOut ?? 0, packetsDropped: p?.packetsDropped ?? 0, packetErrors: this.packetErrors };
+    return { packetsIn: p?.packetsIn ?? 0, packetsOut: p?.packetsOut ?? 0, packetsDropped: p?.packetsDropped ?? 0, packetErrors: this.packetErrors, loopDrops: p?.loopDrops ?? 0 };
   }
 }

@@ -190,10 +190,10 @@ export class Wire {
 
   /**
    * Sends `data` into `port`; resolves with the frames that came out within
-   * `waitMs` (or soon after the first one). A frame arriving between sends
+   * `waitMs` (or soon after the first `count` of them). A frame arriving between sends
    * fails the call: nothing should leave the switch unasked.
    */
-  send(port: number, data: Uint8Array, waitMs: number): Promise<WireFrame[]> {
+  send(port: number, data: Uint8Array, waitMs: number, count = 1): Promise<WireFrame[]> {
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`wire.py did not answer: ${this.stderr}`)), waitMs + 5000);
       this.replies.push((line) => {
@@ -202,7 +202,7 @@ export class Wire {
         if (r.early.length) reject(new Error(`frames left the switch between sends: ${JSON.stringify(r.early)}`));
         else resolve(r.out.map((o) => ({ port: o.port, data: Buffer.from(o.hex, "hex") })));
       });
-      this.proc.stdin.write(JSON.stringify({ port, hex: Buffer.from(data).toString("hex"), wait_ms: waitMs }) + "\n");
+      this.proc.stdin.write(JSON.stringify({ port, hex: Buffer.from(data).toString("hex"), wait_ms: waitMs, count }) + "\n");
     });
   }
 

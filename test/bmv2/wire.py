@@ -113,7 +113,8 @@ def serve(portmap):
         wire.drain(0)
         early = wire.take()
         wire.send(req["port"], bytes.fromhex(req["hex"]))
-        wire.drain(req["wait_ms"] / 1000, until_count=1)
+        # "count": how many frames to wait for (1 unless given), then 20 ms for stragglers.
+        wire.drain(req["wait_ms"] / 1000, until_count=req.get("count", 1))
         if wire.received:
             wire.drain(0.02)
         sys.stdout.write(json.dumps({"early": early, "out": wire.take()}) + "\n")

@@ -48,7 +48,7 @@ export function softwareTarget(): PacketTarget {
       now += 1000n;
       start ??= now;
       const r = rig!.sw.process({ port, data, unixNs: now })!;
-      return { out: r.output ? [r.output] : [], atNs: now - start, error: r.error };
+      return { out: r.outputs, atNs: now - start, error: r.error };
     },
     async digests() {
       await rig!.drain();

@@ -2,7 +2,7 @@
 // names and values of table commands as p4c's bmv2stf.py makes them.
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { matchesExpectation, parseStf, runStf, StfCommandError, StfNames, StfSyntaxError, StfUnsupportedError, type Bmv2Json } from "@rdma-telemetry/switch";
+import { matchesExpectation, parseStf, runStf, StfCommandError, StfNames, StfSyntaxError, type Bmv2Json } from "@rdma-telemetry/switch";
 
 const json = (name: string) => JSON.parse(readFileSync(new URL(`../stf/build/${name}.json`, import.meta.url), "utf8")) as Bmv2Json;
 
@@ -71,8 +71,9 @@ describe("STF names and values", () => {
     expect(() => names.keys(t, [{ name: "f", value: "12" }])).toThrow(/a decimal value \('12'\) has no mask/);
   });
 
-  test("multicast commands need the switch's packet replication", () => {
-    expect(() => runStf(json("advance"), "mc_mgrp_create 1\npacket 0 0300ABCDEE\nexpect 1 0300ABCDEE")).toThrow(new StfUnsupportedError("line 1: mc_mgrp_create: needs packet replication, which this switch lacks"));
+  test("multicast commands configure the switch's packet replication; a replica it cannot hold is refused", () => {
+    expect(runStf(json("advance"), "mc_mgrp_create 1\nmc_node_create 0 2 3\nmc_node_associate 1 0\npacket 0 0300ABCDEE\nexpect 1 0300ABCDEE").failures).toEqual([]);
+    expect(() => runStf(json("advance"), "mc_mgrp_create 1\nmc_node_create 0 511\nmc_node_associate 1 0")).toThrow(/multicast group 1: egress port 511/);
   });
 
   test("a table entry the program cannot hold is refused with the line", () => {

@@ -98,6 +98,8 @@ export interface Table {
   with_counters: boolean;
   support_timeout: boolean;
   direct_meters: string | null;
+  /** an indirect table's action profile */
+  action_profile?: string;
   key: TableKey[];
   action_ids: number[];
   actions: string[];
@@ -120,7 +122,7 @@ export interface Pipeline {
   id: number;
   init_table: string | null;
   tables: Table[];
-  action_profiles: unknown[];
+  action_profiles: Array<{ name: string; id: number; max_size: number; selector?: unknown }>;
   conditionals: Conditional[];
   action_calls?: unknown[];
 }
@@ -149,6 +151,12 @@ export interface Checksum {
   if_cond: TypedValue | null;
 }
 
+export interface FieldList {
+  id: number;
+  name: string;
+  elements: TypedValue[];
+}
+
 export interface Bmv2Json {
   __meta__?: { version: [number, number]; compiler?: string };
   header_types: HeaderType[];
@@ -157,13 +165,14 @@ export interface Bmv2Json {
   header_union_types?: unknown[];
   header_unions?: unknown[];
   header_union_stacks?: unknown[];
-  field_lists?: unknown[];
+  /** the metadata a clone, resubmit or recirculate preserves, by id */
+  field_lists?: FieldList[];
   errors: Array<[string, number]>;
   enums?: unknown[];
   parsers: Parser[];
   parse_vsets?: unknown[];
   deparsers: Deparser[];
-  meter_arrays: unknown[];
+  meter_arrays: Array<{ name: string; id: number; size: number; is_direct: boolean; rate_count: number; type: string; binding?: string; result_target?: [string, string] }>;
   counter_arrays: Array<{ name: string; id: number; size: number; is_direct: boolean; binding?: string }>;
   register_arrays: Array<{ name: string; id: number; size: number; bitwidth: number }>;
   calculations: Calculation[];

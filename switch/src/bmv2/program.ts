@@ -8,10 +8,11 @@ import { instantiate } from "./codegen/runtime.js";
 import { foldArray, foldCell } from "./counter-values.js";
 import { InvalidProgramError, UnsupportedProgramError } from "./errors.js";
 import type { Bmv2Json, Pipeline } from "./json.js";
-import { Layout } from "./layout.js";
+import { Layout, type FieldInfo } from "./layout.js";
+import { newMeterArray, type DirectMeterInfo, type MeterArray } from "./meters.js";
 import type { ActionInfo, CompiledFunctions, CounterArray, LearnListInfo, RegisterArray, StandardMetadata } from "./state.js";
 import { checkSupported } from "./supported.js";
-import { MatchTable, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
+import { MatchTable, NO_ACTION, type ActionProfile, type ActionCall, type KeyField, type KeyMatch, type Value } from "./table.js";
 
 /** The compiled program and its run-time state (tables, registers, counters). */
 export class CompiledProgram {
@@ -24,9 +25,15 @@ export class CompiledProgram {
   readonly registers = new Map<string, RegisterArray>();
   readonly counters = new Map<string, CounterArray>();
   readonly directCounters = new Map<string, CounterArray>();
+  readonly meters = new Map<string, MeterArray>();
+  /** direct meters by the table they are bound to */
+  readonly directMeters = new Map<string, DirectMeterInfo>();
+  readonly actionProfiles = new Map<string, ActionProfile>();
   readonly actions = new Map<number, ActionInfo>();
   readonly actionsByName = new Map<string, ActionInfo>();
   readonly learnLists = new Map<number, LearnListInfo>();
+  /** the fields each field list preserves (clone, resubmit, recirculate), by id */
+  readonly fieldLists = new Map<number, FieldInfo[]>();
   readonly errorCodes = new Map<string, number>();
   readonly fn: CompiledFunctions;
   readonly source: string;
@@ -57,6 +64,7 @@ export class CompiledProgram {
         parserError: opt("standard_metadata.parser_error"),
         checksumError: opt("standard_metadata.checksum_error"),
         mcastGrp: opt("standard_metadata.mcast_grp") ?? opt("intrinsic_metadata.mcast_grp"),
+        egressRid: opt("standard_metadata.egress_rid") ?? opt("intrinsic_metadata.egress_rid"),
       };
       for (const r of json.register_arrays ?? []) {
         this.registers.set(r.name, {
@@ -68,6 +76,14 @@ export class CompiledProgram {
         const arr: CounterArray = { name: c.name, id: c.id, size: c.size, direct: c.is_direct, packets: new Float64Array(c.size), bytes: new Float64Array(c.size), high: new Map() };
         this.counters.set(c.name, arr);
         if (c.is_direct && c.binding) this.directCounters.set(c.binding, arr);
+      }
+      for (const m of json.meter_arrays ?? []) {
+        if (!m.is_direct) {
+          this.meters.set(m.name, newMeterArray(m.name, m.id, m.size, m.type === "bytes"));
+          continue;
+        }
+        const [h, f] = m.result_target!;
+        this.directMeters.set(m.binding!, { name: m.name, id: m.id, bytes: m.type === "bytes", target: this.layout.field(h, f, `direct meter '${m.name}'`) });
       }
       for (const a of json.actions) {
         const info = { id: a.id, name: a.name, params: a.runtime_data.map((p) => ({ name: p.name, width: p.bitwidth })) };
@@ -86,6 +102,16 @@ export class CompiledProgram {
           }),
         });
       }
+      for (const fl of json.field_lists ?? []) {
+        this.fieldLists.set(fl.id, fl.elements.map((e) => {
+          if (e.type !== "field") throw new UnsupportedProgramError(`field list '${fl.name}': element of type '${e.type}'`);
+          const [h, f] = e.value as [string, string];
+          return this.layout.field(h, f, `field list '${fl.name}'`);
+        }));
+      }
+      for (const p of json.pipelines) {
+        for (const ap of p.action_profiles) this.actionProfiles.set(ap.name, { name: ap.name, id: ap.id, maxSize: ap.max_size, members: new Map() });
+      }
       for (const p of json.pipelines) {
         for (const t of p.tables) {
           const table = this.buildTable(t);
@@ -101,6 +127,7 @@ export class CompiledProgram {
           tables: this.tablesById,
           registers: [...this.registers.values()].sort((a, b) => a.id - b.id).map((r) => r.values),
           counters: [...this.counters.values()].sort((a, b) => a.id - b.id),
+          meters: [...this.meters.values()].reduce<MeterArray[]>((arr, m) => ((arr[m.id] = m), arr), []),
         },
       );
     } catch (err) {
@@ -121,8 +148,11 @@ export class CompiledProgram {
 
   private buildTable(t: Pipeline["tables"][number]): MatchTable {
     const where = `table '${t.name}'`;
-    if (t.type !== "simple") throw new UnsupportedProgramError(`${where}: ${t.type} tables (action profiles/selectors) are not supported yet`);
-    if (t.direct_meters) throw new UnsupportedProgramError(`${where}: direct meters are not supported yet`);
+    if (t.type !== "simple" && t.type !== "indirect") throw new UnsupportedProgramError(`${where}: ${t.type} tables (action selectors) are not supported yet`);
+    const profile = t.type === "indirect" ? this.actionProfiles.get(t.action_profile ?? "") : undefined;
+    if (t.type === "indirect" && !profile) throw new InvalidProgramError(`${where}: no action profile named '${t.action_profile}'`);
+    if (profile && (t.entries ?? []).length) throw new UnsupportedProgramError(`${where}: const entries in a table with an action profile`);
+    if (t.direct_meters && !this.directMeters.has(t.name)) throw new InvalidProgramError(`${where}: direct meter '${t.direct_meters}' is not bound to it`);
     const keys: KeyField[] = t.key.map((k) => {
       if (k.match_type === "valid") throw new UnsupportedProgramError(`${where}: 'valid' match kind is not supported`);
       if (!["exact", "lpm", "ternary", "range", "optional"].includes(k.match_type)) throw new UnsupportedProgramError(`${where}: match kind '${k.match_type}'`);
@@ -133,8 +163,10 @@ export class CompiledProgram {
     const def = t.default_entry;
     const defaultAction: ActionCall = def
       ? { actionId: def.action_id, data: this.actionData(def.action_id, def.action_data.map(bits.parseHexstr), where) }
-      : { actionId: t.action_ids[0]!, data: [] };
+      : { actionId: profile ? NO_ACTION : t.action_ids[0]!, data: [] };
     const table = new MatchTable(t.name, t.id, keys, t.action_ids, t.max_size, defaultAction, def?.action_const === true, t.with_counters, (t.entries ?? []).length > 0);
+    table.directMeter = this.directMeters.get(t.name);
+    table.actionProfile = profile;
     for (const e of t.entries ?? []) {
       const match: KeyMatch[] = e.match_key.map((m) => {
         switch (m.match_type) {
@@ -160,6 +192,8 @@ export class CompiledProgram {
         action: { actionId: e.action_entry.action_id, data: this.actionData(e.action_entry.action_id, e.action_entry.action_data.map(bits.parseHexstr), where) },
         packets: 0,
         bytes: 0,
+        meter: undefined,
+        memberId: undefined,
       });
     }
     return table;

@@ -48,6 +48,16 @@ export interface PacketContext {
   truncateTo: number;
   /** assert()/assume() failure message, if any */
   failed: string | undefined;
+  /** clone requested: the session id | 0x8000 (simple_switch's encoding), else 0 */
+  clone: number;
+  /** the field list the clone preserves */
+  cloneFieldList: number;
+  /** resubmit requested: the field list id it preserves, else 0 */
+  resubmit: number;
+  /** recirculate requested: the field list id it preserves, else 0 */
+  recirculate: number;
+  /** the time meters see: the packet's arrival, ns since the switch started */
+  nowNs: number;
 }
 
 export interface CompiledFunctions {
@@ -64,8 +74,10 @@ export interface CompiledFunctions {
   begin(port: number, packetLength: number, ingressTs: number): void;
   /** parser_error and checksum_error after parsing */
   parsed(parserError: number, checksumError: number): void;
-  /** egress_port and egress_global_timestamp as egress starts */
-  toEgress(port: number, egressTs: number): void;
+  /** egress_port, egress_global_timestamp, packet_length and egress_spec (not the drop port) as egress starts */
+  toEgress(port: number, egressTs: number, packetLength: number): void;
+  /** the next index of each header stack (part of a packet's state, with the field slots) */
+  readonly SN: Int32Array;
 }
 
 /** The standard_metadata fields the switch itself reads and writes (v1model). */
@@ -80,4 +92,5 @@ export interface StandardMetadata {
   parserError?: FieldInfo;
   checksumError?: FieldInfo;
   mcastGrp?: FieldInfo;
+  egressRid?: FieldInfo;
 }

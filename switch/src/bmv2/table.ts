@@ -1,5 +1,6 @@
 // Match-action tables: exact, lpm, ternary, range and optional keys, entry
 // priorities, default actions and direct counters.
+import type { DirectMeterInfo, MeterArray } from "./meters.js";
 import { SwitchError } from "./errors.js";
 import { NUM_BITS } from "./bits.js";
 
@@ -53,7 +54,30 @@ export interface TableEntry {
   /** P4Runtime's controller_metadata: opaque, returned on reads */
   controllerMetadata?: bigint;
   idleTimeoutNs?: bigint;
+  /** the entry's direct meter cell, when the table has a direct meter and the cell is configured (else GREEN) */
+  meter?: MeterArray | undefined;
+  /** in a table with an action profile: the member whose action the entry runs (`action` is the member's own) */
+  memberId?: number | undefined;
 }
+
+/** An action profile (BMv2 "indirect" tables): members, an action each, that table entries point to. */
+export interface ActionProfile {
+  name: string;
+  id: number;
+  maxSize: number;
+  members: Map<number, ActionProfileMember>;
+}
+
+export interface ActionProfileMember {
+  id: number;
+  /** shared by the entries that point to the member: a MODIFY of the member changes it in place */
+  action: ActionCall;
+  /** entries pointing to it */
+  refs: number;
+}
+
+/** The action of a miss in a table with an action profile and no default: none (BMv2). */
+export const NO_ACTION = -1;
 
 /** A table write that the table refuses, with the gRPC code it answers. */
 export class TableError extends SwitchError {
@@ -111,6 +135,10 @@ export class MatchTable {
   private scanList: TableEntry[] = [];
   private readonly lpmField: number;
   defaultAction: ActionCall;
+  /** the table's direct meter, if it has one */
+  directMeter: DirectMeterInfo | undefined = undefined;
+  /** the table's action profile, if its entries point to members */
+  actionProfile: ActionProfile | undefined = undefined;
   /** the default entry's direct counter */
   readonly defaultCounter: CounterCell = { packets: 0, bytes: 0 };
 

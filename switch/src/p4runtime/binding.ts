@@ -11,7 +11,9 @@ import { decodeBits, encodeBits } from "@rdma-telemetry/p4runtime";
 import { readCell } from "../bmv2/counter-values.js";
 import type { CompiledProgram } from "../bmv2/program.js";
 import type { CounterArray } from "../bmv2/state.js";
-import type { ActionCall, CounterValue, KeyMatch, MatchTable, TableEntry, Value } from "../bmv2/table.js";
+import type { MeterArray } from "../bmv2/meters.js";
+import { NO_ACTION, type ActionCall, type ActionProfile, type CounterValue, type KeyMatch, type MatchTable, type TableEntry, type Value } from "../bmv2/table.js";
+import { p4MeterConfig } from "./meter-config.js";
 
 export interface TableBinding {
   info: P4InfoTable;
@@ -54,6 +56,9 @@ export class PipelineBinding {
   private readonly actionsByProgramId = new Map<number, ActionBinding>();
   readonly counters = new Map<number, CounterArray>();
   readonly directCounters = new Map<number, CounterArray>();
+  readonly meters = new Map<number, MeterArray>();
+  /** action profiles by P4Info id, with the tables (bindings) that use them */
+  readonly actionProfiles = new Map<number, { profile: ActionProfile; tables: TableBinding[] }>();
   readonly digests = new Map<number, DigestBinding>();
   readonly digestsByListId = new Map<number, DigestBinding>();
 
@@ -105,6 +110,18 @@ export class PipelineBinding {
       const arr = program.counters.get(c.preamble!.name);
       if (!arr) throw invalid(`P4Info counter '${c.preamble!.name}' is not in the device config`);
       this.counters.set(c.preamble!.id, arr);
+    }
+    for (const ap of schema.p4info.actionProfiles) {
+      const profile = program.actionProfiles.get(ap.preamble!.name);
+      if (!profile) throw invalid(`P4Info action profile '${ap.preamble!.name}' is not in the device config`);
+      const tables = ap.tableIds.map((id) => this.tables.get(id)).filter((t): t is TableBinding => t !== undefined);
+      if (tables.length === 0) throw invalid(`P4Info action profile '${ap.preamble!.name}' has no table`);
+      this.actionProfiles.set(ap.preamble!.id, { profile, tables });
+    }
+    for (const m of schema.p4info.meters) {
+      const arr = program.meters.get(m.preamble!.name);
+      if (!arr) throw invalid(`P4Info meter '${m.preamble!.name}' is not in the device config`);
+      this.meters.set(m.preamble!.id, arr);
     }
     for (const c of schema.p4info.directCounters) {
       const t = this.tables.get(c.directTableId);
@@ -211,7 +228,7 @@ export class PipelineBinding {
   decodeAction(t: TableBinding, action: TableAction | undefined, forDefault: boolean): ActionCall {
     const name = t.info.preamble!.name;
     if (!action?.type) throw invalid(`table '${name}': entry has no action`);
-    if (action.type.$case !== "action") throw new P4RuntimeError(`table '${name}': action profiles are not supported`, "UNIMPLEMENTED");
+    if (action.type.$case !== "action") throw new P4RuntimeError(`table '${name}': ${action.type.$case} is not a direct action`, "INVALID_ARGUMENT");
     const a = action.type.value;
     const b = this.actions.get(a.actionId);
     if (!b) throw invalid(`no action with id ${a.actionId}`);
@@ -242,16 +259,17 @@ export class PipelineBinding {
     };
   }
 
-  encodeEntry(t: TableBinding, e: TableEntry, withCounters: boolean): P4TableEntry {
+  encodeEntry(t: TableBinding, e: TableEntry, withCounters: boolean, withMeter = false): P4TableEntry {
     return P4TableEntry.fromPartial({
       tableId: t.info.preamble!.id,
       match: this.encodeMatch(t, e.match),
-      action: this.encodeAction(e.action, t),
+      action: e.memberId !== undefined ? { type: { $case: "actionProfileMemberId", value: e.memberId } } : this.encodeAction(e.action, t),
       priority: e.priority,
       metadata: Buffer.from(e.metadata ?? []),
       controllerMetadata: e.controllerMetadata ?? 0n,
       idleTimeoutNs: e.idleTimeoutNs ?? 0n,
       counterData: withCounters && t.table.withCounters ? counterData(readCell(e)) : undefined,
+      meterConfig: withMeter ? p4MeterConfig(e.meter?.config[0]) : undefined,
       isConst: t.table.constEntries,
     });
   }
@@ -259,7 +277,8 @@ export class PipelineBinding {
   encodeDefault(t: TableBinding, withCounters: boolean): P4TableEntry {
     return P4TableEntry.fromPartial({
       tableId: t.info.preamble!.id,
-      action: this.encodeAction(t.table.defaultAction, t),
+      // A table with an action profile and no default runs no action on a miss: no action to read.
+      action: t.table.defaultAction.actionId === NO_ACTION ? undefined : this.encodeAction(t.table.defaultAction, t),
       isDefaultAction: true,
       counterData: withCounters && t.table.withCounters ? counterData(readCell(t.table.defaultCounter)) : undefined,
     });

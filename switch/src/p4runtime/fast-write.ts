@@ -10,6 +10,7 @@
 // missing parameter, a default entry, metadata, ...) is declined, and the
 // server decodes that update the generic way, which gives the error.
 // Wire format: p4/v1/p4runtime.proto.
+import type { MeterArray } from "../bmv2/meters.js";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { MatchField_MatchType } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { Uint128, Update, Update_Type, WriteRequest_Atomicity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
@@ -41,6 +42,10 @@ export interface TableWrite {
   metadata?: Uint8Array;
   controllerMetadata?: bigint;
   idleTimeoutNs?: bigint;
+  /** the entry's direct meter cell (undefined: unconfigured; a MODIFY without one resets it) */
+  meter?: MeterArray;
+  /** the action profile member the entry points to (its `action` is the member's) */
+  memberId?: number;
 }
 
 /** Top-level fields now; updates as byte ranges. */
@@ -125,7 +130,7 @@ function readTableWrite(buf: Uint8Array, start: number, end: number, b: Pipeline
   if (c.fail || priority > 0x7fffffff) return undefined;
   const table = b.tables.get(tableId);
   // (Const tables and keyless ones are refused by the full decoder, with the reason.)
-  if (!table || table.table.constEntries || table.info.matchFields.length === 0) return undefined;
+  if (!table || table.table.constEntries || table.info.matchFields.length === 0 || table.table.actionProfile) return undefined;
 
   const fields = table.info.matchFields;
   const match = new Array<KeyMatch | undefined>(fields.length);

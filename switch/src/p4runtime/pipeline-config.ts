@@ -111,6 +111,8 @@ export class PipelineConfig {
 
   private commit(c: Committed): void {
     this.sw.load(c.binding.program);
+    // A new pipeline starts with no forwarding state: multicast groups and clone sessions included.
+    this.sw.replication.clear();
     for (const [id] of this.sw.digests.configured()) this.sw.digests.configure(id, undefined);
     this.sw.digestIdOfList = (listId) => c.binding.digestsByListId.get(listId)?.id;
     this.current = c;

@@ -32,6 +32,7 @@ import { Arbitration, type Controller, type Stream } from "./arbitration.js";
 import type { PipelineBinding } from "./binding.js";
 import { encodeDigestListMessage } from "./digest-encoding.js";
 import { applyUpdate, readEntity, type EntityTarget } from "./entities/index.js";
+import { newReplicaForms } from "./entities/replication.js";
 import { applyTableWrite } from "./entities/tables.js";
 import { decodeWriteRequest, type LazyWriteRequest } from "./fast-write.js";
 import { PipelineConfig } from "./pipeline-config.js";
@@ -52,6 +53,8 @@ export class P4RuntimeServer {
   private readonly grpcServer = new grpc.Server({ "grpc.max_receive_message_length": 64 << 20, "grpc.max_send_message_length": 64 << 20 });
   private readonly arbitration: Arbitration;
   private readonly pipeline: PipelineConfig;
+  /** how replicas were written (uint32 or bytes ports), so that reads give them back alike */
+  private readonly replicaForms = newReplicaForms();
   digestListsDropped = 0;
   /** updates applied as read from the request bytes (fast-write.ts) */
   fastWrites = 0;
@@ -130,7 +133,7 @@ export class P4RuntimeServer {
   /** The switch under the committed pipeline; FAILED_PRECONDITION before there is one. */
   private entityTarget(): EntityTarget {
     const c = this.pipeline.require();
-    return { sw: this.sw, binding: c.binding, originalDefaults: c.originalDefaults };
+    return { sw: this.sw, binding: c.binding, originalDefaults: c.originalDefaults, replicaForms: this.replicaForms };
   }
 
   /** To the primary controllers' streams (see Arbitration.primaries); false if there is none. */

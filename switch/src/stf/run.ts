@@ -7,24 +7,10 @@
 import type { Bmv2Json } from "../bmv2/json.js";
 import { CompiledProgram } from "../bmv2/program.js";
 import type { MatchTable, KeyMatch } from "../bmv2/table.js";
+import type { ReplicationApi } from "../replication.js";
 import { SoftwareSwitch } from "../software-switch.js";
 import { parseStf, type StfCommand } from "./parse.js";
 import { StfCommandError, StfNames } from "./resolve.js";
-
-/** One copy of a packet: where it goes and its replication id (egress_rid). */
-export interface Replica {
-  egressPort: number;
-  instance: number;
-}
-
-/** The packet replication engine's configuration, as the switch offers it (`softwareSwitch.replication`). */
-export interface ReplicationApi {
-  /** creates or replaces a multicast group */
-  setMulticastGroup(groupId: number, replicas: Replica[]): void;
-  deleteMulticastGroup(groupId: number): void;
-  setCloneSession(sessionId: number, s: { replicas: Replica[]; classOfService?: number; packetLengthBytes?: number }): void;
-  deleteCloneSession(sessionId: number): void;
-}
 
 /** A test this switch cannot run: the program or a command needs a feature it lacks. */
 export class StfUnsupportedError extends Error {
@@ -230,10 +216,8 @@ class Multicast {
 
   constructor(private readonly sw: SoftwareSwitch) {}
 
-  api(command: string): ReplicationApi {
-    const r = (this.sw as unknown as { replication?: ReplicationApi }).replication;
-    if (!r) throw new StfUnsupportedError(`${command}: needs packet replication, which this switch lacks`);
-    return r;
+  api(_command: string): ReplicationApi {
+    return this.sw.replication;
   }
 
   apply(c: Extract<StfCommand, { kind: "mc_mgrp_create" | "mc_node_create" | "mc_node_update" | "mc_node_associate" }>): void {

@@ -121,6 +121,15 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
       const idx = g.value(arg(1), s);
       return `{ const i = ${toNum(idx)}; if (i < ${c.size}) { C[${c.id}].packets[i]++; C[${c.id}].bytes[i] += ctx.packetLength; } }`;
     }
+    case "execute_meter": {
+      if (arg(0).type !== "meter_array") throw new UnsupportedProgramError(`${where}: expected a meter array, got '${arg(0).type}'`);
+      const m = g.p.meters.get(String(arg(0).value));
+      if (!m) throw new InvalidProgramError(`${where}: no meter array named '${String(arg(0).value)}'`);
+      const idx = g.value(arg(1), s);
+      const f = g.fieldRef(arg(2), where);
+      const color: CExpr = { code: `H.executeMeter(X.meters[${m.id}], i, ctx.packetLength, ctx.nowNs)`, kind: "n", bits: 2, neg: false };
+      return `{ const i = ${toNum(idx)}; if (i < ${m.size}) { ${storeCode(g.slot(f), f.kind, f.width, f.signed, color)} } }`;
+    }
     case "modify_field_with_hash_based_offset": {
       const f = g.fieldRef(arg(0), where);
       const base = g.value(arg(1), s);
@@ -154,6 +163,19 @@ export function primitive(g: Emitter, prim: Primitive, scope: ExprScope): string
         parts.push(`SN[${st.id}] = Math.min(${size}, SN[${st.id}] + ${n});`);
       }
       return `{ ${parts.join(" ")} }`;
+    }
+    // simple_switch keeps these in per-packet registers and acts on them after
+    // ingress (clone, resubmit) or egress (clone, recirculate); the last call wins.
+    case "clone_ingress_pkt_to_egress":
+    case "clone_egress_pkt_to_egress": {
+      const session = g.value(arg(0), s);
+      const list = g.value(arg(1), s);
+      return `ctx.clone = (${toNum(session)} & 0xffff) | 0x8000; ctx.cloneFieldList = ${toNum(list)} & 0xffff;`;
+    }
+    case "resubmit":
+    case "recirculate": {
+      const list = g.value(arg(0), s);
+      return `ctx.${prim.op} = ${toNum(list)} & 0xffff;`;
     }
     case "exit":
       return `ctx.exit = true; return;`;

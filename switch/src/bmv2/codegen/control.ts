@@ -5,7 +5,7 @@ import * as bits from "../bits.js";
 import { InvalidProgramError } from "../errors.js";
 import type { Pipeline } from "../json.js";
 import type { Emitter } from "./emitter.js";
-import { toBool } from "./expr.js";
+import { storeCode, toBool, type CExpr } from "./expr.js";
 
 export function genPipeline(g: Emitter, p: Pipeline): void {
   const names = new Map<string, number>();
@@ -47,6 +47,12 @@ export function genPipeline(g: Emitter, p: Pipeline): void {
         g.emit(keyCode.length === 1 ? `    const e = T[${t.id}].lookup1(${keyCode[0]});` : `    const e = T[${t.id}].lookup([${keyCode.join(", ")}]);`);
       }
       g.emit(`    const a = e === undefined ? T[${t.id}].defaultAction : e.action;`);
+      // A direct meter runs on a hit, before the action (BMv2): an entry without a configured cell is GREEN.
+      const dm = g.p.directMeters.get(t.name);
+      if (dm) {
+        const color: CExpr = { code: `(e.meter === undefined ? 0 : H.executeMeter(e.meter, 0, ctx.packetLength, ctx.nowNs))`, kind: "n", bits: 2, neg: false };
+        g.emit(`    if (e !== undefined) { ${storeCode(g.slot(dm.target), dm.target.kind, dm.target.width, dm.target.signed, color)} }`);
+      }
       if (t.with_counters) g.emit(`    if (e !== undefined) { e.packets++; e.bytes += ctx.packetLength; } else { const d = T[${t.id}].defaultCounter; d.packets++; d.bytes += ctx.packetLength; }`);
       g.emit(`    switch (a.actionId) {`);
       for (const id of t.action_ids) g.emit(`      case ${id}: act_${id}(a.data, ctx); break;`);

@@ -5,6 +5,7 @@ import { UnsupportedProgramError } from "../errors.js";
 import type { Bmv2Json, TypedValue } from "../json.js";
 import type { FieldInfo, HeaderInfo, Layout } from "../layout.js";
 import type { CounterArray, RegisterArray, StandardMetadata } from "../state.js";
+import type { DirectMeterInfo, MeterArray } from "../meters.js";
 import { compileValue, type CExpr, type ExprScope } from "./expr.js";
 
 /** What the generator needs of a program: its JSON, its layout and its run-time state's names. */
@@ -14,6 +15,8 @@ export interface CodegenInput {
   readonly std: StandardMetadata;
   readonly registers: ReadonlyMap<string, RegisterArray>;
   readonly counters: ReadonlyMap<string, CounterArray>;
+  readonly meters: ReadonlyMap<string, MeterArray>;
+  readonly directMeters: ReadonlyMap<string, DirectMeterInfo>;
   readonly errorCodes: ReadonlyMap<string, number>;
 }
 

@@ -6,6 +6,7 @@
 // part), and the entry points the pipeline calls.
 import { HASH_ALGORITHMS } from "../crc.js";
 import { InvalidProgramError } from "../errors.js";
+import { DROP_PORT } from "../state.js";
 import type { FieldInfo } from "../layout.js";
 import { genAction } from "./actions.js";
 import { immutableHeaders, referencedFields } from "./analysis.js";
@@ -60,7 +61,7 @@ export function generateSource(program: CodegenInput): string {
   genDeparser(g);
   genLearn(g);
   genStandardMetadata(g);
-  g.emit(`return { parse, verifyChecksums, ingress: pipe_ingress, egress: pipe_egress, updateChecksums, deparse, learn, reset, begin, parsed, toEgress };`);
+  g.emit(`return { parse, verifyChecksums, ingress: pipe_ingress, egress: pipe_egress, updateChecksums, deparse, learn, reset, begin, parsed, toEgress, SN };`);
   return g.out.join("\n");
 }
 
@@ -80,5 +81,6 @@ function genStandardMetadata(g: Emitter): void {
   const store = (f: FieldInfo | undefined, v: string) => (f ? storeCode(g.slot(f), f.kind, f.width, false, { code: v, kind: "n", bits: 53, neg: false }) : "");
   g.emit(`function begin(port, length, ts) { reset(); ${store(std.ingressPort, "port")} ${store(std.packetLength, "length")} ${store(std.ingressTs, "ts")} }`);
   g.emit(`function parsed(err, csum) { ${store(std.parserError, "err")} ${store(std.checksumError, "csum")} }`);
-  g.emit(`function toEgress(port, ts) { ${store(std.egressPort, "port")} ${store(std.egressTs, "ts")} }`);
+  // simple_switch starts egress with egress_spec one past the drop port, so that only a drop in egress drops.
+  g.emit(`function toEgress(port, ts, length) { ${store(std.egressPort, "port")} ${store(std.egressTs, "ts")} ${store(std.packetLength, "length")} ${store(std.egressSpec, String(DROP_PORT + 1))} }`);
 }

@@ -3,7 +3,9 @@
 // the helpers only generated code calls.
 import * as bits from "../bits.js";
 import { HASH_ALGORITHMS } from "../crc.js";
+import { executeMeter } from "../meters.js";
 import type { CompiledFunctions, CounterArray } from "../state.js";
+import type { MeterArray } from "../meters.js";
 import type { MatchTable } from "../table.js";
 
 /** The slots of a packet's fields: numbers (up to 53 bits), bigints, and header validity. */
@@ -18,12 +20,14 @@ export interface Externs {
   tables: MatchTable[];
   registers: Array<Float64Array | bigint[]>;
   counters: CounterArray[];
+  /** by id (meter ids are dense from 0, as p4c numbers them) */
+  meters: MeterArray[];
 }
 
 /** Runs the source that generateSource() wrote, once: the compiled functions, bound to `slots` and `externs`. */
 export function instantiate(source: string, slots: Slots, externs: Externs): CompiledFunctions {
   const factory = new Function("H", "S", "X", source) as (h: unknown, s: Slots, x: Externs) => CompiledFunctions;
-  return factory({ ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr, oob }, slots, externs);
+  return factory({ ...bits, HASH: HASH_ALGORITHMS, tcm, satCast, usatCast, shr, oob, executeMeter }, slots, externs);
 }
 
 /** Two's complement of the low `w` bits of `x` (a signed cast). */

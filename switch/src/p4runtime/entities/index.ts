@@ -1,14 +1,17 @@
 // The Write and Read rules of P4Runtime entities, one module a kind: what a
 // generically decoded update does, and what a read of an entity returns.
-// Registers, meters, action profiles, multicast groups and the rest are
-// refused with UNIMPLEMENTED.
+// Registers, action profile groups (selectors) and the rest are refused with
+// UNIMPLEMENTED.
 import { Update_Type, type Entity, type Update } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import type { ActionCall } from "../../bmv2/table.js";
 import type { SoftwareSwitch } from "../../software-switch.js";
 import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
 import { readCounterEntries, readDirectCounterEntry, writeCounterEntry, writeDirectCounterEntry } from "./counters.js";
+import { readMembers, writeMember } from "./action-profiles.js";
 import { readDigestEntry, writeDigestEntry } from "./digests.js";
+import { readDirectMeterEntry, readMeterEntries, writeDirectMeterEntry, writeMeterEntry } from "./meters.js";
+import { readPreEntries, writePreEntry, type ReplicaForms } from "./replication.js";
 import { readTableEntries, writeTableEntry } from "./tables.js";
 
 /** What entities are written to and read from: the switch under the committed pipeline. */
@@ -17,6 +20,8 @@ export interface EntityTarget {
   readonly binding: PipelineBinding;
   /** each table's default action as the program sets it, by P4Info table id */
   readonly originalDefaults: ReadonlyMap<number, ActionCall>;
+  /** how multicast group and clone session replicas were written, to read them back alike */
+  readonly replicaForms: ReplicaForms;
 }
 
 /** An update as the generated decoder gives it. */
@@ -34,6 +39,16 @@ export function applyUpdate(target: EntityTarget, u: Update): void {
       return writeCounterEntry(target.binding, u.type, e.value);
     case "directCounterEntry":
       return writeDirectCounterEntry(target.binding, u.type, e.value);
+    case "meterEntry":
+      return writeMeterEntry(target.binding, u.type, e.value);
+    case "actionProfileMember":
+      return writeMember(target.binding, u.type, e.value);
+    case "actionProfileGroup":
+      throw new RpcError("UNIMPLEMENTED", "action profile groups need an action selector, which the switch does not support yet");
+    case "directMeterEntry":
+      return writeDirectMeterEntry(target.binding, u.type, e.value);
+    case "packetReplicationEngineEntry":
+      return writePreEntry(target.sw.replication, target.replicaForms, u.type, e.value);
     case "registerEntry":
       throw new RpcError("UNIMPLEMENTED", "registers cannot be written over P4Runtime on this target (as on BMv2): configure through tables");
     default:
@@ -54,6 +69,14 @@ export function readEntity(target: EntityTarget, ent: Entity, out: Entity[]): vo
       return readDirectCounterEntry(target.binding, e.value, out);
     case "digestEntry":
       return readDigestEntry(target.sw, target.binding, e.value, out);
+    case "meterEntry":
+      return readMeterEntries(target.binding, e.value, out);
+    case "actionProfileMember":
+      return readMembers(target.binding, e.value, out);
+    case "directMeterEntry":
+      return readDirectMeterEntry(target.binding, e.value, out);
+    case "packetReplicationEngineEntry":
+      return readPreEntries(target.sw.replication, target.replicaForms, e.value, out);
     case "registerEntry":
       throw new RpcError("UNIMPLEMENTED", "registers cannot be read over P4Runtime on this target (as on BMv2): results leave by digest");
     default:

@@ -2,7 +2,9 @@
 // modified or reset) and read (one entry, a table, or every table; the
 // default entry; with direct counters if asked).
 import { Update_Type, type Entity, type TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import type { MeterArray } from "../../bmv2/meters.js";
 import type { ActionCall, TableEntry as BmTableEntry } from "../../bmv2/table.js";
+import { meterCell } from "../meter-config.js";
 import type { PipelineBinding } from "../binding.js";
 import type { TableWrite } from "../fast-write.js";
 import { RpcError } from "../rpc.js";
@@ -10,9 +12,24 @@ import { RpcError } from "../rpc.js";
 /** A checked table write, from either decoder. */
 export function applyTableWrite(w: TableWrite): void {
   const t = w.table.table;
-  if (w.type === Update_Type.DELETE) t.delete(w.match, w.priority);
-  else if (w.type === Update_Type.INSERT) t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, controllerMetadata: w.controllerMetadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n });
-  else t.modify(w.match, w.priority, w.action!, w.metadata, w.controllerMetadata);
+  const members = t.actionProfile?.members;
+  if (w.type === Update_Type.DELETE) {
+    const e = t.delete(w.match, w.priority);
+    if (members && e.memberId !== undefined) members.get(e.memberId)!.refs--;
+  } else if (w.type === Update_Type.INSERT) {
+    t.insert({ match: w.match, priority: w.priority, action: w.action!, packets: 0, bytes: 0, metadata: w.metadata, controllerMetadata: w.controllerMetadata, idleTimeoutNs: w.idleTimeoutNs ?? 0n, meter: w.meter, memberId: w.memberId });
+    if (members && w.memberId !== undefined) members.get(w.memberId)!.refs++;
+  } else {
+    const before = t.get(w.match, w.priority)?.memberId;
+    const e = t.modify(w.match, w.priority, w.action!, w.metadata, w.controllerMetadata);
+    // A MODIFY sets the direct meter's config, or resets it when none is given (spec 9.1.4).
+    e.meter = w.meter;
+    if (members) {
+      if (before !== undefined) members.get(before)!.refs--;
+      e.memberId = w.memberId;
+      if (w.memberId !== undefined) members.get(w.memberId)!.refs++;
+    }
+  }
 }
 
 /** A table-entry update decoded by the generated decoder (`type` is INSERT, MODIFY or DELETE); `originalDefaults` by P4Info table id. */
@@ -28,6 +45,7 @@ export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMa
     if (type === T.INSERT) throw new RpcError("INVALID_ARGUMENT", `table '${name}': the default entry cannot be inserted, only modified`);
     if (type === T.DELETE) throw new RpcError("INVALID_ARGUMENT", `table '${name}': the default entry cannot be deleted; a MODIFY without an action resets it`);
     if (t.table.defaultConst) throw new RpcError("PERMISSION_DENIED", `table '${name}' has a const default action`);
+    if (t.table.actionProfile) throw new RpcError("UNIMPLEMENTED", `table '${name}': the default entry of a table with an action profile cannot be set (as on BMv2)`);
     // A MODIFY without an action resets the default entry to the program's initial one.
     t.table.defaultAction = te.action?.type ? b.decodeAction(t, te.action, true) : (originalDefaults.get(te.tableId) ?? t.table.defaultAction);
     return;
@@ -38,8 +56,28 @@ export function writeTableEntry(b: PipelineBinding, originalDefaults: ReadonlyMa
   const match = b.decodeMatch(t, te.match);
   const problem = t.table.validate(match, te.priority);
   if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
-  const action = type === T.DELETE ? undefined : b.decodeAction(t, te.action, false);
-  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs });
+  let action: ActionCall | undefined;
+  let memberId: number | undefined;
+  const profile = t.table.actionProfile;
+  if (type === T.DELETE) action = undefined;
+  else if (profile) {
+    // A table with an action profile: entries point to members (groups need a selector, which the switch lacks).
+    const at = te.action?.type;
+    if (at?.$case === "actionProfileGroupId") throw new RpcError("INVALID_ARGUMENT", `table '${name}': action profile '${profile.name}' has no selector: no groups`);
+    if (at?.$case !== "actionProfileMemberId") throw new RpcError("INVALID_ARGUMENT", `table '${name}' takes an action profile member, not ${at ? at.$case : "no action"}`);
+    const m = profile.members.get(at.value);
+    if (!m) throw new RpcError("NOT_FOUND", `action profile '${profile.name}' has no member ${at.value}`);
+    action = m.action;
+    memberId = m.id;
+  } else action = b.decodeAction(t, te.action, false);
+  if (te.meterCounterData) throw new RpcError("UNIMPLEMENTED", `table '${name}': meter color counters are not supported`);
+  let meter: MeterArray | undefined;
+  if (te.meterConfig && type !== T.DELETE) {
+    const dm = t.table.directMeter;
+    if (!dm) throw new RpcError("INVALID_ARGUMENT", `table '${name}' has no direct meter: meter_config must be unset`);
+    meter = meterCell(dm, te.meterConfig);
+  }
+  applyTableWrite({ type: type as TableWrite["type"], table: t, match, priority: te.priority, action, metadata: te.metadata.length ? te.metadata : undefined, controllerMetadata: te.controllerMetadata || undefined, idleTimeoutNs: te.idleTimeoutNs, meter, memberId });
 }
 
 /**
@@ -56,6 +94,7 @@ export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[
   if (q.tableId === 0 && (q.match.length || actionId || q.priority || q.controllerMetadata || q.metadata.length || q.isDefaultAction)) {
     throw new RpcError("INVALID_ARGUMENT", "a read of every table (table id 0) takes no other filter");
   }
+  const withMeter = q.meterConfig !== undefined;
   const tables = q.tableId === 0 ? [...b.tables.values()] : [b.table(q.tableId)];
   for (const t of tables) {
     const name = t.info.preamble!.name;
@@ -79,9 +118,9 @@ export function readTableEntries(b: PipelineBinding, q: TableEntry, out: Entity[
       const problem = t.table.validate(match, q.priority);
       if (problem) throw new RpcError("INVALID_ARGUMENT", problem);
       const hit = t.table.get(match, q.priority);
-      if (hit && keep(hit)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters) } });
+      if (hit && keep(hit)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, hit, withCounters, withMeter) } });
       continue;
     }
-    for (const e of t.table.entries()) if (keep(e)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, e, withCounters) } });
+    for (const e of t.table.entries()) if (keep(e)) out.push({ entity: { $case: "tableEntry", value: b.encodeEntry(t, e, withCounters, withMeter) } });
   }
 }
