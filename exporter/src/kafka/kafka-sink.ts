@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
-import { PlatformaticTransport } from "./platformatic-transport.js";
+import { MAX_IDEMPOTENT_IN_FLIGHT, PlatformaticTransport } from "./platformatic-transport.js";
 import type { KafkaSecurity } from "./security.js";
 import { kafkaClientName, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 
@@ -34,6 +34,14 @@ export interface KafkaSinkOptions extends KafkaSecurity {
    * message.max.bytes (1 MiB by default), whatever the encoding
    */
   batchBytes?: number;
+  /**
+   * Produce requests in flight at once, 1 to 5 (default: KAFKA_MAX_IN_FLIGHT,
+   * else 5, as Java's idempotent producer): the client sends the next batches
+   * while Kafka handles the first. Records of a partition keep their order;
+   * the broker drops a batch sent again that it already has. kafkajs takes one
+   * at a time whatever this says.
+   */
+  maxInFlight?: number;
   /** messages held in memory before spilling to disk */
   maxBuffered?: number;
   /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
@@ -54,6 +62,14 @@ function countLines(file: string): number {
   } finally {
     closeSync(fd);
   }
+  return n;
+}
+
+/** maxInFlight from the option or KAFKA_MAX_IN_FLIGHT: an integer from 1 to 5. */
+export function kafkaMaxInFlight(v: number | string | undefined, from = "KAFKA_MAX_IN_FLIGHT"): number {
+  if (v === undefined || v === "") return MAX_IDEMPOTENT_IN_FLIGHT;
+  const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_IDEMPOTENT_IN_FLIGHT) throw new Error(`${from}: must be an integer from 1 to ${MAX_IDEMPOTENT_IN_FLIGHT} (got '${v}')`);
   return n;
 }
 
@@ -84,7 +100,7 @@ export class KafkaSink implements RecordSink {
 
   constructor(options: KafkaSinkOptions) {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
-    this.opts = { batchSize: 500, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
+    this.opts = { batchSize: 2000, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
     const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
     const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
@@ -96,6 +112,7 @@ export class KafkaSink implements RecordSink {
       compression: this.opts.compression ?? "gzip",
       partitions: this.opts.partitions,
       replicationFactor: this.opts.replicationFactor,
+      maxInFlight: options.maxInFlight !== undefined ? kafkaMaxInFlight(options.maxInFlight, "maxInFlight") : kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT),
       // A retry the client makes by itself counts as a failure when Kafka could
       // not be reached or refused this client; a broker's passing state (a
       // leader moving, a coordinator loading) is only logged at debug level.
@@ -130,6 +147,9 @@ export class KafkaSink implements RecordSink {
   get settled(): number {
     return this.stats.sent - this.aheadOfFailure + this.stats.dropped;
   }
+
+  /** the most produce requests this sink had in flight at once */
+  inFlightPeak = 0;
 
   /** messages acknowledged after a batch before them failed, while it has not gone through yet */
   private aheadOfFailure = 0;
@@ -273,6 +293,7 @@ export class KafkaSink implements RecordSink {
         inflight.push({ start: next, end, done: settle(this.transport.send(this.queue, next, end)) });
         next = end;
       }
+      if (inflight.length > this.inFlightPeak) this.inFlightPeak = inflight.length;
       const first = inflight.shift()!;
       const r = (await first.done) as { err: unknown } | undefined;
       if (this.stopped) return; // close() has spilled what was in flight already: it goes out again next run (at least once)

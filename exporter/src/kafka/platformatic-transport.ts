@@ -1,5 +1,6 @@
 // KafkaSink's transport on @platformatic/kafka: an idempotent producer
-// (acks=all, one request in flight per broker, sequence numbers kept while it
+// (acks=all, up to five produce requests in flight per broker connection as
+// Java's max.in.flight.requests.per.connection, sequence numbers kept while it
 // retries), keyed records partitioned as Kafka's Java client does.
 //
 // The producer retries every retriable failure itself with the same producer
@@ -74,20 +75,34 @@ function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
   return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };
 }
 
+/**
+ * Produce requests a broker keeps the sequence numbers of, per producer and
+ * partition: with more in flight, a batch sent again after a broker restart
+ * could be older than what the broker remembers and be written twice.
+ */
+export const MAX_IDEMPOTENT_IN_FLIGHT = 5;
+
 export class PlatformaticTransport implements KafkaTransport {
   readonly name = "platformatic" as const;
   /**
-   * Sends would take their sequence numbers in the order they are made and
-   * queue on the broker's connection, but a second batch in flight gained
-   * nothing measurable (`npm run bench -- kafka`), and one at a time keeps
-   * every record in order even when a send fails for good.
+   * Sends take their sequence numbers in the order they are made and queue
+   * on the broker's connection, which carries up to this many produce
+   * requests at once (the client's own idempotent mode allows one only).
    */
-  readonly maxInFlight = 1;
+  readonly maxInFlight: number;
   private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private readonly base;
   private adminId: number | undefined;
+  /**
+   * Failed attempts since the last acknowledged send: the backoff of every
+   * retry grows with it rather than with the request's own attempts, so that
+   * requests that failed together are sent again in the order they were first
+   * sent (a later one never waits less), as their sequence numbers want.
+   */
+  private failuresInRow = 0;
 
   constructor(private readonly opts: TransportOptions) {
+    this.maxInFlight = Math.min(MAX_IDEMPOTENT_IN_FLIGHT, opts.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
     this.base = {
       clientId: opts.clientId,
       bootstrapBrokers: opts.brokers,
@@ -99,17 +114,19 @@ export class PlatformaticTransport implements KafkaTransport {
   }
 
   private newProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
+    // Idempotent per send (below), not per client: the client's idempotent
+    // mode would hold each broker connection to one request in flight.
     return new Producer<Buffer, Buffer, Buffer, Buffer>({
       ...this.base,
-      idempotent: true,
+      maxInflights: this.maxInFlight,
       acks: -1,
       compression: this.opts.compression === "none" ? "none" : "gzip",
       partitioner: javaPartitioner,
       autocreateTopics: false,
       retries: true,
-      retryDelay: (_client, _op, attempt, _retries, error) => {
+      retryDelay: (_client, _op, _attempt, _retries, error) => {
         this.opts.onRetry?.(error);
-        return Math.min(2000, 100 * 2 ** Math.min(attempt, 5));
+        return Math.min(2000, 100 * 2 ** Math.min(this.failuresInRow++, 5));
       },
     });
   }
@@ -148,7 +165,8 @@ export class PlatformaticTransport implements KafkaTransport {
     }
     const producer = (this.producer ??= this.newProducer());
     try {
-      await producer.send({ messages });
+      await producer.send({ messages, idempotent: true, acks: -1 });
+      this.failuresInRow = 0;
     } catch (err) {
       // The client gave up on this producer (and its id): the next send starts another.
       if (this.producer === producer) this.producer = undefined;

@@ -54,6 +54,8 @@ export interface TransportOptions extends KafkaSecurity {
   compression: "gzip" | "none";
   partitions: number;
   replicationFactor: number;
+  /** produce requests in flight at most (the transport may allow fewer) */
+  maxInFlight?: number;
   /** called on every failed attempt the client retries by itself (the sink counts and logs it) */
   onRetry?: (err: unknown) => void;
 }
