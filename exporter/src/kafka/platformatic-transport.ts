@@ -11,10 +11,11 @@
 // retried failure is reported through onRetry, so the sink counts and logs it
 // as it does kafkajs's failures. Failures that retrying cannot mend (refused
 // credentials, TLS) end the send and are reported by the sink.
-import { Admin, instancesChannel, Producer, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
+import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { KafkaMessageOut } from "./encode.js";
 import { positiveKeyHash } from "./partitioner.js";
+import { fastProduceApi } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
 import type { KafkaTransport, TransportOptions } from "./transport.js";
 
@@ -63,6 +64,29 @@ instancesChannel.subscribe((event) => {
 
 /** Kafka's default partitioner (murmur2, positive, modulo the partition count), which the producer applies modulo. */
 const javaPartitioner = (_m: Out, key: Buffer | undefined) => (key ? positiveKeyHash(key) : 0);
+
+/**
+ * The client's producer with its Produce requests (v11) written by
+ * produce-request.ts; other versions and APIs as the client has them.
+ */
+class ExporterProducer extends Producer<Buffer, Buffer, Buffer, Buffer> {
+  private fastProduce: ReturnType<typeof fastProduceApi> | undefined;
+
+  override [kGetApi]<A extends Array<unknown>, R>(name: string, callback: Callback<API<A, R>>): void {
+    if (name !== "Produce") {
+      super[kGetApi]<A, R>(name, callback);
+      return;
+    }
+    super[kGetApi]<A, R>(name, (error, api) => {
+      if (error || !api || api.version !== 11) {
+        callback(error, api);
+        return;
+      }
+      this.fastProduce ??= fastProduceApi(api as never);
+      callback(null, this.fastProduce as unknown as API<A, R>);
+    });
+  }
+}
 
 function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
   if (!ssl) return undefined;
@@ -116,7 +140,7 @@ export class PlatformaticTransport implements KafkaTransport {
   private newProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
     // Idempotent per send (below), not per client: the client's idempotent
     // mode would hold each broker connection to one request in flight.
-    return new Producer<Buffer, Buffer, Buffer, Buffer>({
+    return new ExporterProducer({
       ...this.base,
       maxInflights: this.maxInFlight,
       acks: -1,
