@@ -1,7 +1,7 @@
 // Choosing the exporter's Kafka client, and the one partitioning both clients share.
 import { describe, expect, test } from "vitest";
 import { partitionOf, positiveKeyHash } from "../../exporter/src/kafka/partitioner.js";
-import { DEFAULT_KAFKA_CLIENT, kafkaClientName } from "../../exporter/src/kafka/transport.js";
+import { DEFAULT_KAFKA_CLIENT, kafkaClientName, kafkaMaxInFlight } from "../../exporter/src/kafka/transport.js";
 
 describe("Kafka client", () => {
   test("named by flag or KAFKA_CLIENT; unset is the default; anything else is refused naming where it came from", () => {
@@ -12,6 +12,16 @@ describe("Kafka client", () => {
     expect(kafkaClientName("KafkaJS")).toBe("kafkajs");
     expect(kafkaClientName("@platformatic/kafka")).toBe("platformatic");
     expect(() => kafkaClientName("rdkafka", "--kafka-client")).toThrow(/^--kafka-client: must be kafkajs or platformatic \(got 'rdkafka'\)/);
+  });
+
+  test("requests in flight: 1 to 5 from the option or KAFKA_MAX_IN_FLIGHT, 5 when unset; anything else refused naming where it came from", () => {
+    expect(kafkaMaxInFlight(undefined)).toBe(5);
+    expect(kafkaMaxInFlight("")).toBe(5);
+    expect(kafkaMaxInFlight("1")).toBe(1);
+    expect(kafkaMaxInFlight(" 3 ")).toBe(3);
+    expect(kafkaMaxInFlight(5, "maxInFlight")).toBe(5);
+    for (const bad of ["0", "6", "2.5", "-1", "five", "1e1"]) expect(() => kafkaMaxInFlight(bad)).toThrow(new RegExp(`^KAFKA_MAX_IN_FLIGHT: must be an integer from 1 to 5 \\(got '${bad.replace(".", "\\.")}'\\)`));
+    expect(() => kafkaMaxInFlight(0, "maxInFlight")).toThrow(/^maxInFlight: must be an integer from 1 to 5 \(got '0'\)/);
   });
 
   test("the hash @platformatic/kafka takes modulo the partition count gives kafkajs's (and Java's) partition", () => {

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
-import { MAX_IDEMPOTENT_IN_FLIGHT, PlatformaticTransport } from "./platformatic-transport.js";
+import { PlatformaticTransport } from "./platformatic-transport.js";
 import type { KafkaSecurity } from "./security.js";
-import { kafkaClientName, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
+import { kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 
 export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
@@ -62,14 +62,6 @@ function countLines(file: string): number {
   } finally {
     closeSync(fd);
   }
-  return n;
-}
-
-/** maxInFlight from the option or KAFKA_MAX_IN_FLIGHT: an integer from 1 to 5. */
-export function kafkaMaxInFlight(v: number | string | undefined, from = "KAFKA_MAX_IN_FLIGHT"): number {
-  if (v === undefined || v === "") return MAX_IDEMPOTENT_IN_FLIGHT;
-  const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_IDEMPOTENT_IN_FLIGHT) throw new Error(`${from}: must be an integer from 1 to ${MAX_IDEMPOTENT_IN_FLIGHT} (got '${v}')`);
   return n;
 }
 

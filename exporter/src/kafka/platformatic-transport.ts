@@ -15,9 +15,9 @@ import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, ty
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { KafkaMessageOut } from "./encode.js";
 import { positiveKeyHash } from "./partitioner.js";
-import { fastProduceApi } from "./produce-request.js";
+import { fastProduceApi, waitsForEarlier } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
-import type { KafkaTransport, TransportOptions } from "./transport.js";
+import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
 
 type Out = MessageToProduce<Buffer, Buffer, Buffer, Buffer>;
 
@@ -99,13 +99,6 @@ function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
   return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };
 }
 
-/**
- * Produce requests a broker keeps the sequence numbers of, per producer and
- * partition: with more in flight, a batch sent again after a broker restart
- * could be older than what the broker remembers and be written twice.
- */
-export const MAX_IDEMPOTENT_IN_FLIGHT = 5;
-
 export class PlatformaticTransport implements KafkaTransport {
   readonly name = "platformatic" as const;
   /**
@@ -117,12 +110,7 @@ export class PlatformaticTransport implements KafkaTransport {
   private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private readonly base;
   private adminId: number | undefined;
-  /**
-   * Failed attempts since the last acknowledged send: the backoff of every
-   * retry grows with it rather than with the request's own attempts, so that
-   * requests that failed together are sent again in the order they were first
-   * sent (a later one never waits less), as their sequence numbers want.
-   */
+  /** failed attempts since the last acknowledged send: the backoff of every retry grows with it */
   private failuresInRow = 0;
 
   constructor(private readonly opts: TransportOptions) {
@@ -149,6 +137,8 @@ export class PlatformaticTransport implements KafkaTransport {
       autocreateTopics: false,
       retries: true,
       retryDelay: (_client, _op, _attempt, _retries, error) => {
+        // A request held back while an earlier one goes through again (produce-request.ts) is no failure of its own.
+        if (waitsForEarlier(error)) return 10;
         this.opts.onRetry?.(error);
         return Math.min(2000, 100 * 2 ** Math.min(this.failuresInRow++, 5));
       },

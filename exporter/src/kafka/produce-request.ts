@@ -9,7 +9,7 @@
 // part of the exporter's CPU time after the records themselves.
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import { crc32c, produceV11, Writer } from "@platformatic/kafka";
+import { crc32c, findErrorBy, GenericError, produceV11, Writer } from "@platformatic/kafka";
 
 /** A message as the producer hands it to the Produce API. */
 export interface ProduceMessage {
@@ -198,14 +198,75 @@ interface SendingConnection {
   send(apiKey: number, apiVersion: number, createPayload: () => Writer | Promise<Writer>, parse: typeof produceV11.parseResponse, requestTagged: boolean, responseTagged: boolean, callback: (err: Error | null, response: unknown) => void): void;
 }
 
-/** The Produce API (v11) of the client, on this encoder. */
+/** Answers a broker gives a request whose sequence numbers do not follow what it has written for the producer. */
+const SEQUENCE_GAP = ["OUT_OF_ORDER_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID"];
+
+const kWaits = Symbol("rdma-telemetry.produce.waitsForEarlier");
+
+/** The failure a request is given, without being sent, while an earlier one has still to go through again. */
+export function waitsForEarlier(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { [kWaits]?: boolean })[kWaits] === true;
+}
+
+function waiting(cause?: Error): Error {
+  const e = new GenericError("PLT_KFK_PROTOCOL", "Produce request waits for an earlier one to be acknowledged", { canRetry: true, ...(cause ? { cause } : {}) });
+  Object.defineProperty(e, kWaits, { value: true });
+  return e;
+}
+
+/**
+ * The Produce API (v11) of the client, on this encoder, keeping each
+ * partition's records in order, once, with several requests in flight, as
+ * Java's idempotent producer does.
+ *
+ * Requests go out back to back while all is well. Once one fails (a broker
+ * restarting, a leader moving), the client retries each request by itself,
+ * in no set order; a later request reaching the broker first would be
+ * answered OUT_OF_ORDER_SEQUENCE_NUMBER (or UNKNOWN_PRODUCER_ID), which the
+ * client takes for lost producer state: it would send the whole request again
+ * at once under a new producer id, ahead of the failed one and twice for the
+ * partitions the broker had already written. So from a failure until every
+ * request that failed is acknowledged, only the oldest request not yet
+ * acknowledged is sent; the others are failed at once, retriably and without
+ * being sent (waitsForEarlier), and come again once it is through, with their
+ * sequence numbers (the broker drops the batches it already has: it remembers
+ * the last five of each producer and partition, and no more than five
+ * requests are ever outstanding). Only the oldest request can then be told
+ * its sequence numbers do not follow, which means the broker lost the
+ * producer's state, and the client starts a new producer id as before. A
+ * producer the transport gives up on takes this API, and what it has
+ * outstanding, with it.
+ */
 export function fastProduceApi(fallback: (...args: never[]) => void) {
+  /** requests sent and not yet acknowledged, by their message list (the same on every retry), in the order first sent */
+  const outstanding = new Map<ProduceMessage[], number>();
+  /** outstanding requests that failed at least once */
+  const failed = new Set<ProduceMessage[]>();
+  let sent = 0;
+  const oldest = (order: number) => outstanding.values().next().value === order;
   const api = function produce(connection: SendingConnection, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceRequestOptions, callback: (err: Error | null, response: unknown) => void): void {
     if (!FAST_CODECS.has(options.compression ?? "none")) {
       (fallback as unknown as typeof api)(connection, acks, timeout, messages, options, callback);
       return;
     }
-    connection.send(0, 11, () => produceRequest(acks, timeout, messages, options), produceV11.parseResponse, true, true, callback);
+    let order = outstanding.get(messages);
+    if (order === undefined) outstanding.set(messages, (order = sent++));
+    if (failed.size > 0 && !oldest(order)) {
+      callback(waiting(), undefined);
+      return;
+    }
+    connection.send(0, 11, () => produceRequest(acks, timeout, messages, options), produceV11.parseResponse, true, true, (error, response) => {
+      if (!error) {
+        outstanding.delete(messages);
+        failed.delete(messages);
+        callback(null, response);
+        return;
+      }
+      failed.add(messages);
+      // Sent before the failure of an earlier request was known: it waits for that one.
+      if (!oldest(order) && SEQUENCE_GAP.some((id) => findErrorBy(error, "apiId", id))) callback(waiting(error), response);
+      else callback(error, response);
+    });
   };
   return Object.assign(api, { key: 0, version: 11, async: promisify(api) });
 }
