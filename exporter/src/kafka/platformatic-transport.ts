@@ -137,8 +137,10 @@ export class PlatformaticTransport implements KafkaTransport {
       autocreateTopics: false,
       retries: true,
       retryDelay: (_client, _op, _attempt, _retries, error) => {
-        // A request held back while an earlier one goes through again (produce-request.ts) is no failure of its own.
-        if (waitsForEarlier(error)) return 10;
+        // A request held back while an earlier one goes through again
+        // (produce-request.ts) is no failure of its own: it looks again soon,
+        // but no more often than the failing one is retried.
+        if (waitsForEarlier(error)) return Math.min(250, 100 * 2 ** Math.min(this.failuresInRow, 5));
         this.opts.onRetry?.(error);
         return Math.min(2000, 100 * 2 ** Math.min(this.failuresInRow++, 5));
       },

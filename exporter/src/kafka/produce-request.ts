@@ -243,6 +243,8 @@ export function fastProduceApi(fallback: (...args: never[]) => void) {
   /** outstanding requests that failed at least once */
   const failed = new Set<ProduceMessage[]>();
   let sent = 0;
+  /** one failure for every request held back (the client keeps each attempt's failure while it retries) */
+  const held = waiting();
   const oldest = (order: number) => outstanding.values().next().value === order;
   const api = function produce(connection: SendingConnection, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceRequestOptions, callback: (err: Error | null, response: unknown) => void): void {
     if (!FAST_CODECS.has(options.compression ?? "none")) {
@@ -252,7 +254,7 @@ export function fastProduceApi(fallback: (...args: never[]) => void) {
     let order = outstanding.get(messages);
     if (order === undefined) outstanding.set(messages, (order = sent++));
     if (failed.size > 0 && !oldest(order)) {
-      callback(waiting(), undefined);
+      callback(held, undefined);
       return;
     }
     connection.send(0, 11, () => produceRequest(acks, timeout, messages, options), produceV11.parseResponse, true, true, (error, response) => {
