@@ -1,10 +1,11 @@
 // The exporter's Produce v11 encoder gives the bytes of @platformatic/kafka's
 // own, uncompressed and gzipped, for requests of several topics and
-// partitions, null and empty keys and values, headers, timestamps, idempotent
-// sequence numbers, record lengths on each side of a varint boundary.
+// partitions, null and empty keys and values, keys as strings (ASCII or not,
+// short or long) or bytes, headers, timestamps, idempotent sequence numbers,
+// record lengths on each side of a varint boundary.
 import { describe, expect, test } from "vitest";
 import { NumericMap, produceV11, type Writer } from "@platformatic/kafka";
-import { produceRequest, type ProduceMessage, type ProduceRequestOptions } from "../../exporter/src/kafka/produce-request.js";
+import { produceRequest, withBufferKeys, type ProduceMessage, type ProduceRequestOptions } from "../../exporter/src/kafka/produce-request.js";
 
 function messages(n: number, seed: number): ProduceMessage[] {
   const out: ProduceMessage[] = [];
@@ -17,7 +18,7 @@ function messages(n: number, seed: number): ProduceMessage[] {
     out.push({
       topic: `t${i % 3}`,
       partition: (i * 31 + seed) % 5,
-      key: k === 5 ? null : Buffer.from(`key-${k}`.repeat(k % 4)),
+      key: k === 5 ? null : Buffer.from(k === 11 ? `ключ-${i}` : k === 13 ? `long-${i}-`.repeat(12) : `key-${k}`.repeat(k % 4)),
       value: k === 7 ? null : value,
       headers: i % 4 === 0 ? new Map() : new Map<Buffer, Buffer>([[Buffer.from("type"), Buffer.from(`rdma.telemetry.v1.T${k}`)], [Buffer.from("encoding"), Buffer.from("protobuf")]]),
       timestamp: i % 6 === 0 ? undefined : t0 + BigInt((i * 104729) % 100_000) - 50_000n,
@@ -27,6 +28,8 @@ function messages(n: number, seed: number): ProduceMessage[] {
 }
 
 const copy = (ms: ProduceMessage[]): ProduceMessage[] => ms.map((m) => ({ ...m }));
+/** The same messages with every other key a string, as the exporter's transport gives them. */
+const stringKeys = (ms: ProduceMessage[]): ProduceMessage[] => ms.map((m, i) => ({ ...m, key: i % 2 && Buffer.isBuffer(m.key) ? m.key.toString() : m.key }));
 
 async function bytes(w: Writer | Promise<Writer>): Promise<Buffer> {
   return (await w).buffer;
@@ -44,13 +47,23 @@ describe("Produce request encoder", () => {
         for (let p = 0; p < 5; p++) sequences.set(`t1:${p}`, 1000 * p + seed);
         const idempotent: ProduceRequestOptions = { compression, producerId: 4242n, producerEpoch: 3, sequences };
         for (const options of [{ compression }, idempotent, { ...idempotent, transactionalId: "tx-1" }]) {
-          const ours = await bytes(produceRequest(-1, 30_000, copy(ms), options));
+          const ours = await bytes(produceRequest(-1, 30_000, stringKeys(ms), options));
           const theirs = await bytes((compression === "gzip" ? produceV11.createRequestAsync : produceV11.createRequest)(-1, 30_000, copy(ms) as never, options as never));
           expect(ours.equals(theirs), `${n} messages, ${JSON.stringify({ ...options, sequences: undefined, producerId: String(options.producerId) })}`).toBe(true);
         }
       }
     });
   }
+
+  test("the client's own encoder (brokers without Produce v11) is given string keys as bytes", () => {
+    let given: ProduceMessage[] = [];
+    const api = Object.assign((_connection: never, _acks: number, _timeout: number, messages: ProduceMessage[]) => void (given = messages), { key: 0, version: 9 });
+    const wrapped = withBufferKeys(api);
+    const key = Buffer.from("bytes");
+    wrapped(undefined as never, -1, 1000, [{ topic: "t", partition: 0, key: "ключ", value: null }, { topic: "t", partition: 1, key, value: null }, { topic: "t", partition: 2, key: null, value: null }]);
+    expect(given.map((m) => m.key)).toEqual([Buffer.from("ключ"), key, null]);
+    expect(wrapped.version).toBe(9);
+  });
 
   test("acks=0 asks for no response", async () => {
     const w = await produceRequest(0, 1000, messages(3, 0));

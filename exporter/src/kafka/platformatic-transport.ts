@@ -15,11 +15,12 @@ import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, ty
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { KafkaMessageOut } from "./encode.js";
 import { positiveKeyHash } from "./partitioner.js";
-import { fastProduceApi, waitsForEarlier } from "./produce-request.js";
+import { fastProduceApi, waitsForEarlier, withBufferKeys } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
 import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
 
-type Out = MessageToProduce<Buffer, Buffer, Buffer, Buffer>;
+/** Keys go to the producer as strings: the partitioner hashes them and produce-request.ts writes them without a Buffer each. */
+type Out = MessageToProduce<string, Buffer, Buffer, Buffer>;
 
 /** Header sets as the wire wants them (Buffer names and values), shared by every record with the same set. */
 const headerMaps = new WeakMap<Record<string, string>, Map<Buffer, Buffer>>();
@@ -30,18 +31,6 @@ function headerMap(h: Record<string, string>): Map<Buffer, Buffer> {
     headerMaps.set(h, m);
   }
   return m;
-}
-
-/** Key bytes: the exporter's keys are few (a host-target pair, a flow), so each is encoded once. */
-const keyBuffers = new Map<string, Buffer>();
-function keyBytes(k: string): Buffer {
-  let b = keyBuffers.get(k);
-  if (!b) {
-    b = Buffer.from(k);
-    if (keyBuffers.size >= 65536) keyBuffers.clear();
-    keyBuffers.set(k, b);
-  }
-  return b;
 }
 
 /**
@@ -63,13 +52,13 @@ instancesChannel.subscribe((event) => {
 });
 
 /** Kafka's default partitioner (murmur2, positive, modulo the partition count), which the producer applies modulo. */
-const javaPartitioner = (_m: Out, key: Buffer | undefined) => (key ? positiveKeyHash(key) : 0);
+const javaPartitioner = (_m: Out, key: Buffer | string | undefined) => (key ? positiveKeyHash(key) : 0);
 
 /**
  * The client's producer with its Produce requests (v11) written by
  * produce-request.ts; other versions and APIs as the client has them.
  */
-class ExporterProducer extends Producer<Buffer, Buffer, Buffer, Buffer> {
+class ExporterProducer extends Producer<string, Buffer, Buffer, Buffer> {
   private fastProduce: ReturnType<typeof fastProduceApi> | undefined;
 
   override [kGetApi]<A extends Array<unknown>, R>(name: string, callback: Callback<API<A, R>>): void {
@@ -78,8 +67,12 @@ class ExporterProducer extends Producer<Buffer, Buffer, Buffer, Buffer> {
       return;
     }
     super[kGetApi]<A, R>(name, (error, api) => {
-      if (error || !api || api.version !== 11) {
+      if (error || !api) {
         callback(error, api);
+        return;
+      }
+      if (api.version !== 11) {
+        callback(null, withBufferKeys(api as never) as unknown as API<A, R>);
         return;
       }
       this.fastProduce ??= fastProduceApi(api as never);
@@ -107,7 +100,7 @@ export class PlatformaticTransport implements KafkaTransport {
    * requests at once (the client's own idempotent mode allows one only).
    */
   readonly maxInFlight: number;
-  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private producer: Producer<string, Buffer, Buffer, Buffer> | undefined;
   private readonly base;
   private adminId: number | undefined;
   /** failed attempts since the last acknowledged send: the backoff of every retry grows with it */
@@ -125,7 +118,7 @@ export class PlatformaticTransport implements KafkaTransport {
     };
   }
 
-  private newProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
+  private newProducer(): Producer<string, Buffer, Buffer, Buffer> {
     // Idempotent per send (below), not per client: the client's idempotent
     // mode would hold each broker connection to one request in flight.
     return new ExporterProducer({
@@ -177,7 +170,7 @@ export class PlatformaticTransport implements KafkaTransport {
     const timestamp = BigInt(Date.now());
     for (let i = from; i < to; i++) {
       const m = queue[i]!;
-      messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers), timestamp };
+      messages[i - from] = { topic: m.topic, key: m.key, value: m.value, headers: headerMap(m.headers), timestamp };
     }
     const producer = (this.producer ??= this.newProducer());
     try {

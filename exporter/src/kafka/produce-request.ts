@@ -15,7 +15,8 @@ import { crc32c, findErrorBy, GenericError, produceV11, Writer } from "@platform
 export interface ProduceMessage {
   topic: string;
   partition: number;
-  key?: Buffer | null;
+  /** bytes, or a string written as UTF-8 */
+  key?: Buffer | string | null;
   value?: Buffer | null;
   headers?: Map<Buffer | string, Buffer | string>;
   timestamp?: bigint | number;
@@ -57,14 +58,38 @@ function uvarint(v: number): void {
 /** A zigzag varint (Kafka's varint and varlong) of an integer within ±2^52. */
 const varint = (v: number): void => uvarint(v >= 0 ? v * 2 : -v * 2 - 1);
 
-const bytesOf = (b: Buffer | string): Buffer => (typeof b === "string" ? Buffer.from(b) : b);
+/** A string as length-prefixed UTF-8; an ASCII string of fewer than 64 characters (every key the exporter writes) byte by byte. */
+function stringField(s: string): void {
+  const n = s.length;
+  if (n < 64) {
+    room(n + 1);
+    const at = pos;
+    scratch[pos++] = n * 2;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      scratch[pos++] = c;
+    }
+    if (i === n) return;
+    pos = at; // not ASCII
+  }
+  const length = Buffer.byteLength(s);
+  room(length + 10);
+  varint(length);
+  pos += scratch.write(s, pos, "utf8");
+}
 
 function bytesField(b: Buffer | string | null | undefined): void {
   if (b === null || b === undefined) {
     scratch[pos++] = 1; // -1
     return;
   }
-  const buf = bytesOf(b);
+  if (typeof b === "string") {
+    stringField(b);
+    return;
+  }
+  const buf = b;
   room(buf.length + 10);
   varint(buf.length);
   pos += buf.copy(scratch, pos);
@@ -191,6 +216,13 @@ export function produceRequest(acks: number, timeout: number, messages: ProduceM
   return pending.length ? Promise.all(pending).then(() => request(acks, timeout, topics, options)) : request(acks, timeout, topics, options);
 }
 
+/** The client's own Produce API given messages whose string keys are made Buffers first (its encoder writes Buffers only). */
+export function withBufferKeys<F extends (connection: never, acks: number, timeout: number, messages: ProduceMessage[], ...rest: never[]) => void>(api: F): F {
+  const wrapped = (connection: never, acks: number, timeout: number, messages: ProduceMessage[], ...rest: never[]) =>
+    api(connection, acks, timeout, messages.map((m) => (typeof m.key === "string" ? { ...m, key: Buffer.from(m.key) } : m)), ...rest);
+  return Object.assign(wrapped, api) as unknown as F;
+}
+
 /** Codecs this encoder writes; for any other the client's own encoder is used. */
 export const FAST_CODECS = new Set(["none", "gzip"]);
 
@@ -248,7 +280,7 @@ export function fastProduceApi(fallback: (...args: never[]) => void) {
   const oldest = (order: number) => outstanding.values().next().value === order;
   const api = function produce(connection: SendingConnection, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceRequestOptions, callback: (err: Error | null, response: unknown) => void): void {
     if (!FAST_CODECS.has(options.compression ?? "none")) {
-      (fallback as unknown as typeof api)(connection, acks, timeout, messages, options, callback);
+      withBufferKeys(fallback as unknown as typeof api)(connection, acks, timeout, messages, options, callback);
       return;
     }
     let order = outstanding.get(messages);
