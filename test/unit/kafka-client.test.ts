@@ -1,4 +1,6 @@
 // Choosing the exporter's Kafka client, and the one partitioning both clients share.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { partitionOf, positiveKeyHash } from "../../exporter/src/kafka/partitioner.js";
 import { DEFAULT_KAFKA_CLIENT, kafkaClientName, kafkaMaxInFlight } from "../../exporter/src/kafka/transport.js";
@@ -23,6 +25,15 @@ describe("Kafka client", () => {
     for (const bad of ["0", "6", "2.5", "-1", "five", "1e1"]) expect(() => kafkaMaxInFlight(bad)).toThrow(new RegExp(`^KAFKA_MAX_IN_FLIGHT: must be an integer from 1 to 5 \\(got '${bad.replace(".", "\\.")}'\\)`));
     expect(() => kafkaMaxInFlight(0, "maxInFlight")).toThrow(/^maxInFlight: must be an integer from 1 to 5 \(got '0'\)/);
   });
+
+  test("the command line refuses a bad KAFKA_MAX_IN_FLIGHT before it starts, exit 2", () => {
+    const root = join(import.meta.dirname, "../..");
+    const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "demo", "--kafka-brokers", "127.0.0.1:1", "--duration-ms", "100"], {
+      cwd: root, encoding: "utf8", env: { ...process.env, KAFKA_MAX_IN_FLIGHT: "8" },
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rdma-telemetry: KAFKA_MAX_IN_FLIGHT: must be an integer from 1 to 5 \(got '8'\)/);
+  }, 30_000);
 
   test("the hash @platformatic/kafka takes modulo the partition count gives kafkajs's (and Java's) partition", () => {
     for (let i = 0; i < 5000; i++) {
