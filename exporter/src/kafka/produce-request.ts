@@ -263,21 +263,47 @@ function waiting(cause?: Error): Error {
  * being sent (waitsForEarlier), and come again once it is through, with their
  * sequence numbers (the broker drops the batches it already has: it remembers
  * the last five of each producer and partition, and no more than five
- * requests are ever outstanding). Only the oldest request can then be told
- * its sequence numbers do not follow, which means the broker lost the
- * producer's state, and the client starts a new producer id as before. A
- * producer the transport gives up on takes this API, and what it has
- * outstanding, with it.
+ * requests are ever outstanding). A broker takes a producer's first batch on
+ * a partition whatever its sequence number, so a request with a partition
+ * that has no batch of this producer acknowledged yet (the first requests of
+ * a producer id, a partition written for the first time) goes alone. Only the
+ * oldest request can then be told its sequence numbers do not follow, which
+ * means the broker lost the producer's state, and the client starts a new
+ * producer id as before. A producer the transport gives up on takes this
+ * API, and what it has outstanding, with it.
  */
 export function fastProduceApi(fallback: (...args: never[]) => void) {
   /** requests sent and not yet acknowledged, by their message list (the same on every retry), in the order first sent */
   const outstanding = new Map<ProduceMessage[], number>();
   /** outstanding requests that failed at least once */
   const failed = new Set<ProduceMessage[]>();
+  /** requests on the wire now; those of them with a partition new to the producer */
+  const onWire = new Set<ProduceMessage[]>();
+  const freshOnWire = new Set<ProduceMessage[]>();
+  /** partitions (topic NUL partition) with a batch of `ackedPid` acknowledged */
+  let acked = new Set<string>();
+  let ackedPid: bigint | undefined;
+  const partitionsOf = new WeakMap<ProduceMessage[], string[]>();
   let sent = 0;
   /** one failure for every request held back (the client keeps each attempt's failure while it retries) */
   const held = waiting();
   const oldest = (order: number) => outstanding.values().next().value === order;
+  const partitions = (messages: ProduceMessage[]): string[] => {
+    let out = partitionsOf.get(messages);
+    if (!out) {
+      const set = new Set<string>();
+      let topic: string | undefined;
+      let partition: number | undefined;
+      for (const m of messages) {
+        if (m.topic === topic && m.partition === partition) continue;
+        topic = m.topic;
+        partition = m.partition;
+        set.add(`${topic}\u0000${partition}`);
+      }
+      partitionsOf.set(messages, (out = [...set]));
+    }
+    return out;
+  };
   const api = function produce(connection: SendingConnection, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceRequestOptions, callback: (err: Error | null, response: unknown) => void): void {
     if (!FAST_CODECS.has(options.compression ?? "none")) {
       withBufferKeys(fallback as unknown as typeof api)(connection, acks, timeout, messages, options, callback);
@@ -285,14 +311,27 @@ export function fastProduceApi(fallback: (...args: never[]) => void) {
     }
     let order = outstanding.get(messages);
     if (order === undefined) outstanding.set(messages, (order = sent++));
-    if (failed.size > 0 && !oldest(order)) {
+    // A batch for a partition where the broker has nothing of this producer
+    // yet is taken whatever its sequence number: a later request must not get
+    // there first. Such a request goes alone, and nothing goes beside it.
+    const fresh = options.producerId !== ackedPid || partitions(messages).some((p) => !acked.has(p));
+    if ((failed.size > 0 && !oldest(order)) || freshOnWire.size > 0 || (fresh && (onWire.size > 0 || !oldest(order)))) {
       callback(held, undefined);
       return;
     }
+    onWire.add(messages);
+    if (fresh) freshOnWire.add(messages);
     connection.send(0, 11, () => produceRequest(acks, timeout, messages, options), produceV11.parseResponse, true, true, (error, response) => {
+      onWire.delete(messages);
+      freshOnWire.delete(messages);
       if (!error) {
         outstanding.delete(messages);
         failed.delete(messages);
+        if (options.producerId !== ackedPid) {
+          ackedPid = options.producerId;
+          acked = new Set();
+        }
+        for (const p of partitions(messages)) acked.add(p);
         callback(null, response);
         return;
       }
