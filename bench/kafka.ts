@@ -13,7 +13,7 @@
 // (default kafkajs,platformatic), BENCH_KAFKA_COMPRESSION (gzip or none; default
 // both), BENCH_KAFKA_RECORDS (default 300000), BENCH_KAFKA_REPEAT (runs of
 // each, best kept; default 2), BENCH_KAFKA_BATCH (records per produce request;
-// default: the sink's), BENCH_KAFKA_JAVA=0 (no Java producer), BENCH_CPU_PROF (a directory: CPU profiles of the
+// default: the sink's), KAFKA_MAX_IN_FLIGHT (the sink's requests in flight; default 5), BENCH_KAFKA_JAVA=0 (no Java producer), BENCH_CPU_PROF (a directory: CPU profiles of the
 // exporter processes), KAFKA_BROKERS (use that broker, of any version, instead).
 import { fork, spawn } from "node:child_process";
 import { mkdtempSync, openSync, rmSync, writeSync, closeSync } from "node:fs";
@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
-import { encodeRecord, KafkaSink, kafkaClientName, type KafkaClientName, type TopicNames } from "@rdma-telemetry/exporter";
+import { encodeRecord, KafkaSink, kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type TopicNames } from "@rdma-telemetry/exporter";
 import type { IoRecordJson } from "@rdma-telemetry/contract";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -161,7 +161,7 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   const dir = mkdtempSync(join(tmpdir(), "kafka-bench-"));
   const recordsFile = join(dir, "records.bin");
   const size = writeRecordsFile(recordsFile, n);
-  print(`kafka: ${n.toLocaleString("en")} IoRecords (protobuf, ${size} bytes each on average, 2 headers, 2,048 keys over ${PARTITIONS} partitions), acks=all, idempotent; best of ${repeat} runs each; exporter = encodeRecord + KafkaSink.push until acknowledged`);
+  print(`kafka: ${n.toLocaleString("en")} IoRecords (protobuf, ${size} bytes each on average, 2 headers, 2,048 keys over ${PARTITIONS} partitions), acks=all, idempotent; best of ${repeat} runs each; exporter = encodeRecord + KafkaSink.push until acknowledged, up to ${kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT)} produce requests in flight (kafkajs: 1)`);
   const rows: Row[] = [];
   const add = (r: Row) => {
     rows.push(r);

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import { kafkaClientName, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
+import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
@@ -74,7 +74,9 @@ records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
 The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIENT;
-default platformatic, i.e. @platformatic/kafka; see docs/operations.md).
+default platformatic, i.e. @platformatic/kafka; see docs/operations.md), with
+up to KAFKA_MAX_IN_FLIGHT produce requests in flight (1 to 5, default 5;
+kafkajs takes one at a time).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):
@@ -252,6 +254,7 @@ async function main(argv: string[]): Promise<number> {
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
   const client = (): KafkaClientName => {
     try {
+      kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT); // refused here, before anything starts
       return values["kafka-client"] !== undefined ? kafkaClientName(values["kafka-client"], "--kafka-client") : kafkaClientName(process.env.KAFKA_CLIENT);
     } catch (err) {
       throw new UsageError((err as Error).message);

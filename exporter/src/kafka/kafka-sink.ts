@@ -13,7 +13,7 @@ import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.
 import { KafkajsTransport } from "./kafkajs-transport.js";
 import { PlatformaticTransport } from "./platformatic-transport.js";
 import type { KafkaSecurity } from "./security.js";
-import { kafkaClientName, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
+import { kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 
 export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
@@ -34,6 +34,14 @@ export interface KafkaSinkOptions extends KafkaSecurity {
    * message.max.bytes (1 MiB by default), whatever the encoding
    */
   batchBytes?: number;
+  /**
+   * Produce requests in flight at once, 1 to 5 (default: KAFKA_MAX_IN_FLIGHT,
+   * else 5, as Java's idempotent producer): the client sends the next batches
+   * while Kafka handles the first. Records of a partition keep their order;
+   * the broker drops a batch sent again that it already has. kafkajs takes one
+   * at a time whatever this says.
+   */
+  maxInFlight?: number;
   /** messages held in memory before spilling to disk */
   maxBuffered?: number;
   /** where spilled messages go; omitted: no spill (overflow is dropped and counted) */
@@ -84,7 +92,7 @@ export class KafkaSink implements RecordSink {
 
   constructor(options: KafkaSinkOptions) {
     if (options.brokers.length === 0) throw new Error("Kafka: no brokers given");
-    this.opts = { batchSize: 500, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
+    this.opts = { batchSize: 2000, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
     const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
     const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
@@ -96,6 +104,7 @@ export class KafkaSink implements RecordSink {
       compression: this.opts.compression ?? "gzip",
       partitions: this.opts.partitions,
       replicationFactor: this.opts.replicationFactor,
+      maxInFlight: options.maxInFlight !== undefined ? kafkaMaxInFlight(options.maxInFlight, "maxInFlight") : kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT),
       // A retry the client makes by itself counts as a failure when Kafka could
       // not be reached or refused this client; a broker's passing state (a
       // leader moving, a coordinator loading) is only logged at debug level.
@@ -130,6 +139,9 @@ export class KafkaSink implements RecordSink {
   get settled(): number {
     return this.stats.sent - this.aheadOfFailure + this.stats.dropped;
   }
+
+  /** the most produce requests this sink had in flight at once */
+  inFlightPeak = 0;
 
   /** messages acknowledged after a batch before them failed, while it has not gone through yet */
   private aheadOfFailure = 0;
@@ -273,6 +285,7 @@ export class KafkaSink implements RecordSink {
         inflight.push({ start: next, end, done: settle(this.transport.send(this.queue, next, end)) });
         next = end;
       }
+      if (inflight.length > this.inFlightPeak) this.inFlightPeak = inflight.length;
       const first = inflight.shift()!;
       const r = (await first.done) as { err: unknown } | undefined;
       if (this.stopped) return; // close() has spilled what was in flight already: it goes out again next run (at least once)

@@ -1,5 +1,6 @@
 // KafkaSink's transport on @platformatic/kafka: an idempotent producer
-// (acks=all, one request in flight per broker, sequence numbers kept while it
+// (acks=all, up to five produce requests in flight per broker connection as
+// Java's max.in.flight.requests.per.connection, sequence numbers kept while it
 // retries), keyed records partitioned as Kafka's Java client does.
 //
 // The producer retries every retriable failure itself with the same producer
@@ -10,14 +11,16 @@
 // retried failure is reported through onRetry, so the sink counts and logs it
 // as it does kafkajs's failures. Failures that retrying cannot mend (refused
 // credentials, TLS) end the send and are reported by the sink.
-import { Admin, instancesChannel, Producer, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
+import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { KafkaMessageOut } from "./encode.js";
 import { positiveKeyHash } from "./partitioner.js";
+import { fastProduceApi, waitsForEarlier, withBufferKeys } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
-import type { KafkaTransport, TransportOptions } from "./transport.js";
+import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
 
-type Out = MessageToProduce<Buffer, Buffer, Buffer, Buffer>;
+/** Keys go to the producer as strings: the partitioner hashes them and produce-request.ts writes them without a Buffer each. */
+type Out = MessageToProduce<string, Buffer, Buffer, Buffer>;
 
 /** Header sets as the wire wants them (Buffer names and values), shared by every record with the same set. */
 const headerMaps = new WeakMap<Record<string, string>, Map<Buffer, Buffer>>();
@@ -28,18 +31,6 @@ function headerMap(h: Record<string, string>): Map<Buffer, Buffer> {
     headerMaps.set(h, m);
   }
   return m;
-}
-
-/** Key bytes: the exporter's keys are few (a host-target pair, a flow), so each is encoded once. */
-const keyBuffers = new Map<string, Buffer>();
-function keyBytes(k: string): Buffer {
-  let b = keyBuffers.get(k);
-  if (!b) {
-    b = Buffer.from(k);
-    if (keyBuffers.size >= 65536) keyBuffers.clear();
-    keyBuffers.set(k, b);
-  }
-  return b;
 }
 
 /**
@@ -61,7 +52,34 @@ instancesChannel.subscribe((event) => {
 });
 
 /** Kafka's default partitioner (murmur2, positive, modulo the partition count), which the producer applies modulo. */
-const javaPartitioner = (_m: Out, key: Buffer | undefined) => (key ? positiveKeyHash(key) : 0);
+const javaPartitioner = (_m: Out, key: Buffer | string | undefined) => (key ? positiveKeyHash(key) : 0);
+
+/**
+ * The client's producer with its Produce requests (v11) written by
+ * produce-request.ts; other versions and APIs as the client has them.
+ */
+class ExporterProducer extends Producer<string, Buffer, Buffer, Buffer> {
+  private fastProduce: ReturnType<typeof fastProduceApi> | undefined;
+
+  override [kGetApi]<A extends Array<unknown>, R>(name: string, callback: Callback<API<A, R>>): void {
+    if (name !== "Produce") {
+      super[kGetApi]<A, R>(name, callback);
+      return;
+    }
+    super[kGetApi]<A, R>(name, (error, api) => {
+      if (error || !api) {
+        callback(error, api);
+        return;
+      }
+      if (api.version !== 11) {
+        callback(null, withBufferKeys(api as never) as unknown as API<A, R>);
+        return;
+      }
+      this.fastProduce ??= fastProduceApi(api as never);
+      callback(null, this.fastProduce as unknown as API<A, R>);
+    });
+  }
+}
 
 function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
   if (!ssl) return undefined;
@@ -77,17 +95,19 @@ function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
 export class PlatformaticTransport implements KafkaTransport {
   readonly name = "platformatic" as const;
   /**
-   * Sends would take their sequence numbers in the order they are made and
-   * queue on the broker's connection, but a second batch in flight gained
-   * nothing measurable (`npm run bench -- kafka`), and one at a time keeps
-   * every record in order even when a send fails for good.
+   * Sends take their sequence numbers in the order they are made and queue
+   * on the broker's connection, which carries up to this many produce
+   * requests at once (the client's own idempotent mode allows one only).
    */
-  readonly maxInFlight = 1;
-  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  readonly maxInFlight: number;
+  private producer: Producer<string, Buffer, Buffer, Buffer> | undefined;
   private readonly base;
   private adminId: number | undefined;
+  /** failed attempts since the last acknowledged send: the backoff of every retry grows with it */
+  private failuresInRow = 0;
 
   constructor(private readonly opts: TransportOptions) {
+    this.maxInFlight = Math.min(MAX_IDEMPOTENT_IN_FLIGHT, opts.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
     this.base = {
       clientId: opts.clientId,
       bootstrapBrokers: opts.brokers,
@@ -98,18 +118,24 @@ export class PlatformaticTransport implements KafkaTransport {
     };
   }
 
-  private newProducer(): Producer<Buffer, Buffer, Buffer, Buffer> {
-    return new Producer<Buffer, Buffer, Buffer, Buffer>({
+  private newProducer(): Producer<string, Buffer, Buffer, Buffer> {
+    // Idempotent per send (below), not per client: the client's idempotent
+    // mode would hold each broker connection to one request in flight.
+    return new ExporterProducer({
       ...this.base,
-      idempotent: true,
+      maxInflights: this.maxInFlight,
       acks: -1,
       compression: this.opts.compression === "none" ? "none" : "gzip",
       partitioner: javaPartitioner,
       autocreateTopics: false,
       retries: true,
-      retryDelay: (_client, _op, attempt, _retries, error) => {
+      retryDelay: (_client, _op, _attempt, _retries, error) => {
+        // A request held back while an earlier one goes through again
+        // (produce-request.ts) is no failure of its own: it looks again soon,
+        // but no more often than the failing one is retried.
+        if (waitsForEarlier(error)) return Math.min(250, 100 * 2 ** Math.min(this.failuresInRow, 5));
         this.opts.onRetry?.(error);
-        return Math.min(2000, 100 * 2 ** Math.min(attempt, 5));
+        return Math.min(2000, 100 * 2 ** Math.min(this.failuresInRow++, 5));
       },
     });
   }
@@ -144,11 +170,12 @@ export class PlatformaticTransport implements KafkaTransport {
     const timestamp = BigInt(Date.now());
     for (let i = from; i < to; i++) {
       const m = queue[i]!;
-      messages[i - from] = { topic: m.topic, key: keyBytes(m.key), value: m.value, headers: headerMap(m.headers), timestamp };
+      messages[i - from] = { topic: m.topic, key: m.key, value: m.value, headers: headerMap(m.headers), timestamp };
     }
     const producer = (this.producer ??= this.newProducer());
     try {
-      await producer.send({ messages });
+      await producer.send({ messages, idempotent: true, acks: -1 });
+      this.failuresInRow = 0;
     } catch (err) {
       // The client gave up on this producer (and its id): the next send starts another.
       if (this.producer === producer) this.producer = undefined;

@@ -48,12 +48,29 @@ export function kafkaClientName(v: string | undefined, from = "KAFKA_CLIENT"): K
   return name as KafkaClientName;
 }
 
+/**
+ * Produce requests a broker keeps the sequence numbers of, per producer and
+ * partition: with more in flight, a batch sent again after a broker restart
+ * could be older than what the broker remembers and be written twice.
+ */
+export const MAX_IDEMPOTENT_IN_FLIGHT = 5;
+
+/** maxInFlight from the option or KAFKA_MAX_IN_FLIGHT: an integer from 1 to 5. */
+export function kafkaMaxInFlight(v: number | string | undefined, from = "KAFKA_MAX_IN_FLIGHT"): number {
+  if (v === undefined || v === "") return MAX_IDEMPOTENT_IN_FLIGHT;
+  const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_IDEMPOTENT_IN_FLIGHT) throw new Error(`${from}: must be an integer from 1 to ${MAX_IDEMPOTENT_IN_FLIGHT} (got '${v}')`);
+  return n;
+}
+
 export interface TransportOptions extends KafkaSecurity {
   brokers: string[];
   clientId: string;
   compression: "gzip" | "none";
   partitions: number;
   replicationFactor: number;
+  /** produce requests in flight at most (the transport may allow fewer) */
+  maxInFlight?: number;
   /** called on every failed attempt the client retries by itself (the sink counts and logs it) */
   onRetry?: (err: unknown) => void;
 }
