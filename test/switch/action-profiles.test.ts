@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
-import { SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { ActionProfileGroup, SetForwardingPipelineConfigRequest_Action, TableEntry, Update_Type, type Entity } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { P4RuntimeClient, P4WriteError, toUint128 } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
@@ -95,6 +95,12 @@ function suite(name: string, start: () => Promise<{ client: P4RuntimeClient; sen
       const entries = await t.client.readAll([{ entity: { $case: "tableEntry", value: TableEntry.fromPartial({ tableId: TABLE }) } }]);
       const pointers = entries.map((e) => (e.entity?.$case === "tableEntry" && e.entity.value.action?.type?.$case === "actionProfileMemberId" ? e.entity.value.action.type.value : undefined));
       expect(pointers).toEqual([1, 1]);
+      if (column === 3) {
+        // No profile has a selector, so no group: a wildcard read (finsy's delete_all() sends one) finds none.
+        const group = (actionProfileId: number, groupId: number): Entity => ({ entity: { $case: "actionProfileGroup", value: ActionProfileGroup.fromPartial({ actionProfileId, groupId }) } });
+        expect(await t.client.readAll([group(0, 0)])).toEqual([]);
+        await expect(t.client.readAll([group(12345, 0)])).rejects.toMatchObject({ code: "NOT_FOUND" });
+      }
     }, 60_000);
 
     test("packets run the member's action, as modified; a miss runs none", async () => {

@@ -2,7 +2,7 @@
 // a profile's, or every profile's). Entries of the profile's tables point to
 // members; a MODIFY of a member changes what they run, and a member they
 // point to cannot be deleted. Groups need a selector, which the switch lacks.
-import { Update_Type, type ActionProfileMember as P4Member, type Entity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
+import { Update_Type, type ActionProfileGroup as P4Group, type ActionProfileMember as P4Member, type Entity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
 
@@ -41,6 +41,20 @@ export function readMembers(b: PipelineBinding, q: P4Member, out: Entity[]): voi
       out.push({ entity: { $case: "actionProfileMember", value: { actionProfileId: id, memberId: m.id, action: a.type?.$case === "action" ? a.type.value : undefined } } });
     }
   }
+}
+
+/**
+ * Groups: the switch's profiles have no selector, so none holds a group. A
+ * read finds nothing (a wildcard, or a profile's: what clients such as finsy's
+ * delete_all() send); a named group is NOT_FOUND; an unknown profile too.
+ */
+export function readGroups(b: PipelineBinding, q: P4Group, _out: Entity[]): void {
+  if (q.actionProfileId === 0) {
+    if (q.groupId !== 0) throw new RpcError("INVALID_ARGUMENT", "a group read with a group id needs an action profile id");
+    return;
+  }
+  const p = profileOf(b, q.actionProfileId);
+  if (q.groupId !== 0) throw new RpcError("NOT_FOUND", `action profile '${p.profile.name}' has no group ${q.groupId} (it has no selector)`);
 }
 
 function profileOf(b: PipelineBinding, id: number) {

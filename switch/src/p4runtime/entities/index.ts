@@ -8,7 +8,7 @@ import type { SoftwareSwitch } from "../../software-switch.js";
 import type { PipelineBinding } from "../binding.js";
 import { RpcError } from "../rpc.js";
 import { readCounterEntries, readDirectCounterEntry, writeCounterEntry, writeDirectCounterEntry } from "./counters.js";
-import { readMembers, writeMember } from "./action-profiles.js";
+import { readGroups, readMembers, writeMember } from "./action-profiles.js";
 import { readDigestEntry, writeDigestEntry } from "./digests.js";
 import { readDirectMeterEntry, readMeterEntries, writeDirectMeterEntry, writeMeterEntry } from "./meters.js";
 import { readPreEntries, writePreEntry, type ReplicaForms } from "./replication.js";
@@ -73,6 +73,8 @@ export function readEntity(target: EntityTarget, ent: Entity, out: Entity[]): vo
       return readMeterEntries(target.binding, e.value, out);
     case "actionProfileMember":
       return readMembers(target.binding, e.value, out);
+    case "actionProfileGroup":
+      return readGroups(target.binding, e.value, out);
     case "directMeterEntry":
       return readDirectMeterEntry(target.binding, e.value, out);
     case "packetReplicationEngineEntry":
