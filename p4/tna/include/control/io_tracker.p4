@@ -63,6 +63,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fp_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fpc_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_hash;
+    // Byte swaps of the little-endian NVMe fields, in the hash units
+    // (identity): an action cannot gather a field's bytes in reverse order
+    // from one container.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_key_swap;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_len_swap;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) data_len_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_cid_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rsp_cid_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) status_swap;
+    // QP numbers and PSNs reach the digest through the hash units (identity)
+    // too: a 24-bit digest member is packed in 8- and 16-bit containers, and
+    // a plain copy would impose that split on every value the QP number or
+    // PSN flows into.
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_host_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_target_qp_copy;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_psn_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_host_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_target_qp_copy;
 
 #ifdef TNA_RDMA_CM
     // RDMA CM exchanges in flight: (host, target), (comm id, valid ++ host QP).
@@ -356,19 +374,19 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
             rkey_t sgl_key = 0;
             if (pkt_class == IO_PKT_CMD) {
-                cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
-                sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
-                    ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
+                cid = cmd_cid_swap.get({ hdr.nvme_sqe.cid_le[7:0], hdr.nvme_sqe.cid_le[15:8] });
+                sgl_key = sgl_key_swap.get({ hdr.nvme_sqe.sgl_key_le[7:0], hdr.nvme_sqe.sgl_key_le[15:8],
+                    hdr.nvme_sqe.sgl_key_le[23:16], hdr.nvme_sqe.sgl_key_le[31:24] });
                 if (in_capsule) {
-                    sgl_len = hdr.nvme_sqe.sgl_key_le[31:24] ++ hdr.nvme_sqe.sgl_len_le[7:0]
-                        ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
+                    sgl_len = data_len_swap.get({ hdr.nvme_sqe.sgl_key_le[31:24], hdr.nvme_sqe.sgl_len_le[7:0],
+                        hdr.nvme_sqe.sgl_len_le[15:8], hdr.nvme_sqe.sgl_len_le[23:16] });
                 } else {
-                    sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
-                        ++ hdr.nvme_sqe.sgl_len_le[23:16];
+                    sgl_len = sgl_len_swap.get({ 8w0, hdr.nvme_sqe.sgl_len_le[7:0],
+                        hdr.nvme_sqe.sgl_len_le[15:8], hdr.nvme_sqe.sgl_len_le[23:16] });
                 }
                 cmd_slot = cmd_slot_hash.get({ host, target, hdr.bth.dest_qp, cid })[IO_SLOT_BITS-1:0];
             } else if (pkt_class == IO_PKT_RSP) {
-                cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
+                cid = rsp_cid_swap.get({ hdr.nvme_cqe.cid_le[7:0], hdr.nvme_cqe.cid_le[15:8] });
             } else if (hdr.reth.isValid()) {
                 sgl_key = hdr.reth.rkey;
             }
@@ -475,7 +493,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             return;
         }
 
-        bit<32> timeout_c = COARSE(meta.cfg.io_timeout_ns);
+        bit<32> timeout_c = meta.cfg.io_timeout_c;
         thr_c = 0;
         if (meta.now_c > timeout_c) {
             thr_c = meta.now_c - timeout_c;
@@ -543,9 +561,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.flags = flags[3:0];
             meta.io_digest.host = host;
             meta.io_digest.target = target;
-            meta.io_digest.host_qp = peer_qp;
-            meta.io_digest.target_qp = hdr.bth.dest_qp;
-            meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
+            meta.io_digest.host_qp = cmd_host_qp_copy.get({ peer_qp });
+            meta.io_digest.target_qp = cmd_target_qp_copy.get({ hdr.bth.dest_qp });
+            meta.io_digest.cmd_psn = cmd_psn_copy.get({ hdr.bth.psn[15:0] });
             meta.io_digest.cid = cid;
             meta.io_digest.status = 0;
             meta.io_digest.bytes = sgl_len[23:0];
@@ -557,10 +575,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
 
         if (pkt_class == IO_PKT_RSP) {
-            bit<16> status = (hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8]) & 16w0xfffe;
+            bit<16> status = status_swap.get({ hdr.nvme_cqe.status_le[7:0], hdr.nvme_cqe.status_le[15:8] }) & 16w0xfffe;
             meta.io_digest.host = host;
             meta.io_digest.target = target;
-            meta.io_digest.host_qp = hdr.bth.dest_qp;
+            meta.io_digest.host_qp = rsp_host_qp_copy.get({ hdr.bth.dest_qp });
             meta.io_digest.cid = cid;
             meta.io_digest.status = status;
             if (!paired) {
@@ -659,7 +677,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (is_write) {
                 meta.io_digest.op = (bit<2>)(IO_OP_WRITE);
             }
-            meta.io_digest.target_qp = peer_qp;
+            meta.io_digest.target_qp = rsp_target_qp_copy.get({ peer_qp });
             return;
         }
 
