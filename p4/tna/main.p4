@@ -68,12 +68,15 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
     // 32-bit subtraction from them would need more than two PHV sources.
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_c_hash;
+    // One hash result per action (an action takes 32 bits from the hash units).
+    @hidden action take_now() { meta.now32 = now_hash.get({ ig_intr_md.ingress_mac_tstamp[31:0] }); }
+    @hidden action take_now_c() { meta.now_c = now_c_hash.get({ COARSE(ig_intr_md.ingress_mac_tstamp) }); }
 
     apply {
         config.apply(meta);
         // The ingress MAC timestamp is in ns already (ts_scale is not used).
-        meta.now32 = now_hash.get({ ig_intr_md.ingress_mac_tstamp[31:0] });
-        meta.now_c = now_c_hash.get({ COARSE(ig_intr_md.ingress_mac_tstamp) });
+        take_now();
+        take_now_c();
         forwarding.apply(hdr, meta);
         ingress_port_role.apply(ig_intr_md.ingress_port, meta.ingress_role);
         egress_port_role.apply(meta.egress_port, meta.egress_role);

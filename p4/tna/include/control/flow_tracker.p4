@@ -60,6 +60,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     // Owner: (fingerprint, coarse last-seen time).
+    @hidden action msg_digest_qp() { meta.msg_digest.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action msg_digest_last_psn() { meta.msg_digest.last_psn = last_psn_copy.get({ hdr.bth.psn }); }
+
     REGPAIR(flow_owner, FLOW_SLOTS, FLOW_SLOT_BITS)
     // Full mode: the owner's fingerprint while a live flow holds the slot
     // (this flow's or another's), else 0 and the slot is taken.
@@ -258,10 +261,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         // Owner and epoch: reset when the slot is taken or the epoch moved.
         bit<32> timeout_c = meta.cfg.flow_timeout_c;
-        thr_c = 0;
-        if (meta.now_c > timeout_c) {
-            thr_c = meta.now_c - timeout_c;
-        }
+        thr_c = meta.now_c |-| timeout_c;  // saturating: 0 until the clock passes the timeout
         bit<32> holder;
         if (meta.cfg.mode == MODE_FULL) {
             holder = owner_claim.execute(slot);
@@ -476,8 +476,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
             meta.msg_digest.src = hdr.ipv4.src_addr;
             meta.msg_digest.dst = hdr.ipv4.dst_addr;
-            meta.msg_digest.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp });
-            meta.msg_digest.last_psn = last_psn_copy.get({ hdr.bth.psn });
+            // One hash result per action (32 bits of immediate each).
+            msg_digest_qp();
+            msg_digest_last_psn();
             meta.msg_digest.packets = counts[31:16];
             meta.msg_digest.retransmitted = counts[15:0];
             meta.msg_digest.ecn_ce = ecn[15:0];
