@@ -283,6 +283,10 @@ struct config_t {
     bit<48> ts_scale;        // ns per tick of the ingress timestamp
     ts_t io_timeout_ns;
     ts_t flow_timeout_ns;
+#ifdef TARGET_TNA
+    bit<32> io_timeout_c;    // the timeouts in the coarse clock (bits 47:16, see define_tna.p4)
+    bit<32> flow_timeout_c;
+#endif
 }
 
 // Events counted by the Stats control at the end of ingress.

@@ -35,6 +35,14 @@ parser TelemetryIngressParser(packet_in pkt, out headers_t hdr, out local_metada
 // may overlay values whose lives do not meet).
 @pa_auto_init_metadata
 DIGEST_OVERLAY
+// A digest is one learn quantum of at most 48 bytes, counted in whole
+// containers, the digest type's included: the type in an 8-bit container,
+// each member in the fewest containers that hold it.
+@pa_container_size("ingress", "ig_intr_md_for_dprsr.digest_type", 8)
+@pa_container_size("ingress", "meta.io_digest.cmd_psn", 16)
+@pa_container_size("ingress", "meta.io_digest.cid", 16)
+@pa_container_size("ingress", "meta.msg_digest.dest_qp", 16, 8)
+@pa_container_size("ingress", "meta.msg_digest.extra_retransmitted", 16)
 control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                          in ingress_intrinsic_metadata_t ig_intr_md,
                          in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -55,11 +63,20 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         }
     };
 
+    // The clocks are taken through the hash units (identity): a plain copy
+    // would leave them in the timestamp's 16-bit containers, and every
+    // 32-bit subtraction from them would need more than two PHV sources.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) now_c_hash;
+    // One hash result per action (an action takes 32 bits from the hash units).
+    @hidden action take_now() { meta.now32 = now_hash.get({ ig_intr_md.ingress_mac_tstamp[31:0] }); }
+    @hidden action take_now_c() { meta.now_c = now_c_hash.get({ COARSE(ig_intr_md.ingress_mac_tstamp) }); }
+
     apply {
         config.apply(meta);
         // The ingress MAC timestamp is in ns already (ts_scale is not used).
-        meta.now32 = ig_intr_md.ingress_mac_tstamp[31:0];
-        meta.now_c = COARSE(ig_intr_md.ingress_mac_tstamp);
+        take_now();
+        take_now_c();
         forwarding.apply(hdr, meta);
         ingress_port_role.apply(ig_intr_md.ingress_port, meta.ingress_role);
         egress_port_role.apply(meta.egress_port, meta.egress_role);

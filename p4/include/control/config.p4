@@ -12,6 +12,10 @@ control TelemetryConfig(inout local_metadata_t meta) {
         meta.cfg.ts_scale = ts_scale;
         meta.cfg.io_timeout_ns = io_timeout_ns;
         meta.cfg.flow_timeout_ns = flow_timeout_ns;
+#ifdef TARGET_TNA
+        meta.cfg.io_timeout_c = io_timeout_ns[47:16];
+        meta.cfg.flow_timeout_c = flow_timeout_ns[47:16];
+#endif
     }
 
     // Until the controller configures it, the switch forwards and measures nothing.

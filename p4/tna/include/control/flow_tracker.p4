@@ -32,6 +32,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) pair_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) pair_fp_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_hash;
+    // The digests' QP number and PSNs through the hash units (identity), as
+    // in IoTracker: a copy would split every field they flow into.
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) learn_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) msg_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) first_psn_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) last_psn_copy;
 
     action watch(slot_t flow_slot, epoch_t flow_epoch) {
         watched = true;
@@ -54,6 +60,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     // Owner: (fingerprint, coarse last-seen time).
+    @hidden action msg_digest_qp() { meta.msg_digest.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action msg_digest_last_psn() { meta.msg_digest.last_psn = last_psn_copy.get({ hdr.bth.psn }); }
+
     REGPAIR(flow_owner, FLOW_SLOTS, FLOW_SLOT_BITS)
     // Full mode: the owner's fingerprint while a live flow holds the slot
     // (this flow's or another's), else 0 and the slot is taken.
@@ -242,7 +251,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                     meta.learn_digest.kind = LEARN_FLOW;
                     meta.learn_digest.src = hdr.ipv4.src_addr;
                     meta.learn_digest.dst = hdr.ipv4.dst_addr;
-                    meta.learn_digest.dest_qp = qp;
+                    meta.learn_digest.dest_qp = learn_qp_copy.get({ hdr.bth.dest_qp });
                     meta.stat.learned = true;
                 }
                 return;
@@ -251,11 +260,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         epoch32 = (bit<32>)epoch;
 
         // Owner and epoch: reset when the slot is taken or the epoch moved.
-        bit<32> timeout_c = COARSE(meta.cfg.flow_timeout_ns);
-        thr_c = 0;
-        if (meta.now_c > timeout_c) {
-            thr_c = meta.now_c - timeout_c;
-        }
+        bit<32> timeout_c = meta.cfg.flow_timeout_c;
+        thr_c = meta.now_c |-| timeout_c;  // saturating: 0 until the clock passes the timeout
         bit<32> holder;
         if (meta.cfg.mode == MODE_FULL) {
             holder = owner_claim.execute(slot);
@@ -421,7 +427,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> counts = 32w0x10000;
         bit<32> ecn = ce32;
         meta.msg_digest.fct_ns = meta.now32;
-        meta.msg_digest.first_psn = psn;
+        meta.msg_digest.first_psn = first_psn_copy.get({ hdr.bth.psn });
         meta.msg_digest.bytes = hdr.reth.dma_len;
         if (starts_new) {
             meta.msg_digest.gap_ns = 0;
@@ -470,8 +476,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
             meta.msg_digest.src = hdr.ipv4.src_addr;
             meta.msg_digest.dst = hdr.ipv4.dst_addr;
-            meta.msg_digest.dest_qp = qp;
-            meta.msg_digest.last_psn = psn;
+            // One hash result per action (32 bits of immediate each).
+            msg_digest_qp();
+            msg_digest_last_psn();
             meta.msg_digest.packets = counts[31:16];
             meta.msg_digest.retransmitted = counts[15:0];
             meta.msg_digest.ecn_ce = ecn[15:0];

@@ -63,6 +63,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fp_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fpc_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_hash;
+    // Byte swaps of the little-endian NVMe fields, in the hash units
+    // (identity): an action cannot gather a field's bytes in reverse order
+    // from one container.
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_key_swap;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_len_swap;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) data_len_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_cid_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rsp_cid_swap;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) status_swap;
+    // QP numbers and PSNs reach the digest through the hash units (identity)
+    // too: a 24-bit digest member is packed in 8- and 16-bit containers, and
+    // a plain copy would impose that split on every value the QP number or
+    // PSN flows into.
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_host_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_target_qp_copy;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_psn_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_host_qp_copy;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_target_qp_copy;
 
 #ifdef TNA_RDMA_CM
     // RDMA CM exchanges in flight: (host, target), (comm id, valid ++ host QP).
@@ -231,6 +249,75 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         watched = true;
     }
 
+    // Values the hash actions below read or write (control scope, so that
+    // actions see them).
+    cid_t cid;
+    rkey_t sgl_key;
+    bit<IO_SLOT_BITS> cmd_slot;
+    qpn_t peer_qp;
+    qpn_t fp_tqp;
+    qpn_t fpc_tqp;
+    bit<16> fpc_psn;
+
+    // One hash result per action: an action takes at most 32 bits from the
+    // hash units (its immediate pathway).
+    @hidden action take_cmd_cid() { cid = cmd_cid_swap.get({ hdr.nvme_sqe.cid_le[7:0], hdr.nvme_sqe.cid_le[15:8] }); }
+    @hidden action take_rsp_cid() { cid = rsp_cid_swap.get({ hdr.nvme_cqe.cid_le[7:0], hdr.nvme_cqe.cid_le[15:8] }); }
+    @hidden action take_sgl_key() {
+        sgl_key = sgl_key_swap.get({ hdr.nvme_sqe.sgl_key_le[7:0], hdr.nvme_sqe.sgl_key_le[15:8],
+            hdr.nvme_sqe.sgl_key_le[23:16], hdr.nvme_sqe.sgl_key_le[31:24] });
+    }
+    @hidden action take_data_len() {
+        sgl_len = data_len_swap.get({ hdr.nvme_sqe.sgl_key_le[31:24], hdr.nvme_sqe.sgl_len_le[7:0],
+            hdr.nvme_sqe.sgl_len_le[15:8], hdr.nvme_sqe.sgl_len_le[23:16] });
+    }
+    @hidden action take_sgl_len() {
+        sgl_len = sgl_len_swap.get({ 8w0, hdr.nvme_sqe.sgl_len_le[7:0],
+            hdr.nvme_sqe.sgl_len_le[15:8], hdr.nvme_sqe.sgl_len_le[23:16] });
+    }
+    @hidden action take_cmd_slot() { cmd_slot = cmd_slot_hash.get({ host, target, hdr.bth.dest_qp, cid })[IO_SLOT_BITS-1:0]; }
+    @hidden action take_fp() { fp = fp_hash.get({ host, target, fp_tqp, cid }); }
+    @hidden action take_fpc() { fpc = fpc_hash.get({ host, target, fpc_tqp, fpc_psn }); }
+    @hidden action cmd_digest_host_qp() { meta.io_digest.host_qp = cmd_host_qp_copy.get({ peer_qp }); }
+    @hidden action cmd_digest_target_qp() { meta.io_digest.target_qp = cmd_target_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action cmd_digest_psn() { meta.io_digest.cmd_psn = cmd_psn_copy.get({ hdr.bth.psn[15:0] }); }
+    @hidden action rsp_digest_host_qp() { meta.io_digest.host_qp = rsp_host_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action rsp_digest_target_qp() { meta.io_digest.target_qp = rsp_target_qp_copy.get({ peer_qp }); }
+    // CQE status, byte-swapped, the phase bit (bit 0 once swapped) cleared.
+    @hidden action rsp_digest_status() {
+        meta.io_digest.status = status_swap.get({ hdr.nvme_cqe.status_le[7:0], hdr.nvme_cqe.status_le[15:9], 1w0 });
+    }
+
+    // The data packets' classes by opcode. A table, not conditions: range
+    // compares beside the conditions around them overflow a gateway's input.
+    @hidden action classify(bit<8> c) {
+        pkt_class = c;
+    }
+    @hidden table opcode_class {
+        key = {
+            hdr.bth.opcode: exact;
+        }
+        actions = {
+            classify;
+            @defaultonly NoAction;
+        }
+        const entries = {
+            OP_WRITE_FIRST: classify(IO_PKT_WRITE_DATA);
+            OP_WRITE_MIDDLE: classify(IO_PKT_WRITE_DATA);
+            OP_WRITE_LAST: classify(IO_PKT_WRITE_DATA);
+            OP_WRITE_LAST_IMM: classify(IO_PKT_WRITE_DATA);
+            OP_WRITE_ONLY: classify(IO_PKT_WRITE_DATA);
+            OP_WRITE_ONLY_IMM: classify(IO_PKT_WRITE_DATA);
+            OP_READ_REQUEST: classify(IO_PKT_READ_REQ);
+            OP_READ_RESPONSE_FIRST: classify(IO_PKT_READ_RESP);
+            OP_READ_RESPONSE_MIDDLE: classify(IO_PKT_READ_RESP);
+            OP_READ_RESPONSE_LAST: classify(IO_PKT_READ_RESP);
+            OP_READ_RESPONSE_ONLY: classify(IO_PKT_READ_RESP);
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+
     table io_watchlist {
         key = {
             host: exact @name("host");
@@ -290,13 +377,20 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             return;
         }
 #endif
-        bit<16> cid = 0;
+        cid = 0;
         qpn_t ref_tqp = 0;
         bit<32> ref = 0;
         bool found = false;
         bool in_capsule = false;
-        bit<IO_SLOT_BITS> cmd_slot = 0;
+        cmd_slot = 0;
         if (!is_cm_rep) {
+            // Capsules come in SENDs only, so the opcode classes and the
+            // capsule classes never meet: separate steps, each small enough
+            // for one gateway (an else-if chain is one condition).
+            opcode_class.apply();
+            if (hdr.nvme_cqe.isValid()) {
+                pkt_class = IO_PKT_RSP;
+            }
             if (hdr.nvme_sqe.isValid()) {
                 if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
                         && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
@@ -305,14 +399,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     pkt_class = IO_PKT_CMD;
                     in_capsule = true;
                 }
-            } else if (hdr.nvme_cqe.isValid()) {
-                pkt_class = IO_PKT_RSP;
-            } else if (opcode >= OP_WRITE_FIRST && opcode <= OP_WRITE_ONLY_IMM) {
-                pkt_class = IO_PKT_WRITE_DATA;
-            } else if (opcode == OP_READ_REQUEST) {
-                pkt_class = IO_PKT_READ_REQ;
-            } else if (opcode >= OP_READ_RESPONSE_FIRST && opcode <= OP_READ_RESPONSE_ONLY) {
-                pkt_class = IO_PKT_READ_RESP;
             }
             if (pkt_class == IO_PKT_NONE) {
                 return;
@@ -354,21 +440,18 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 }
             }
 
-            rkey_t sgl_key = 0;
+            sgl_key = 0;
             if (pkt_class == IO_PKT_CMD) {
-                cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
-                sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
-                    ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
+                take_cmd_cid();
+                take_sgl_key();
                 if (in_capsule) {
-                    sgl_len = hdr.nvme_sqe.sgl_key_le[31:24] ++ hdr.nvme_sqe.sgl_len_le[7:0]
-                        ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
+                    take_data_len();
                 } else {
-                    sgl_len = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8]
-                        ++ hdr.nvme_sqe.sgl_len_le[23:16];
+                    take_sgl_len();
                 }
-                cmd_slot = cmd_slot_hash.get({ host, target, hdr.bth.dest_qp, cid })[IO_SLOT_BITS-1:0];
+                take_cmd_slot();
             } else if (pkt_class == IO_PKT_RSP) {
-                cid = hdr.nvme_cqe.cid_le[7:0] ++ hdr.nvme_cqe.cid_le[15:8];
+                take_rsp_cid();
             } else if (hdr.reth.isValid()) {
                 sgl_key = hdr.reth.rkey;
             }
@@ -469,31 +552,32 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
 
         bool paired;
-        qpn_t peer_qp;
+        peer_qp = 0;
         queue_pairs.apply(qp_op, host, target, qp_host_qp, qp_target_qp, paired, peer_qp, meta);
         if (is_cm_rep) {
             return;
         }
 
-        bit<32> timeout_c = COARSE(meta.cfg.io_timeout_ns);
-        thr_c = 0;
-        if (meta.now_c > timeout_c) {
-            thr_c = meta.now_c - timeout_c;
-        }
+        bit<32> timeout_c = meta.cfg.io_timeout_c;
+        thr_c = meta.now_c |-| timeout_c;  // saturating: 0 until the clock passes the timeout
 
         // Fingerprints: of the I/O's key (command, response) and of its
         // command (command, data packets), one hash call each.
-        qpn_t fp_tqp = hdr.bth.dest_qp;
-        qpn_t fpc_tqp = hdr.bth.dest_qp;
-        bit<16> fpc_psn = hdr.bth.psn[15:0];
+        fp_tqp = hdr.bth.dest_qp;
+        fpc_tqp = hdr.bth.dest_qp;
+        fpc_psn = hdr.bth.psn[15:0];
         if (pkt_class == IO_PKT_RSP) {
             fp_tqp = peer_qp;
         } else if (pkt_class != IO_PKT_CMD) {
             fpc_tqp = ref_tqp;
             fpc_psn = ref[15:0];
         }
-        fp = fp_hash.get({ host, target, fp_tqp, cid }) | 1;
-        fpc = fpc_hash.get({ host, target, fpc_tqp, fpc_psn }) | 1;
+        take_fp();
+        take_fpc();
+        // Never 0 (an empty slot), in an action of their own: an action
+        // cannot both take a hash result and compute on it.
+        fp = fp | 1;
+        fpc = fpc | 1;
 
         if (pkt_class == IO_PKT_CMD) {
             if (in_capsule && !paired) {
@@ -543,9 +627,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.flags = flags[3:0];
             meta.io_digest.host = host;
             meta.io_digest.target = target;
-            meta.io_digest.host_qp = peer_qp;
-            meta.io_digest.target_qp = hdr.bth.dest_qp;
-            meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
+            cmd_digest_host_qp();
+            cmd_digest_target_qp();
+            cmd_digest_psn();
             meta.io_digest.cid = cid;
             meta.io_digest.status = 0;
             meta.io_digest.bytes = sgl_len[23:0];
@@ -557,12 +641,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
 
         if (pkt_class == IO_PKT_RSP) {
-            bit<16> status = (hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8]) & 16w0xfffe;
             meta.io_digest.host = host;
             meta.io_digest.target = target;
-            meta.io_digest.host_qp = hdr.bth.dest_qp;
+            rsp_digest_host_qp();
             meta.io_digest.cid = cid;
-            meta.io_digest.status = status;
+            rsp_digest_status();
             if (!paired) {
                 meta.io_digest.to_data_ns = 0;
                 meta.io_digest.from_data_ns = 0;
@@ -659,7 +742,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (is_write) {
                 meta.io_digest.op = (bit<2>)(IO_OP_WRITE);
             }
-            meta.io_digest.target_qp = peer_qp;
+            rsp_digest_target_qp();
             return;
         }
 
