@@ -5,21 +5,15 @@
 // program is test/fixtures/counters (a ternary table with a direct counter,
 // an indirect counter, a table without a key).
 import * as grpc from "@grpc/grpc-js";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
 import { ReadRequest, SetForwardingPipelineConfigRequest_Action, Update_Type, type Entity, type TableEntry } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
-import { buildTableEntry, P4RuntimeClient, P4Schema, toUint128, type P4RuntimeError } from "../../p4runtime/src/index.js";
+import { buildTableEntry, P4RuntimeClient, toUint128, type P4RuntimeError } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
+import { loadFixture } from "../support/fixtures.js";
 import { bmv2Unavailable, launchBmv2, type Bmv2Process } from "../../tools/bmv2.js";
 
-const dir = new URL("../fixtures/counters/", import.meta.url).pathname;
-const p4infoText = readFileSync(join(dir, "counters.p4info.json"), "utf8");
-const schema = P4Schema.fromJson(p4infoText);
-const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
-const deviceConfig = readFileSync(join(dir, "counters.json"));
+const { schema, p4info, deviceConfig } = loadFixture("counters");
 const counterId = schema.counters.get("port_in").preamble!.id;
 
 interface Target {

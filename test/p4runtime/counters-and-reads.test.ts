@@ -3,21 +3,15 @@
 // values, direct counter entries, the filters of a table read, and a Read
 // batch that reports one error per request.
 import * as grpc from "@grpc/grpc-js";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { Status } from "../../p4runtime/src/generated/google/rpc/status.js";
-import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
 import { Error as P4Error, ReadRequest, ReadResponse, SetForwardingPipelineConfigRequest_Action, Update_Type, type Entity, type TableEntry } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
-import { buildTableEntry, P4RuntimeClient, P4Schema, toUint128 } from "../../p4runtime/src/index.js";
+import { buildTableEntry, P4RuntimeClient, toUint128 } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
+import { loadFixture } from "../support/fixtures.js";
 
-const dir = new URL("../fixtures/counters/", import.meta.url).pathname;
-const p4infoText = readFileSync(join(dir, "counters.p4info.json"), "utf8");
-const schema = P4Schema.fromJson(p4infoText);
-const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
-const deviceConfig = readFileSync(join(dir, "counters.json"));
+const { schema, p4info, deviceConfig } = loadFixture("counters");
 const counterId = schema.counters.get("port_in").preamble!.id;
 const actionId = (name: string) => schema.actions.get(name).preamble!.id;
 

@@ -162,12 +162,9 @@ export class Pipeline {
     for (const [id, fields] of program.fieldLists) this.fieldLists.set(id, { slots: fields.map((f) => ({ kind: f.kind, slot: f.slot })) });
   }
 
-  process(pkt: PacketIn): ProcessResult {
-    const p = this.program;
-    const { N, std } = p;
-    const fn = p.fn;
+  /** The per-packet context as an ingress pass starts it. */
+  private resetContext(): void {
     const ctx = this.ctx;
-    this.packetsIn++;
     ctx.exit = false;
     ctx.learnId = 0;
     ctx.parserError = 0;
@@ -176,6 +173,15 @@ export class Pipeline {
     ctx.clone = 0;
     ctx.resubmit = 0;
     ctx.recirculate = 0;
+  }
+
+  process(pkt: PacketIn): ProcessResult {
+    const p = this.program;
+    const { N, std } = p;
+    const fn = p.fn;
+    const ctx = this.ctx;
+    this.packetsIn++;
+    this.resetContext();
     const length = pkt.wireLength ?? pkt.data.length;
     const ts = pkt.timestampNs;
     ctx.packetLength = length;
@@ -291,14 +297,7 @@ export class Pipeline {
     const fn = p.fn;
     const ctx = this.ctx;
     this.ingressPasses++;
-    ctx.exit = false;
-    ctx.learnId = 0;
-    ctx.parserError = 0;
-    ctx.truncateTo = 0;
-    ctx.failed = undefined;
-    ctx.clone = 0;
-    ctx.resubmit = 0;
-    ctx.recirculate = 0;
+    this.resetContext();
     ctx.packetLength = job.packetLength;
     // simple_switch clears the metadata of a resubmitted or recirculated
     // packet (ingress_port and the timestamps too) but for the field list.

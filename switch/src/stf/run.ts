@@ -143,10 +143,10 @@ export function runStfCommands(sw: SoftwareSwitch, compiled: CompiledProgram, co
             else byName(compiled.counters, c.counter, "counter array");
             break;
           case "mirroring_add":
-            mc.api("mirroring_add").setCloneSession(c.session, { replicas: [{ egressPort: c.port, instance: 0 }] });
+            mc.api.setCloneSession(c.session, { replicas: [{ egressPort: c.port, instance: 0 }] });
             break;
           case "mirroring_delete":
-            mc.api("mirroring_delete").deleteCloneSession(c.session);
+            mc.api.deleteCloneSession(c.session);
             break;
           case "mc_mgrp_create":
           case "mc_node_create":
@@ -216,12 +216,12 @@ class Multicast {
 
   constructor(private readonly sw: SoftwareSwitch) {}
 
-  api(_command: string): ReplicationApi {
+  get api(): ReplicationApi {
     return this.sw.replication;
   }
 
   apply(c: Extract<StfCommand, { kind: "mc_mgrp_create" | "mc_node_create" | "mc_node_update" | "mc_node_associate" }>): void {
-    const api = this.api(c.kind);
+    const api = this.api;
     switch (c.kind) {
       case "mc_mgrp_create":
         if (this.groups.has(c.group)) throw new StfCommandError(`multicast group ${c.group} exists`);
