@@ -144,7 +144,64 @@ header nvme_cqe_h {
     bit<16> status_le;
 }
 
+#ifdef TARGET_TNA
+// Ingress to egress, before every packet (p4/tna): what the egress half of
+// the program (the flow tracker, the statistics) needs from ingress.
+header bridge_h {
+    bit<8> magic;            // TNA_BRIDGE_MAGIC
+    bit<32> now32;           // ingress MAC timestamp, ns, bits 31:0
+    bit<32> now_c;           // its bits 47:16 (the coarse clock)
+    bit<32> flow_timeout_c;
+    epoch_t epoch;
+    mode_t mode;
+    role_t ingress_role;
+    // The ingress's statistics events (stat_flags_t), counted in egress.
+    bit<1> roce;
+    bit<1> parser_error;
+    bit<1> unknown_opcode;
+    bit<1> no_route;         // and dropped in egress, once counted
+    bit<1> io_replaced;
+    bit<1> ioref_overwritten;
+    bit<1> io_unpaired_rsp;
+    bit<1> io_unmatched_rsp;
+    bit<1> untracked_io;
+    bit<1> queue_pair_learned;
+    bit<1> learned;
+    bit<1> io_cmd;
+    bit<1> io_rsp;
+    bit<3> pad;
+}
+
+// A message or flow-learn report of the egress flow tracker: mirrored in
+// egress to the recirculation port, it comes back to the ingress, which
+// sends it as a msg or learn digest and drops it.
+header report_h {
+    bit<8> magic;            // TNA_REPORT_MAGIC
+    bit<8> kind;             // DIGEST_MSG or DIGEST_LEARN
+    bit<8> flags;
+    ipv4_addr_t src;
+    ipv4_addr_t dst;
+    qpn_t dest_qp;
+    psn_t first_psn;
+    psn_t last_psn;
+    bit<32> bytes;
+    bit<16> packets;
+    bit<16> retransmitted;
+    bit<16> ecn_ce;
+    bit<32> fct_ns;
+    bit<32> gap_ns;
+    bit<16> extra_packets;
+    bit<16> extra_retransmitted;
+    bit<8> straddled;
+    bit<16> cnp;
+}
+#endif
+
 struct headers_t {
+#ifdef TARGET_TNA
+    bridge_h bridge;
+    report_h report;
+#endif
     ethernet_h ethernet;
     vlan_h vlan;
     ipv4_h ipv4;

@@ -45,6 +45,10 @@ struct pair_t {
 #define RA_READ(REG, BITS, NAME) \
     RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; } };
+// Returns NOW - the word (the age of a stored time).
+#define RA_AGE(REG, BITS, NAME, NOW) \
+    RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
+        void apply(inout bit<32> value, out bit<32> rv) { rv = NOW - value; } };
 // Writes V.
 #define RA_WRITE(REG, BITS, NAME, V) \
     RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
@@ -69,5 +73,17 @@ struct pair_t {
 #define RA_PAIR_WRITE(REG, BITS, NAME, L, H) \
     RegisterAction<pair_t, bit<BITS>, bit<32>>(REG) NAME = { \
         void apply(inout pair_t value) { value.lo = L; value.hi = H; } };
+
+// The ingress and egress halves of the program (docs/tofino.md): the bridge
+// header before every packet from ingress to egress, and the reports of the
+// egress flow tracker, mirrored to the recirculation port (mirror session
+// TNA_REPORT_SESSION, set by the control plane) and turned into digests by
+// the ingress. The magic bytes tell the three apart where a parser starts.
+const bit<8> TNA_BRIDGE_MAGIC = 0xB1;
+const bit<8> TNA_REPORT_MAGIC = 0xB2;
+const bit<3> TNA_MIRROR_REPORT = 1;
+const MirrorId_t TNA_REPORT_SESSION = 1;
+// Tofino 1's recirculation port in each pipe (port bits 6:0).
+const bit<7> TNA_RECIRC_PORT = 68;
 
 #endif

@@ -1,50 +1,94 @@
-// RDMA WRITE message tracking (SPEC §4), TNA build: the algorithm of
-// p4/include/control/flow_tracker.p4 in stateful ALUs, one access per
-// register per packet, in the order the pipeline runs them:
-//   owner (flow fingerprint, last-seen time) -> epoch -> highest PSN ->
-//   message open -> orphan, previous-end valid -> per-message state.
-// Where a register's next value depends on another register, the other is
-// earlier in this order; that is why the flow state byte of the v1model
-// build is three registers here (open, orphan, previous end valid).
+// RDMA WRITE message tracking (SPEC §4), TNA build, run in the egress pipe:
+// the algorithm of p4/include/control/flow_tracker.p4 in stateful ALUs.
+// Tofino 1 allows one access per register per packet, all of a register's
+// accesses in one stage, two 32-bit PHV inputs per stateful ALU and one
+// output (a value, or the 4-bit predicate of its two conditions). The
+// registers run in this order, each decided by const tables keyed on the
+// earlier registers' outputs (no chains of ifs):
+//   last-seen time -> owner fingerprint -> highest PSN + epoch -> message
+//   state -> message and per-flow counters -> CNP pair.
+// The flow state byte of the v1model build (in use, open, previous end
+// valid, orphan) is one register holding one of five states. The gap is
+// computed at the message end, from the message's first timestamp and the
+// previous end (only a message end moves it): the same value as v1model's.
+// The decision tables' entries follow v1model's transitions for every
+// (reset, new PSN, opcode, state); they were generated and checked against
+// a model of the v1model control.
+//
+// Differences from the v1model build (Tofino constraints):
+// - Flows (slot owner, learned flows) and CNP host pairs are identified by a
+//   32-bit CRC fingerprint instead of the full (src, dst, dest QP) or
+//   (src, dst): two keys with the same fingerprint in one slot count as one.
+// - Liveness is judged in the coarse clock (65.536 us units, right for idle
+//   times under 39 hours), and the last-seen time is refreshed before the
+//   owner is known: a packet of a colliding, untracked flow also keeps the
+//   slot's owner alive.
+// - Durations are 32-bit ns (fct and gap wrap after 4.29 s); per-message
+//   packets, retransmissions and ECN CE are 16-bit counts (more than 65535
+//   retransmissions in one message carry into the packet count); the
+//   message's first_ts and extra_ecn_ce are not kept (not in the TNA digest).
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
-control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
-    // Control-scope values the register actions read.
-    bit<32> fp;          // flow fingerprint (never 0)
+// Message state codes (register flow_msg_state), chosen so that every
+// transition is one stateful-ALU instruction; the open states are > 3:
+//   0 idle, 1 orphan (inside a message whose start was not seen),
+//   2 idle after a message end (gap measurable), 6 open with a previous
+//   end, 14 open without one.
+
+control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_h report) {
+    // Stateful ALU inputs and outputs (PHV).
+    bit<32> fp;          // flow fingerprint
     bit<32> thr_c;       // meta.now_c - flow timeout, clamped at 0
     bit<32> epoch32;
     bit<32> psn8;        // PSN << 8: serial arithmetic mod 2^24 in 32-bit compares
+    bit<32> psn32;
     bit<32> inc;         // packets << 16 | retransmitted, added per packet
     bit<32> ce32;
-    bit<8> open_n0;     // next "message open" when it was closed
-    bit<8> open_n1;     // ... when it was open
-    bit<8> orphan_n;
-    bit<32> strad_inc;
+    bit<8> st_a;         // message state: mask when open (per opcode)
+    bit<8> st_b;         // message state: next when closed, or after a reset
+    bit<32> strad_k;     // straddled count after a reset (per opcode)
     bit<32> pair_fp;
+    bit<4> live;         // 1 live, 2 expired (predicate of the time register)
+    bit<4> owner;        // predicate: 1 taken, 2/8 this flow, 4 another live flow
+    bit<4> mcode;        // predicate: 1 old PSN, 4 new PSN, 2/8 epoch moved
+    bit<8> old_st;
+    bit<32> first_ts;
+    bit<32> prev_end;
+    bit<4> learn_p;      // predicate: 8 already learned
+    bit<4> cnp_p;        // predicate: 1 slot held by another pair
+    bool msg_end;
+    bool gap_valid;
+    bool strad_plus;
+    bool is_cnp;
+    bool tracked;        // a tracked RDMA WRITE packet (the message registers ran)
+    bool track;
 
     bit<FLOW_SLOT_BITS> slot;
-    epoch_t epoch;
-    bool watched;
+    bit<PAIR_SLOT_BITS> cidx;
+    bit<LEARN_SLOT_BITS> lidx;
 
     Hash<bit<16>>(HashAlgorithm_t.CRC16) slot_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fp_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) pair_hash;
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) cnp_pair_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) pair_fp_hash;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) cnp_pair_fp_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_hash;
-    // The digests' QP number and PSNs through the hash units (identity), as
-    // in IoTracker: a copy would split every field they flow into.
+    // The digests' QP number and PSN through the hash units (identity): a
+    // copy would split every field they flow into.
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) learn_qp_copy;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) msg_qp_copy;
-    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) first_psn_copy;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) last_psn_copy;
 
     action watch(slot_t flow_slot, epoch_t flow_epoch) {
-        watched = true;
+        track = true;
         slot = flow_slot[FLOW_SLOT_BITS-1:0];
-        epoch = flow_epoch;
+        epoch32 = (bit<32>)flow_epoch;
     }
 
+    // Polling mode: the flows measured in this rotation period, each with the
+    // slot and epoch the controller gave it.
     table flow_watchlist {
         key = {
             hdr.ipv4.src_addr: exact @name("src");
@@ -59,434 +103,694 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = FLOW_WATCHLIST_SIZE;
     }
 
-    // Owner: (fingerprint, coarse last-seen time).
-    @hidden action msg_digest_qp() { meta.msg_digest.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp }); }
-    @hidden action msg_digest_last_psn() { meta.msg_digest.last_psn = last_psn_copy.get({ hdr.bth.psn }); }
+    // One hash result per action.
+    @hidden action take_slot() { slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[FLOW_SLOT_BITS-1:0]; }
+    @hidden action take_fp() { fp = fp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }); }
+    @hidden action take_lidx() { lidx = learn_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[LEARN_SLOT_BITS-1:0]; }
+    // The host pair in the direction of the data: CNP dst -> CNP src.
+    @hidden action take_cidx() { cidx = pair_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr })[PAIR_SLOT_BITS-1:0]; }
+    @hidden action take_pair_fp() { pair_fp = pair_fp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr }); }
+    @hidden action take_cnp_cidx() { cidx = cnp_pair_hash.get({ hdr.ipv4.dst_addr, hdr.ipv4.src_addr })[PAIR_SLOT_BITS-1:0]; }
+    @hidden action take_cnp_pair_fp() { pair_fp = cnp_pair_fp_hash.get({ hdr.ipv4.dst_addr, hdr.ipv4.src_addr }); }
+    @hidden action msg_digest_qp() { report.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action msg_digest_last_psn() { report.last_psn = last_psn_copy.get({ hdr.bth.psn }); }
+    @hidden action learn_digest_qp() { report.dest_qp = learn_qp_copy.get({ hdr.bth.dest_qp }); }
 
+    // Per-opcode inputs of the message state and straddle registers.
+    @hidden action op_param(bit<8> a, bit<8> b, bit<32> k) {
+        st_a = a;
+        st_b = b;
+        strad_k = k;
+    }
+    @hidden table op_params {
+        key = {
+            hdr.bth.opcode: exact;
+        }
+        actions = {
+            op_param;
+            @defaultonly NoAction;
+        }
+        const entries = {
+            OP_WRITE_FIRST: op_param(0xFF, 14, 0);
+            OP_WRITE_MIDDLE: op_param(0xFF, 1, 1);
+            OP_WRITE_LAST: op_param(2, 0, 1);
+            OP_WRITE_LAST_IMM: op_param(2, 0, 1);
+            OP_WRITE_ONLY: op_param(0xFF, 2, 0);
+            OP_WRITE_ONLY_IMM: op_param(0xFF, 2, 0);
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+
+    // Last-seen time (coarse clock), written by every tracked packet.
+    REG32(flow_seen, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<4>>(flow_seen) seen_touch = {
+        void apply(inout bit<32> value, out bit<4> rv) {
+            rv = this.predicate((int<32>)(value - thr_c) <= 0);
+            value = meta.now_c;
+        }
+    };
+
+    // Owner: (fingerprint, 2 once held). Held by a live flow when hi - live > 0.
     REGPAIR(flow_owner, FLOW_SLOTS, FLOW_SLOT_BITS)
-    // Full mode: the owner's fingerprint while a live flow holds the slot
-    // (this flow's or another's), else 0 and the slot is taken.
-    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<32>>(flow_owner) owner_claim = {
-        void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == fp) {
-                rv = value.lo;
-                value.hi = meta.now_c;
-            } else if ((int<32>)(value.hi - thr_c) > 0) {
-                rv = value.lo;
-            } else {
-                rv = 0;
+    // Full mode: taken when no live flow holds it.
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<4>>(flow_owner) owner_claim = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == fp, (int<32>)(value.hi - (bit<32>)live) > 0);
+            if (!((int<32>)(value.hi - (bit<32>)live) > 0)) {
                 value.lo = fp;
-                value.hi = meta.now_c;
+                value.hi = 2;
             }
         }
     };
-    // Polling mode: the controller gave the slot; the old fingerprint.
-    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<32>>(flow_owner) owner_take = {
-        void apply(inout pair_t value, out bit<32> rv) {
-            rv = value.lo;
+    // Polling mode: the controller gave the slot.
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<4>>(flow_owner) owner_take = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == fp);
             value.lo = fp;
-            value.hi = meta.now_c;
-        }
-    };
-    REG32(flow_slot_epoch, FLOW_SLOTS, FLOW_SLOT_BITS)
-    // 1 when the slot's epoch was another.
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<1>>(flow_slot_epoch) epoch_swap = {
-        void apply(inout bit<32> value, out bit<1> rv) {
-            if (value != epoch32) { rv = 1; } else { rv = 0; }
-            value = epoch32;
+            value.hi = 2;
         }
     };
 
-    REG32(flow_max_psn, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(flow_max_psn, FLOW_SLOT_BITS, max_psn_reset, psn8)
-    // 1 when the PSN is after the highest seen (and becomes it), else 0.
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<1>>(flow_max_psn) max_psn_update = {
-        void apply(inout bit<32> value, out bit<1> rv) {
-            if ((int<32>)(psn8 - value) > 0) {
-                rv = 1;
-                value = psn8;
-            } else {
-                rv = 0;
+    // (highest PSN << 8, epoch).
+    REGPAIR(flow_psn_epoch, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<4>>(flow_psn_epoch) psn_update = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.hi != epoch32, (int<32>)(psn8 - value.lo) > 0);
+            if (value.hi != epoch32 || (int<32>)(psn8 - value.lo) > 0) {
+                value.lo = psn8;
             }
+            value.hi = epoch32;
+        }
+    };
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<4>>(flow_psn_epoch) psn_reset = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.hi != epoch32);
+            value.lo = psn8;
+            value.hi = epoch32;
         }
     };
 
-    // Message open (0/1): returns the old value, writes the next.
-    REG8(flow_msg_open, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RegisterAction<bit<8>, bit<FLOW_SLOT_BITS>, bit<8>>(flow_msg_open) open_update = {
+    // Message state (codes above); every action returns the old state.
+    REG8(flow_msg_state, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RA_READ8(flow_msg_state, FLOW_SLOT_BITS, st_read_ra)
+    RegisterAction<bit<8>, bit<FLOW_SLOT_BITS>, bit<8>>(flow_msg_state) st_first_ra = {
         void apply(inout bit<8> value, out bit<8> rv) {
             rv = value;
-            if (value == 0) { value = open_n0; } else { value = open_n1; }
+            if (value < 2) { value = 14; } else { value = value | 4; }
         }
     };
-    // Inside a message whose start was not seen (0/1).
-    REG8(flow_orphan, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_SWAP8(flow_orphan, FLOW_SLOT_BITS, orphan_swap, orphan_n)
-    RA_READ8(flow_orphan, FLOW_SLOT_BITS, orphan_read)
-    // flow_prev_last_ts holds a message end (0/1).
-    REG8(flow_prev_valid, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_SWAP8(flow_prev_valid, FLOW_SLOT_BITS, prev_valid_set, 1)
-    RA_SWAP8(flow_prev_valid, FLOW_SLOT_BITS, prev_valid_clear, 0)
-    RA_READ8(flow_prev_valid, FLOW_SLOT_BITS, prev_valid_read)
+    RegisterAction<bit<8>, bit<FLOW_SLOT_BITS>, bit<8>>(flow_msg_state) st_lm_ra = {
+        void apply(inout bit<8> value, out bit<8> rv) {
+            rv = value;
+            if (value > 3) { value = value & st_a; } else { value = st_b; }
+        }
+    };
+    RA_SWAP8(flow_msg_state, FLOW_SLOT_BITS, st_const_ra, st_b)
 
-    REG32(flow_prev_last_ts, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_SWAP(flow_prev_last_ts, FLOW_SLOT_BITS, prev_last_swap, meta.now32)
-    RA_READ(flow_prev_last_ts, FLOW_SLOT_BITS, prev_last_read)
-
+    // The open message's first timestamp, first PSN and length (the write
+    // returns the value written).
     REG32(msg_first_ts, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_first_ts, FLOW_SLOT_BITS, first_ts_write, meta.now32)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_first_ts) first_ts_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = meta.now32; rv = value; } };
     RA_READ(msg_first_ts, FLOW_SLOT_BITS, first_ts_read)
     REG32(msg_first_psn, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_first_psn, FLOW_SLOT_BITS, first_psn_write, (bit<32>)hdr.bth.psn)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_first_psn) first_psn_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = psn32; rv = value; } };
     RA_READ(msg_first_psn, FLOW_SLOT_BITS, first_psn_read)
     REG32(msg_bytes, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_bytes, FLOW_SLOT_BITS, bytes_write, hdr.reth.dma_len)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_bytes) bytes_write = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = hdr.reth.dma_len; rv = value; } };
     RA_READ(msg_bytes, FLOW_SLOT_BITS, bytes_read)
-    REG32(msg_gap, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_gap, FLOW_SLOT_BITS, gap_write, meta.msg_digest.gap_ns)
-    RA_READ(msg_gap, FLOW_SLOT_BITS, gap_read)
-    // packets << 16 | retransmitted, of the open message.
-    REG32(msg_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_counts, FLOW_SLOT_BITS, counts_start, 32w0x10000)
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_add = {
-        void apply(inout bit<32> value, out bit<32> rv) { value = value + inc; rv = value; }
-    };
-    REG32(msg_ecn_ce, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(msg_ecn_ce, FLOW_SLOT_BITS, ecn_start, ce32)
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_ecn_ce) ecn_add = {
-        void apply(inout bit<32> value, out bit<32> rv) { value = value + ce32; rv = value; }
-    };
-    // Packets outside any message since the last message digest: packets << 16 | retransmitted.
-    REG32(extra_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_set, inc)
-    RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_clear, 0)
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(extra_counts) extra_add = {
-        void apply(inout bit<32> value) { value = value + inc; }
-    };
-    RA_SWAP(extra_counts, FLOW_SLOT_BITS, extra_take, 0)
-    REG32(straddled, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RA_WRITE(straddled, FLOW_SLOT_BITS, strad_set, strad_inc)
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(straddled) strad_add = {
-        void apply(inout bit<32> value) { value = value + strad_inc; }
-    };
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(straddled) strad_take = {
-        void apply(inout bit<32> value, out bit<32> rv) { rv = value + strad_inc; value = 0; }
-    };
+    // The last message end (ns); written at every new LAST/ONLY (outside a
+    // message that also clears "previous end valid", so no reader sees it).
+    REG32(flow_prev_last_ts, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RA_SWAP(flow_prev_last_ts, FLOW_SLOT_BITS, prev_last_swap, meta.now32)
 
-    // CNPs per host pair (fingerprint, count): a slot is taken over only at count 0.
+    // packets << 16 | retransmitted, and ECN CE, of the open message
+    // (counted on every packet, restarted at a start).
+    REG32(msg_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_start = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = 32w0x10000; rv = value; } };
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_add = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = value + inc; rv = value; } };
+    REG32(msg_ecn_ce, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_ecn_ce) ecn_start = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = ce32; rv = value; } };
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_ecn_ce) ecn_add = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = value + ce32; rv = value; } };
+    // Packets outside any message since the last message digest:
+    // packets << 16 | retransmitted.
+    REG32(extra_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(extra_counts) extra_add = {
+        void apply(inout bit<32> value) { value = value + inc; } };
+    RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_set, inc)
+    RA_SWAP(extra_counts, FLOW_SLOT_BITS, extra_take, 0)
+    RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_clear, 0)
+    // Straddled messages since the last message digest.
+    REG32(straddled, FLOW_SLOTS, FLOW_SLOT_BITS)
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(straddled) strad_add = {
+        void apply(inout bit<32> value) { value = value + 1; } };
+    RA_SWAP(straddled, FLOW_SLOT_BITS, strad_take, 0)
+    RA_WRITE(straddled, FLOW_SLOT_BITS, strad_set, strad_k)
+
+    // CNPs per host pair (fingerprint, count): a slot is taken over only at
+    // count 0, so colliding pairs never add to each other's counts.
     REGPAIR(pair_cnp, PAIR_SLOTS, PAIR_SLOT_BITS)
-    // 0 counted, 1 held by another pair (untracked).
-    RegisterAction<pair_t, bit<PAIR_SLOT_BITS>, bit<1>>(pair_cnp) cnp_add = {
-        void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == pair_fp) {
-                rv = 0;
-                value.hi = value.hi + 1;
-            } else if (value.hi == 0) {
-                rv = 0;
+    // Predicate 1 (neither this pair's nor free): untracked.
+    RegisterAction<pair_t, bit<PAIR_SLOT_BITS>, bit<4>>(pair_cnp) cnp_add = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == pair_fp, value.hi == 0);
+            if (value.lo == pair_fp || value.hi == 0) {
                 value.lo = pair_fp;
-                value.hi = 1;
-            } else {
-                rv = 1;
+                value.hi = value.hi + 1;
             }
         }
     };
     // The pair's count, reset; 0 when the slot counts for another pair.
     RegisterAction<pair_t, bit<PAIR_SLOT_BITS>, bit<16>>(pair_cnp) cnp_take = {
         void apply(inout pair_t value, out bit<16> rv) {
+            rv = 0;
             if (value.lo == pair_fp) {
                 rv = (bit<16>)value.hi;
                 value.hi = 0;
-            } else {
-                rv = 0;
             }
         }
     };
 
     // Flows already reported by a learn digest: (fingerprint, epoch).
     REGPAIR(learned_flow, LEARN_SLOTS, LEARN_SLOT_BITS)
-    RA_PAIR_SWAP(learned_flow, LEARN_SLOT_BITS, learned_swap, fp, epoch32)
+    RegisterAction<pair_t, bit<LEARN_SLOT_BITS>, bit<4>>(learned_flow) learned_swap = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == fp, value.hi == epoch32);
+            value.lo = fp;
+            value.hi = epoch32;
+        }
+    };
+
+    // ---- Decisions: const tables keyed on the register outputs. ----
+    // Keys: taken = owner[0:0] (slot taken: a new flow), m_old = mcode[0:0]
+    // (PSN not after the highest, same epoch), m_new = mcode[2:2] (new PSN,
+    // same epoch); neither (after a psn_update) = the epoch moved. A taken
+    // slot or a moved epoch resets the flow (nothing of an earlier message
+    // carried over); a reset packet counts as new.
+    @hidden action st_read() { old_st = st_read_ra.execute(slot); }
+    @hidden action st_first() { old_st = st_first_ra.execute(slot); }
+    @hidden action st_lm() { old_st = st_lm_ra.execute(slot); }
+    @hidden action st_const() { old_st = st_const_ra.execute(slot); }
+    @hidden table msg_state {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { st_read; st_first; st_lm; st_const; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): st_const();
+            (1, _, _, 0x07): st_const();
+            (1, _, _, 0x08): st_const();
+            (1, _, _, 0x09): st_const();
+            (1, _, _, 0x0A): st_const();
+            (1, _, _, 0x0B): st_const();
+            (0, 0, 1, 0x06): st_first();
+            (0, 0, 1, 0x07): st_lm();
+            (0, 0, 1, 0x08): st_lm();
+            (0, 0, 1, 0x09): st_lm();
+            (0, 0, 1, 0x0A): st_const();
+            (0, 0, 1, 0x0B): st_const();
+            (0, 0, 0, 0x06): st_const();
+            (0, 0, 0, 0x07): st_const();
+            (0, 0, 0, 0x08): st_const();
+            (0, 0, 0, 0x09): st_const();
+            (0, 0, 0, 0x0A): st_const();
+            (0, 0, 0, 0x0B): st_const();
+            (0, 1, 0, 0x06): st_read();
+            (0, 1, 0, 0x07): st_read();
+            (0, 1, 0, 0x08): st_read();
+            (0, 1, 0, 0x09): st_read();
+            (0, 1, 0, 0x0A): st_read();
+            (0, 1, 0, 0x0B): st_read();
+            (_, _, _, _): st_read();
+        }
+        const default_action = NoAction();
+        size = 32;
+    }
+
+    // A message starts (a new FIRST or ONLY): its first timestamp, first
+    // PSN, length and counts written, else read (one stateful ALU output
+    // per action, so one table each).
+    @hidden action ts_start() { first_ts = first_ts_write.execute(slot); }
+    @hidden action ts_cont() { first_ts = first_ts_read.execute(slot); }
+    @hidden table msg_first_ts_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { ts_start; ts_cont; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): ts_start();
+            (1, _, _, 0x0A): ts_start();
+            (1, _, _, 0x0B): ts_start();
+            (0, 0, 1, 0x06): ts_start();
+            (0, 0, 1, 0x0A): ts_start();
+            (0, 0, 1, 0x0B): ts_start();
+            (0, 0, 0, 0x06): ts_start();
+            (0, 0, 0, 0x0A): ts_start();
+            (0, 0, 0, 0x0B): ts_start();
+            (_, _, _, _): ts_cont();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+    @hidden action bytes_start() { report.bytes = bytes_write.execute(slot); }
+    @hidden action bytes_cont() { report.bytes = bytes_read.execute(slot); }
+    @hidden table msg_bytes_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { bytes_start; bytes_cont; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): bytes_start();
+            (1, _, _, 0x0A): bytes_start();
+            (1, _, _, 0x0B): bytes_start();
+            (0, 0, 1, 0x06): bytes_start();
+            (0, 0, 1, 0x0A): bytes_start();
+            (0, 0, 1, 0x0B): bytes_start();
+            (0, 0, 0, 0x06): bytes_start();
+            (0, 0, 0, 0x0A): bytes_start();
+            (0, 0, 0, 0x0B): bytes_start();
+            (_, _, _, _): bytes_cont();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+    @hidden action psn_start() { report.first_psn = first_psn_write.execute(slot)[23:0]; }
+    @hidden action psn_cont() { report.first_psn = first_psn_read.execute(slot)[23:0]; }
+    @hidden table msg_first_psn_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { psn_start; psn_cont; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): psn_start();
+            (1, _, _, 0x0A): psn_start();
+            (1, _, _, 0x0B): psn_start();
+            (0, 0, 1, 0x06): psn_start();
+            (0, 0, 1, 0x0A): psn_start();
+            (0, 0, 1, 0x0B): psn_start();
+            (0, 0, 0, 0x06): psn_start();
+            (0, 0, 0, 0x0A): psn_start();
+            (0, 0, 0, 0x0B): psn_start();
+            (_, _, _, _): psn_cont();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+    @hidden action cnt_start() { bit<32> c = counts_start.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
+    @hidden action cnt_add() { bit<32> c = counts_add.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
+    @hidden table msg_counts_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { cnt_start; cnt_add; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): cnt_start();
+            (1, _, _, 0x0A): cnt_start();
+            (1, _, _, 0x0B): cnt_start();
+            (0, 0, 1, 0x06): cnt_start();
+            (0, 0, 1, 0x0A): cnt_start();
+            (0, 0, 1, 0x0B): cnt_start();
+            (0, 0, 0, 0x06): cnt_start();
+            (0, 0, 0, 0x0A): cnt_start();
+            (0, 0, 0, 0x0B): cnt_start();
+            (_, _, _, _): cnt_add();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+    @hidden action ecn_st() { report.ecn_ce = ecn_start.execute(slot)[15:0]; }
+    @hidden action ecn_cont() { report.ecn_ce = ecn_add.execute(slot)[15:0]; }
+    @hidden table msg_ecn_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { ecn_st; ecn_cont; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06): ecn_st();
+            (1, _, _, 0x0A): ecn_st();
+            (1, _, _, 0x0B): ecn_st();
+            (0, 0, 1, 0x06): ecn_st();
+            (0, 0, 1, 0x0A): ecn_st();
+            (0, 0, 1, 0x0B): ecn_st();
+            (0, 0, 0, 0x06): ecn_st();
+            (0, 0, 0, 0x0A): ecn_st();
+            (0, 0, 0, 0x0B): ecn_st();
+            (_, _, _, _): ecn_cont();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+    // A new LAST or ONLY: this end for the next message, the previous for the gap.
+    @hidden action prev_swap() { prev_end = prev_last_swap.execute(slot); }
+    @hidden table msg_prev {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+        }
+        actions = { prev_swap; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x08): prev_swap();
+            (1, _, _, 0x09): prev_swap();
+            (1, _, _, 0x0A): prev_swap();
+            (1, _, _, 0x0B): prev_swap();
+            (0, 0, 1, 0x08): prev_swap();
+            (0, 0, 1, 0x09): prev_swap();
+            (0, 0, 1, 0x0A): prev_swap();
+            (0, 0, 1, 0x0B): prev_swap();
+            (0, 0, 0, 0x08): prev_swap();
+            (0, 0, 0, 0x09): prev_swap();
+            (0, 0, 0, 0x0A): prev_swap();
+            (0, 0, 0, 0x0B): prev_swap();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+
+    // Per old state: extra and straddle counters, message end (one table
+    // per register: a table addresses each of its registers in every action).
+    @hidden action x_add() { extra_add.execute(slot); }
+    @hidden action x_set() { extra_set.execute(slot); }
+    @hidden action x_clear() { extra_clear.execute(slot); }
+    @hidden action x_take() {
+        bit<32> x = extra_take.execute(slot);
+        report.extra_packets = x[31:16];
+        report.extra_retransmitted = x[15:0];
+    }
+    @hidden table msg_extra {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+            old_st: ternary @name("state");
+        }
+        actions = { x_add; x_set; x_clear; x_take; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06, _): x_clear();
+            (1, _, _, 0x07, _): x_set();
+            (1, _, _, 0x08, _): x_set();
+            (1, _, _, 0x09, _): x_set();
+            (1, _, _, 0x0A, _): x_clear();
+            (1, _, _, 0x0B, _): x_clear();
+            (0, 0, 1, 0x07, 0): x_add();
+            (0, 0, 1, 0x07, 1): x_add();
+            (0, 0, 1, 0x07, 2): x_add();
+            (0, 0, 1, 0x08, 0): x_add();
+            (0, 0, 1, 0x08, 1): x_add();
+            (0, 0, 1, 0x08, 2): x_add();
+            (0, 0, 1, 0x08, 6): x_take();
+            (0, 0, 1, 0x08, 14): x_take();
+            (0, 0, 1, 0x09, 0): x_add();
+            (0, 0, 1, 0x09, 1): x_add();
+            (0, 0, 1, 0x09, 2): x_add();
+            (0, 0, 1, 0x09, 6): x_take();
+            (0, 0, 1, 0x09, 14): x_take();
+            (0, 0, 1, 0x0A, 0): x_take();
+            (0, 0, 1, 0x0A, 1): x_take();
+            (0, 0, 1, 0x0A, 2): x_take();
+            (0, 0, 1, 0x0A, 6): x_take();
+            (0, 0, 1, 0x0A, 14): x_take();
+            (0, 0, 1, 0x0B, 0): x_take();
+            (0, 0, 1, 0x0B, 1): x_take();
+            (0, 0, 1, 0x0B, 2): x_take();
+            (0, 0, 1, 0x0B, 6): x_take();
+            (0, 0, 1, 0x0B, 14): x_take();
+            (0, 0, 0, 0x06, _): x_clear();
+            (0, 0, 0, 0x07, _): x_set();
+            (0, 0, 0, 0x08, _): x_set();
+            (0, 0, 0, 0x09, _): x_set();
+            (0, 0, 0, 0x0A, _): x_clear();
+            (0, 0, 0, 0x0B, _): x_clear();
+            (0, 1, 0, 0x06, 0): x_add();
+            (0, 1, 0, 0x06, 1): x_add();
+            (0, 1, 0, 0x06, 2): x_add();
+            (0, 1, 0, 0x07, 0): x_add();
+            (0, 1, 0, 0x07, 1): x_add();
+            (0, 1, 0, 0x07, 2): x_add();
+            (0, 1, 0, 0x08, 0): x_add();
+            (0, 1, 0, 0x08, 1): x_add();
+            (0, 1, 0, 0x08, 2): x_add();
+            (0, 1, 0, 0x09, 0): x_add();
+            (0, 1, 0, 0x09, 1): x_add();
+            (0, 1, 0, 0x09, 2): x_add();
+            (0, 1, 0, 0x0A, 0): x_add();
+            (0, 1, 0, 0x0A, 1): x_add();
+            (0, 1, 0, 0x0A, 2): x_add();
+            (0, 1, 0, 0x0B, 0): x_add();
+            (0, 1, 0, 0x0B, 1): x_add();
+            (0, 1, 0, 0x0B, 2): x_add();
+        }
+        const default_action = NoAction();
+        size = 64;
+    }
+    @hidden action s_add() {
+        strad_add.execute(slot);
+        meta.stat.straddled = true;
+    }
+    @hidden action s_msg(bit<8> flags) {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        report.straddled = strad_take.execute(slot)[7:0];
+        report.flags = flags;
+        gap_valid = (bool)flags[0:0];
+        msg_end = true;
+        meta.stat.message = true;
+    }
+    // An ONLY while a message was open: that one straddled.
+    @hidden action s_msg_strad(bit<8> flags) {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        report.straddled = strad_take.execute(slot)[7:0];
+        report.flags = flags;
+        gap_valid = (bool)flags[0:0];
+        strad_plus = true;
+        msg_end = true;
+        meta.stat.straddled = true;
+        meta.stat.message = true;
+    }
+    @hidden action s_r_start() { strad_set.execute(slot); }
+    @hidden action s_r_only() {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        strad_set.execute(slot);
+        report.flags = 0;
+        msg_end = true;
+        meta.stat.message = true;
+    }
+    @hidden action s_r_outside() {
+        strad_set.execute(slot);
+        meta.stat.straddled = true;
+    }
+    @hidden table msg_decode {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+            old_st: ternary @name("state");
+        }
+        actions = { s_add; s_msg; s_msg_strad; s_r_start; s_r_only; s_r_outside; @defaultonly NoAction; }
+        const entries = {
+            (1, _, _, 0x06, _): s_r_start();
+            (1, _, _, 0x07, _): s_r_outside();
+            (1, _, _, 0x08, _): s_r_outside();
+            (1, _, _, 0x09, _): s_r_outside();
+            (1, _, _, 0x0A, _): s_r_only();
+            (1, _, _, 0x0B, _): s_r_only();
+            (0, 0, 1, 0x06, 6): s_add();
+            (0, 0, 1, 0x06, 14): s_add();
+            (0, 0, 1, 0x07, 0): s_add();
+            (0, 0, 1, 0x07, 2): s_add();
+            (0, 0, 1, 0x08, 0): s_add();
+            (0, 0, 1, 0x08, 2): s_add();
+            (0, 0, 1, 0x08, 6): s_msg(8w1);
+            (0, 0, 1, 0x08, 14): s_msg(8w0);
+            (0, 0, 1, 0x09, 0): s_add();
+            (0, 0, 1, 0x09, 2): s_add();
+            (0, 0, 1, 0x09, 6): s_msg(8w1);
+            (0, 0, 1, 0x09, 14): s_msg(8w0);
+            (0, 0, 1, 0x0A, 0): s_msg(8w0);
+            (0, 0, 1, 0x0A, 1): s_msg(8w0);
+            (0, 0, 1, 0x0A, 2): s_msg(8w1);
+            (0, 0, 1, 0x0A, 6): s_msg_strad(8w1);
+            (0, 0, 1, 0x0A, 14): s_msg_strad(8w0);
+            (0, 0, 1, 0x0B, 0): s_msg(8w0);
+            (0, 0, 1, 0x0B, 1): s_msg(8w0);
+            (0, 0, 1, 0x0B, 2): s_msg(8w1);
+            (0, 0, 1, 0x0B, 6): s_msg_strad(8w1);
+            (0, 0, 1, 0x0B, 14): s_msg_strad(8w0);
+            (0, 0, 0, 0x06, _): s_r_start();
+            (0, 0, 0, 0x07, _): s_r_outside();
+            (0, 0, 0, 0x08, _): s_r_outside();
+            (0, 0, 0, 0x09, _): s_r_outside();
+            (0, 0, 0, 0x0A, _): s_r_only();
+            (0, 0, 0, 0x0B, _): s_r_only();
+        }
+        const default_action = NoAction();
+        size = 64;
+    }
+
+    // CNP pair: counted on a CNP, taken at a message end (one table: all
+    // accesses of a register in one stage).
+    @hidden action pair_add() { cnp_p = cnp_add.execute(cidx); }
+    @hidden action pair_take() { report.cnp = cnp_take.execute(cidx); }
+    @hidden table pair_cnp_tbl {
+        key = {
+            is_cnp: ternary;
+            tracked: ternary;
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            mcode[2:2]: ternary @name("m_new");
+            hdr.bth.opcode: ternary @name("opcode");
+            old_st: ternary @name("state");
+        }
+        actions = { pair_add; pair_take; @defaultonly NoAction; }
+        const entries = {
+            (true, _, _, _, _, _, _): pair_add();
+            (false, true, 1, _, _, 0x0A, _): pair_take();
+            (false, true, 1, _, _, 0x0B, _): pair_take();
+            (false, true, 0, 0, 1, 0x08, 6): pair_take();
+            (false, true, 0, 0, 1, 0x08, 14): pair_take();
+            (false, true, 0, 0, 1, 0x09, 6): pair_take();
+            (false, true, 0, 0, 1, 0x09, 14): pair_take();
+            (false, true, 0, 0, 1, 0x0A, 0): pair_take();
+            (false, true, 0, 0, 1, 0x0A, 1): pair_take();
+            (false, true, 0, 0, 1, 0x0A, 2): pair_take();
+            (false, true, 0, 0, 1, 0x0A, 6): pair_take();
+            (false, true, 0, 0, 1, 0x0A, 14): pair_take();
+            (false, true, 0, 0, 1, 0x0B, 0): pair_take();
+            (false, true, 0, 0, 1, 0x0B, 1): pair_take();
+            (false, true, 0, 0, 1, 0x0B, 2): pair_take();
+            (false, true, 0, 0, 1, 0x0B, 6): pair_take();
+            (false, true, 0, 0, 1, 0x0B, 14): pair_take();
+            (false, true, 0, 0, 0, 0x0A, _): pair_take();
+            (false, true, 0, 0, 0, 0x0B, _): pair_take();
+        }
+        const default_action = NoAction();
+        size = 32;
+    }
 
     apply {
-        if (!hdr.bth.isValid() || meta.cfg.mode == MODE_OFF) {
-            return;
-        }
-        bit<8> opcode = hdr.bth.opcode;
-        // The host pair in the direction of the data: CNP dst -> CNP src.
-        ipv4_addr_t pair_src = hdr.ipv4.src_addr;
-        ipv4_addr_t pair_dst = hdr.ipv4.dst_addr;
-        if (opcode == OP_CNP) {
-            pair_src = hdr.ipv4.dst_addr;
-            pair_dst = hdr.ipv4.src_addr;
-        }
-        bit<PAIR_SLOT_BITS> cidx = pair_hash.get({ pair_src, pair_dst })[PAIR_SLOT_BITS-1:0];
-        pair_fp = pair_fp_hash.get({ pair_src, pair_dst }) | 1;
-        if (opcode == OP_CNP) {
-            meta.stat.cnp = true;
-            if (cnp_add.execute(cidx) != 0) {
+        if (hdr.bth.isValid() && meta.cfg.mode != MODE_OFF) {
+            if (hdr.bth.opcode == OP_CNP) {
+                meta.stat.cnp = true;
+                is_cnp = true;
+                take_cnp_cidx();
+                take_cnp_pair_fp();
+            } else if (op_params.apply().hit) {  // an RDMA WRITE opcode
+              if (meta.ingress_role == ROLE_COMPUTE) {
+                take_fp();
+                take_slot();
+                take_cidx();
+                take_pair_fp();
+                psn8 = hdr.bth.psn ++ 8w0;
+                psn32 = (bit<32>)hdr.bth.psn;
+                ce32 = 0;
+                if (hdr.ipv4.ecn == ECN_CE) {
+                    ce32 = 1;
+                }
+                thr_c = meta.now_c |-| meta.cfg.flow_timeout_c;  // 0 until the clock passes the timeout
+                if (meta.cfg.mode == MODE_FULL) {
+                    track = true;
+                    epoch32 = (bit<32>)meta.cfg.epoch;
+                } else {
+                    flow_watchlist.apply();
+                    if (!track) {
+                        take_lidx();
+                        epoch32 = (bit<32>)meta.cfg.epoch;
+                    }
+                }
+                if (track) {
+                    live = seen_touch.execute(slot);
+                    if (meta.cfg.mode == MODE_FULL) {
+                        owner = owner_claim.execute(slot);
+                    } else {
+                        owner = owner_take.execute(slot);
+                    }
+                    if (owner[2:2] == 1) {
+                        // A collision never merges two flows: the newcomer is not tracked.
+                        meta.stat.untracked_flow = true;
+                    } else {
+                        if (owner[0:0] == 1) {
+                            mcode = psn_reset.execute(slot);
+                        } else {
+                            mcode = psn_update.execute(slot);
+                        }
+                        tracked = true;
+                        // Retransmitted: not new and not reset.
+                        inc = 32w0x10000;
+                        if (owner[0:0] == 0 && mcode[0:0] == 1) {
+                            inc = 32w0x10001;
+                        }
+                        if (ce32 == 1) {
+                            meta.stat.ecn_ce = true;
+                        }
+                        msg_state.apply();
+                        msg_first_ts_tbl.apply();
+                        msg_bytes_tbl.apply();
+                        msg_first_psn_tbl.apply();
+                        msg_prev.apply();
+                        msg_counts_tbl.apply();
+                        msg_ecn_tbl.apply();
+                        msg_extra.apply();
+                        msg_decode.apply();
+                        report.fct_ns = meta.now32 - first_ts;
+                        report.gap_ns = first_ts - prev_end;
+                        report.src = hdr.ipv4.src_addr;
+                        report.dst = hdr.ipv4.dst_addr;
+                        // One hash result per action (32 bits of immediate each).
+                        msg_digest_qp();
+                        msg_digest_last_psn();
+                        if (!gap_valid) {
+                            report.gap_ns = 0;
+                        }
+                        if (strad_plus) {
+                            report.straddled = report.straddled + 1;
+                        }
+                    }
+                } else {
+                    if (learned_swap.execute(lidx) != 8) {
+                        report.setValid();
+                        report.kind = DIGEST_LEARN;
+                        report.src = hdr.ipv4.src_addr;
+                        report.dst = hdr.ipv4.dst_addr;
+                        learn_digest_qp();
+                        meta.stat.learned = true;
+                    }
+                }
+              }
+            }
+            pair_cnp_tbl.apply();
+            if (cnp_p == 1) {
                 meta.stat.cnp_untracked = true;
             }
-            return;
-        }
-        if (opcode < OP_WRITE_FIRST || opcode > OP_WRITE_ONLY_IMM) {
-            return;
-        }
-        if (meta.ingress_role != ROLE_COMPUTE) {
-            return;
-        }
-        qpn_t qp = hdr.bth.dest_qp;
-        psn_t psn = hdr.bth.psn;
-        fp = fp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp }) | 1;
-
-        if (meta.cfg.mode == MODE_FULL) {
-            slot = slot_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[FLOW_SLOT_BITS-1:0];
-            epoch = meta.cfg.epoch;
-        } else {
-            watched = false;
-            flow_watchlist.apply();
-            if (!watched) {
-                bit<LEARN_SLOT_BITS> lidx = learn_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[LEARN_SLOT_BITS-1:0];
-                epoch32 = (bit<32>)meta.cfg.epoch;
-                if (learned_swap.execute(lidx) != 0) {
-                    meta.digest_kind = DIGEST_LEARN;
-                    meta.learn_digest.kind = LEARN_FLOW;
-                    meta.learn_digest.src = hdr.ipv4.src_addr;
-                    meta.learn_digest.dst = hdr.ipv4.dst_addr;
-                    meta.learn_digest.dest_qp = learn_qp_copy.get({ hdr.bth.dest_qp });
-                    meta.stat.learned = true;
-                }
-                return;
-            }
-        }
-        epoch32 = (bit<32>)epoch;
-
-        // Owner and epoch: reset when the slot is taken or the epoch moved.
-        bit<32> timeout_c = meta.cfg.flow_timeout_c;
-        thr_c = meta.now_c |-| timeout_c;  // saturating: 0 until the clock passes the timeout
-        bit<32> holder;
-        if (meta.cfg.mode == MODE_FULL) {
-            holder = owner_claim.execute(slot);
-        } else {
-            holder = owner_take.execute(slot);
-        }
-        bit<2> owner = 0;                  // 0 taken, 1 this flow, 2 another live flow
-        if (holder == fp) {
-            owner = 1;
-        } else if (holder != 0 && meta.cfg.mode == MODE_FULL) {
-            owner = 2;
-        }
-        if (owner == 2) {
-            // A collision never merges two flows: the newcomer is not tracked.
-            meta.stat.untracked_flow = true;
-            return;
-        }
-        bit<1> epoch_moved = epoch_swap.execute(slot);
-        bool reset = false;
-        if (owner == 0) {
-            reset = true;
-        } else if (epoch_moved == 1) {
-            reset = true;
-        }
-
-        // Highest PSN.
-        psn8 = psn ++ 8w0;
-        bool is_new;
-        if (reset) {
-            max_psn_reset.execute(slot);
-            is_new = true;
-        } else {
-            is_new = false;
-            if (max_psn_update.execute(slot) == 1) {
-                is_new = true;
-            }
-        }
-        bit<32> retx = 1;
-        if (is_new) {
-            retx = 0;
-        }
-        inc = 32w0x10000 | retx;
-        ce32 = 0;
-        if (hdr.ipv4.ecn == ECN_CE) {
-            ce32 = 1;
-            meta.stat.ecn_ce = true;
-        }
-        bool starts_new = false;
-        bool ends_new = false;
-        if (is_new) {
-            if (opcode == OP_WRITE_FIRST) {
-                starts_new = true;
-            } else if (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM) {
-                ends_new = true;
-            } else if (opcode == OP_WRITE_ONLY || opcode == OP_WRITE_ONLY_IMM) {
-                starts_new = true;
-                ends_new = true;
-            }
-        }
-
-        // Message open: next value whichever it was.
-        open_n0 = 0;
-        if (starts_new) {
-            if (!ends_new) {
-                open_n0 = 1;
-            }
-        }
-        if (reset) {
-            open_n1 = open_n0;
-        } else if (ends_new) {
-            open_n1 = 0;
-        } else {
-            open_n1 = 1;
-        }
-        bit<8> old_open = open_update.execute(slot);
-        bool was_open = false;
-        if (!reset) {
-            if (old_open != 0) {
-                was_open = true;
-            }
-        }
-        bool outside = true;
-        if (starts_new) {
-            outside = false;
-        } else if (was_open) {
-            outside = false;
-        }
-        bool msg_end = false;
-        if (ends_new) {
-            if (!outside) {
-                msg_end = true;
-            }
-        }
-        bool outside_new = false;
-        if (outside) {
-            if (is_new) {
-                outside_new = true;
-            }
-        }
-
-        // Orphan and previous-end-valid.
-        orphan_n = 0;
-        if (outside_new) {
-            if (!ends_new) {
-                orphan_n = 1;
-            }
-        }
-        bit<8> old_orphan;
-        if (starts_new) {
-            old_orphan = orphan_swap.execute(slot);
-        } else if (outside_new) {
-            old_orphan = orphan_swap.execute(slot);
-        } else {
-            old_orphan = orphan_read.execute(slot);
-        }
-        bool was_orphan = false;
-        if (!reset) {
-            if (old_orphan != 0) {
-                was_orphan = true;
-            }
-        }
-        strad_inc = 0;
-        if (starts_new) {
-            if (was_open) {
-                strad_inc = 1;  // the previous message never ended here
-                meta.stat.straddled = true;
-            }
-        }
-        bool orphan_starts = false;
-        if (outside_new) {
-            if (!was_orphan) {
-                orphan_starts = true;
-                strad_inc = 1;
-                meta.stat.straddled = true;
-            }
-        }
-        bit<8> old_prev_valid;
-        if (msg_end) {
-            old_prev_valid = prev_valid_set.execute(slot);
-        } else if (orphan_starts) {
-            old_prev_valid = prev_valid_clear.execute(slot);
-        } else if (reset) {
-            old_prev_valid = prev_valid_clear.execute(slot);
-        } else {
-            old_prev_valid = prev_valid_read.execute(slot);
-        }
-        bool prev_valid = false;
-        if (!reset) {
-            if (old_prev_valid != 0) {
-                prev_valid = true;
-            }
-        }
-
-        // Previous message end: the gap at a start, this end for the next.
-        bit<32> prev_last = 0;
-        if (msg_end) {
-            prev_last = prev_last_swap.execute(slot);
-        } else if (starts_new) {
-            prev_last = prev_last_read.execute(slot);
-        }
-
-        // The message's own state, read into the digest's fields.
-        bit<32> counts = 32w0x10000;
-        bit<32> ecn = ce32;
-        meta.msg_digest.fct_ns = meta.now32;
-        meta.msg_digest.first_psn = first_psn_copy.get({ hdr.bth.psn });
-        meta.msg_digest.bytes = hdr.reth.dma_len;
-        if (starts_new) {
-            meta.msg_digest.gap_ns = 0;
-            if (prev_valid) {
-                meta.msg_digest.gap_ns = meta.now32 - prev_last;
-            }
-            first_ts_write.execute(slot);
-            first_psn_write.execute(slot);
-            bytes_write.execute(slot);
-            gap_write.execute(slot);
-            counts_start.execute(slot);
-            ecn_start.execute(slot);
-        } else if (was_open) {
-            meta.msg_digest.fct_ns = first_ts_read.execute(slot);
-            meta.msg_digest.first_psn = first_psn_read.execute(slot)[23:0];
-            meta.msg_digest.bytes = bytes_read.execute(slot);
-            meta.msg_digest.gap_ns = gap_read.execute(slot);
-            counts = counts_add.execute(slot);
-            ecn = ecn_add.execute(slot);
-        }
-
-        bit<32> extra = 0;
-        if (outside) {
-            if (reset) { extra_set.execute(slot); } else { extra_add.execute(slot); }
-        } else if (msg_end) {
-            if (!reset) { extra = extra_take.execute(slot); }
-        } else if (reset) {
-            extra_clear.execute(slot);
-        }
-        bit<32> n_straddled = strad_inc;
-        if (msg_end) {
-            if (!reset) { n_straddled = strad_take.execute(slot); }
-        } else if (reset) {
-            strad_set.execute(slot);
-        } else {
-            strad_add.execute(slot);
-        }
-
-        if (msg_end) {
-
-            meta.stat.message = true;
-            meta.digest_kind = DIGEST_MSG;
-            meta.msg_digest.flags = 0;
-            if (prev_valid) {
-                meta.msg_digest.flags = (bit<1>)MSG_FLAG_GAP_VALID;
-            }
-            meta.msg_digest.src = hdr.ipv4.src_addr;
-            meta.msg_digest.dst = hdr.ipv4.dst_addr;
-            // One hash result per action (32 bits of immediate each).
-            msg_digest_qp();
-            msg_digest_last_psn();
-            meta.msg_digest.packets = counts[31:16];
-            meta.msg_digest.retransmitted = counts[15:0];
-            meta.msg_digest.ecn_ce = ecn[15:0];
-            meta.msg_digest.fct_ns = meta.now32 - meta.msg_digest.fct_ns;
-            meta.msg_digest.extra_packets = extra[31:16];
-            meta.msg_digest.extra_retransmitted = extra[15:0];
-            meta.msg_digest.straddled = n_straddled[7:0];
-            meta.msg_digest.cnp = cnp_take.execute(cidx);
         }
     }
 }
