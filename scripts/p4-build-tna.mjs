@@ -1,12 +1,17 @@
-// The Tofino (TNA) build of the telemetry program: compiles p4/tna/main.p4
-// with p4c-barefoot into p4/build/tna/ and writes its manifest. Used by
-// scripts/p4-build.mjs (`npm run p4:build`, `npm run p4:check`).
+// The Tofino builds of the telemetry program: compiles p4/tna/main.p4 with
+// p4c-barefoot for Tofino 1 (tna) into p4/build/tna/ and for Tofino 2 (t2na)
+// into p4/build/t2na/, each with its manifest. Used by scripts/p4-build.mjs
+// (`npm run p4:build`, `npm run p4:check`).
 //
-// p4c-barefoot stops before the assembler (bfas is not open source), so the
-// outputs are the compiler's: P4Info (text and JSON), bfrt.json,
-// context.json and a resource summary taken from context.json. Outputs are
-// normalised (build date, run id, paths, key order) so that a recompile
-// gives the same bytes.
+// p4c-barefoot stops before the assembler (bfas is in Intel's SDE, not open
+// source), so the outputs are the compiler's: P4Info (text and JSON),
+// bfrt.json, the assembly (main.bfa, what the SDE's assembler turns into
+// tofino.bin and context.json) and a resource summary taken from the
+// assembly: stages per pipeline, tables and stateful ALUs per stage. The
+// compiler places tables past the chip's last stage without an error (the
+// assembler would refuse them), so "fits" is decided here: every stage used
+// must exist on the chip. Outputs are normalised (run id, key order) so that
+// a recompile gives the same bytes.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -16,10 +21,14 @@ import { manifestProblems } from "./p4-manifest.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 export const TNA_MAIN = "p4/tna/main.p4";
-export const TNA_BUILD = "p4/build/tna";
-export const TNA_MANIFEST = `${TNA_BUILD}/manifest.json`;
 const TNA_SOURCE_DIRS = ["p4/include", "p4/tna"];
-export const TNA_OUTPUTS = ["telemetry.p4info.txtpb", "telemetry.p4info.json", "bfrt.json", "context.json", "resources.json"];
+export const TNA_OUTPUTS = ["telemetry.p4info.txtpb", "telemetry.p4info.json", "bfrt.json", "main.bfa", "resources.json"];
+/** The chips built: p4c-barefoot's target and architecture, the build directory, the MAU stages per pipeline. */
+export const TNA_TARGETS = [
+  { name: "Tofino 1", target: "tofino", arch: "tna", dir: "p4/build/tna", stages: 12 },
+  { name: "Tofino 2", target: "tofino2", arch: "t2na", dir: "p4/build/t2na", stages: 20 },
+];
+const manifestPath = (t) => `${t.dir}/manifest.json`;
 const VENV = "/opt/p4-src/venv/bin";
 
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
@@ -73,62 +82,64 @@ function sortKeys(v) {
   return v;
 }
 
-/** context.json without what changes from one compile to the next. */
-function normaliseContext(ctx) {
-  const c = { ...ctx };
-  for (const k of ["build_date", "run_id", "compile_command"]) delete c[k];
-  return c;
-}
-
-/** Stages, SRAM/TCAM, stateful ALUs, hash and PHV use, from context.json's tables (and the PHV records). */
-export function resourceSummary(ctx) {
-  const stages = new Set();
-  const perControl = {};
-  const add = (control, key, n) => {
-    perControl[control] ??= { tables: 0, registers: 0, sram_blocks: 0, tcam_blocks: 0, map_ram_blocks: 0, stages: [] };
-    perControl[control][key] += n;
-  };
-  const registers = [];
-  for (const t of ctx.tables ?? []) {
-    const name = String(t.name ?? "");
-    const parts = name.split(".");
-    const control = parts.length > 2 ? parts.slice(0, -1).join(".") : parts[0];
-    const kind = t.table_type;
-    const stagesOf = [];
-    for (const st of t.stage_tables ?? []) {
-      stages.add(st.stage_number);
-      stagesOf.push(st.stage_number);
-      const mem = st.memory_resource_allocation;
-      const units = (mem?.memory_units_and_vpns ?? []).reduce((n, u) => n + (u.memory_units?.length ?? 0), 0);
-      if (mem?.memory_type === "sram") add(control, "sram_blocks", units);
-      else if (mem?.memory_type === "tcam") add(control, "tcam_blocks", units);
-      else if (mem?.memory_type === "map_ram") add(control, "map_ram_blocks", units);
-      for (const extra of st.stateful_alu ? [st.stateful_alu] : []) void extra;
-    }
-    if (kind === "match") add(control, "tables", 1);
-    if (kind === "stateful") {
-      add(control, "registers", 1);
-      registers.push({ name, size: t.size, width: t.register_width ?? t.alu_width ?? undefined, stages: [...new Set(stagesOf)].sort((a, b) => a - b) });
-    }
-    for (const s of stagesOf) if (!perControl[control].stages.includes(s)) perControl[control].stages.push(s);
-  }
-  for (const c of Object.values(perControl)) c.stages.sort((a, b) => a - b);
-  return { stages_used: stages.size, stages: [...stages].sort((a, b) => a - b), per_control: perControl, registers };
+/** The assembly without what changes from one compile to the next (its run id). */
+export function normaliseBfa(text) {
+  return text.replace(/^(\s*run_id:\s*)"[^"]*"/m, '$1""');
 }
 
 /**
- * Compiles into outDir. Returns { seconds, error }: error is the compiler's
- * first error when the back end failed (the front end's P4Info and bfrt.json
- * are still written, so that the parity test and the controller see the
- * program's entities; context.json and resources.json are not).
+ * Stages, logical tables and stateful ALUs per stage and pipeline, from the
+ * assembly (`stage N ingress:` sections; `stateful` entries name their
+ * register). `stages` is the chip's count: fits when no stage is beyond it.
  */
-export function compileTna(p4c, outDir) {
+export function resourceSummary(bfa, stages) {
+  const gresses = { ingress: {}, egress: {} };
+  let cur;
+  for (const line of bfa.split("\n")) {
+    const st = /^stage (\d+) (ingress|egress):/.exec(line);
+    if (st) {
+      cur = gresses[st[2]][st[1]] ??= { tables: [], registers: [] };
+      continue;
+    }
+    if (/^\S/.test(line)) { cur = undefined; continue; }
+    const t = /^  (exact_match|ternary_match|hash_action|gateway|stateful|phase0_match|proxy_hash) ([^:\s]+)( \d+)?:/.exec(line);
+    if (!t || !cur) continue;
+    if (t[1] === "stateful") {
+      const reg = t[2].split(".").slice(-1)[0];
+      if (!cur.registers.includes(reg)) cur.registers.push(reg);
+    } else {
+      const name = t[2].replace(/\$.*/, "");
+      if (!cur.tables.includes(name)) cur.tables.push(name);
+    }
+  }
+  const summary = { chip_stages: stages, fits: true };
+  for (const [g, per] of Object.entries(gresses)) {
+    const used = Object.keys(per).map(Number).sort((x, y) => x - y);
+    const last = used.length ? used[used.length - 1] + 1 : 0;
+    if (last > stages) summary.fits = false;
+    summary[g] = {
+      stages: last,
+      stateful_alus: used.reduce((n, k) => n + per[k].registers.length, 0),
+      per_stage: Object.fromEntries(used.map((k) => [k, { tables: per[k].tables.length, registers: per[k].registers.sort() }])),
+    };
+  }
+  return summary;
+}
+
+/**
+ * Compiles for one chip into outDir. Returns { seconds, error, resources }:
+ * error is the compiler's first error when the back end failed (the front
+ * end's P4Info and bfrt.json are still written, so that the parity test and
+ * the controller see the program's entities; main.bfa and resources.json
+ * are not).
+ */
+export function compileTna(p4c, target, outDir) {
   const raw = mkdtempSync(join(tmpdir(), "p4-tna-"));
   const started = Date.now();
   try {
     const env = { ...process.env, PATH: existsSync(VENV) ? `${VENV}:${process.env.PATH ?? ""}` : process.env.PATH };
     const r = spawnSync(p4c, [
-      "--target", "tofino", "--arch", "tna", "--std", "p4-16",
+      "--target", target.target, "--arch", target.arch, "--std", "p4-16",
       // The opcode table in define.p4 names every opcode, used or not; register
       // actions read control-scope values that the apply block sets first.
       "--Wdisable=unused", "--Wdisable=uninitialized-use",
@@ -156,12 +167,14 @@ export function compileTna(p4c, outDir) {
     const info = JSON.parse(readFileSync(join(raw, "telemetry.p4info.json"), "utf8"));
     writeFileSync(join(outDir, "telemetry.p4info.json"), JSON.stringify(sortKeys(info), null, 1) + "\n");
     writeFileSync(join(outDir, "bfrt.json"), JSON.stringify(JSON.parse(readFileSync(join(raw, "bfrt.json"), "utf8"))) + "\n");
+    let resources;
     if (!error) {
-      const ctx = normaliseContext(JSON.parse(readFileSync(join(raw, "pipe", "context.json"), "utf8")));
-      writeFileSync(join(outDir, "context.json"), JSON.stringify(ctx) + "\n");
-      writeFileSync(join(outDir, "resources.json"), JSON.stringify(resourceSummary(ctx), null, 1) + "\n");
+      const bfa = normaliseBfa(readFileSync(join(raw, "pipe", "main.bfa"), "utf8"));
+      writeFileSync(join(outDir, "main.bfa"), bfa);
+      resources = resourceSummary(bfa, target.stages);
+      writeFileSync(join(outDir, "resources.json"), JSON.stringify(resources, null, 1) + "\n");
     }
-    return { seconds, error };
+    return { seconds, error, resources };
   } finally {
     rmSync(raw, { recursive: true, force: true });
   }
@@ -189,71 +202,85 @@ function outputHashes(dir) {
   return Object.fromEntries(TNA_OUTPUTS.filter((f) => existsSync(join(dir, f))).map((f) => [f, outputHash(f, readFileSync(join(dir, f)))]));
 }
 
+/** "fits (...)" or "does not fit: ..." for a manifest. */
+function fitStatus(target, error, resources) {
+  if (error) return `does not fit: ${error}`;
+  const { ingress, egress } = resources;
+  const figures = `ingress ${ingress.stages}, egress ${egress.stages} of ${target.stages} stages`;
+  return resources.fits ? `fits (${figures})` : `does not fit: table placement needs ${figures}`;
+}
+
 export function buildTna() {
   const p4c = findBarefoot();
   if (!p4c) {
     console.error("p4:build: p4c-barefoot not found (set $P4C_BAREFOOT, put it on PATH, or install it under /opt/p4/bin); P4_SKIP_TNA=1 builds BMv2 only");
     process.exit(2);
   }
-  const dir = join(root, TNA_BUILD);
-  const { seconds, error } = compileTna(p4c, dir);
   const files = tnaSources();
-  const resources = error ? undefined : JSON.parse(readFileSync(join(dir, "resources.json"), "utf8"));
-  const manifest = {
-    target: "tofino (tna), p4c-barefoot without the assembler",
-    main: TNA_MAIN,
-    compiler: barefootVersion(p4c),
-    compile_seconds: seconds,
-    // "fits" when the back end placed the program; otherwise its first error
-    // (only the front end's P4Info and bfrt.json are then kept).
-    status: error ? `does not fit: ${error}` : "fits",
-    stages_used: resources?.stages_used ?? null,
-    source_sha256: sourceHash(files),
-    sources: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(join(root, f)))])),
-    outputs: outputHashes(dir),
-  };
-  writeFileSync(join(root, TNA_MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
-  if (error) {
-    console.error(`p4:build: p4c-barefoot ${manifest.compiler.version} could not fit ${TNA_MAIN} (${seconds} s): ${error}; wrote the front end's P4Info and bfrt.json to ${TNA_BUILD}/`);
-    process.exitCode = 1;
-    return;
+  for (const target of TNA_TARGETS) {
+    const dir = join(root, target.dir);
+    for (const f of ["context.json"]) rmSync(join(dir, f), { force: true });
+    const { seconds, error, resources } = compileTna(p4c, target, dir);
+    const manifest = {
+      target: `${target.name}: p4c-barefoot --target ${target.target} --arch ${target.arch}, without the assembler`,
+      main: TNA_MAIN,
+      compiler: barefootVersion(p4c),
+      compile_seconds: seconds,
+      status: fitStatus(target, error, resources),
+      stages: resources ? { ingress: resources.ingress.stages, egress: resources.egress.stages, chip: target.stages } : null,
+      source_sha256: sourceHash(files),
+      sources: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(join(root, f)))])),
+      outputs: outputHashes(dir),
+    };
+    writeFileSync(join(root, manifestPath(target)), JSON.stringify(manifest, null, 2) + "\n");
+    console.log(`p4:build: ${target.name}: compiled ${TNA_MAIN} with p4c-barefoot ${manifest.compiler.version} in ${seconds} s: ${manifest.status}; wrote ${target.dir}/`);
   }
-  console.log(`p4:build: compiled ${TNA_MAIN} with p4c-barefoot ${manifest.compiler.version} in ${seconds} s (${resources.stages_used} stages); wrote ${TNA_BUILD}/`);
 }
 
-/** Problems with the committed TNA build, as sentences; empty when all is well. */
+/** Problems with the committed Tofino builds, as sentences; empty when all is well. */
 export function checkTnaManifest(base = root) {
-  const mpath = join(base, TNA_MANIFEST);
-  if (!existsSync(mpath)) return [`${TNA_MANIFEST} is missing: run \`npm run p4:build\``];
-  const manifest = JSON.parse(readFileSync(mpath, "utf8"));
   const now = Object.fromEntries(tnaSources(base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
-  return manifestProblems(manifest, now, base, TNA_BUILD, outputHash);
+  return TNA_TARGETS.flatMap((target) => {
+    const mpath = join(base, manifestPath(target));
+    if (!existsSync(mpath)) return [`${manifestPath(target)} is missing: run \`npm run p4:build\``];
+    const manifest = JSON.parse(readFileSync(mpath, "utf8"));
+    return manifestProblems(manifest, now, base, target.dir, outputHash);
+  });
 }
 
-/** Recompiles the TNA build and compares; a sentence when it differs, else undefined. */
+/** The committed builds' fit, one line per chip. */
+export function tnaStatus(base = root) {
+  return TNA_TARGETS.map((t) => {
+    const mpath = join(base, manifestPath(t));
+    return `${t.name}: ${existsSync(mpath) ? JSON.parse(readFileSync(mpath, "utf8")).status : "not built"}`;
+  }).join("; ");
+}
+
+/** Recompiles the Tofino builds and compares; a sentence when one differs, else undefined. */
 export function recompileTnaAndCompare() {
   const p4c = findBarefoot();
   if (!p4c) {
-    console.log("p4:check: p4c-barefoot not installed here: TNA outputs checked by hash only");
+    console.log("p4:check: p4c-barefoot not installed here: Tofino outputs checked by hash only");
     return undefined;
   }
-  const manifest = JSON.parse(readFileSync(join(root, TNA_MANIFEST), "utf8"));
   const { version } = barefootVersion(p4c);
-  const tmp = mkdtempSync(join(tmpdir(), "p4-tna-check-"));
-  try {
-    const { seconds, error } = compileTna(p4c, tmp);
-    if (error) console.log(`p4:check: p4/tna does not fit Tofino 1 yet: ${error}`);
-    const fresh = outputHashes(tmp);
-    const keys = [...new Set([...Object.keys(fresh), ...Object.keys(manifest.outputs)])];
-    const differ = keys.filter((k) => fresh[k] !== manifest.outputs[k]);
-    if (differ.length && version === manifest.compiler.version) {
-      return `recompiling p4/tna with p4c-barefoot ${version} gives different ${differ.join(", ")}; run \`npm run p4:build\``;
+  for (const target of TNA_TARGETS) {
+    const manifest = JSON.parse(readFileSync(join(root, manifestPath(target)), "utf8"));
+    const tmp = mkdtempSync(join(tmpdir(), "p4-tna-check-"));
+    try {
+      const { seconds } = compileTna(p4c, target, tmp);
+      const fresh = outputHashes(tmp);
+      const keys = [...new Set([...Object.keys(fresh), ...Object.keys(manifest.outputs)])];
+      const differ = keys.filter((k) => fresh[k] !== manifest.outputs[k]);
+      if (differ.length && version === manifest.compiler.version) {
+        return `recompiling p4/tna for ${target.name} with p4c-barefoot ${version} gives different ${differ.join(", ")}; run \`npm run p4:build\``;
+      }
+      console.log(differ.length
+        ? `p4:check: p4c-barefoot ${version} differs from the manifest's ${manifest.compiler.version}, so the ${target.name} outputs were not compared`
+        : `p4:check: recompiling p4/tna for ${target.name} with p4c-barefoot ${version} (${seconds} s) gives identical outputs`);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
     }
-    console.log(differ.length
-      ? `p4:check: p4c-barefoot ${version} differs from the manifest's ${manifest.compiler.version}, so the TNA outputs were not compared`
-      : `p4:check: recompiling p4/tna with p4c-barefoot ${version} (${seconds} s) gives identical outputs`);
-    return undefined;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
   }
+  return undefined;
 }

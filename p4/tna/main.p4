@@ -290,7 +290,7 @@ control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                         inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                         inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
-    @name("TelemetryIngress.flow_tracker") FlowTracker() flow_tracker;
+    FlowTracker() flow_tracker;
     EgressStats() stats;
 
     apply {

@@ -5,7 +5,11 @@
 #define TARGET_TNA
 
 #include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
 #include <tna.p4>
+#endif
 
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares
 // and writes both in one access.
@@ -81,9 +85,14 @@ struct pair_t {
 // the ingress. The magic bytes tell the three apart where a parser starts.
 const bit<8> TNA_BRIDGE_MAGIC = 0xB1;
 const bit<8> TNA_REPORT_MAGIC = 0xB2;
-const bit<3> TNA_MIRROR_REPORT = 1;
+const MirrorType_t TNA_MIRROR_REPORT = 1;
 const MirrorId_t TNA_REPORT_SESSION = 1;
-// Tofino 1's recirculation port in each pipe (port bits 6:0).
+// The recirculation port in each pipe (port bits 6:0): 68 on Tofino 1, 6
+// on Tofino 2 (its ports 2-7 can recirculate; the mirror session names it).
+#if __TARGET_TOFINO__ == 2
+const bit<7> TNA_RECIRC_PORT = 6;
+#else
 const bit<7> TNA_RECIRC_PORT = 68;
+#endif
 
 #endif

@@ -81,6 +81,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) msg_qp_copy;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) last_psn_copy;
 
+    // Named as in the v1model build (FlowTracker runs in egress here).
+    @name(".TelemetryIngress.flow_tracker.watch")
     action watch(slot_t flow_slot, epoch_t flow_epoch) {
         track = true;
         slot = flow_slot[FLOW_SLOT_BITS-1:0];
@@ -89,6 +91,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 
     // Polling mode: the flows measured in this rotation period, each with the
     // slot and epoch the controller gave it.
+    @name(".TelemetryIngress.flow_tracker.flow_watchlist")
     table flow_watchlist {
         key = {
             hdr.ipv4.src_addr: exact @name("src");

@@ -99,9 +99,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // 24-bit digest member is packed in 8- and 16-bit containers, and a
     // plain copy would impose that split on every value it flows into.
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_host_qp_copy;
-    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_target_qp_copy;
-    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_psn_copy;
-    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_host_qp_copy;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_target_qp_copy;
 
     // Fingerprints (CRC-32) of the I/O's key, of its command, of the host
@@ -466,9 +463,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action take_fpc_cmd() { fpc = fpc_cmd_hash.get({ host, target, hdr.bth.dest_qp, hdr.bth.psn[15:0] }); }
     @hidden action take_fpc_data() { fpc = fpc_data_hash.get({ host, target, word[23:0], ref[15:0] }); }
     @hidden action cmd_digest_host_qp() { meta.io_digest.host_qp = cmd_host_qp_copy.get({ pword[23:0] }); }
-    @hidden action cmd_digest_target_qp() { meta.io_digest.target_qp = cmd_target_qp_copy.get({ hdr.bth.dest_qp }); }
-    @hidden action cmd_digest_psn() { meta.io_digest.cmd_psn = cmd_psn_copy.get({ hdr.bth.psn[15:0] }); }
-    @hidden action rsp_digest_host_qp() { meta.io_digest.host_qp = rsp_host_qp_copy.get({ hdr.bth.dest_qp }); }
+    @hidden action cmd_digest_target_qp() { meta.io_digest.target_qp = hdr.bth.dest_qp; }
+    @hidden action cmd_digest_psn() { meta.io_digest.cmd_psn = hdr.bth.psn[15:0]; }
+    @hidden action rsp_digest_host_qp() { meta.io_digest.host_qp = hdr.bth.dest_qp; }
     @hidden action rsp_digest_target_qp() { meta.io_digest.target_qp = rsp_target_qp_copy.get({ pword[23:0] }); }
     // CQE status, byte-swapped, the phase bit (bit 0 once swapped) cleared.
     @hidden action rsp_digest_status() {

@@ -12,8 +12,26 @@
 control Stats(in bit<9> ingress_port) {
     Counter<bit<64>, bit<32>>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_packets;
 
-    apply {
+    @hidden action count_port() {
         port_packets.count((bit<32>)ingress_port);
+    }
+
+    // A table that always hits (Tofino 2 addresses a counter by hash only on a hit).
+    @hidden table port_count {
+        key = {
+            ingress_port: ternary;
+        }
+        actions = {
+            count_port;
+        }
+        const entries = {
+            _: count_port();
+        }
+        size = 1;
+    }
+
+    apply {
+        port_count.apply();
     }
 }
 
@@ -22,7 +40,7 @@ control EgressStats(in bridge_h bridge, in local_metadata_t meta) {
     @name(".TelemetryIngress.stats.telemetry_stats")
     Counter<bit<64>, bit<32>>(STATS_SIZE, CounterType_t.PACKETS) telemetry_stats;
 
-    action count(bit<32> index) {
+    @hidden action count(bit<32> index) {
         telemetry_stats.count(index);
     }
 

@@ -1,0 +1,53 @@
+// The committed Tofino builds: the resource summary is what the assembly
+// says, every register sits in one stage, the manifest's fit status agrees
+// with the stages used, and the Tofino 2 build fits its 20 stages.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+// @ts-expect-error: a build script without type declarations
+import { TNA_TARGETS, resourceSummary } from "../../scripts/p4-build-tna.mjs";
+
+const root = new URL("../..", import.meta.url).pathname;
+const read = (f: string) => readFileSync(join(root, f), "utf8");
+
+interface Target { name: string; dir: string; stages: number }
+interface Gress { stages: number; stateful_alus: number; per_stage: Record<string, { tables: number; registers: string[] }> }
+interface Summary { chip_stages: number; fits: boolean; ingress: Gress; egress: Gress }
+
+describe.each((TNA_TARGETS as Target[]).map((t) => [t.name, t] as const))("%s build", (_name, target) => {
+  const summary = JSON.parse(read(`${target.dir}/resources.json`)) as Summary;
+  const manifest = JSON.parse(read(`${target.dir}/manifest.json`)) as { status: string; stages: { ingress: number; egress: number; chip: number } };
+
+  test("resources.json is the summary of the committed assembly", () => {
+    expect(resourceSummary(read(`${target.dir}/main.bfa`), target.stages)).toEqual(summary);
+  });
+
+  test("every register of the P4Info is in exactly one stage of one pipeline", () => {
+    const p4info = JSON.parse(read(`${target.dir}/telemetry.p4info.json`)) as { registers?: { preamble: { name: string } }[] };
+    const declared = (p4info.registers ?? []).map((r) => r.preamble.name.split(".").slice(-1)[0]).sort();
+    const placed = [summary.ingress, summary.egress].flatMap((g) => Object.values(g.per_stage).flatMap((s) => s.registers)).sort();
+    expect(declared.length).toBeGreaterThan(20);
+    expect(placed).toEqual(declared);
+    // Tofino has four stateful ALUs per stage, shared by ingress and egress.
+    const stages = new Set([...Object.keys(summary.ingress.per_stage), ...Object.keys(summary.egress.per_stage)]);
+    for (const s of stages) {
+      const n = (summary.ingress.per_stage[s]?.registers.length ?? 0) + (summary.egress.per_stage[s]?.registers.length ?? 0);
+      expect(n, `stage ${s}`).toBeLessThanOrEqual(4);
+    }
+  });
+
+  test("the manifest's status says what the stages say", () => {
+    expect(manifest.stages).toEqual({ ingress: summary.ingress.stages, egress: summary.egress.stages, chip: target.stages });
+    const fits = summary.ingress.stages <= target.stages && summary.egress.stages <= target.stages;
+    expect(summary.fits).toBe(fits);
+    expect(manifest.status.startsWith(fits ? "fits" : "does not fit")).toBe(true);
+  });
+});
+
+test("the Tofino 2 build fits its 20 stages", () => {
+  const summary = JSON.parse(read("p4/build/t2na/resources.json")) as Summary;
+  expect(summary.chip_stages).toBe(20);
+  expect(summary.fits).toBe(true);
+  expect(summary.ingress.stages).toBeLessThanOrEqual(20);
+  expect(summary.egress.stages).toBeLessThanOrEqual(20);
+});
