@@ -91,10 +91,11 @@ async def digests(addr, p4info, device_json):
                 await sw.write([fy.P4DigestListAck(dl.digest_id, dl.list_id)])
 
         task = asyncio.create_task(collect())
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
         for i in range(3):
             await packet_out(sw, bytes.fromhex("02000000000f") + bytes.fromhex("0200000000%02x" % (i + 1)) + b"\x88\xb5" + bytes(46))
-        for _ in range(50):
+        # Up to 20 s: a loaded CI machine can take seconds to deliver them.
+        for _ in range(200):
             if len(got) >= 3:
                 break
             await asyncio.sleep(0.1)

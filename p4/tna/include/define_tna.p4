@@ -23,10 +23,8 @@ struct pair_t {
 // signed difference stays right for ages up to 39 hours.
 #define COARSE(T) ((T)[47:16])
 
-// RDMA CM (queue pairing from the CM exchange) costs PHV that Tofino 1 does
-// not have beside the rest; without it, queues pair from their first keyed
-// transfer (SPEC §3 allows either). Define TNA_RDMA_CM to include it.
-// #define TNA_RDMA_CM
+// Queues pair from their first keyed transfer (SPEC §3 allows either); the
+// Tofino build has no RDMA CM pairing yet (docs/tofino.md, "What is left").
 
 // A register of 32-bit words, one RegisterAction per use; the macro keeps
 // the many one-line actions readable.
