@@ -219,7 +219,6 @@ export function buildTna() {
   const files = tnaSources();
   for (const target of TNA_TARGETS) {
     const dir = join(root, target.dir);
-    for (const f of ["context.json"]) rmSync(join(dir, f), { force: true });
     const { seconds, error, resources } = compileTna(p4c, target, dir);
     const manifest = {
       target: `${target.name}: p4c-barefoot --target ${target.target} --arch ${target.arch}, without the assembler`,

@@ -51,3 +51,40 @@ test("the Tofino 2 build fits its 20 stages", () => {
   expect(summary.ingress.stages).toBeLessThanOrEqual(20);
   expect(summary.egress.stages).toBeLessThanOrEqual(20);
 });
+
+// An assembly written by hand, not by the compiler: the verdict follows the
+// last stage used in either pipeline, and a register named by several
+// tables of one stage (a register with several actions) counts once.
+describe("the resource summary of an assembly", () => {
+  const bfa = (lastEgressStage: number) => [
+    "version:",
+    '  run_id: "x"',
+    "stage 0 ingress:",
+    "  ternary_match config_telemetry_config 0:",
+    "  hash_action tbl_take 1:",
+    "stage 3 ingress:",
+    "  exact_match tbl_io_tracker529 0:",
+    "  stateful tbl_io_tracker529$salu.TelemetryIngress.io_tracker.rkey_map:",
+    "  stateful tbl_io_tracker534$salu.TelemetryIngress.io_tracker.rkey_map:",
+    "  gateway cond-87 1:",
+    `stage ${lastEgressStage} egress:`,
+    "  stateful tbl_flow_tracker731$salu.TelemetryIngress.flow_tracker.flow_seen:",
+    "flexible_headers:",
+    "  stateful not_a_stage_entry:",
+  ].join("\n");
+
+  test("within the chip: fits, with each stage's tables and registers", () => {
+    const s = resourceSummary(bfa(11), 12) as Summary;
+    expect(s.fits).toBe(true);
+    expect(s.ingress.stages).toBe(4);
+    expect(s.ingress.per_stage["3"]).toEqual({ tables: 2, registers: ["rkey_map"] });
+    expect(s.ingress.per_stage["0"]).toEqual({ tables: 2, registers: [] });
+    expect(s.egress).toMatchObject({ stages: 12, stateful_alus: 1 });
+  });
+
+  test("a table one stage past the chip's last: does not fit", () => {
+    const s = resourceSummary(bfa(12), 12) as Summary;
+    expect(s.egress.stages).toBe(13);
+    expect(s.fits).toBe(false);
+  });
+});

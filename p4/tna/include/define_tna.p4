@@ -55,26 +55,6 @@ struct pair_t {
 #define RA_WRITE(REG, BITS, NAME, V) \
     RegisterAction<bit<32>, bit<BITS>, bit<32>>(REG) NAME = { \
         void apply(inout bit<32> value) { value = V; } };
-// Pair: 1 when both halves equal (L, H), else 0.
-#define RA_PAIR_MATCH(REG, BITS, NAME, L, H) \
-    RegisterAction<pair_t, bit<BITS>, bit<1>>(REG) NAME = { \
-        void apply(inout pair_t value, out bit<1> rv) { \
-            if (value.lo == L && value.hi == H) { rv = 1; } else { rv = 0; } } };
-// Pair: writes (L, H); returns 1 when the entry held something else.
-#define RA_PAIR_SWAP(REG, BITS, NAME, L, H) \
-    RegisterAction<pair_t, bit<BITS>, bit<1>>(REG) NAME = { \
-        void apply(inout pair_t value, out bit<1> rv) { \
-            if (value.lo == L && value.hi == H) { rv = 0; } else { rv = 1; } \
-            value.lo = L; value.hi = H; } };
-// Pair: the high half when the low half equals L, else 0.
-#define RA_PAIR_FIND(REG, BITS, NAME, L) \
-    RegisterAction<pair_t, bit<BITS>, bit<32>>(REG) NAME = { \
-        void apply(inout pair_t value, out bit<32> rv) { \
-            if (value.lo == L) { rv = value.hi; } else { rv = 0; } } };
-// Pair: writes (L, H).
-#define RA_PAIR_WRITE(REG, BITS, NAME, L, H) \
-    RegisterAction<pair_t, bit<BITS>, bit<32>>(REG) NAME = { \
-        void apply(inout pair_t value) { value.lo = L; value.hi = H; } };
 
 // The ingress and egress halves of the program (docs/tofino.md): the bridge
 // header before every packet from ingress to egress, and the reports of the

@@ -55,7 +55,6 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     bit<8> old_st;
     bit<32> first_ts;
     bit<32> prev_end;
-    bit<4> learn_p;      // predicate: 8 already learned
     bit<4> cnp_p;        // predicate: 1 slot held by another pair
     bool msg_end;
     bool gap_valid;

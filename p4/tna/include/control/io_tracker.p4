@@ -27,7 +27,7 @@
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
 
-const bit<8> IO_INFO_VANTAGE = 0x03;
+// Info bits 1:0 are the command's vantage.
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
 const bit<8> IO_INFO_IN_CAPSULE = 0x10;
@@ -82,8 +82,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<1> pair_new;
     bit<8> info;
     bit<IO_SLOT_BITS> slot;
-    bit<32> e2e_age;     // response: now - command time, and the ages of the data times
-    bit<32> first_age;
+    bit<32> first_age;   // response: the ages (now - time) of the data times
     bit<32> rr_first_age;
 
     // Byte swaps of the little-endian NVMe fields, in the hash units
@@ -91,8 +90,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cmd_cid_swap;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rsp_cid_swap;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_key_swap;
-    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) sgl_len_swap;
-    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) data_len_swap;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_len_swap;
+    Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_len_swap;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ref_make;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) status_swap;
     // The digests' QP numbers and PSNs through the hash units (identity): a
@@ -109,7 +108,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fpc_data_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx_d;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx_req;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx_rsp;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) qp_idx;
@@ -447,10 +445,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The SGL length as on the wire (little-endian, the low 3 bytes of an
     // in-capsule length): the register keeps it so, the digests get it swapped.
     @hidden action cmd_digest_bytes() {
-        meta.io_digest.bytes = sgl_len_swap.get({ hdr.nvme_sqe.sgl_len_le[7:0], hdr.nvme_sqe.sgl_len_le[15:8],
+        meta.io_digest.bytes = cmd_len_swap.get({ hdr.nvme_sqe.sgl_len_le[7:0], hdr.nvme_sqe.sgl_len_le[15:8],
             hdr.nvme_sqe.sgl_len_le[23:16] });
     }
-    @hidden action rsp_digest_bytes() { meta.io_digest.bytes = data_len_swap.get({ blen[7:0], blen[15:8], blen[23:16] }); }
+    @hidden action rsp_digest_bytes() { meta.io_digest.bytes = rsp_len_swap.get({ blen[7:0], blen[15:8], blen[23:16] }); }
     @hidden action take_rkey() { sgl_key = hdr.reth.rkey; }
     @hidden action take_ref() {
         k_ref = ref_make.get({ hdr.nvme_sqe.cid_le, hdr.bth.psn[15:0] });
