@@ -105,6 +105,23 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         }
     };
 
+    // The sequence number goes in io_digest.seq, which every digest packs.
+    @hidden action take_seq() {
+        meta.io_digest.seq = next_seq.execute(0);
+        ig_dprsr_md.digest_type = meta.digest_kind[2:0];
+    }
+
+    @stage(11)
+    @hidden table seq_tbl {
+        key = { meta.digest_kind: exact @name("kind"); }
+        actions = { take_seq; NoAction; }
+        const entries = {
+            DIGEST_NONE: NoAction();
+        }
+        const default_action = take_seq();
+        size = 2;
+    }
+
     @hidden action known_opcode() { }
     @hidden action unknown_opcode() { meta.stat.unknown_opcode = true; }
     @hidden table opcode_check {
@@ -183,12 +200,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
 
         // At most one digest per packet, packed by the deparser; every digest
         // carries the next sequence number of this switch.
-        if (meta.digest_kind != DIGEST_NONE) {
-            bit<32> seq = next_seq.execute(0);
-            meta.io_digest.seq = seq;
-            meta.learn_digest.seq = seq;
-            ig_dprsr_md.digest_type = meta.digest_kind[2:0];
-        }
+        seq_tbl.apply();
     }
 }
 
@@ -209,7 +221,8 @@ control TelemetryIngressDeparser(packet_out pkt, inout headers_t hdr, in local_m
                 hdr.report.gap_ns, hdr.report.extra_packets, hdr.report.extra_retransmitted,
                 hdr.report.straddled, hdr.report.cnp });
         } else if (ig_dprsr_md.digest_type == DIGEST_LEARN[2:0]) {
-            learn_digest.pack(meta.learn_digest);
+            learn_digest.pack({ meta.io_digest.seq, meta.learn_digest.kind, meta.learn_digest.src,
+                meta.learn_digest.dst, meta.learn_digest.dest_qp });
         }
         pkt.emit(hdr.bridge);
         roce_deparser.apply(pkt, hdr);

@@ -12,6 +12,9 @@ control Forwarding(in headers_t hdr, inout local_metadata_t meta) {
         meta.drop = true;
     }
 
+#ifdef TARGET_TNA
+    @stage(0)  // the roles and the vantage wait for it
+#endif
     table ipv4_routes {
         key = {
             hdr.ipv4.dst_addr: lpm @name("dst_addr");

@@ -300,6 +300,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     @hidden action st_first() { old_st = st_first_ra.execute(slot); }
     @hidden action st_lm() { old_st = st_lm_ra.execute(slot); }
     @hidden action st_const() { old_st = st_const_ra.execute(slot); }
+    @stage(6)
     @hidden table msg_state {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -344,6 +345,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     // per action, so one table each).
     @hidden action ts_start() { first_ts = first_ts_write.execute(slot); }
     @hidden action ts_cont() { first_ts = first_ts_read.execute(slot); }
+    @stage(6)
     @hidden table msg_first_ts_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -369,6 +371,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     @hidden action bytes_start() { report.bytes = bytes_write.execute(slot); }
     @hidden action bytes_cont() { report.bytes = bytes_read.execute(slot); }
+    @stage(10)
     @hidden table msg_bytes_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -394,6 +397,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     @hidden action psn_start() { report.first_psn = first_psn_write.execute(slot)[23:0]; }
     @hidden action psn_cont() { report.first_psn = first_psn_read.execute(slot)[23:0]; }
+    @stage(8)
     @hidden table msg_first_psn_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -419,6 +423,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     @hidden action cnt_start() { bit<32> c = counts_start.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
     @hidden action cnt_add() { bit<32> c = counts_add.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
+    @stage(10)
     @hidden table msg_counts_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -444,6 +449,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     @hidden action ecn_st() { report.ecn_ce = ecn_start.execute(slot)[15:0]; }
     @hidden action ecn_cont() { report.ecn_ce = ecn_add.execute(slot)[15:0]; }
+    @stage(6)
     @hidden table msg_ecn_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -469,6 +475,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     // A new LAST or ONLY: this end for the next message, the previous for the gap.
     @hidden action prev_swap() { prev_end = prev_last_swap.execute(slot); }
+    @stage(7)
     @hidden table msg_prev {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -505,6 +512,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         report.extra_packets = x[31:16];
         report.extra_retransmitted = x[15:0];
     }
+    @stage(7)
     @hidden table msg_extra {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -610,6 +618,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         strad_set.execute(slot);
         meta.stat.straddled = true;
     }
+    @stage(8)
     @hidden table msg_decode {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -663,62 +672,120 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     // accesses of a register in one stage).
     @hidden action pair_add() { cnp_p = cnp_add.execute(cidx); }
     @hidden action pair_take() { report.cnp = cnp_take.execute(cidx); }
-    @hidden table pair_cnp_tbl {
+    // A CNP counts (one table per branch: the CNP's and the RDMA WRITE's;
+    // both in one stage, as a register's accesses must be).
+    @stage(9)
+    @hidden table pair_add_tbl {
+        actions = { pair_add; }
+        const default_action = pair_add();
+        size = 1;
+    }
+    // A message end takes the pair's count.
+    @stage(9)
+    @hidden table pair_take_tbl {
         key = {
-            is_cnp: ternary;
-            tracked: ternary;
             owner[0:0]: ternary @name("taken");
             mcode[0:0]: ternary @name("m_old");
             mcode[2:2]: ternary @name("m_new");
             hdr.bth.opcode: ternary @name("opcode");
             old_st: ternary @name("state");
         }
-        actions = { pair_add; pair_take; @defaultonly NoAction; }
+        actions = { pair_take; @defaultonly NoAction; }
         const entries = {
-            (true, _, _, _, _, _, _): pair_add();
-            (false, true, 1, _, _, 0x0A, _): pair_take();
-            (false, true, 1, _, _, 0x0B, _): pair_take();
-            (false, true, 0, 0, 1, 0x08, 6): pair_take();
-            (false, true, 0, 0, 1, 0x08, 14): pair_take();
-            (false, true, 0, 0, 1, 0x09, 6): pair_take();
-            (false, true, 0, 0, 1, 0x09, 14): pair_take();
-            (false, true, 0, 0, 1, 0x0A, 0): pair_take();
-            (false, true, 0, 0, 1, 0x0A, 1): pair_take();
-            (false, true, 0, 0, 1, 0x0A, 2): pair_take();
-            (false, true, 0, 0, 1, 0x0A, 6): pair_take();
-            (false, true, 0, 0, 1, 0x0A, 14): pair_take();
-            (false, true, 0, 0, 1, 0x0B, 0): pair_take();
-            (false, true, 0, 0, 1, 0x0B, 1): pair_take();
-            (false, true, 0, 0, 1, 0x0B, 2): pair_take();
-            (false, true, 0, 0, 1, 0x0B, 6): pair_take();
-            (false, true, 0, 0, 1, 0x0B, 14): pair_take();
-            (false, true, 0, 0, 0, 0x0A, _): pair_take();
-            (false, true, 0, 0, 0, 0x0B, _): pair_take();
+            (1, _, _, 0x0A, _): pair_take();
+            (1, _, _, 0x0B, _): pair_take();
+            (0, 0, 1, 0x08, 6): pair_take();
+            (0, 0, 1, 0x08, 14): pair_take();
+            (0, 0, 1, 0x09, 6): pair_take();
+            (0, 0, 1, 0x09, 14): pair_take();
+            (0, 0, 1, 0x0A, 0): pair_take();
+            (0, 0, 1, 0x0A, 1): pair_take();
+            (0, 0, 1, 0x0A, 2): pair_take();
+            (0, 0, 1, 0x0A, 6): pair_take();
+            (0, 0, 1, 0x0A, 14): pair_take();
+            (0, 0, 1, 0x0B, 0): pair_take();
+            (0, 0, 1, 0x0B, 1): pair_take();
+            (0, 0, 1, 0x0B, 2): pair_take();
+            (0, 0, 1, 0x0B, 6): pair_take();
+            (0, 0, 1, 0x0B, 14): pair_take();
+            (0, 0, 0, 0x0A, _): pair_take();
+            (0, 0, 0, 0x0B, _): pair_take();
         }
         const default_action = NoAction();
         size = 32;
     }
 
+    // A tracked packet's PSN (shifted for the PSN register, plain for the
+    // first PSN) and the flow timeout threshold (0 until the clock passes it).
+    @hidden action take_fields() {
+        psn8 = hdr.bth.psn ++ 8w0;
+        psn32 = (bit<32>)hdr.bth.psn;
+        thr_c = meta.now_c |-| meta.cfg.flow_timeout_c;
+    }
+
+    // The first registers, each in a table of its own (pinned to its stage).
+    @hidden action seen_a() { live = seen_touch.execute(slot); }
+    @stage(3)
+    @hidden table seen_tbl {
+        actions = { seen_a; }
+        const default_action = seen_a();
+        size = 1;
+    }
+    @hidden action owner_claim_a() { owner = owner_claim.execute(slot); }
+    @hidden action owner_take_a() { owner = owner_take.execute(slot); }
+    @stage(4)
+    @hidden table owner_tbl {
+        key = { meta.cfg.mode: exact @name("mode"); }
+        actions = { owner_claim_a; owner_take_a; @defaultonly NoAction; }
+        const entries = {
+            MODE_FULL: owner_claim_a();
+            MODE_POLLING: owner_take_a();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+    @hidden action psn_reset_a() { mcode = psn_reset.execute(slot); }
+    @hidden action psn_update_a() { mcode = psn_update.execute(slot); }
+    @stage(5)
+    @hidden table psn_tbl {
+        key = { owner[0:0]: exact @name("taken"); }
+        actions = { psn_reset_a; psn_update_a; @defaultonly NoAction; }
+        const entries = {
+            1: psn_reset_a();
+            0: psn_update_a();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+    bit<4> learned;
+    @hidden action learn_a() { learned = learned_swap.execute(lidx); }
+    @stage(5)
+    @hidden table learn_tbl {
+        actions = { learn_a; }
+        const default_action = learn_a();
+        size = 1;
+    }
+
+
     apply {
         if (hdr.bth.isValid() && meta.cfg.mode != MODE_OFF) {
             if (hdr.bth.opcode == OP_CNP) {
                 meta.stat.cnp = true;
-                is_cnp = true;
+                // A CNP's (dst, src) is the pair of the flows it slows.
                 take_cnp_cidx();
                 take_cnp_pair_fp();
+                pair_add_tbl.apply();
+                if (cnp_p == 1) {
+                    meta.stat.cnp_untracked = true;
+                }
             } else if (op_params.apply().hit) {  // an RDMA WRITE opcode
               if (meta.ingress_role == ROLE_COMPUTE) {
                 take_fp();
                 take_slot();
-                take_cidx();
-                take_pair_fp();
-                psn8 = hdr.bth.psn ++ 8w0;
-                psn32 = (bit<32>)hdr.bth.psn;
-                ce32 = 0;
+                take_fields();
                 if (hdr.ipv4.ecn == ECN_CE) {
                     ce32 = 1;
                 }
-                thr_c = meta.now_c |-| meta.cfg.flow_timeout_c;  // 0 until the clock passes the timeout
                 if (meta.cfg.mode == MODE_FULL) {
                     track = true;
                     epoch32 = (bit<32>)meta.cfg.epoch;
@@ -730,21 +797,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                     }
                 }
                 if (track) {
-                    live = seen_touch.execute(slot);
-                    if (meta.cfg.mode == MODE_FULL) {
-                        owner = owner_claim.execute(slot);
-                    } else {
-                        owner = owner_take.execute(slot);
-                    }
+                    seen_tbl.apply();
+                    owner_tbl.apply();
                     if (owner[2:2] == 1) {
                         // A collision never merges two flows: the newcomer is not tracked.
                         meta.stat.untracked_flow = true;
                     } else {
-                        if (owner[0:0] == 1) {
-                            mcode = psn_reset.execute(slot);
-                        } else {
-                            mcode = psn_update.execute(slot);
-                        }
+                        psn_tbl.apply();
                         tracked = true;
                         // Retransmitted: not new and not reset.
                         inc = 32w0x10000;
@@ -776,9 +835,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         if (strad_plus) {
                             report.straddled = report.straddled + 1;
                         }
+                        take_cidx();
+                        take_pair_fp();
+                        pair_take_tbl.apply();
                     }
                 } else {
-                    if (learned_swap.execute(lidx) != 8) {
+                    learn_tbl.apply();
+                    if (learned != 8) {
                         report.setValid();
                         report.kind = DIGEST_LEARN;
                         report.src = hdr.ipv4.src_addr;
@@ -789,10 +852,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                 }
               }
             }
-            pair_cnp_tbl.apply();
-            if (cnp_p == 1) {
-                meta.stat.cnp_untracked = true;
-            }
+
         }
     }
 }

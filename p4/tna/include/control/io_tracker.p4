@@ -1,44 +1,55 @@
 // NVMe-over-RoCE I/O tracking (SPEC §3), TNA build: the algorithm of
 // p4/include/control/io_tracker.p4 laid out for Tofino 1's 12 ingress
-// stages, 4 stateful ALUs each. One access per register per packet; every
-// map and slot is addressed and keyed by hashes computed in the stage that
-// uses them, and register actions return what the next stage tests (0 for
-// "not found"), so that no step waits for an action to compute a flag:
+// stages, 4 stateful ALUs each, shared with egress. Each register is
+// accessed by exactly one table, keyed on the packet's class and on what the
+// registers before it answered (their predicates), so that one logical
+// table, one stateful ALU and one stage serve every kind of packet:
 //
-//   stage 0-2  classification (one const table), NVMe byte swaps, vantage
-//              (one const table on the port roles), watchlist, learn filter
-//   stage 3    R_Key map
-//   stage 4    PSN map, queue pairs (by host QP, by target QP)
-//   stage 5    QP map, I/O owner
-//   stage 6    I/O check (the command's fingerprint and PSN)
-//   stage 7    I/O info, length
-//   stage 8    I/O times
-//   stage 9-   durations, digest
+//   stage 0-2  classification (one const table), NVMe byte swaps, slot and
+//              fingerprints (hash units), vantage (one const table on the
+//              port roles), watchlist
+//   stage 3    R_Key map and its references; slot time
+//   stage 4    queue pairs (by host QP, by target QP); PSN map
+//   stage 5    QP map; a response's slot from its queue pair
+//   stage 6    owner
+//   stage 7    check (the command's reference and PSN)
+//   stage 8    info and length; command time
+//   stage 9    data times
+//   stage 10-  durations, digest
 //
 // An I/O is (host, target, target QP, CID) as in the v1model build. Its slot
-// is a hash of that key; maps hold a reference (CID << 16 | command PSN[15:0])
-// from which a data packet recomputes the slot. Map entries and slot owners
-// are 32-bit fingerprints of their keys (the v1model build compares whole
-// keys; the results differ only on a fingerprint collision, about 1 in 2^32
-// per lookup). R_Key and PSN map entries carry a "data pending" bit, cleared
-// by the first data packet that finds them: a command (READ REQUEST) that
-// replaces a pending entry of another key counts ioref_overwritten, as in
-// the v1model build.
+// is a hash of that key. A command's reference is (a 16-bit fingerprint of
+// its command: host, target, target QP, PSN[15:0]) ++ (its slot); the maps
+// carry references, so that a data packet addresses the slot registers
+// with the reference it finds and checks it against the slot's (no hash on
+// the data path). Slot owners are 32-bit fingerprints of their keys (the
+// v1model build compares whole keys; the results differ only on a
+// fingerprint collision). R_Key and PSN map entries carry a "data pending"
+// bit, cleared by the first data packet that finds them: a command (READ
+// REQUEST) that replaces a pending entry of another key counts
+// ioref_overwritten, as in the v1model build.
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
 
-// Info bits 1:0 are the command's vantage.
+// The info word of a slot: info (31:24) ++ the command's SGL length as on
+// the wire (23:0, little-endian). Info bits 1:0 are the command's vantage.
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
 const bit<8> IO_INFO_IN_CAPSULE = 0x10;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
-// A map word: pending (bit 31) ++ the I/O's target QP (23:0). QP numbers
-// of reliable connections are never 0 (QP 0 and 1 are the management QPs),
-// so a word of 0 is "not found", and a QP number or PSN is its own key (an
-// empty entry holds 0 and answers 0). A queue pair word is the peer QP.
+// An R_Key map word: pending (bit 31) ++ the I/O's target QP (23:0). QP
+// numbers of reliable connections are never 0 (QP 0 and 1 are the
+// management QPs), so a word of 0 is "not found", and a QP number is its own
+// key (an empty entry holds 0 and answers 0). A queue pair word is the peer QP.
 const bit<32> IOREF_PENDING = 0x80000000;
+// Bit 30 of a stored R_Key map word and of a queue pair word: found (a
+// table then tests one bit, not a whole word against 0).
+const bit<32> WORD_FOUND = 0x40000000;
+// A reference: fingerprint (31:16) ++ slot (15:0, IO_SLOT_BITS of them); in
+// the PSN map, bit 15 is its "data pending" bit. 0 is "not found".
+const bit<32> REF_PENDING = 0x8000;
 
 const bit<8> IO_PKT_NONE = 0;
 const bit<8> IO_PKT_CMD = 1;
@@ -47,42 +58,52 @@ const bit<8> IO_PKT_WRITE_DATA = 3;
 const bit<8> IO_PKT_READ_REQ = 4;
 const bit<8> IO_PKT_READ_RESP = 5;
 
-// I/O owner answers, returned as the stateful ALU's predicate (an enum):
-// free or stale, now this I/O's; this I/O's key, still open; another live I/O.
-enum owner_e { TAKEN, SAME, OTHER }
+// Register predicates (the stateful ALU's condition outputs, one-hot): for
+// this.predicate(a, b), bit 0 = neither, 1 = a only, 2 = b only, 3 = both.
+// Owner (a = this key, b = held by a live I/O): free or stale, taken now
+// (bits 0-1); this I/O's key, still open (bit 3); another live I/O (bit 2).
+#define OWNER_TAKEN 4w0b0011 &&& 4w0b1100
+#define OWNER_SAME 4w0b1000 &&& 4w0b1000
+#define OWNER_OTHER 4w0b0100 &&& 4w0b0100
+// One condition (a): bit 1 when it held, bit 0 when not.
+#define PRED_TRUE 4w0b0010 &&& 4w0b0010
+#define PRED_FALSE 4w0b0001 &&& 4w0b0001
+// Two conditions (a, b): both held.
+#define PRED_BOTH 4w0b1000 &&& 4w0b1000
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
-    // Set by the classification and the steps before the registers.
+    // Set by the classification and the steps before the registers. The
+    // metadata starts at zero (@pa_auto_init_metadata), which is every
+    // value's "none".
     bit<8> pkt_class;
     bool in_capsule;
-    bool starts_message; // a data packet that opens a QP map entry
-    ipv4_addr_t host;
-    ipv4_addr_t target;
-    bit<8> vantage;
+    bool starts_message;  // a data packet that opens a QP map entry
     bit<8> op;
-    bit<8> info_w;      // info written by a command, or the bit a data packet sets
-    bit<4> cmd_flags;   // a command's digest flags known from its capsule
-    bit<8> info_cmd;    // a command's info: info_w and its vantage
+    bit<8> info_w;        // info a command writes, or the bit a data packet sets
+    bit<4> cmd_flags;     // a command's digest flags known from its capsule
+    bit<32> info_cmd;     // a command's info word (info_w | vantage ++ length)
+    bit<32> info_set;     // a data packet's info bit, in 31:24
     bool watched;
     cid_t cid;
     rkey_t sgl_key;
-    bit<32> blen;        // response: the I/O's SGL length (little-endian)
-    bit<32> k_ref;       // a command's reference: CID << 16 | PSN[15:0]
-    bit<32> thr_c;       // meta.now_c - io timeout, clamped at 0
+    bit<32> thr_c;        // meta.now_c - io timeout, clamped at 0
+    bit<32> cref;         // the I/O's reference (command: its own; data: found)
+    bit<32> fp;           // fingerprint of the I/O's key
 
     // Register outputs, each tested by a later stage.
-    bit<32> word;        // the I/O's map word, 0 when not found
-    bit<32> ref;         // the I/O's reference
-    bit<32> pword;       // the queue's peer QP, 0 when unknown
-    owner_e owner;       // command
-    owner_e closed;      // response: SAME when the slot held this I/O
-    bit<1> same_cmd;     // command: the slot holds this very command (retransmitted)
-    bit<1> live_ref;     // data: the slot still holds the referenced command
+    // The I/O's target QP: a command's and a READ RESPONSE's own (their
+    // BTH), found in the R_Key map by a keyed transfer (0 when not found).
+    bit<32> word;
+    bit<32> pword_t;      // command: the queue's host QP, 0 when unknown
+    bit<32> pword_h;      // response: the queue's target QP, 0 when unknown
+    bit<32> live;         // command: 1 when the slot's time is live, 2 when stale
+    bit<4> owner;         // command: owner predicate
+    bit<4> closed;        // response: owner predicate (bit 1: the slot held this I/O)
+    bit<4> check;         // command: the slot holds this very command; data: its command
     bit<1> overwritten;
     bit<1> pair_new;
-    bit<8> info;
-    bit<IO_SLOT_BITS> slot;
-    bit<32> first_age;   // response: the ages (now - time) of the data times
+    bit<32> infow;        // the slot's info word before this packet
+    bit<32> first_age;    // response: the ages (now - time) of the data times
     bit<32> rr_first_age;
 
     // Byte swaps of the little-endian NVMe fields, in the hash units
@@ -92,65 +113,58 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) sgl_key_swap;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_len_swap;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_len_swap;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ref_make;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) status_swap;
-    // The digests' QP numbers and PSNs through the hash units (identity): a
-    // 24-bit digest member is packed in 8- and 16-bit containers, and a
-    // plain copy would impose that split on every value it flows into.
+    // The digests' QP numbers through the hash units (identity): a 24-bit
+    // digest member is packed in 8- and 16-bit containers, and a plain copy
+    // would impose that split on every value it flows into.
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) cmd_host_qp_copy;
     Hash<bit<24>>(HashAlgorithm_t.IDENTITY) rsp_target_qp_copy;
 
-    // Fingerprints (CRC-32) of the I/O's key, of its command, of the host
-    // pair; indexes (CRC-16) are computed where they are used.
+    // Fingerprints of the I/O's key (CRC-32) and of its command (CRC-16),
+    // slots and indexes (CRC-16).
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fp_cmd_hash;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) fp_rsp_hash;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) fpc_cmd_hash;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) fpc_data_hash;
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) fpc_hash;
+    Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_cmd;
+    Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_rsp;
+    // The command's slot again, for the slot time: hashed in its stage, so
+    // that it does not wait for the reference (which data packets rewrite).
+    Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_time;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx_req;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx_rsp;
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) qp_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_host_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_target_idx;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) by_target_idx_l;
-    // The I/O's slot, from the command, the response or a data packet's
-    // reference: the same function of the same key. Taken into `slot` once,
-    // so that the slot registers share one index.
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) slot_cmd;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) slot_rsp;
-    Hash<bit<16>>(HashAlgorithm_t.CRC16) slot_data;
 
     // Indexes, hashed in the stage of the register they address (a local
     // variable would cost a stage of its own).
-#define RKEY_IDX rkey_idx.get({ host, target, sgl_key })[IOREF_SLOT_BITS-1:0]
-#define PSN_IDX_REQ psn_idx_req.get({ host, target, word[23:0], hdr.bth.psn })[IOREF_SLOT_BITS-1:0]
-#define PSN_IDX_RSP psn_idx_rsp.get({ host, target, hdr.bth.dest_qp, hdr.bth.psn })[IOREF_SLOT_BITS-1:0]
+#define RKEY_IDX rkey_idx.get({ meta.io_digest.host, meta.io_digest.target, sgl_key })[IOREF_SLOT_BITS-1:0]
+#define PSN_IDX psn_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0], hdr.bth.psn })[IOREF_SLOT_BITS-1:0]
+#define BY_TARGET_IDX by_target_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0] })[QUEUE_SLOT_BITS-1:0]
 #define QP_IDX qp_idx.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[IOREF_SLOT_BITS-1:0]
-
-    bit<32> fp;          // the I/O's key (host, target, target QP, CID)
-    bit<32> fpc;         // the I/O's command (host, target, target QP, PSN[15:0])
-    bit<32> live;        // command: 1 when the slot's time is live, 2 when stale
+#define BY_HOST_IDX by_host_idx.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp })[QUEUE_SLOT_BITS-1:0]
+#define SLOT cref[IO_SLOT_BITS-1:0]
 
     // Host-target pairs already reported by a learn digest in this epoch:
     // (host, target), indexed by (host, target, epoch).
     Register<pair_t, bit<LEARN_SLOT_BITS>>(LEARN_SLOTS, {0, 0}) learned_pair;
     RegisterAction<pair_t, bit<LEARN_SLOT_BITS>, bit<1>>(learned_pair) learned_swap = {
         void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == host && value.hi == target) { rv = 0; } else { rv = 1; }
-            value.lo = host;
-            value.hi = target;
+            if (value.lo == meta.io_digest.host && value.hi == meta.io_digest.target) { rv = 0; } else { rv = 1; }
+            value.lo = meta.io_digest.host;
+            value.hi = meta.io_digest.target;
         }
     };
 
-    // R_Key map: (R_Key, word), reference; indexed by (host, target, R_Key).
+    // R_Key map: (R_Key, word); indexed by (host, target, R_Key).
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map;
     // Command: 1 when it replaces a pending entry of another key.
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<1>>(rkey_map) rkey_claim = {
         void apply(inout pair_t value, out bit<1> rv) {
             if (value.lo != sgl_key && (int<32>)value.hi < 0) { rv = 1; } else { rv = 0; }
             value.lo = sgl_key;
-            value.hi = (bit<32>)hdr.bth.dest_qp | IOREF_PENDING;
+            value.hi = (bit<32>)hdr.bth.dest_qp | (IOREF_PENDING | WORD_FOUND);
         }
     };
     // Data: the word (no longer pending) when the entry holds this key, else 0.
@@ -163,40 +177,47 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
         }
     };
-    Register<bit<32>, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, 0) rkey_map_ref;
-    RA_WRITE(rkey_map_ref, IOREF_SLOT_BITS, rkey_ref_write, k_ref)
-    RA_READ(rkey_map_ref, IOREF_SLOT_BITS, rkey_ref_read)
+    // The R_Key's I/O reference: (R_Key, reference), beside the map.
+    Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map_ref;
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_claim = {
+        void apply(inout pair_t value) {
+            value.lo = sgl_key;
+            value.hi = cref;
+        }
+    };
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_find = {
+        void apply(inout pair_t value, out bit<32> rv) {
+            if (value.lo == sgl_key) { rv = value.hi; } else { rv = 0; }
+        }
+    };
 
-    // PSN map (READ REQUEST -> first READ RESPONSE): (PSN tag, word),
-    // reference; indexed by (host, target, target QP, PSN).
+    // PSN map (READ REQUEST -> first READ RESPONSE): (PSN, reference with
+    // the pending bit); indexed by (host, target, target QP, PSN).
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) psn_map;
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<1>>(psn_map) psn_claim = {
         void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo != (bit<32>)hdr.bth.psn && (int<32>)value.hi < 0) { rv = 1; } else { rv = 0; }
+            if (value.lo != (bit<32>)hdr.bth.psn && (value.hi & REF_PENDING) != 0) { rv = 1; } else { rv = 0; }
             value.lo = (bit<32>)hdr.bth.psn;
-            value.hi = word | IOREF_PENDING;
+            value.hi = cref | REF_PENDING;
         }
     };
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(psn_map) psn_find = {
         void apply(inout pair_t value, out bit<32> rv) {
             rv = 0;
             if (value.lo == (bit<32>)hdr.bth.psn) {
-                value.hi = value.hi & ~IOREF_PENDING;
+                value.hi = value.hi & ~REF_PENDING;
                 rv = value.hi;
             }
         }
     };
-    Register<bit<32>, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, 0) psn_map_ref;
-    RA_WRITE(psn_map_ref, IOREF_SLOT_BITS, psn_ref_write, ref)
-    RA_READ(psn_map_ref, IOREF_SLOT_BITS, psn_ref_read)
 
-    // QP map (a message's first packet -> the rest): (QP tag, word, 0 when
-    // the first packet found no I/O), reference; indexed by (src, dst, QP).
+    // QP map (a message's first packet -> the rest): (QP, reference, 0 when
+    // the first packet found no I/O); indexed by (src, dst, QP).
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) qp_map;
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_write = {
         void apply(inout pair_t value) {
             value.lo = (bit<32>)hdr.bth.dest_qp;
-            value.hi = word;
+            value.hi = cref;
         }
     };
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_find = {
@@ -204,9 +225,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = value.hi; } else { rv = 0; }
         }
     };
-    Register<bit<32>, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, 0) qp_map_ref;
-    RA_WRITE(qp_map_ref, IOREF_SLOT_BITS, qp_ref_write, ref)
-    RA_READ(qp_map_ref, IOREF_SLOT_BITS, qp_ref_read)
 
     // Queue pairs (SPEC §3), indexed by (host, target, QP): by host QP (its
     // tag; the target QP's), by target QP (its tag; the host QP's).
@@ -227,8 +245,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Register<pair_t, bit<QUEUE_SLOT_BITS>>(QUEUE_SLOTS, {0, 0}) queue_by_target;
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<32>>(queue_by_target) by_target_learn = {
         void apply(inout pair_t value) {
-            value.lo = word;
-            value.hi = (bit<32>)hdr.bth.dest_qp;
+            value.lo = word & 0x00FFFFFF;
+            value.hi = (bit<32>)hdr.bth.dest_qp | WORD_FOUND;
         }
     };
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<32>>(queue_by_target) by_target_find = {
@@ -248,57 +266,48 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     };
     // Owner: (fingerprint of the key, 2 while an I/O holds the slot).
     Register<pair_t, bit<IO_SLOT_BITS>>(IO_SLOTS, {0, 0}) io_owner;
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, owner_e>(io_owner) owner_claim = {
-        void apply(inout pair_t value, out owner_e rv) {
-            if ((int<32>)(value.hi - live) > 0) {
-                if (value.lo == fp) { rv = owner_e.SAME; } else { rv = owner_e.OTHER; }
-            } else {
-                rv = owner_e.TAKEN;
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_owner) owner_claim = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == fp, (int<32>)(value.hi - live) > 0);
+            if (!((int<32>)(value.hi - live) > 0)) {
                 value.lo = fp;
                 value.hi = 2;
             }
         }
     };
-    // Response: owner_e.SAME, and the slot freed, when it holds this I/O; else owner_e.OTHER.
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, owner_e>(io_owner) owner_close = {
-        void apply(inout pair_t value, out owner_e rv) {
+    // Response: the slot freed when it holds this I/O (predicate bit 1).
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_owner) owner_close = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == fp);
             if (value.lo == fp) {
-                rv = owner_e.SAME;
                 value.lo = 0;
                 value.hi = 0;
-            } else {
-                rv = owner_e.OTHER;
             }
         }
     };
-    // Check: (the command's fingerprint, its PSN).
+    // Check: (the command's reference, its PSN).
     Register<pair_t, bit<IO_SLOT_BITS>>(IO_SLOTS, {0, 0}) io_check;
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<1>>(io_check) check_cmd = {
-        void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == fpc) { rv = 1; } else { rv = 0; }
-            value.lo = fpc;
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_check) check_cmd = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == cref);
+            value.lo = cref;
             value.hi = (bit<32>)hdr.bth.psn;
         }
     };
     RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<16>>(io_check) check_psn = {
         void apply(inout pair_t value, out bit<16> rv) { rv = (bit<16>)value.hi; }
     };
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<1>>(io_check) check_data = {
-        void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == fpc) { rv = 1; } else { rv = 0; }
-        }
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_check) check_data = {
+        void apply(inout pair_t value, out bit<4> rv) { rv = this.predicate(value.lo == cref, cref != 0); }
     };
-    REG8(io_info, IO_SLOTS, IO_SLOT_BITS)
-    RegisterAction<bit<8>, bit<IO_SLOT_BITS>, bit<8>>(io_info) info_write = {
-        void apply(inout bit<8> value) { value = info_cmd; }
+    // Info word: written by a command, taken (and cleared) by its response,
+    // OR-ed by data packets; each returns the word before.
+    REG32(io_info, IO_SLOTS, IO_SLOT_BITS)
+    RA_WRITE(io_info, IO_SLOT_BITS, info_write, info_cmd)
+    RA_SWAP(io_info, IO_SLOT_BITS, info_take, 0)
+    RegisterAction<bit<32>, bit<IO_SLOT_BITS>, bit<32>>(io_info) info_or = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = value | info_set; }
     };
-    RA_SWAP8(io_info, IO_SLOT_BITS, info_take, 0)
-    RegisterAction<bit<8>, bit<IO_SLOT_BITS>, bit<8>>(io_info) info_set = {
-        void apply(inout bit<8> value, out bit<8> rv) { rv = value; value = value | info_w; }
-    };
-    REG32(io_bytes, IO_SLOTS, IO_SLOT_BITS)
-    RA_WRITE(io_bytes, IO_SLOT_BITS, bytes_write, (bit<32>)hdr.nvme_sqe.sgl_len_le)
-    RA_READ(io_bytes, IO_SLOT_BITS, bytes_read)
     REG32(io_cmd_ts, IO_SLOTS, IO_SLOT_BITS)
     RA_WRITE(io_cmd_ts, IO_SLOT_BITS, cmd_ts_write, meta.now32)
     RA_AGE(io_cmd_ts, IO_SLOT_BITS, cmd_ts_age, meta.now32)
@@ -312,38 +321,42 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     RA_WRITE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_write, meta.now32)
     RA_AGE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_age, meta.now32)
 
-    // Classification: the packet's class, direction and what it writes, from
-    // its headers in one lookup (a chain of conditions would take a stage each).
+    // ---- Classification: the packet's class, direction and what it
+    // writes, from its headers in one lookup. ----
     @hidden action cmd(bit<8> o, bit<8> i, bool capsule, bit<4> flags) {
         pkt_class = IO_PKT_CMD;
         op = o;
         info_w = i;
         in_capsule = capsule;
         cmd_flags = flags;
-        host = hdr.ipv4.src_addr;
-        target = hdr.ipv4.dst_addr;
+        word = (bit<32>)hdr.bth.dest_qp;
+        meta.io_digest.host = hdr.ipv4.src_addr;
+        meta.io_digest.target = hdr.ipv4.dst_addr;
+        meta.io_digest.op = o[1:0];
     }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
-        host = hdr.ipv4.dst_addr;
-        target = hdr.ipv4.src_addr;
+        meta.io_digest.host = hdr.ipv4.dst_addr;
+        meta.io_digest.target = hdr.ipv4.src_addr;
     }
     // Data towards the host (WRITE: read data; READ REQUEST from the target).
-    @hidden action to_host(bit<8> c, bit<8> i, bool starts) {
+    @hidden action to_host(bit<8> c, bit<32> i, bool starts) {
         pkt_class = c;
-        info_w = i;
+        info_set = i;
         starts_message = starts;
-        host = hdr.ipv4.dst_addr;
-        target = hdr.ipv4.src_addr;
+        meta.io_digest.host = hdr.ipv4.dst_addr;
+        meta.io_digest.target = hdr.ipv4.src_addr;
     }
     // READ RESPONSE (write data from the host).
     @hidden action to_target(bool starts) {
         pkt_class = IO_PKT_READ_RESP;
-        info_w = IO_INFO_RR_SEEN;
+        info_set = IO_INFO_RR_SEEN ++ 24w0;
+        word = (bit<32>)hdr.bth.dest_qp;
         starts_message = starts;
-        host = hdr.ipv4.src_addr;
-        target = hdr.ipv4.dst_addr;
+        meta.io_digest.host = hdr.ipv4.src_addr;
+        meta.io_digest.target = hdr.ipv4.dst_addr;
     }
+    @stage(0)
     @hidden table io_class {
         key = {
             hdr.bth.opcode: ternary;
@@ -365,13 +378,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
             (_, _, _, _, true): rsp();
-            (OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, true);
-            (OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, false);
-            (OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, false);
-            (OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, false);
-            (OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, true);
-            (OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN, true);
-            (OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN, false);
+            (OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
             (OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
             (OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
             (OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false);
@@ -384,9 +397,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // Vantage (SPEC §1): the compute side (the host's port) and the storage
     // side (the target's port) by the direction and the two ports' roles.
     @hidden action set_vantage(bit<8> v) {
-        vantage = v;
-        info_cmd = info_w | v;
+        meta.io_digest.vantage = v[1:0];
+        info_cmd[31:24] = info_w | v;
     }
+    @stage(2)
     @hidden table io_vantage {
         key = {
             pkt_class: ternary;
@@ -420,8 +434,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
     table io_watchlist {
         key = {
-            host: exact @name("host");
-            target: exact @name("target");
+            meta.io_digest.host: exact @name("host");
+            meta.io_digest.target: exact @name("target");
         }
         actions = {
             watch;
@@ -431,13 +445,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = IO_WATCHLIST_SIZE;
     }
 
-    // One hash result per action: an action takes at most 32 bits from the
-    // hash units (its immediate pathway).
-    // The CID as on the wire (little-endian) keys the I/O; the digests get it swapped.
-    @hidden action take_cmd_cid() { cid = hdr.nvme_sqe.cid_le; }
-    @hidden action take_rsp_cid() { cid = hdr.nvme_cqe.cid_le; }
-    @hidden action cmd_digest_cid() { meta.io_digest.cid = cmd_cid_swap.get({ cid[7:0], cid[15:8] }); }
-    @hidden action rsp_digest_cid() { meta.io_digest.cid = rsp_cid_swap.get({ cid[7:0], cid[15:8] }); }
+    // ---- Values from the headers (one hash result per action: an action
+    // takes at most 32 bits from the hash units). ----
+    // A command: its CID as on the wire (it keys the I/O), the digest
+    // members its capsule gives, the length part of its info word.
+    @hidden action take_cmd() {
+        cid = hdr.nvme_sqe.cid_le;
+        info_cmd[23:0] = hdr.nvme_sqe.sgl_len_le;
+        meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
+        meta.io_digest.target_qp = hdr.bth.dest_qp;
+        meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
+    }
+    @hidden action take_rsp() {
+        cid = hdr.nvme_cqe.cid_le;
+        meta.io_digest.host_qp = hdr.bth.dest_qp;
+    }
+    @hidden action cmd_digest_cid() {
+        meta.io_digest.cid = cmd_cid_swap.get({ hdr.nvme_sqe.cid_le[7:0], hdr.nvme_sqe.cid_le[15:8] });
+    }
+    @hidden action rsp_digest_cid() {
+        meta.io_digest.cid = rsp_cid_swap.get({ hdr.nvme_cqe.cid_le[7:0], hdr.nvme_cqe.cid_le[15:8] });
+    }
+    // CQE status, byte-swapped, the phase bit (bit 0 once swapped) cleared.
+    @hidden action rsp_digest_status() {
+        meta.io_digest.status = status_swap.get({ hdr.nvme_cqe.status_le[7:0], hdr.nvme_cqe.status_le[15:9], 1w0 });
+    }
     @hidden action take_sgl_key() {
         sgl_key = sgl_key_swap.get({ hdr.nvme_sqe.sgl_key_le[7:0], hdr.nvme_sqe.sgl_key_le[15:8],
             hdr.nvme_sqe.sgl_key_le[23:16], hdr.nvme_sqe.sgl_key_le[31:24] });
@@ -448,276 +480,536 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.bytes = cmd_len_swap.get({ hdr.nvme_sqe.sgl_len_le[7:0], hdr.nvme_sqe.sgl_len_le[15:8],
             hdr.nvme_sqe.sgl_len_le[23:16] });
     }
-    @hidden action rsp_digest_bytes() { meta.io_digest.bytes = rsp_len_swap.get({ blen[7:0], blen[15:8], blen[23:16] }); }
     @hidden action take_rkey() { sgl_key = hdr.reth.rkey; }
-    @hidden action take_ref() {
-        k_ref = ref_make.get({ hdr.nvme_sqe.cid_le, hdr.bth.psn[15:0] });
+    // A command's reference and key fingerprint; a response's slot and fingerprint.
+    @hidden action take_slot_cmd() {
+        cref[15:0] = (bit<16>)slot_cmd.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
     }
-    @hidden action take_slot_cmd() { slot = slot_cmd.get({ host, target, hdr.bth.dest_qp, cid })[IO_SLOT_BITS-1:0]; }
-    @hidden action take_slot_rsp() { slot = slot_rsp.get({ host, target, pword[23:0], cid })[IO_SLOT_BITS-1:0]; }
-    @hidden action take_slot_data() { slot = slot_data.get({ host, target, word[23:0], ref[31:16] })[IO_SLOT_BITS-1:0]; }
-    @hidden action take_fp_cmd() { fp = fp_cmd_hash.get({ host, target, hdr.bth.dest_qp, cid }); }
-    @hidden action take_fp_rsp() { fp = fp_rsp_hash.get({ host, target, pword[23:0], cid }); }
-    @hidden action take_fpc_cmd() { fpc = fpc_cmd_hash.get({ host, target, hdr.bth.dest_qp, hdr.bth.psn[15:0] }); }
-    @hidden action take_fpc_data() { fpc = fpc_data_hash.get({ host, target, word[23:0], ref[15:0] }); }
-    @hidden action cmd_digest_host_qp() { meta.io_digest.host_qp = cmd_host_qp_copy.get({ pword[23:0] }); }
-    @hidden action cmd_digest_target_qp() { meta.io_digest.target_qp = hdr.bth.dest_qp; }
-    @hidden action cmd_digest_psn() { meta.io_digest.cmd_psn = hdr.bth.psn[15:0]; }
-    @hidden action rsp_digest_host_qp() { meta.io_digest.host_qp = hdr.bth.dest_qp; }
-    @hidden action rsp_digest_target_qp() { meta.io_digest.target_qp = rsp_target_qp_copy.get({ pword[23:0] }); }
-    // CQE status, byte-swapped, the phase bit (bit 0 once swapped) cleared.
-    @hidden action rsp_digest_status() {
-        meta.io_digest.status = status_swap.get({ hdr.nvme_cqe.status_le[7:0], hdr.nvme_cqe.status_le[15:9], 1w0 });
+    @hidden action take_fpc_cmd() {
+        cref[31:16] = fpc_hash.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, hdr.bth.psn[15:0] });
+    }
+    @hidden action take_fp_cmd() {
+        fp = fp_cmd_hash.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
+    }
+    @hidden action take_slot_rsp() {
+        cref[15:0] = (bit<16>)slot_rsp.get({ meta.io_digest.host, meta.io_digest.target, pword_h[23:0], cid });
+    }
+    @hidden action take_fp_rsp() { fp = fp_rsp_hash.get({ meta.io_digest.host, meta.io_digest.target, pword_h[23:0], cid }); }
+    @hidden action cmd_digest_host_qp() { meta.io_digest.host_qp = cmd_host_qp_copy.get({ pword_t[23:0] }); }
+    @hidden action rsp_digest_target_qp() { meta.io_digest.target_qp = rsp_target_qp_copy.get({ pword_h[23:0] }); }
+
+    // ---- One table per register, keyed on the class and the answers
+    // before it. ----
+
+    // R_Key map and references: commands claim, WRITE FIRST / ONLY and READ
+    // REQUEST find (the key names the I/O).
+    @hidden action rkey_claim_a() { overwritten = rkey_claim.execute(RKEY_IDX); }
+    @hidden action rkey_find_a() { word = rkey_find.execute(RKEY_IDX); }
+    @stage(3)
+    @hidden table rkey_tbl {
+        key = { pkt_class: ternary; in_capsule: ternary; hdr.reth.isValid(): ternary; }
+        actions = { rkey_claim_a; rkey_find_a; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, false, _): rkey_claim_a();
+            (IO_PKT_WRITE_DATA, _, true): rkey_find_a();
+            (IO_PKT_READ_REQ, _, true): rkey_find_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+    @hidden action rkey_ref_claim_a() { rkey_ref_claim.execute(RKEY_IDX); }
+    @hidden action rkey_ref_find_a() { cref = rkey_ref_find.execute(RKEY_IDX); }
+    @stage(3)
+    @hidden table rkey_ref_tbl {
+        key = { pkt_class: ternary; in_capsule: ternary; hdr.reth.isValid(): ternary; }
+        actions = { rkey_ref_claim_a; rkey_ref_find_a; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, false, _): rkey_ref_claim_a();
+            (IO_PKT_WRITE_DATA, _, true): rkey_ref_find_a();
+            (IO_PKT_READ_REQ, _, true): rkey_ref_find_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    // Queue pairs: commands find the host QP, responses the target QP; a
+    // keyed transfer from the target (its QP, the host's) pairs with its
+    // command's (the target's).
+    @hidden action by_target_find_a() {
+        pword_t = by_target_find.execute(BY_TARGET_IDX);
+    }
+    @hidden action by_target_learn_a() {
+        by_target_learn.execute(BY_TARGET_IDX);
+    }
+    @stage(4)
+    @hidden table queue_target_tbl {
+        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); }
+        actions = { by_target_find_a; by_target_learn_a; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, _, _): by_target_find_a();
+            (IO_PKT_WRITE_DATA, true, 0): NoAction();
+            (IO_PKT_READ_REQ, true, 0): NoAction();
+            (IO_PKT_WRITE_DATA, true, _): by_target_learn_a();
+            (IO_PKT_READ_REQ, true, _): by_target_learn_a();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+    @hidden action by_host_find_a() { pword_h = by_host_find.execute(BY_HOST_IDX); }
+    @hidden action by_host_learn_a() { pair_new = by_host_learn.execute(BY_HOST_IDX); }
+    @stage(4)
+    @hidden table queue_host_tbl {
+        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); }
+        actions = { by_host_find_a; by_host_learn_a; NoAction; }
+        const entries = {
+            (IO_PKT_RSP, _, _): by_host_find_a();
+            (IO_PKT_WRITE_DATA, true, 0): NoAction();
+            (IO_PKT_READ_REQ, true, 0): NoAction();
+            (IO_PKT_WRITE_DATA, true, _): by_host_learn_a();
+            (IO_PKT_READ_REQ, true, _): by_host_learn_a();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+
+    // PSN map: a READ REQUEST of a found I/O claims, the first READ RESPONSE finds.
+    @hidden action psn_claim_a() { overwritten = psn_claim.execute(PSN_IDX); }
+    @hidden action psn_find_a() { cref = psn_find.execute(PSN_IDX); }
+    @stage(4)
+    @hidden table psn_tbl {
+        key = { pkt_class: ternary; starts_message: ternary; word[30:30]: ternary @name("found"); }
+        actions = { psn_claim_a; psn_find_a; NoAction; }
+        const entries = {
+            (IO_PKT_READ_REQ, _, 0): NoAction();
+            (IO_PKT_READ_REQ, _, _): psn_claim_a();
+            (IO_PKT_READ_RESP, true, _): psn_find_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    // QP map: a message's first packet writes the reference it found (0 when
+    // none), the others find it.
+    @hidden action qp_write_a() { qp_write.execute(QP_IDX); }
+    @hidden action qp_find_a() { cref = qp_find.execute(QP_IDX); }
+    // One table with the response's slot: both write the reference, and
+    // only one table may write a field in a stage.
+    @stage(5)
+    @hidden table qp_tbl {
+        key = { pkt_class: ternary; starts_message: ternary; }
+        actions = { qp_write_a; qp_find_a; take_slot_rsp; NoAction; }
+        const entries = {
+            (IO_PKT_RSP, _): take_slot_rsp();
+            (IO_PKT_WRITE_DATA, true): qp_write_a();
+            (IO_PKT_READ_RESP, true): qp_write_a();
+            (IO_PKT_WRITE_DATA, false): qp_find_a();
+            (IO_PKT_READ_RESP, false): qp_find_a();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+
+    // Owner: a command claims the slot (unless its in-capsule data has no
+    // queue pairing), a response of a paired queue closes it.
+    @hidden action owner_claim_a() { owner = owner_claim.execute(SLOT); }
+    @hidden action owner_close_a() { closed = owner_close.execute(SLOT); }
+    @hidden action untracked_capsule() { meta.stat.untracked_io = true; }
+    @hidden action unpaired_rsp() {
+        meta.stat.io_unpaired_rsp = true;
+        meta.digest_kind = DIGEST_IO;
+        meta.io_digest.event = (bit<2>)(IO_EVENT_UNPAIRED_RSP);
+    }
+    @stage(6)
+    @hidden table owner_tbl {
+        key = {
+            pkt_class: ternary;
+            in_capsule: ternary;
+            pword_t[30:30]: ternary @name("host_qp_found");
+            pword_h[30:30]: ternary @name("target_qp_found");
+        }
+        actions = { owner_claim_a; owner_close_a; untracked_capsule; unpaired_rsp; NoAction; }
+        const entries = {
+            // In-capsule data needs the queue's pairing (SPEC §3).
+            (IO_PKT_CMD, true, 0, _): untracked_capsule();
+            (IO_PKT_CMD, _, _, _): owner_claim_a();
+            (IO_PKT_RSP, _, _, 0): unpaired_rsp();
+            (IO_PKT_RSP, _, _, _): owner_close_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    // Check: a command that owns the slot records itself (and learns
+    // whether it is a retransmission); a response that closed it reads the
+    // command's PSN; a data packet checks that its command still holds it.
+    @hidden action check_cmd_a() { check = check_cmd.execute(SLOT); }
+    @hidden action check_rsp_a() {
+        meta.io_digest.cmd_psn = check_psn.execute(SLOT);
+        meta.stat.io_rsp = true;
+        meta.digest_kind = DIGEST_IO;
+        meta.io_digest.event = (bit<2>)(IO_EVENT_RSP);
+    }
+    @hidden action check_data_a() { check = check_data.execute(SLOT); }
+    @hidden action untracked_cmd() { meta.stat.untracked_io = true; }
+    @hidden action unmatched_rsp() { meta.stat.io_unmatched_rsp = true; }
+    @stage(7)
+    @hidden table check_tbl {
+        key = { pkt_class: ternary; owner: ternary; closed: ternary; }
+        actions = { check_cmd_a; check_rsp_a; check_data_a; untracked_cmd; unmatched_rsp; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, OWNER_OTHER, _): untracked_cmd();
+            (IO_PKT_CMD, OWNER_TAKEN, _): check_cmd_a();
+            (IO_PKT_CMD, OWNER_SAME, _): check_cmd_a();
+            (IO_PKT_RSP, _, PRED_TRUE): check_rsp_a();
+            (IO_PKT_RSP, _, PRED_FALSE): unmatched_rsp();
+            (IO_PKT_WRITE_DATA, _, _): check_data_a();
+            (IO_PKT_READ_REQ, _, _): check_data_a();
+            (IO_PKT_READ_RESP, _, _): check_data_a();
+        }
+        const default_action = NoAction();
+        size = 16;
+    }
+
+    // Info: a command counts unless it retransmits the slot's command (the
+    // first capsule counts); a response takes the word; a data packet of
+    // the slot's command sets its bit.
+    @hidden action info_new() {
+        info_write.execute(SLOT);
+        meta.stat.io_cmd = true;
+        meta.digest_kind = DIGEST_IO;
+        meta.io_digest.flags = cmd_flags;
+    }
+    @hidden action info_replaced() {
+        info_write.execute(SLOT);
+        meta.stat.io_cmd = true;
+        meta.stat.io_replaced = true;
+        meta.digest_kind = DIGEST_IO;
+        meta.io_digest.flags = cmd_flags | IO_FLAG_REPLACED[3:0];
+    }
+    @hidden action info_take_a() { infow = info_take.execute(SLOT); }
+    @hidden action info_or_a() { infow = info_or.execute(SLOT); }
+    @stage(8)
+    @hidden table info_tbl {
+        key = { pkt_class: ternary; owner: ternary; check: ternary; closed: ternary; }
+        actions = { info_new; info_replaced; info_take_a; info_or_a; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, OWNER_TAKEN, _, _): info_new();
+            (IO_PKT_CMD, OWNER_SAME, PRED_FALSE, _): info_replaced();
+            (IO_PKT_RSP, _, _, PRED_TRUE): info_take_a();
+            (IO_PKT_WRITE_DATA, _, PRED_BOTH, _): info_or_a();
+            (IO_PKT_READ_REQ, _, PRED_BOTH, _): info_or_a();
+            (IO_PKT_READ_RESP, _, PRED_BOTH, _): info_or_a();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+    @hidden action cmd_ts_write_a() { cmd_ts_write.execute(SLOT); }
+    @hidden action cmd_ts_age_a() { meta.io_digest.e2e_ns = cmd_ts_age.execute(SLOT); }
+    @stage(8)
+    @hidden table cmd_ts_tbl {
+        key = { pkt_class: ternary; owner: ternary; check: ternary; closed: ternary; }
+        actions = { cmd_ts_write_a; cmd_ts_age_a; NoAction; }
+        const entries = {
+            (IO_PKT_CMD, OWNER_TAKEN, _, _): cmd_ts_write_a();
+            (IO_PKT_CMD, OWNER_SAME, PRED_FALSE, _): cmd_ts_write_a();
+            (IO_PKT_RSP, _, _, PRED_TRUE): cmd_ts_age_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+
+    // Data times, by the info the slot had before the packet (bits 31:24:
+    // VALID 0x80, WRITE 0x40, RR_SEEN 0x08, DATA_SEEN 0x04); a response of
+    // the slot reads their ages.
+    @hidden action first_write_a() { first_ts_write.execute(SLOT); }
+    @hidden action first_age_a() { first_age = first_ts_age.execute(SLOT); }
+    @stage(9)
+    @hidden table first_ts_tbl {
+        key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); }
+        actions = { first_write_a; first_age_a; NoAction; }
+        const entries = {
+            (IO_PKT_RSP, _, PRED_TRUE, _): first_age_a();
+            // Read data: the first packet of a read.
+            (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC4): first_write_a();
+            // READ REQUEST: the first of a write.
+            (IO_PKT_READ_REQ, PRED_BOTH, _, 0xC0 &&& 0xC4): first_write_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+    @hidden action last_write_a() { last_ts_write.execute(SLOT); }
+    @hidden action last_age_a() { meta.io_digest.from_data_ns = last_ts_age.execute(SLOT); }
+    @stage(9)
+    @hidden table last_ts_tbl {
+        key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); }
+        actions = { last_write_a; last_age_a; NoAction; }
+        const entries = {
+            // From the last data packet: read data (read), READ RESPONSE (write).
+            (IO_PKT_RSP, _, PRED_TRUE, 0x48 &&& 0x48): last_age_a();
+            (IO_PKT_RSP, _, PRED_TRUE, 0x04 &&& 0x44): last_age_a();
+            (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC0): last_write_a();
+            (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC0): last_write_a();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+    @hidden action rr_first_write_a() { rr_first_ts_write.execute(SLOT); }
+    @hidden action rr_first_age_a() { rr_first_age = rr_first_ts_age.execute(SLOT); }
+    @stage(9)
+    @hidden table rr_first_ts_tbl {
+        key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); }
+        actions = { rr_first_write_a; rr_first_age_a; NoAction; }
+        const entries = {
+            (IO_PKT_RSP, _, PRED_TRUE, _): rr_first_age_a();
+            (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC8): rr_first_write_a();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+
+    // A response's digest members from the slot's info (one entry per
+    // info value: the members are constants of the entry), and its durations
+    // (differences of the ages): to the first data packet when one was seen;
+    // DPL (write: rr_first - rreq) when both were.
+    @hidden action rsp_done(bit<4> f, bit<2> v, bit<2> o) {
+        meta.io_digest.flags = f;
+        meta.io_digest.vantage = v;
+        meta.io_digest.op = o;
+    }
+    @hidden action rsp_done_data(bit<4> f, bit<2> v, bit<2> o) {
+        rsp_done(f, v, o);
+        meta.io_digest.to_data_ns = meta.io_digest.e2e_ns - first_age;
+    }
+    @hidden action rsp_done_dpl(bit<4> f, bit<2> v, bit<2> o) {
+        rsp_done_data(f, v, o);
+        meta.io_digest.host_prep_ns = first_age - rr_first_age;
+    }
+    // Info: VALID 0x80, WRITE 0x40, IN_CAPSULE 0x10, RR_SEEN 0x08,
+    // DATA_SEEN 0x04, vantage 0x03; flags: IN_CAPSULE 4, RR_SEEN 2, DATA_SEEN 1.
+    @stage(10)
+    @hidden table rsp_done_tbl {
+        key = { closed: ternary; infow[31:24]: ternary @name("info"); }
+        actions = { rsp_done; rsp_done_data; rsp_done_dpl; NoAction; }
+        const entries = {
+            (PRED_TRUE, 0xC1 &&& 0xDF): rsp_done(4w0, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC2 &&& 0xDF): rsp_done(4w0, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC3 &&& 0xDF): rsp_done(4w0, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC5 &&& 0xDF): rsp_done_data(4w1, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC6 &&& 0xDF): rsp_done_data(4w1, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC7 &&& 0xDF): rsp_done_data(4w1, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xC9 &&& 0xDF): rsp_done(4w2, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xCA &&& 0xDF): rsp_done(4w2, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xCB &&& 0xDF): rsp_done(4w2, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xCD &&& 0xDF): rsp_done_dpl(4w3, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xCE &&& 0xDF): rsp_done_dpl(4w3, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xCF &&& 0xDF): rsp_done_dpl(4w3, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD1 &&& 0xDF): rsp_done(4w4, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD2 &&& 0xDF): rsp_done(4w4, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD3 &&& 0xDF): rsp_done(4w4, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD5 &&& 0xDF): rsp_done_data(4w5, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD6 &&& 0xDF): rsp_done_data(4w5, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD7 &&& 0xDF): rsp_done_data(4w5, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xD9 &&& 0xDF): rsp_done(4w6, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xDA &&& 0xDF): rsp_done(4w6, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xDB &&& 0xDF): rsp_done(4w6, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xDD &&& 0xDF): rsp_done_dpl(4w7, 2w1, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xDE &&& 0xDF): rsp_done_dpl(4w7, 2w2, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0xDF &&& 0xDF): rsp_done_dpl(4w7, 2w3, IO_OP_WRITE[1:0]);
+            (PRED_TRUE, 0x81 &&& 0xDF): rsp_done(4w0, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x82 &&& 0xDF): rsp_done(4w0, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x83 &&& 0xDF): rsp_done(4w0, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x85 &&& 0xDF): rsp_done_data(4w1, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x86 &&& 0xDF): rsp_done_data(4w1, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x87 &&& 0xDF): rsp_done_data(4w1, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x89 &&& 0xDF): rsp_done(4w2, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x8A &&& 0xDF): rsp_done(4w2, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x8B &&& 0xDF): rsp_done(4w2, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x8D &&& 0xDF): rsp_done_data(4w3, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x8E &&& 0xDF): rsp_done_data(4w3, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x8F &&& 0xDF): rsp_done_data(4w3, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x91 &&& 0xDF): rsp_done(4w4, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x92 &&& 0xDF): rsp_done(4w4, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x93 &&& 0xDF): rsp_done(4w4, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x95 &&& 0xDF): rsp_done_data(4w5, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x96 &&& 0xDF): rsp_done_data(4w5, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x97 &&& 0xDF): rsp_done_data(4w5, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x99 &&& 0xDF): rsp_done(4w6, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x9A &&& 0xDF): rsp_done(4w6, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x9B &&& 0xDF): rsp_done(4w6, 2w3, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x9D &&& 0xDF): rsp_done_data(4w7, 2w1, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x9E &&& 0xDF): rsp_done_data(4w7, 2w2, IO_OP_READ[1:0]);
+            (PRED_TRUE, 0x9F &&& 0xDF): rsp_done_data(4w7, 2w3, IO_OP_READ[1:0]);
+        }
+        const default_action = NoAction();
+        size = 64;
+    }
+    @hidden action rsp_digest_bytes() {
+        meta.io_digest.bytes = rsp_len_swap.get({ infow[7:0], infow[15:8], infow[23:16] });
+    }
+
+    // The learn filter and the slot time, in tables of their own (pinned).
+    bit<1> learned;
+    @hidden action learn_a() {
+        learned = learned_swap.execute(learn_idx.get({ meta.io_digest.host, meta.io_digest.target, meta.cfg.epoch })[LEARN_SLOT_BITS-1:0]);
+    }
+    @stage(7)
+    @hidden table learn_tbl {
+        actions = { learn_a; }
+        const default_action = learn_a();
+        size = 1;
+    }
+    // The slot's time, for every command (before its pairing is known),
+    // hashed in its stage so that it does not wait for the reference.
+    @hidden action time_a() {
+        live = time_touch.execute(SLOT);
+    }
+    @stage(3)
+    @hidden table time_tbl {
+        actions = { time_a; }
+        const default_action = time_a();
+        size = 1;
+    }
+
+    // The digest members swapped from the capsule, off the trackers' path.
+    @hidden table digest_cid_tbl {
+        key = { hdr.nvme_sqe.isValid(): exact; hdr.nvme_cqe.isValid(): exact; }
+        actions = { cmd_digest_cid; rsp_digest_cid; @defaultonly NoAction; }
+        const entries = {
+            (true, false): cmd_digest_cid();
+            (false, true): rsp_digest_cid();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+    @hidden table digest_bytes_tbl {
+        key = { hdr.nvme_sqe.isValid(): exact; }
+        actions = { cmd_digest_bytes; @defaultonly NoAction; }
+        const entries = {
+            true: cmd_digest_bytes();
+        }
+        const default_action = NoAction();
+        size = 1;
+    }
+    @hidden table digest_status_tbl {
+        key = { hdr.nvme_cqe.isValid(): exact; }
+        actions = { rsp_digest_status; @defaultonly NoAction; }
+        const entries = {
+            true: rsp_digest_status();
+        }
+        const default_action = NoAction();
+        size = 1;
+    }
+
+    // The map and queue statistics, late: the statistics bits share
+    // containers, and two tables writing one container need two stages.
+    @hidden action stat_refs() {
+        meta.stat.ioref_overwritten = (bool)overwritten;
+        meta.stat.queue_pair_learned = (bool)pair_new;
+    }
+    @stage(9)
+    @hidden table stat_refs_tbl {
+        actions = { stat_refs; }
+        const default_action = stat_refs();
+        size = 1;
+    }
+
+    // The digest's QP from the queue pair, late (its crossbar bytes are
+    // short in the owner's stage); one table each (24 bits of hash each).
+    @stage(9)
+    @hidden table digest_host_qp_tbl {
+        key = { pkt_class: exact; }
+        actions = { cmd_digest_host_qp; @defaultonly NoAction; }
+        const entries = {
+            IO_PKT_CMD: cmd_digest_host_qp();
+        }
+        const default_action = NoAction();
+        size = 1;
+    }
+    @stage(9)
+    @hidden table digest_target_qp_tbl {
+        key = { pkt_class: exact; }
+        actions = { rsp_digest_target_qp; @defaultonly NoAction; }
+        const entries = {
+            IO_PKT_RSP: rsp_digest_target_qp();
+        }
+        const default_action = NoAction();
+        size = 1;
     }
 
     // No `return` in this block: a return becomes a flag that every later
-    // step waits for (a stage each); the branches are nested instead.
+    // step waits for (a stage each).
+
     apply {
         // Stage 0-1, for every packet: values taken from the headers through
         // the hash units, the class, the fingerprints.
         if (hdr.nvme_sqe.isValid()) {
-            take_cmd_cid();
+            take_cmd();
             take_sgl_key();
-            take_ref();
         } else if (hdr.nvme_cqe.isValid()) {
-            take_rsp_cid();
+            take_rsp();
         } else if (hdr.reth.isValid()) {
             take_rkey();  // the R_Key map's inputs are the same for every packet
         }
-        pkt_class = IO_PKT_NONE;
         if (hdr.bth.isValid()) {
             io_class.apply();
         }
         take_fp_cmd();
         take_fpc_cmd();
+        digest_cid_tbl.apply();
+        digest_bytes_tbl.apply();
+        digest_status_tbl.apply();
         take_slot_cmd();
-        thr_c = meta.now_c |-| meta.cfg.io_timeout_c;  // saturating: 0 until the clock passes the timeout
 
         // Stage 2: the vantage; the watchlist.
-        vantage = 0;
         if (pkt_class != IO_PKT_NONE && meta.cfg.mode != MODE_OFF) {
             io_vantage.apply();
         }
-        watched = false;
         if (meta.cfg.mode == MODE_POLLING) {
             io_watchlist.apply();
-        } else {
-            watched = true;
         }
 
-        if (vantage != 0 && !watched) {
+        if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
-                if (learned_swap.execute(learn_idx.get({ host, target, meta.cfg.epoch })[LEARN_SLOT_BITS-1:0]) == 1) {
+                learn_tbl.apply();
+                if (learned == 1) {
                     meta.digest_kind = DIGEST_LEARN;
                     meta.learn_digest.kind = LEARN_IO_PAIR;
-                    meta.learn_digest.src = host;
-                    meta.learn_digest.dst = target;
+                    meta.learn_digest.src = meta.io_digest.host;
+                    meta.learn_digest.dst = meta.io_digest.target;
                     meta.learn_digest.dest_qp = 0;
                     meta.stat.learned = true;
                 }
             }
-        } else if (vantage != 0) {
-            // Stage 3: the R_Key map.
-            word = 0;
-            ref = 0;
-            overwritten = 0;
+        } else if (meta.io_digest.vantage != 0) {  // full mode, or watched
             if (pkt_class == IO_PKT_CMD) {
-                if (!in_capsule) {
-                    overwritten = rkey_claim.execute(RKEY_IDX);
-                    rkey_ref_write.execute(RKEY_IDX);
-                }
-            } else if (hdr.reth.isValid()) {
-                // WRITE FIRST / ONLY and READ REQUEST: the key names the I/O.
-                word = rkey_find.execute(RKEY_IDX);
-                ref = rkey_ref_read.execute(RKEY_IDX);
+                time_tbl.apply();  // before the maps rewrite the reference
             }
-
-            // Stage 4: the queue pairs (before the PSN map in this block, so
-            // that the learn reads the R_Key map's word, not the PSN map's).
-            pword = 0;
-            pair_new = 0;
-            if (pkt_class == IO_PKT_CMD) {
-                pword = by_target_find.execute(by_target_idx.get({ host, target, hdr.bth.dest_qp })[QUEUE_SLOT_BITS-1:0]);
-            } else if (pkt_class == IO_PKT_RSP) {
-                pword = by_host_find.execute(by_host_idx.get({ host, target, hdr.bth.dest_qp })[QUEUE_SLOT_BITS-1:0]);
-            } else if (pkt_class != IO_PKT_READ_RESP && hdr.reth.isValid() && word != 0) {
-                // A keyed transfer from the target: its QP (host) and the
-                // command's (target) are a queue pair.
-                pair_new = by_host_learn.execute(by_host_idx.get({ host, target, hdr.bth.dest_qp })[QUEUE_SLOT_BITS-1:0]);
-                by_target_learn.execute(by_target_idx_l.get({ host, target, word[23:0] })[QUEUE_SLOT_BITS-1:0]);
+            rkey_tbl.apply();
+            rkey_ref_tbl.apply();
+            queue_target_tbl.apply();
+            queue_host_tbl.apply();
+            if (pkt_class == IO_PKT_RSP) {
+                take_fp_rsp();
             }
-
-            // Stage 4: the PSN map.
-            if (pkt_class == IO_PKT_READ_REQ) {
-                if (word != 0) {
-                    overwritten = psn_claim.execute(PSN_IDX_REQ);
-                    psn_ref_write.execute(PSN_IDX_REQ);
-                }
-            } else if (pkt_class == IO_PKT_READ_RESP && starts_message) {
-                word = psn_find.execute(PSN_IDX_RSP);
-                ref = psn_ref_read.execute(PSN_IDX_RSP);
+            psn_tbl.apply();
+            qp_tbl.apply();  // and a response's slot
+            owner_tbl.apply();
+            check_tbl.apply();
+            info_tbl.apply();
+            cmd_ts_tbl.apply();
+            first_ts_tbl.apply();
+            last_ts_tbl.apply();
+            rr_first_ts_tbl.apply();
+            if (pkt_class == IO_PKT_RSP) {
+                rsp_done_tbl.apply();
+                rsp_digest_bytes();
             }
-            if (overwritten == 1) {
-                meta.stat.ioref_overwritten = true;
-            }
-            if (pair_new == 1) {
-                meta.stat.queue_pair_learned = true;
-            }
-
-            // Stage 5: the QP map (data).
-            if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
-                if (starts_message) {
-                    qp_write.execute(QP_IDX);
-                    qp_ref_write.execute(QP_IDX);
-                } else {
-                    word = qp_find.execute(QP_IDX);
-                    ref = qp_ref_read.execute(QP_IDX);
-                }
-            }
-
-            if (pkt_class == IO_PKT_CMD) {
-                if (in_capsule && pword == 0) {
-                    // In-capsule data needs the queue's pairing (SPEC §3).
-                    meta.stat.untracked_io = true;
-                } else {
-                    // Stage 5-8: time, owner, check; info, length, command time.
-                    live = time_touch.execute(slot);
-                    owner = owner_claim.execute(slot);
-                    if (owner == owner_e.OTHER) {
-                        meta.stat.untracked_io = true;
-                    } else {
-                        same_cmd = check_cmd.execute(slot);
-                        // A retransmitted command capsule: the first one counts.
-                        if (owner == owner_e.TAKEN || same_cmd == 0) {
-                            info_write.execute(slot);
-                            bytes_write.execute(slot);
-                            cmd_ts_write.execute(slot);
-                            meta.stat.io_cmd = true;
-                            meta.digest_kind = DIGEST_IO;
-                            if (owner == owner_e.SAME) {
-                                meta.io_digest.flags = cmd_flags | IO_FLAG_REPLACED[3:0];
-                                meta.stat.io_replaced = true;
-                            } else {
-                                meta.io_digest.flags = cmd_flags;
-                            }
-                            meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
-                            meta.io_digest.vantage = vantage[1:0];
-                            meta.io_digest.op = op[1:0];
-                            meta.io_digest.host = host;
-                            meta.io_digest.target = target;
-                            cmd_digest_host_qp();
-                            cmd_digest_target_qp();
-                            cmd_digest_psn();
-                            cmd_digest_cid();
-                            meta.io_digest.status = 0;
-                            cmd_digest_bytes();
-                            meta.io_digest.e2e_ns = 0;
-                            meta.io_digest.to_data_ns = 0;
-                            meta.io_digest.from_data_ns = 0;
-                            meta.io_digest.host_prep_ns = 0;
-                        }
-                    }
-                }
-            } else if (pkt_class == IO_PKT_RSP) {
-                meta.io_digest.host = host;
-                meta.io_digest.target = target;
-                rsp_digest_host_qp();
-                rsp_digest_cid();
-                rsp_digest_status();
-                if (pword == 0) {
-                    meta.io_digest.to_data_ns = 0;
-                    meta.io_digest.from_data_ns = 0;
-                    meta.io_digest.host_prep_ns = 0;
-                    meta.stat.io_unpaired_rsp = true;
-                    meta.digest_kind = DIGEST_IO;
-                    meta.io_digest.event = (bit<2>)(IO_EVENT_UNPAIRED_RSP);
-                    meta.io_digest.vantage = vantage[1:0];
-                    meta.io_digest.op = 0;
-                    meta.io_digest.flags = 0;
-                    meta.io_digest.target_qp = 0;
-                    meta.io_digest.cmd_psn = 0;
-                    meta.io_digest.bytes = 0;
-                    meta.io_digest.e2e_ns = 0;
-                } else {
-                    take_fp_rsp();
-                    take_slot_rsp();
-                    closed = owner_close.execute(slot);
-                    if (closed != owner_e.SAME) {
-                        meta.stat.io_unmatched_rsp = true;
-                    } else {
-                        meta.io_digest.cmd_psn = check_psn.execute(slot);
-                        info = info_take.execute(slot);
-                        blen = bytes_read.execute(slot);
-                        rsp_digest_bytes();
-                        // The registers give the ages of the slot's times
-                        // (now - time); durations are differences of ages.
-                        meta.io_digest.e2e_ns = cmd_ts_age.execute(slot);
-                        first_age = first_ts_age.execute(slot);
-                        rr_first_age = rr_first_ts_age.execute(slot);
-                        // From the last data packet: read data (read), READ RESPONSE (write).
-                        if ((info & (IO_INFO_WRITE | IO_INFO_RR_SEEN)) == (IO_INFO_WRITE | IO_INFO_RR_SEEN)
-                                || (info & (IO_INFO_WRITE | IO_INFO_DATA_SEEN)) == IO_INFO_DATA_SEEN) {
-                            meta.io_digest.from_data_ns = last_ts_age.execute(slot);
-                        } else {
-                            meta.io_digest.from_data_ns = 0;
-                        }
-                        // DPL (write): rr_first - rreq.
-                        if ((info & (IO_INFO_WRITE | IO_INFO_DATA_SEEN | IO_INFO_RR_SEEN)) == (IO_INFO_WRITE | IO_INFO_DATA_SEEN | IO_INFO_RR_SEEN)) {
-                            meta.io_digest.host_prep_ns = first_age - rr_first_age;
-                        } else {
-                            meta.io_digest.host_prep_ns = 0;
-                        }
-                        if ((info & IO_INFO_DATA_SEEN) != 0) {
-                            meta.io_digest.to_data_ns = meta.io_digest.e2e_ns - first_age;
-                        } else {
-                            meta.io_digest.to_data_ns = 0;
-                        }
-                        meta.stat.io_rsp = true;
-                        meta.digest_kind = DIGEST_IO;
-                        meta.io_digest.event = (bit<2>)(IO_EVENT_RSP);
-                        // IO_INFO_DATA_SEEN, _RR_SEEN, _IN_CAPSULE are info
-                        // bits 2-4, in the order of IO_FLAG_DATA_SEEN, _RR_SEEN, _IN_CAPSULE.
-                        meta.io_digest.flags = 1w0 ++ info[4:2];
-                        meta.io_digest.vantage = info[1:0];
-                        if ((info & IO_INFO_WRITE) != 0) {
-                            meta.io_digest.op = IO_OP_WRITE[1:0];
-                        } else {
-                            meta.io_digest.op = IO_OP_READ[1:0];
-                        }
-                        rsp_digest_target_qp();
-                    }
-                }
-            } else if (word != 0) {
-                // Stage 6-9: data packets, for the I/O their reference names,
-                // if its command still holds the slot.
-                take_fpc_data();
-                take_slot_data();
-                live_ref = check_data.execute(slot);
-                if (live_ref == 1) {
-                    info = info_set.execute(slot);
-                    if ((info & IO_INFO_VALID) != 0) {
-                        if (pkt_class == IO_PKT_WRITE_DATA) {
-                            if ((info & IO_INFO_WRITE) == 0) {
-                                if ((info & IO_INFO_DATA_SEEN) == 0) {
-                                    first_ts_write.execute(slot);
-                                }
-                                last_ts_write.execute(slot);
-                            }
-                        } else if (pkt_class == IO_PKT_READ_REQ) {
-                            if ((info & (IO_INFO_WRITE | IO_INFO_DATA_SEEN)) == IO_INFO_WRITE) {
-                                first_ts_write.execute(slot);
-                            }
-                        } else if ((info & IO_INFO_WRITE) != 0) {
-                            // READ RESPONSE of a write.
-                            if ((info & IO_INFO_RR_SEEN) == 0) {
-                                rr_first_ts_write.execute(slot);
-                            }
-                            last_ts_write.execute(slot);
-                        }
-                    }
-                }
-            }
+            // Late, in stage order (a table after another in a block is
+            // not placed before it).
+            stat_refs_tbl.apply();
+            digest_host_qp_tbl.apply();
+            digest_target_qp_tbl.apply();
         }
     }
 }
