@@ -239,6 +239,16 @@ function layoutProblems(schema: DigestSchema, layout: DigestLayout): string[] {
 export function digestLayoutOf(schemas: readonly DigestSchema[]): { layout: DigestLayout; problems: [] } | { layout: undefined; problems: string[] } {
   const byLayout = (Object.keys(LAYOUTS) as DigestLayout[]).map((layout) => ({ layout, problems: schemas.flatMap((s) => layoutProblems(s, layout)) }));
   const match = byLayout.find((l) => l.problems.length === 0);
+  if (match?.layout === "compact") {
+    // Compiled now, so that a layout the fills do not cover is refused here, not sample by sample.
+    for (const s of schemas) {
+      try {
+        compactDecoder(s.name);
+      } catch (err) {
+        return { layout: undefined, problems: [(err as Error).message] };
+      }
+    }
+  }
   if (match) return { layout: match.layout, problems: [] };
   const nearest = byLayout.reduce((a, b) => (b.problems.length < a.problems.length ? b : a));
   return { layout: undefined, problems: nearest.problems.map((p) => `${p} (${LAYOUT_NAMES[nearest.layout]} layout)`) };
@@ -323,14 +333,19 @@ function compileCompactDecoder(name: string): CompactDecoder | undefined {
 
 const compactDecoders = new Map<string, CompactDecoder | undefined>();
 
+function compactDecoder(name: string): CompactDecoder | undefined {
+  let decode = compactDecoders.get(name);
+  if (decode === undefined && !compactDecoders.has(name)) compactDecoders.set(name, (decode = compileCompactDecoder(name)));
+  return decode;
+}
+
 /**
  * Decodes one digest sent in the compact layout into the full layout (the
  * typed view every consumer reads). Throws BadDigestError naming the digest
  * and the member that was wrong.
  */
 export function decodeCompactDigest(name: string, values: readonly unknown[], c: CompactContext): TelemetryDigest {
-  let decode = compactDecoders.get(name);
-  if (decode === undefined && !compactDecoders.has(name)) compactDecoders.set(name, (decode = compileCompactDecoder(name)));
+  const decode = compactDecoder(name);
   if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
   return decode(values, c);
 }
