@@ -24,6 +24,8 @@ export interface ReplaySwitch {
    * stream's first packets are held in memory for the alignment.
    */
   rescan?: () => Iterable<FeedPacket>;
+  /** the compiled program this switch runs, if not the replay's (ReplayOptions.pipeline) */
+  pipeline?: { p4info: string; deviceConfig: string };
 }
 
 export interface ReplayOptions {
@@ -40,6 +42,8 @@ export interface ReplayOptions {
   logger?: Logger;
   exporter?: ExporterOptions;
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
+  /** the compiled program the switches run (BMv2 JSON and P4Info): p4/build/ unless told */
+  pipeline?: { p4info: string; deviceConfig: string };
   onRecord?: (r: RecordJson) => void;
   onProgress?: (done: number, total: number, tsNs: bigint) => void;
   /** called once all switches are ready, before the first packet (e.g. to schedule a mode switch) */
@@ -132,7 +136,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   if (opts.onRecord) exporter.addSink(opts.onRecord);
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
-  const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling }));
+  const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling, pipeline: s.pipeline ?? opts.pipeline }));
   if (forwarded && rigs[0]) {
     // Written as the switch forwards them (the writer copies the bytes): nothing is held.
     const [sw, out] = [rigs[0].sw, forwarded];
@@ -144,15 +148,16 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     // switch's clock starts at its first packet), and the switches are
     // compared on a common clock read off the packets they share.
     const aligned = alignSwitches(switches);
-    rigs.forEach((r, i) => {
-      exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
-      exporter.metrics.setClockAlignment(r.options.name, aligned.alignments[i]!);
-    });
+    rigs.forEach((r, i) => exporter.metrics.setClockAlignment(r.options.name, aligned.alignments[i]!));
     for (const r of rigs) {
       await r.start((b) => {
         exporter.onBatch(b);
         if (kafka) for (const m of rawDigestMessages(b, kafka.topicNames)) kafka.push(m);
       });
+      // A switch's clock starts at its first packet, exactly, where its digests
+      // carry its clock. Compact digests carry the list's time (the capture's
+      // clock) instead: the exporter calibrates on the lists.
+      if (r.controller.digestLayout === "full") exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
     }
     opts.beforeFeed?.(rigs);
     packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), opts.onProgress);

@@ -21,6 +21,8 @@ export interface RigOptions {
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
   ioTimeoutMs?: number;
   flowTimeoutMs?: number;
+  /** the compiled program (BMv2 JSON and P4Info) the switch runs: p4/build/ unless told */
+  pipeline?: { p4info: string; deviceConfig: string };
 }
 
 export interface FeedPacket {
@@ -83,6 +85,7 @@ export class Rig {
     const o = this.options;
     const config = parseConfig({
       switch: { address: `127.0.0.1:${this.port}`, device_id: Number(o.deviceId ?? 1n), election_id: 1, switch_id: o.name, timestamp_unit_ns: 1 },
+      ...(o.pipeline ? { pipeline: { p4info: o.pipeline.p4info, device_config: o.pipeline.deviceConfig } } : {}),
       ports: o.topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
       mode: o.mode ?? "full",
       polling: {

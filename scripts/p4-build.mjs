@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Compiles p4/ with p4c (BMv2 backend) into p4/build/ and with p4c-barefoot
-// (Tofino 1 and 2) into p4/build/tna/ and p4/build/t2na/, the software switch's STF test programs
-// (test/stf/*.p4) into test/stf/build/, writes the manifests (source hash,
-// compiler version, output hashes) and regenerates the P4Info names.
+// Compiles p4/ with p4c (BMv2 backend) into p4/build/ (and, with the Tofino
+// build's compact digests, -DDIGESTS_COMPACT, into p4/build/compact/) and
+// with p4c-barefoot (Tofino 1 and 2) into p4/build/tna/ and p4/build/t2na/,
+// the software switch's STF test programs (test/stf/*.p4) into
+// test/stf/build/, writes the manifests (source hash, compiler version,
+// output hashes) and regenerates the P4Info names.
 //
 //   node scripts/p4-build.mjs          compile both (needs p4c-bm2-ss and
 //                                      p4c-barefoot; P4_SKIP_TNA=1 builds BMv2 only)
@@ -34,6 +36,12 @@ const OUT = {
   p4infoJson: `${BUILD}/telemetry.p4info.json`,
 };
 const MANIFEST = `${BUILD}/manifest.json`;
+/**
+ * The same program sending the compact digests of the Tofino build, so that
+ * the controller's Tofino digest path is tested on BMv2 and the software switch.
+ */
+const COMPACT = { dir: `${BUILD}/compact`, defines: ["-DDIGESTS_COMPACT"] };
+const COMPACT_MANIFEST = `${COMPACT.dir}/manifest.json`;
 
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
 
@@ -77,7 +85,7 @@ function p4cVersion(p4c) {
   return { version: m?.[1] ?? text.trim(), commit: m?.[2] ?? "unknown" };
 }
 
-function compile(p4c, outDir) {
+function compile(p4c, outDir, defines = []) {
   mkdirSync(outDir, { recursive: true });
   const rel = (f) => relative(root, join(outDir, f.split("/").pop()));
   // Relative paths keep source references in the JSON independent of the checkout folder.
@@ -85,6 +93,7 @@ function compile(p4c, outDir) {
     "--arch", "v1model", "--std", "p4-16",
     // The opcode table in define.p4 names every opcode, used or not.
     "--Wdisable=unused",
+    ...defines,
     "-o", rel(OUT.json),
     "--p4runtime-files", `${rel(OUT.p4infoText)},${rel(OUT.p4infoJson)}`,
     MAIN,
@@ -116,15 +125,20 @@ function build() {
   const buildDir = join(root, BUILD);
   compile(p4c, buildDir);
   const files = p4Sources();
-  const manifest = {
-    target: "bmv2 v1model (simple_switch_grpc)",
+  const manifestOf = (target, dir, defines) => ({
+    target,
     main: MAIN,
+    ...(defines.length ? { defines } : {}),
     p4c: p4cVersion(p4c),
     source_sha256: sourceHash(files),
     sources: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(join(root, f)))])),
-    outputs: outputsHashes(buildDir),
-  };
+    outputs: outputsHashes(dir),
+  });
+  const manifest = manifestOf("bmv2 v1model (simple_switch_grpc)", buildDir, []);
   writeFileSync(join(root, MANIFEST), JSON.stringify(manifest, null, 2) + "\n");
+  const compactDir = join(root, COMPACT.dir);
+  compile(p4c, compactDir, COMPACT.defines);
+  writeFileSync(join(root, COMPACT_MANIFEST), JSON.stringify(manifestOf("bmv2 v1model (simple_switch_grpc), the Tofino build's compact digests", compactDir, COMPACT.defines), null, 2) + "\n");
   generateNames(join(root, OUT.p4infoJson), join(root, NAMES_FILE));
   buildStf(p4c);
   console.log(`p4:build: compiled ${MAIN} with p4c ${manifest.p4c.version}; wrote ${BUILD}/ and ${NAMES_FILE}`);
@@ -137,6 +151,9 @@ export function checkManifest(base = root) {
   const manifest = JSON.parse(readFileSync(mpath, "utf8"));
   const now = Object.fromEntries(p4Sources(join(base, P4_DIR), base).map((f) => [f, sha256(readFileSync(join(base, f)))]));
   const problems = manifestProblems(manifest, now, base, BUILD, (_name, data) => sha256(data));
+  const cpath = join(base, COMPACT_MANIFEST);
+  if (!existsSync(cpath)) problems.push(`${COMPACT_MANIFEST} is missing: run \`npm run p4:build\``);
+  else problems.push(...manifestProblems(JSON.parse(readFileSync(cpath, "utf8")), now, base, COMPACT.dir, (_name, data) => sha256(data)));
   // A shared source changed is one problem, however many builds use it.
   return [...new Set([...problems, ...checkTnaManifest(base), ...checkStfManifest(base)])];
 }
@@ -158,6 +175,15 @@ function check() {
       const { version } = p4cVersion(p4c);
       if (differ.length && version === manifest.p4c.version) {
         console.error(`p4:check: recompiling with p4c ${version} gives different ${differ.join(", ")}; run \`npm run p4:build\``);
+        process.exit(1);
+      }
+      const compactTmp = join(tmp, "compact");
+      compile(p4c, compactTmp, COMPACT.defines);
+      const compact = JSON.parse(readFileSync(join(root, COMPACT_MANIFEST), "utf8"));
+      const freshCompact = outputsHashes(compactTmp);
+      const differCompact = Object.keys(freshCompact).filter((k) => freshCompact[k] !== compact.outputs[k]);
+      if (differCompact.length && version === compact.p4c.version) {
+        console.error(`p4:check: recompiling ${COMPACT.dir} with p4c ${version} gives different ${differCompact.join(", ")}; run \`npm run p4:build\``);
         process.exit(1);
       }
       console.log(differ.length

@@ -3,7 +3,7 @@
 // whichever way it came: from the software switch, or over P4Runtime as a
 // P4Data struct of bitstrings. Decoding checks every member's name and width.
 import { ContractError } from "./errors.js";
-import { P4_CONSTANTS, P4_NAMES } from "./generated/telemetry-names.js";
+import { P4_COMPACT_DIGESTS, P4_CONSTANTS, P4_NAMES } from "./generated/telemetry-names.js";
 
 export interface DigestFieldSpec {
   name: string;
@@ -189,4 +189,179 @@ export function decodeDigest(name: string, values: readonly unknown[]): Telemetr
   if (decode === undefined && !decoders.has(name)) decoders.set(name, (decode = compileDecoder(name)));
   if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
   return decode(values);
+}
+
+// ---------------------------------------------------------------------------
+// The compact layout (Tofino's 48-byte learn quantum; p4/include/header.p4).
+// The controller decodes it into the full layout above, so that everything
+// downstream of the controller (records, raw digests, the journal) sees one
+// layout only.
+
+/** The digest layouts the controller reads: the full one (BMv2), or the compact one (Tofino). */
+export type DigestLayout = "full" | "compact";
+
+/**
+ * The compact layout's members and widths, generated from the Tofino builds'
+ * P4Info (p4/build/tna/, p4/build/t2na/).
+ */
+export const EXPECTED_COMPACT: Readonly<Record<string, { kind: TelemetryDigest["kind"]; fields: Readonly<Record<string, number>> }>> = Object.fromEntries(
+  Object.entries(P4_COMPACT_DIGESTS).map(([name, d]) => [name, { kind: KINDS[name as keyof typeof KINDS], fields: Object.fromEntries(d.fields.map((f) => [f.name, f.bitwidth])) }]),
+);
+
+const LAYOUTS: Readonly<Record<DigestLayout, typeof EXPECTED>> = { full: EXPECTED, compact: EXPECTED_COMPACT };
+const LAYOUT_NAMES: Readonly<Record<DigestLayout, string>> = { full: "full (BMv2)", compact: "compact (Tofino)" };
+
+/** How a digest schema differs from one layout: names the digest and each member that differs. */
+function layoutProblems(schema: DigestSchema, layout: DigestLayout): string[] {
+  const want = LAYOUTS[layout][schema.name];
+  if (!want) return [`unknown digest '${schema.name}' (expected one of ${Object.keys(EXPECTED).join(", ")})`];
+  const problems: string[] = [];
+  const names = Object.keys(want.fields);
+  const have = new Map(schema.fields.map((f) => [f.name, f.bitwidth]));
+  for (const [name, width] of Object.entries(want.fields)) {
+    const w = have.get(name);
+    if (w === undefined) problems.push(`digest '${schema.name}' lacks member '${name}'`);
+    else if (w !== width) problems.push(`digest '${schema.name}' member '${name}' is ${w} bits, expected ${width}`);
+  }
+  for (const f of schema.fields) if (!(f.name in want.fields)) problems.push(`digest '${schema.name}' has member '${f.name}', which the ${layout} layout does not`);
+  // Samples arrive member by member: the order must be the layout's too.
+  if (problems.length === 0 && schema.fields.some((f, i) => f.name !== names[i])) {
+    problems.push(`digest '${schema.name}' has its members in the order ${schema.fields.map((f) => f.name).join(", ")}, expected ${names.join(", ")}`);
+  }
+  return problems;
+}
+
+/**
+ * Which layout a P4Info's digests follow: every digest must match the same
+ * known layout exactly (member names, order and widths). Otherwise the
+ * problems, against the layout the digests come nearest to.
+ */
+export function digestLayoutOf(schemas: readonly DigestSchema[]): { layout: DigestLayout; problems: [] } | { layout: undefined; problems: string[] } {
+  const byLayout = (Object.keys(LAYOUTS) as DigestLayout[]).map((layout) => ({ layout, problems: schemas.flatMap((s) => layoutProblems(s, layout)) }));
+  const match = byLayout.find((l) => l.problems.length === 0);
+  if (match?.layout === "compact") {
+    // Compiled now, so that a layout the fills do not cover is refused here, not sample by sample.
+    for (const s of schemas) {
+      try {
+        compactDecoder(s.name);
+      } catch (err) {
+        return { layout: undefined, problems: [(err as Error).message] };
+      }
+    }
+  }
+  if (match) return { layout: match.layout, problems: [] };
+  const nearest = byLayout.reduce((a, b) => (b.problems.length < a.problems.length ? b : a));
+  return { layout: undefined, problems: nearest.problems.map((p) => `${p} (${LAYOUT_NAMES[nearest.layout]} layout)`) };
+}
+
+/**
+ * What the compact layout lacks, taken from the digest list a sample came
+ * in. Build it once per list (compactContext).
+ */
+export interface CompactContext {
+  /** the controller's mode code (MODE_*) when the list arrived */
+  readonly mode: number;
+  /** the list's timestamp as the switch sent it, modulo 2^48 (a ts_t) */
+  readonly ts: number;
+  /** the list's timestamp is at least 2^48: an earlier time wraps modulo 2^48 rather than stopping at 0 */
+  readonly wraps: boolean;
+}
+
+const TS_MOD = 2 ** 48;
+
+/**
+ * The context of one digest list: `listTimestampNs` as the switch stamped it
+ * (before any mapping to Unix time), so that the times filled in are on the
+ * same clock as the list timestamps the exporter calibrates with.
+ */
+export function compactContext(mode: number, listTimestampNs: bigint): CompactContext {
+  const t = listTimestampNs < 0n ? 0n : listTimestampNs;
+  return { mode, ts: Number(t % BigInt(TS_MOD)), wraps: t >= BigInt(TS_MOD) };
+}
+
+/**
+ * How each member the compact layout lacks is filled in (a JavaScript
+ * expression over `c`, the CompactContext, and `m_<member>`, the sample's
+ * compact members). io `ts`: the list's time (the digest's own time is not
+ * sent); msg `first_ts`: the list's time less the message's FCT, so that
+ * first_ts + fct_ns is the list's time too; `extra_ecn_ce`: 0 (not counted).
+ */
+const FILLS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  io_digest_t: { mode: "c.mode", ts: "c.ts" },
+  msg_digest_t: {
+    mode: "c.mode",
+    first_ts: `(c.ts >= m_fct_ns ? c.ts - m_fct_ns : c.wraps ? c.ts - m_fct_ns + ${TS_MOD} : 0)`,
+    extra_ecn_ce: "0",
+  },
+};
+
+type CompactDecoder = (values: readonly unknown[], c: CompactContext) => TelemetryDigest;
+
+/**
+ * A decoder from the compact layout into the full one, compiled once per
+ * digest: each compact member checked against its compact width (a narrowed
+ * member is zero-extended), each missing one filled in (FILLS).
+ */
+function compileCompactDecoder(name: string): CompactDecoder | undefined {
+  const want = EXPECTED_COMPACT[name];
+  const full = EXPECTED[name];
+  if (!want || !full) return undefined;
+  const names = Object.keys(want.fields);
+  const widths = names.map((f) => want.fields[f]!);
+  for (const f of names) if (!(f in full.fields)) throw new BadDigestError(`compact digest '${name}' member '${f}' is not in the full layout`);
+  const fills = FILLS[name] ?? {};
+  const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
+  const wrongCount = (n: number): never => {
+    throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length} (compact layout)`);
+  };
+  const locals = names.map((f, i) => `const m_${f} = (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i});`);
+  const members = Object.keys(full.fields).map((f) => {
+    const key = full.kind === "learn" && f === "kind" ? "learn" : f;
+    if (f in want.fields) return `${key}: m_${f}`;
+    const fill = fills[f];
+    if (fill === undefined) throw new BadDigestError(`digest '${name}' member '${f}' is not in the compact layout and has no fill`);
+    return `${key}: ${fill}`;
+  });
+  const body = `return function decodeCompact(v, c) {
+    if (v.length !== ${names.length}) wrongCount(v.length);
+    let x;
+    ${locals.join("\n    ")}
+    return { kind: ${JSON.stringify(full.kind)}, ${members.join(",\n      ")} };
+  };`;
+  return new Function("slow", "wrongCount", body)(slow, wrongCount) as CompactDecoder;
+}
+
+const compactDecoders = new Map<string, CompactDecoder | undefined>();
+
+function compactDecoder(name: string): CompactDecoder | undefined {
+  let decode = compactDecoders.get(name);
+  if (decode === undefined && !compactDecoders.has(name)) compactDecoders.set(name, (decode = compileCompactDecoder(name)));
+  return decode;
+}
+
+/**
+ * Decodes one digest sent in the compact layout into the full layout (the
+ * typed view every consumer reads). Throws BadDigestError naming the digest
+ * and the member that was wrong.
+ */
+export function decodeCompactDigest(name: string, values: readonly unknown[], c: CompactContext): TelemetryDigest {
+  const decode = compactDecoder(name);
+  if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
+  return decode(values, c);
+}
+
+type FullValues = (d: TelemetryDigest) => number[];
+const fullValueFns = new Map<string, FullValues>();
+
+/** A decoded digest's members in the full layout's order: the raw sample the full layout would have sent. */
+export function fullDigestValues(name: string, d: TelemetryDigest): number[] {
+  let fn = fullValueFns.get(name);
+  if (!fn) {
+    const want = EXPECTED[name];
+    if (!want) throw new BadDigestError(`unknown digest '${name}'`);
+    const keys = Object.keys(want.fields).map((f) => (want.kind === "learn" && f === "kind" ? "learn" : f));
+    fn = new Function("d", `return [${keys.map((k) => `d.${k}`).join(", ")}];`) as FullValues;
+    fullValueFns.set(name, fn);
+  }
+  return fn(d);
 }

@@ -231,9 +231,16 @@ export class MetricsEngine {
     else if (d.kind === "msg") this.onMsg(switchId, d);
   }
 
-  /** One I/O: (host, target, queue, CID) and the command's PSN, which tells apart successive uses of the CID. */
+  /**
+   * One I/O: (host, target, queue, CID) and the command's PSN, which tells
+   * apart successive uses of the CID. Only the PSN's low 16 bits: a Tofino
+   * switch sends no more (its compact digest), and its half of an I/O must
+   * meet the other vantage's, whichever switch sent that. Two uses of one CID
+   * on one queue are confused only if their commands' PSNs are a multiple of
+   * 65,536 apart and both wait for their other half at once.
+   */
   private static ioKey(host: number, target: number, targetQp: number, cid: number, cmdPsn: number): string {
-    return `${host}|${target}|${targetQp}|${cid}|${cmdPsn}`;
+    return `${host}|${target}|${targetQp}|${cid}|${cmdPsn & 0xffff}`;
   }
 
   private switchInterval(switchId: string, alignedNs: bigint, mode: number): SwitchInterval {
@@ -347,7 +354,8 @@ export class MetricsEngine {
       host_qp: c?.hostQp || s?.hostQp || 0,
       target_qp: first.targetQp,
       cid: first.cid,
-      cmd_psn: first.cmdPsn,
+      // The halves agree on the low 16 bits; a full-layout half has all 24.
+      cmd_psn: Math.max(c?.cmdPsn ?? 0, s?.cmdPsn ?? 0),
       op: first.op,
       bytes: first.bytes,
       in_capsule: first.inCapsule,

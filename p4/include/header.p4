@@ -219,15 +219,17 @@ struct headers_t {
     nvme_cqe_h nvme_cqe;
 }
 
-#ifdef TARGET_TNA
+#if defined(TARGET_TNA) || defined(DIGESTS_COMPACT)
 // Tofino packs a digest into one learn quantum of at most 48 bytes (the
 // v1model digests are 64 and 79 bytes). The TNA digests keep the v1model
 // member names and order; they leave out what does not fit, and narrow
 // durations to 32 bits of ns (registers hold 32 bits; a duration wraps
 // after 4.29 s, beyond every timeout). Left out: io `mode`, `ts` (the
-// controller takes the digest's arrival time); msg `mode`, `first_ts`,
-// `extra_ecn_ce`. Narrowed: io `bytes` to 24 (the keyed SGL length field),
-// msg counts to 16. test/p4/p4info-parity.test.ts lists exactly these.
+// controller fills them in from its mode and the digest list's time);
+// msg `mode`, `first_ts`, `extra_ecn_ce`. Narrowed: io `bytes` to 24 (the
+// keyed SGL length field), msg counts to 16. test/p4/p4info-parity.test.ts
+// lists exactly these. The v1model build sends the same layout when
+// compiled with -DDIGESTS_COMPACT (p4/build/compact/, a test build).
 struct io_digest_t {
     bit<32> seq;
     bit<2> event;

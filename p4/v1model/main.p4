@@ -1,4 +1,5 @@
 // RoCEv2 / NVMe-over-RoCE telemetry for BMv2 simple_switch_grpc (v1model).
+// -DDIGESTS_COMPACT: the digests in the Tofino build's compact layout (p4/build/compact/).
 #include "include/define_v1model.p4"
 #include "../include/size.p4"
 #include "../include/define.p4"

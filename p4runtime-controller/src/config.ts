@@ -25,7 +25,15 @@ export interface ControllerConfig {
     readonly timestampUnitNs: number;
     readonly tls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly serverName?: string };
   };
-  readonly pipeline: { readonly p4info: string; readonly deviceConfig: string };
+  readonly pipeline: {
+    readonly p4info: string;
+    readonly deviceConfig: string;
+    /**
+     * Tofino (a tna or t2na P4Info): the port the flow tracker's report mirror
+     * session sends to; by default the chip's recirculation port (68 on Tofino 1, 6 on Tofino 2).
+     */
+    readonly recirculationPort?: number;
+  };
   readonly ports: readonly PortConfig[];
   readonly mode: Mode;
   readonly polling: { readonly rotationPeriodMs: number; readonly flowCapacity: number; readonly ioPairCapacity: number };
@@ -153,7 +161,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   if (tlsRaw) checkUnknown(tlsRaw, "switch.tls", ["ca", "cert", "key", "server_name"]);
   if (tlsRaw && (tlsRaw.cert === undefined) !== (tlsRaw.key === undefined)) throw new ConfigError("switch.tls: cert and key go together (mutual TLS)");
   const pipe = obj(o.pipeline, "pipeline");
-  checkUnknown(pipe, "pipeline", ["p4info", "device_config"]);
+  checkUnknown(pipe, "pipeline", ["p4info", "device_config", "recirculation_port"]);
   const polling = obj(o.polling, "polling");
   checkUnknown(polling, "polling", ["rotation_period_ms", "flow_capacity", "io_pair_capacity"]);
   const timeouts = obj(o.timeouts, "timeouts");
@@ -182,6 +190,8 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
     pipeline: Object.freeze({
       p4info: path(pipe.p4info, "pipeline.p4info", DEFAULTS.p4info),
       deviceConfig: path(pipe.device_config, "pipeline.device_config", DEFAULTS.deviceConfig),
+      // A Tofino port number (9 bits); whether the P4Info has a report session is checked with the P4Info.
+      ...(pipe.recirculation_port === undefined ? {} : { recirculationPort: num(pipe.recirculation_port, "pipeline.recirculation_port", 0, 0, 511) }),
     }),
     ports: Object.freeze(parsePorts(o.ports)),
     mode,

@@ -1,14 +1,16 @@
 // The telemetry control loop on one switch: pipeline and forwarding state,
 // port roles, measurement mode, digest configuration and draining, flow
 // learning and the polling-mode rotation. Everything is a table write: the
-// mode switches at run time without a pipeline reload.
+// mode switches at run time without a pipeline reload. Digests come in the
+// full layout (BMv2) or the compact one (Tofino) and leave in the full one;
+// on Tofino the controller also sets up the flow tracker's report mirror session.
 import { createHash, randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { EventEmitter } from "node:events";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import type { P4BitstringLikeTypeSpec } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4types";
 import type { DigestList } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { checkSchema, decodeDigest, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, type DigestBatch, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, type DigestBatch, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { isFastDigestList, type DigestMember } from "@rdma-telemetry/p4runtime";
 import { buildTableEntry, digestValues } from "@rdma-telemetry/p4runtime";
 import { DesiredState } from "@rdma-telemetry/p4runtime";
@@ -23,6 +25,16 @@ const A = P4_NAMES.actions;
 
 const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
 const MODE_CODE = { full: 1, polling: 2 } as const;
+
+/**
+ * Tofino: the flow tracker's reports are mirrored in egress to the
+ * recirculation port, through this mirror session (TNA_REPORT_SESSION in
+ * p4/tna/include/define_tna.p4), truncated to this many bytes.
+ */
+export const REPORT_SESSION_ID = 1;
+export const REPORT_PACKET_LENGTH_BYTES = 64;
+/** The recirculation port by P4Info architecture (TNA_RECIRC_PORT): port 68 on Tofino 1, 6 on Tofino 2. */
+export const RECIRCULATION_PORT: Readonly<Record<string, number>> = { tna: 68, t2na: 6 };
 
 export interface ControllerEvents {
   primary: [];
@@ -94,6 +106,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly listClock: ListClock | undefined;
   private readonly log: Logger;
   readonly stats: ControllerStats;
+  /** the layout the switch sends digests in (its P4Info says); decoded into the full one */
+  readonly digestLayout: DigestLayout;
+  /** the port the report mirror session sends to (Tofino); undefined for a program without one */
+  readonly reportPort: number | undefined;
 
   private readonly rotationTimerEnabled: boolean;
 
@@ -118,8 +134,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const cookie = createHash("sha256").update(deviceConfig).update(p4infoText).digest().readBigUInt64BE(0);
     for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);
     // A P4Info from another build of the program would be decoded wrongly: refuse it now.
-    const problems = digestSchemas(this.schema.p4info).flatMap((d) => checkSchema(d));
-    if (problems.length) throw new ConfigError(`pipeline.p4info ${config.pipeline.p4info} does not match this controller's digests: ${problems.slice(0, 3).join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`);
+    const layout = digestLayoutOf(digestSchemas(this.schema.p4info));
+    const problems = layout.problems;
+    if (layout.layout === undefined) throw new ConfigError(`pipeline.p4info ${config.pipeline.p4info} does not match this controller's digests: ${problems.slice(0, 3).join("; ")}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ""}`);
+    this.digestLayout = layout.layout;
+    const arch = this.schema.p4info.pkgInfo?.arch ?? "";
+    const defaultPort = RECIRCULATION_PORT[arch];
+    if (config.pipeline.recirculationPort !== undefined && defaultPort === undefined) {
+      throw new ConfigError(`pipeline.recirculation_port: set, but pipeline.p4info ${config.pipeline.p4info} is for architecture '${arch || "(none)"}', which has no report mirror session (only tna and t2na have one)`);
+    }
+    this.reportPort = defaultPort === undefined ? undefined : (config.pipeline.recirculationPort ?? defaultPort);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
     this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, sessions: 0 };
@@ -191,6 +215,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
     }
     this.setConfigEntry();
+    if (this.reportPort !== undefined) {
+      // Tofino: the flow tracker's reports reach the ingress (and become
+      // digests) through this mirror session; without it they are lost.
+      this.state.setCloneSession({
+        sessionId: REPORT_SESSION_ID,
+        replicas: [{ portKind: { $case: "egressPort", value: this.reportPort }, instance: 0, backupReplicas: [] }],
+        classOfService: 0,
+        packetLengthBytes: REPORT_PACKET_LENGTH_BYTES,
+      });
+    }
     for (const d of this.schema.p4info.digests) {
       this.state.setDigest(d.preamble!.id, {
         maxTimeoutNs: BigInt(c.digest.maxTimeoutUs) * 1000n,
@@ -359,12 +393,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const raw: DigestMember[][] = [];
     let bad = 0;
     const samples = isFastDigestList(list) ? list.samples : list.data;
+    // The compact layout is normalised here, into the full one: what it lacks
+    // comes from this list (its timestamp as the switch sent it) and the mode.
+    const compact = this.digestLayout === "compact" ? compactContext(MODE_CODE[this.mode], list.timestamp) : undefined;
     for (const sample of samples) {
       try {
         const values = Array.isArray(sample) ? sample : digestValues(sample);
-        const d = decodeDigest(name, values);
+        const d = compact ? decodeCompactDigest(name, values, compact) : decodeDigest(name, values);
         digests.push(d);
-        raw.push(values);
+        raw.push(compact ? fullDigestValues(name, d) : values);
         this.learn(d);
       } catch (err) {
         bad++;

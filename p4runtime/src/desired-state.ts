@@ -3,7 +3,7 @@
 // twice writes nothing, and after a reconnect the switch is brought back to
 // the desired state from what a Read shows (nothing duplicated, nothing left
 // behind in the tables this state manages).
-import { TableEntry, Update_Type, type DigestEntry, type Update } from "./generated/p4/v1/p4runtime.js";
+import { TableEntry, Update_Type, type CloneSessionEntry, type DigestEntry, type Replica, type Update } from "./generated/p4/v1/p4runtime.js";
 
 function matchKey(te: TableEntry): string {
   const m = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((f) => {
@@ -44,11 +44,28 @@ export interface DigestConfigSpec {
   ackTimeoutNs: bigint;
 }
 
+/** A replica's port as a number, whichever way it was written (uint32 egress_port or bytes). */
+function replicaPort(r: Replica): number | undefined {
+  const k = r.portKind;
+  if (!k) return undefined;
+  if (k.$case === "egressPort") return k.value;
+  let port = 0;
+  for (const b of k.value) port = port * 256 + b;
+  return port;
+}
+
+/** A clone session as compared: replicas (port, instance), class of service, truncation. */
+function cloneKey(s: CloneSessionEntry): string {
+  return `${s.replicas.map((r) => `${replicaPort(r)}/${r.instance}`).join(",")}|${s.classOfService}|${s.packetLengthBytes}`;
+}
+
 export class DesiredState {
   private readonly desired = new Map<string, TableEntry>();
   private readonly installed = new Map<string, TableEntry>();
   private readonly desiredDigests = new Map<number, DigestConfigSpec>();
   private readonly installedDigests = new Map<number, DigestConfigSpec>();
+  private readonly desiredClones = new Map<number, CloneSessionEntry>();
+  private readonly installedClones = new Map<number, CloneSessionEntry>();
   /** tables whose entries this state owns (extra entries there are deleted) */
   readonly managedTables = new Set<number>();
 
@@ -76,6 +93,16 @@ export class DesiredState {
     return [...this.desiredDigests.keys()];
   }
 
+  /** Wants a clone session (packet replication engine) on the switch, replacing one with the same id. */
+  setCloneSession(s: CloneSessionEntry): void {
+    this.desiredClones.set(s.sessionId, s);
+  }
+
+  /** The clone sessions wanted, by id. */
+  cloneSessions(): ReadonlyMap<number, CloneSessionEntry> {
+    return this.desiredClones;
+  }
+
   entries(): IterableIterator<TableEntry> {
     return this.desired.values();
   }
@@ -84,10 +111,13 @@ export class DesiredState {
   resetInstalled(): void {
     this.installed.clear();
     this.installedDigests.clear();
+    this.installedClones.clear();
   }
 
-  /** Replaces the belief about the switch with what a Read returned. */
-  observe(entries: Iterable<TableEntry>, digests: Iterable<DigestEntry>): void {
+  /** Replaces the belief about the switch with what a Read returned (clone sessions: those of the wanted ids). */
+  observe(entries: Iterable<TableEntry>, digests: Iterable<DigestEntry>, clones: Iterable<CloneSessionEntry> = []): void {
+    this.installedClones.clear();
+    for (const c of clones) this.installedClones.set(c.sessionId, c);
     this.installed.clear();
     for (const te of entries) {
       if (te.isDefaultAction || this.managedTables.has(te.tableId)) this.installed.set(matchKey(te), te);
@@ -121,6 +151,12 @@ export class DesiredState {
         digests.push({ type: have ? Update_Type.MODIFY : Update_Type.INSERT, entity: { entity: { $case: "digestEntry", value: { digestId: id, config: cfg } } } });
       }
     }
+    for (const [id, s] of this.desiredClones) {
+      const have = this.installedClones.get(id);
+      if (!have || cloneKey(have) !== cloneKey(s)) {
+        digests.push({ type: have ? Update_Type.MODIFY : Update_Type.INSERT, entity: { entity: { $case: "packetReplicationEngineEntry", value: { type: { $case: "cloneSessionEntry", value: s } } } } });
+      }
+    }
     return [...deletes, ...modifies, ...inserts, ...digests];
   }
 
@@ -135,6 +171,10 @@ export class DesiredState {
       } else if (e?.$case === "digestEntry" && e.value.config) {
         if (u.type === Update_Type.DELETE) this.installedDigests.delete(e.value.digestId);
         else this.installedDigests.set(e.value.digestId, e.value.config);
+      } else if (e?.$case === "packetReplicationEngineEntry" && e.value.type?.$case === "cloneSessionEntry") {
+        const c = e.value.type.value;
+        if (u.type === Update_Type.DELETE) this.installedClones.delete(c.sessionId);
+        else this.installedClones.set(c.sessionId, c);
       }
     }
   }

@@ -239,9 +239,19 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
           if (!(err instanceof P4RuntimeError) || err.code !== "NOT_FOUND") throw err;
         }
       }
+      // One read per clone session wanted (NOT_FOUND: not there yet).
+      const cloneEntities = [];
+      for (const sessionId of state.cloneSessions().keys()) {
+        try {
+          cloneEntities.push(...(await this.client.readAll([{ entity: { $case: "packetReplicationEngineEntry", value: { type: { $case: "cloneSessionEntry", value: { sessionId, replicas: [], classOfService: 0, packetLengthBytes: 0 } } } } }], { signal: this.abort.signal })));
+        } catch (err) {
+          if (!(err instanceof P4RuntimeError) || err.code !== "NOT_FOUND") throw err;
+        }
+      }
       const tables = [...entities, ...defaults].flatMap((e) => (e.entity?.$case === "tableEntry" ? [e.entity.value] : []));
       const digests = digestEntities.flatMap((e) => (e.entity?.$case === "digestEntry" ? [e.entity.value] : []));
-      state.observe(tables, digests);
+      const clones = cloneEntities.flatMap((e) => (e.entity?.$case === "packetReplicationEngineEntry" && e.entity.value.type?.$case === "cloneSessionEntry" ? [e.entity.value.type.value] : []));
+      state.observe(tables, digests, clones);
       const n = await this.writeDiff();
       this.emit("reconciled", { updates: n });
       return n;

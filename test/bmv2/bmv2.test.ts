@@ -20,6 +20,8 @@ import { ioRecordKey } from "../../app/self-check.js";
 import { writePcap } from "../../traffic/src/pcap.js";
 import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire, type ReplayReport } from "./harness.js";
 
+const root = new URL("../..", import.meta.url).pathname;
+
 announceSkip("BMv2 end-to-end tests");
 const PORTS = [1, 2, 33, 34];
 // One interval for the whole run on both sides (intervals start at multiples
@@ -35,12 +37,12 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
   }, 60_000);
   afterAll(() => sw?.stop());
 
-  test("the same packets at the same ingress times give the same digests, counters and records on BMv2 and on the software switch", async () => {
-    // NVMe traffic with every case of SPEC §3: queues per CPU with the same CIDs in flight, in-capsule
-    // writes, RDMA CM set-up, NVMe errors, responses missing from the capture and CIDs reused after them.
-    const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000, responseLoss: 0.03, errorRate: 0.03 });
-    expect(traffic.ios.length).toBeGreaterThan(10);
-    expect(traffic.ios.some((t) => t.in_capsule && t.record) && traffic.ios.some((t) => t.incomplete) && traffic.ios.some((t) => t.status !== 0)).toBe(true);
+  /**
+   * The traffic through BMv2 (controller and exporter over P4Runtime, packets
+   * on the veths), then through the software switch at the ingress times
+   * BMv2 gave them; both run `pipeline` (p4/build/ unless told).
+   */
+  async function bmv2AndSoftware(traffic: ReturnType<typeof generateTraffic>, pipeline?: { p4info: string; deviceConfig: string }) {
     const capture = traffic.switches[0]!;
     const topology = Topology.parse(capture.topology);
     const pcap = join(sw!.tmp, "in.pcap");
@@ -50,7 +52,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const bmRecords: RecordJson[] = [];
     const exporter = new Exporter(EXPORTER);
     exporter.addSink((r) => bmRecords.push(r));
-    const controller = new TelemetryController(sw!.controllerConfig(topology, { max_list_size: 16, max_timeout_us: 1000 }));
+    const controller = new TelemetryController(sw!.controllerConfig(topology, { max_list_size: 16, max_timeout_us: 1000 }, pipeline));
     const bmDigests: TelemetryDigest[] = [];
     let lastBatchAt = 0;
     controller.on("digests", (b) => {
@@ -74,13 +76,6 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     exporter.metrics.setSwitchCounters("bmv2", bmCounters);
     exporter.finish();
 
-    // Forwarding: every packet with a route came out of the port of its destination, unchanged.
-    const expected = capture.packets.map((p) => topology.portOf(p.data.readUInt32BE(30)));
-    expect(report.received.length).toBe(expected.filter((p) => p !== undefined).length);
-    for (const p of PORTS) expect(report.received.filter((r) => r.port === p).length, `packets out of port ${p}`).toBe(expected.filter((x) => x === p).length);
-    const sent = new Set(capture.packets.map((p) => p.data.toString("hex")));
-    expect(report.received.every((r) => sent.has(r.hex))).toBe(true);
-
     // Every packet as BMv2 took it in: its order and ingress timestamp (ns since BMv2 started, whole µs).
     const arrivals = sw!.arrivals(capture.packets.map((p) => p.data));
     const startNs = sw!.tapStartNs();
@@ -89,7 +84,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const swRecords: RecordJson[] = [];
     const swExporter = new Exporter(EXPORTER);
     swExporter.addSink((r) => swRecords.push(r));
-    const rig = new Rig({ name: "software", topology });
+    const rig = new Rig({ name: "software", topology, pipeline });
     const swDigests: TelemetryDigest[] = [];
     let swCounters: SwitchCounters;
     try {
@@ -108,6 +103,25 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     }
     swExporter.metrics.setSwitchCounters("software", swCounters);
     swExporter.finish();
+    return { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, controller, rig };
+  }
+
+  // NVMe traffic with every case of SPEC §3: queues per CPU with the same CIDs in flight, in-capsule
+  // writes, RDMA CM set-up, NVMe errors, responses missing from the capture and CIDs reused after them.
+  const traffic = generateTraffic({ seed: 17, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000, responseLoss: 0.03, errorRate: 0.03 });
+
+  test("the same packets at the same ingress times give the same digests, counters and records on BMv2 and on the software switch", async () => {
+    expect(traffic.ios.length).toBeGreaterThan(10);
+    expect(traffic.ios.some((t) => t.in_capsule && t.record) && traffic.ios.some((t) => t.incomplete) && traffic.ios.some((t) => t.status !== 0)).toBe(true);
+    const { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware(traffic);
+    const topology = Topology.parse(capture.topology);
+
+    // Forwarding: every packet with a route came out of the port of its destination, unchanged.
+    const expected = capture.packets.map((p) => topology.portOf(p.data.readUInt32BE(30)));
+    expect(report.received.length).toBe(expected.filter((p) => p !== undefined).length);
+    for (const p of PORTS) expect(report.received.filter((r) => r.port === p).length, `packets out of port ${p}`).toBe(expected.filter((x) => x === p).length);
+    const sent = new Set(capture.packets.map((p) => p.data.toString("hex")));
+    expect(report.received.every((r) => sent.has(r.hex))).toBe(true);
 
     // The software switch's clock starts at its first packet, BMv2's when it
     // started: absolute timestamps (digests' ts and first_ts) differ by the
@@ -160,5 +174,35 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     expect(bmCounters).toEqual(swCounters);
     expect(ios(bmRecords).size).toBe(traffic.ios.filter((t) => t.record).length);
     expect(sorted(bmRecords.map((r) => normal(r, calibration)))).toEqual(sorted(swRecords.map((r) => normal(r, 0n))));
+  }, 300_000);
+
+  test("with the Tofino build's compact digests (p4/build/compact/): the same digests, counters and records on BMv2 and on the software switch, but for the times the lists give", async () => {
+    const compact = { p4info: join(root, "p4/build/compact/telemetry.p4info.json"), deviceConfig: join(root, "p4/build/compact/telemetry.json") };
+    const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, controller, rig } = await bmv2AndSoftware(traffic, compact);
+    expect(controller.digestLayout).toBe("compact");
+    expect(rig.controller.digestLayout).toBe("compact");
+    // What the compact layout lacks the controller took from each digest list:
+    // BMv2 stamps its lists in wall-clock time, the software switch in the
+    // capture's, and they group samples differently. Every other member is
+    // the data plane's, and equal.
+    const noListTimes = (d: TelemetryDigest) => (d.kind === "io" ? { ...d, ts: 0 } : d.kind === "msg" ? { ...d, first_ts: 0 } : d);
+    const bySeq = (ds: TelemetryDigest[]) => [...ds].sort((a, b) => a.seq - b.seq).map(noListTimes);
+    expect(bmDigests.length).toBeGreaterThan(traffic.ios.length);
+    expect(bySeq(bmDigests)).toEqual(bySeq(swDigests));
+    expect(bmDigests.every((d) => d.kind !== "msg" || d.extra_ecn_ce === 0)).toBe(true);
+    expect(bmDigests.some((d) => d.kind === "io" && d.mode === 1)).toBe(true);
+    expect(bmCounters).toEqual(swCounters);
+    // BMv2's records carry Unix time: its list timestamps (time since boot) mapped to this host's clock.
+    const firstIo = bmRecords.find((r): r is IoRecordJson => r.type === "io")!;
+    expect(Math.abs(Number(BigInt(firstIo.cmd_unix_ns) / 1_000_000n) - Date.now())).toBeLessThan(600_000);
+    const normal = (r: RecordJson) => {
+      const n: Record<string, unknown> = { ...r, switch_id: "" };
+      if (r.type === "io") Object.assign(n, { c_switch_id: r.c_switch_id && "", s_switch_id: r.s_switch_id && "", cmd_unix_ns: "", interval_start_unix_ns: "" });
+      if (r.type === "message") Object.assign(n, { first_unix_ns: "", interval_start_unix_ns: "" });
+      return JSON.stringify(n);
+    };
+    const perEvent = (rs: RecordJson[]) => rs.filter((r) => r.type === "io" || r.type === "message").map(normal).sort();
+    expect(perEvent(bmRecords).length).toBeGreaterThan(traffic.ios.filter((t) => t.record).length);
+    expect(perEvent(bmRecords)).toEqual(perEvent(swRecords));
   }, 300_000);
 });

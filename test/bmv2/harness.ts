@@ -98,10 +98,11 @@ export class Bmv2Switch {
   }
 
   /** Controller configuration for this switch (BMv2 timestamps are µs). */
-  controllerConfig(topology: Topology, digest: { max_list_size: number; max_timeout_us: number }): ControllerConfig {
+  /** The controller's config for this switch; `pipeline`: the compiled program to push (p4/build/ unless told). */
+  controllerConfig(topology: Topology, digest: { max_list_size: number; max_timeout_us: number }, pipeline?: { p4info: string; deviceConfig: string }): ControllerConfig {
     return parseConfig({
       switch: { address: this.address, device_id: this.deviceId, switch_id: "bmv2", timestamp_unit_ns: 1000 },
-      pipeline: { p4info: join(root, "p4/build/telemetry.p4info.json"), device_config: join(root, "p4/build/telemetry.json") },
+      pipeline: { p4info: pipeline?.p4info ?? join(root, "p4/build/telemetry.p4info.json"), device_config: pipeline?.deviceConfig ?? join(root, "p4/build/telemetry.json") },
       ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
       digest: { ...digest, ack_timeout_ms: 1000 },
     });

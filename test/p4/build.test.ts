@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { P4_NAMES, SWITCH_COUNTER_NAMES } from "../../contract/src/generated/telemetry-names.js";
+import { P4_COMPACT_DIGESTS, P4_NAMES, SWITCH_COUNTER_NAMES } from "../../contract/src/generated/telemetry-names.js";
 import { P4Schema } from "../../p4runtime/src/schema.js";
 // @ts-expect-error -- plain ESM script without types
 import { checkManifest } from "../../scripts/p4-build.mjs";
@@ -26,18 +26,29 @@ interface Bmv2Json {
   counter_arrays: Array<{ name: string; size: number }>;
 }
 
+/** The program's own build switches; a conditional on anything else (a header guard, the compiler's) is kept. */
+const SWITCHES = ["TARGET_TNA", "DIGESTS_COMPACT"];
+
 /**
- * The lines of a P4 source that the v1model build compiles: `#ifdef
- * TARGET_TNA` parts left out (their `#else` kept); other conditionals kept.
+ * The lines of a P4 source that a v1model build compiles, with `defined`
+ * among SWITCHES set (the main build sets none; p4/build/compact/
+ * DIGESTS_COMPACT): `#ifdef`, `#ifndef` and `#if defined(A) || defined(B)`
+ * of those switches followed, their `#else` parts too.
  */
-function v1modelLines(text: string): string {
+function v1modelLines(text: string, defined: readonly string[] = []): string {
   const keep: boolean[] = [];
   const out: string[] = [];
+  const isSet = (name: string) => (SWITCHES.includes(name) ? defined.includes(name) : undefined);
   for (const line of text.split("\n")) {
-    const d = /^\s*#\s*(ifdef|ifndef|if|else|endif)\b\s*(\w*)/.exec(line);
-    if (d?.[1] === "ifdef") keep.push(d[2] !== "TARGET_TNA");
-    else if (d?.[1] === "ifndef" || d?.[1] === "if") keep.push(true);
-    else if (d?.[1] === "else") keep.push(!keep.pop());
+    const d = /^\s*#\s*(ifdef|ifndef|if|else|endif)\b\s*(.*)$/.exec(line);
+    const arg = d?.[2]?.trim() ?? "";
+    if (d?.[1] === "ifdef") keep.push(isSet(arg) ?? true);
+    else if (d?.[1] === "ifndef") keep.push(isSet(arg) === undefined ? true : !isSet(arg));
+    else if (d?.[1] === "if") {
+      const names = [...arg.matchAll(/defined\s*\(\s*(\w+)\s*\)/g)].map((m) => m[1]!);
+      const ours = names.length > 0 && names.every((n) => SWITCHES.includes(n)) && /^(\s*defined\s*\(\s*\w+\s*\)\s*(\|\||$))+$/.test(arg);
+      keep.push(ours ? names.some((n) => isSet(n)) : true);
+    } else if (d?.[1] === "else") keep.push(!keep.pop());
     else if (d?.[1] === "endif") keep.pop();
     else if (keep.every(Boolean)) out.push(line);
   }
@@ -45,9 +56,9 @@ function v1modelLines(text: string): string {
 }
 
 /** The P4 sources, read as text: controls, their instances, tables, actions, structs, typedefs. */
-function p4Sources() {
-  const text = [join(root, "p4/v1model/main.p4"), ...readdirSync(join(root, "p4/include"), { recursive: true }).map(String).filter((f) => f.endsWith(".p4")).map((f) => join(root, "p4/include", f))]
-    .map((f) => v1modelLines(readFileSync(f, "utf8").replace(/\/\/.*$/gm, "")))
+function p4Sources(defined: readonly string[] = []) {
+  const text = [join(root, "p4/v1model/main.p4"), join(root, "p4/v1model/include/define_v1model.p4"), ...readdirSync(join(root, "p4/include"), { recursive: true }).map(String).filter((f) => f.endsWith(".p4")).map((f) => join(root, "p4/include", f))]
+    .map((f) => v1modelLines(readFileSync(f, "utf8").replace(/\/\/.*$/gm, ""), defined))
     .join("\n");
   const typedefs = new Map([...text.matchAll(/typedef\s+bit<(\d+)>\s+(\w+)\s*;/g)].map((m) => [m[2]!, Number(m[1])]));
   const width = (type: string): number => {
@@ -114,11 +125,11 @@ describe("compiled P4 program", () => {
     expect(schema.param(schema.actions.get("config.set_config"), "ts_scale").bitwidth).toBe(48);
   });
 
-  test("the P4Info agrees with the BMv2 JSON compiled beside it: tables, actions, digests, counters", () => {
+  test.each(["p4/build", "p4/build/compact"])("the P4Info agrees with the BMv2 JSON compiled beside it (%s): tables, actions, digests, counters", (dir) => {
     // Two outputs of the compiler, read independently: the P4Info (as the
     // controller sees it) and the BMv2 JSON (as the switch runs it).
-    const info = JSON.parse(readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8")) as P4InfoJson;
-    const bmv2 = JSON.parse(readFileSync(join(root, "p4/build/telemetry.json"), "utf8")) as Bmv2Json;
+    const info = JSON.parse(readFileSync(join(root, dir, "telemetry.p4info.json"), "utf8")) as P4InfoJson;
+    const bmv2 = JSON.parse(readFileSync(join(root, dir, "telemetry.json"), "utf8")) as Bmv2Json;
     const bmv2Tables = new Map(bmv2.pipelines.flatMap((p) => p.tables).map((t) => [t.name, t]));
     const bmv2Actions = new Map(bmv2.actions.map((a) => [a.name, a]));
     const actionName = new Map(info.actions.map((a) => [a.preamble.id, a.preamble.name]));
@@ -164,8 +175,25 @@ describe("compiled P4 program", () => {
     // A digest's fields: the struct in header.p4, widths through its typedefs.
     for (const [name, d] of Object.entries(P4_NAMES.digests)) expect(d.fields, name).toEqual(src.struct(name));
     expect(P4_NAMES.digests.io_digest_t.fields[0]).toEqual({ name: "seq", bitwidth: 32 });
+    // The compact layout (generated from the Tofino P4Info): the structs the compact build selects.
+    const compact = p4Sources(["DIGESTS_COMPACT"]);
+    expect(Object.keys(P4_COMPACT_DIGESTS).sort()).toEqual(Object.keys(P4_NAMES.digests).sort());
+    for (const [name, d] of Object.entries(P4_COMPACT_DIGESTS)) expect(d.fields, name).toEqual(compact.struct(name));
+    expect(P4_COMPACT_DIGESTS.io_digest_t.fields).not.toEqual(P4_NAMES.digests.io_digest_t.fields);
     // The switch counters: the STAT_* indices of define.p4, in order.
     expect([...SWITCH_COUNTER_NAMES]).toEqual(src.statNames());
+  });
+
+  test("the compact build is the program with the Tofino build's digests: other entities as the main build's", () => {
+    const load = (dir: string) => JSON.parse(readFileSync(join(root, dir, "telemetry.p4info.json"), "utf8")) as P4InfoJson & { pkgInfo?: { arch?: string } };
+    const [main, compact] = [load("p4/build"), load("p4/build/compact")];
+    expect(compact.tables).toEqual(main.tables);
+    expect(compact.actions).toEqual(main.actions);
+    expect(compact.counters).toEqual(main.counters);
+    expect(compact.pkgInfo?.arch).toBe("v1model");
+    const layout = (p: P4InfoJson) => Object.fromEntries(p.digests.map((d) => [d.preamble.name, { name: d.preamble.name, fields: p.typeInfo.structs[d.typeSpec.struct.name]!.members.map((m) => ({ name: m.name, bitwidth: m.typeSpec.bitstring.bit.bitwidth })) }]));
+    expect(layout(compact)).toEqual(P4_COMPACT_DIGESTS);
+    expect(layout(main)).toEqual(P4_NAMES.digests);
   });
 
   test("a lookup by a wrong name suggests the right one", () => {

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { P4_COMPACT_DIGESTS } from "../../contract/src/generated/telemetry-names.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 
@@ -50,7 +51,9 @@ function digests(p: P4InfoJson) {
  * Where the TNA digests differ, and why: Tofino packs a digest into one
  * learn quantum of 48 bytes (the v1model digests are 64 and 79 bytes); see
  * p4/include/header.p4 and docs/tofino.md. Exactly these members are left
- * out or narrowed; any other difference fails the test.
+ * out or narrowed; any other difference fails the test. The controller
+ * reads this compact layout too and fills in what it lacks
+ * (contract/src/digests.ts).
  */
 const TNA_DIGEST_DIFFERENCES: Record<string, { omitted: string[]; narrowed: Record<string, number> }> = {
   io_digest_t: {
@@ -95,5 +98,9 @@ describe.each(Object.entries(tofino))("P4Info parity of the v1model and %s build
       for (const o of diff.omitted) expect(members.some((m) => m.name === o), `${name}.${o}`).toBe(true);
       for (const [n, w] of Object.entries(diff.narrowed)) expect(members.find((m) => m.name === n)?.bitwidth, `${name}.${n}`).not.toBe(w);
     }
+  });
+
+  test("the compact layout the controller reads (generated) is this build's digests", () => {
+    expect(Object.fromEntries(Object.entries(P4_COMPACT_DIGESTS).map(([name, d]) => [name, d.fields.map((f) => ({ ...f }))]))).toEqual(digests(tna));
   });
 });

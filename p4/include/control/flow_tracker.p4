@@ -274,25 +274,31 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
 
             meta.stat.message = true;
             meta.digest_kind = DIGEST_MSG;
+#ifndef DIGESTS_COMPACT
             meta.msg_digest.mode = meta.cfg.mode;
-            meta.msg_digest.flags = ((state & FLOW_PREV_VALID) != 0) ? MSG_FLAG_GAP_VALID : 8w0;
+#endif
+            meta.msg_digest.flags = (dg_msg_flags_t)(((state & FLOW_PREV_VALID) != 0) ? MSG_FLAG_GAP_VALID : 8w0);
             meta.msg_digest.src = hdr.ipv4.src_addr;
             meta.msg_digest.dst = hdr.ipv4.dst_addr;
             meta.msg_digest.dest_qp = qp;
             meta.msg_digest.first_psn = first_psn;
             meta.msg_digest.last_psn = psn;
             meta.msg_digest.bytes = bytes;
-            meta.msg_digest.packets = packets;
-            meta.msg_digest.retransmitted = m_retx;
-            meta.msg_digest.ecn_ce = m_ecn;
+            meta.msg_digest.packets = (dg_count_t)packets;
+            meta.msg_digest.retransmitted = (dg_count_t)m_retx;
+            meta.msg_digest.ecn_ce = (dg_count_t)m_ecn;
+#ifndef DIGESTS_COMPACT
             meta.msg_digest.first_ts = first_ts;
-            meta.msg_digest.fct_ns = meta.now - first_ts;
-            meta.msg_digest.gap_ns = gap;
-            meta.msg_digest.extra_packets = x_packets;
-            meta.msg_digest.extra_retransmitted = x_retx;
+#endif
+            meta.msg_digest.fct_ns = (dg_ns_t)(meta.now - first_ts);
+            meta.msg_digest.gap_ns = (dg_ns_t)gap;
+            meta.msg_digest.extra_packets = (dg_count_t)x_packets;
+            meta.msg_digest.extra_retransmitted = (dg_count_t)x_retx;
+#ifndef DIGESTS_COMPACT
             meta.msg_digest.extra_ecn_ce = x_ecn;
-            meta.msg_digest.straddled = n_straddled;
-            meta.msg_digest.cnp = cnp;
+#endif
+            meta.msg_digest.straddled = (dg_straddled_t)n_straddled;
+            meta.msg_digest.cnp = (dg_count_t)cnp;
             state = (state & ~FLOW_MSG_OPEN) | FLOW_PREV_VALID;
             flow_prev_last_ts.write(slot, meta.now);
             x_packets = 0;

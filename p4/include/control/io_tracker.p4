@@ -454,20 +454,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
                 meta.stat.io_cmd = true;
                 meta.digest_kind = DIGEST_IO;
-                meta.io_digest.event = IO_EVENT_CMD;
+                meta.io_digest.event = (dg_code_t)IO_EVENT_CMD;
+#ifndef DIGESTS_COMPACT
                 meta.io_digest.mode = meta.cfg.mode;
-                meta.io_digest.vantage = vantage;
-                meta.io_digest.op = (hdr.nvme_sqe.opc == NVME_OPC_WRITE) ? IO_OP_WRITE : IO_OP_READ;
-                meta.io_digest.flags = flags;
+#endif
+                meta.io_digest.vantage = (dg_code_t)vantage;
+                meta.io_digest.op = (dg_code_t)((hdr.nvme_sqe.opc == NVME_OPC_WRITE) ? IO_OP_WRITE : IO_OP_READ);
+                meta.io_digest.flags = (dg_io_flags_t)flags;
                 meta.io_digest.host = host;
                 meta.io_digest.target = target;
                 meta.io_digest.host_qp = peer_qp;
                 meta.io_digest.target_qp = hdr.bth.dest_qp;
-                meta.io_digest.cmd_psn = hdr.bth.psn;
+                meta.io_digest.cmd_psn = (dg_psn_t)hdr.bth.psn;
                 meta.io_digest.cid = cid;
                 meta.io_digest.status = 0;
-                meta.io_digest.bytes = sgl_len;
+                meta.io_digest.bytes = (dg_io_bytes_t)sgl_len;
+#ifndef DIGESTS_COMPACT
                 meta.io_digest.ts = meta.now;
+#endif
                 meta.io_digest.e2e_ns = 0;
                 meta.io_digest.to_data_ns = 0;
                 meta.io_digest.from_data_ns = 0;
@@ -479,21 +483,25 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (pkt_class == IO_PKT_RSP) {
             // CQE DW3 bits 31:16, without the phase bit.
             bit<16> status = (hdr.nvme_cqe.status_le[7:0] ++ hdr.nvme_cqe.status_le[15:8]) & 16w0xfffe;
+#ifndef DIGESTS_COMPACT
             meta.io_digest.mode = meta.cfg.mode;
+#endif
             meta.io_digest.host = host;
             meta.io_digest.target = target;
             meta.io_digest.host_qp = hdr.bth.dest_qp;
             meta.io_digest.cid = cid;
             meta.io_digest.status = status;
+#ifndef DIGESTS_COMPACT
             meta.io_digest.ts = meta.now;
+#endif
             meta.io_digest.to_data_ns = 0;
             meta.io_digest.from_data_ns = 0;
             meta.io_digest.host_prep_ns = 0;
             if (!paired) {
                 meta.stat.io_unpaired_rsp = true;
                 meta.digest_kind = DIGEST_IO;
-                meta.io_digest.event = IO_EVENT_UNPAIRED_RSP;
-                meta.io_digest.vantage = vantage;
+                meta.io_digest.event = (dg_code_t)IO_EVENT_UNPAIRED_RSP;
+                meta.io_digest.vantage = (dg_code_t)vantage;
                 meta.io_digest.op = 0;
                 meta.io_digest.flags = 0;
                 meta.io_digest.target_qp = 0;
@@ -538,31 +546,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             bool rr_seen = (info & IO_INFO_RR_SEEN) != 0;
             meta.io_digest.flags = 0;
             if (data_seen) {
-                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_DATA_SEEN;
-                meta.io_digest.to_data_ns = first_ts - cmd_ts;
+                meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_DATA_SEEN;
+                meta.io_digest.to_data_ns = (dg_ns_t)(first_ts - cmd_ts);
             }
             if (rr_seen) {
-                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_RR_SEEN;
+                meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_RR_SEEN;
             }
             if ((info & IO_INFO_IN_CAPSULE) != 0) {
-                meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_IN_CAPSULE;
+                meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_IN_CAPSULE;
             }
             // The last data packet: read data (read), READ RESPONSE (write).
             if ((!is_write && data_seen) || (is_write && rr_seen)) {
-                meta.io_digest.from_data_ns = meta.now - last_ts;
+                meta.io_digest.from_data_ns = (dg_ns_t)(meta.now - last_ts);
             }
             if (is_write && data_seen && rr_seen) {
-                meta.io_digest.host_prep_ns = rr_first_ts - first_ts;
+                meta.io_digest.host_prep_ns = (dg_ns_t)(rr_first_ts - first_ts);
             }
             meta.stat.io_rsp = true;
             meta.digest_kind = DIGEST_IO;
-            meta.io_digest.event = IO_EVENT_RSP;
-            meta.io_digest.vantage = info & IO_INFO_VANTAGE;
-            meta.io_digest.op = is_write ? IO_OP_WRITE : IO_OP_READ;
+            meta.io_digest.event = (dg_code_t)IO_EVENT_RSP;
+            meta.io_digest.vantage = (dg_code_t)(info & IO_INFO_VANTAGE);
+            meta.io_digest.op = (dg_code_t)(is_write ? IO_OP_WRITE : IO_OP_READ);
             meta.io_digest.target_qp = peer_qp;
-            meta.io_digest.cmd_psn = slot_psn[23:0];
-            meta.io_digest.bytes = bytes;
-            meta.io_digest.e2e_ns = meta.now - cmd_ts;
+            meta.io_digest.cmd_psn = (dg_psn_t)slot_psn[23:0];
+            meta.io_digest.bytes = (dg_io_bytes_t)bytes;
+            meta.io_digest.e2e_ns = (dg_ns_t)(meta.now - cmd_ts);
             return;
         }
 
