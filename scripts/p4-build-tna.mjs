@@ -113,6 +113,8 @@ export function resourceSummary(bfa, stages) {
     }
   }
   const summary = { chip_stages: stages, fits: true };
+  const memories = memorySummary(bfa);
+  const phv = phvSummary(bfa);
   for (const [g, per] of Object.entries(gresses)) {
     const used = Object.keys(per).map(Number).sort((x, y) => x - y);
     const last = used.length ? used[used.length - 1] + 1 : 0;
@@ -121,9 +123,90 @@ export function resourceSummary(bfa, stages) {
       stages: last,
       stateful_alus: used.reduce((n, k) => n + per[k].registers.length, 0),
       per_stage: Object.fromEntries(used.map((k) => [k, { tables: per[k].tables.length, registers: per[k].registers.sort() }])),
+      memories: memories[g],
+      phv: phv[g],
     };
   }
   return summary;
+}
+
+/** The part of the program a table of the assembly belongs to, by its name. */
+function controlOf(name) {
+  for (const c of ["io_tracker", "flow_tracker", "stats"]) if (name.includes(c)) return c;
+  return "other";
+}
+
+/** A row:, column: or maprams: value of the assembly: a number, a list, or a block of lists. */
+function countUnits(lines, i, indent) {
+  const rest = lines[i].slice(lines[i].indexOf(":") + 1).trim();
+  const nums = (t) => (t.match(/\d+/g) ?? []).length;
+  if (rest) return nums(rest);
+  let n = 0;
+  for (let j = i + 1; j < lines.length && lines[j].startsWith(`${indent}- `); j++) n += nums(lines[j]);
+  return n;
+}
+
+/**
+ * Memories per pipeline and part of the program, from the assembly: SRAM
+ * and map RAM blocks (exact and hash tables, action data, ternary
+ * indirection, registers, counters) and TCAM blocks (ternary tables).
+ */
+export function memorySummary(bfa) {
+  const out = { ingress: {}, egress: {} };
+  const lines = bfa.split("\n");
+  let gress;
+  let cur;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const st = /^stage \d+ (ingress|egress):/.exec(line);
+    if (st) { gress = st[1]; cur = undefined; continue; }
+    if (/^\S/.test(line)) { gress = undefined; cur = undefined; continue; }
+    if (!gress) continue;
+    const t = /^  (\w+) ([^:\s]+)( \d+)?:\s*$/.exec(line);
+    if (t) {
+      cur = undefined;
+      if (t[1] === "gateway") continue; // gateways hold no memory
+      const control = controlOf(t[2]);
+      const m = (out[gress][control] ??= { sram: 0, map_ram: 0, tcam: 0 });
+      cur = { kind: t[1], m, rows: 0, columns: 0 };
+      continue;
+    }
+    if (!cur) continue;
+    const f = /^    (row|column|maprams):/.exec(line);
+    if (!f) continue;
+    const n = countUnits(lines, i, "    ");
+    if (f[1] === "maprams") cur.m.map_ram += n;
+    else {
+      // A table's blocks are its columns in its rows (a list of columns per row, or one).
+      const before = Math.max(cur.rows, cur.columns);
+      if (f[1] === "row") cur.rows = n; else cur.columns = n;
+      const units = Math.max(cur.rows, cur.columns) - before;
+      if (cur.kind === "ternary_match") cur.m.tcam += units; else cur.m.sram += units;
+    }
+  }
+  return out;
+}
+
+/** PHV containers per pipeline, by size (8-, 16- and 32-bit; tagalong ones included). */
+export function phvSummary(bfa) {
+  const out = { ingress: { bits: 0, containers: {} }, egress: { bits: 0, containers: {} } };
+  let gress;
+  const seen = { ingress: new Set(), egress: new Set() };
+  for (const line of bfa.split("\n")) {
+    const h = /^phv (ingress|egress):/.exec(line);
+    if (h) { gress = h[1]; continue; }
+    if (/^\S/.test(line)) { gress = undefined; continue; }
+    if (!gress) continue;
+    for (const c of line.slice(line.indexOf(":") + 1).match(/\b(T?[BHW])(\d+)\b/g) ?? []) seen[gress].add(c);
+  }
+  for (const g of ["ingress", "egress"]) {
+    for (const c of [...seen[g]].sort()) {
+      const kind = c.replace(/\d+$/, "");
+      out[g].containers[kind] = (out[g].containers[kind] ?? 0) + 1;
+      out[g].bits += { B: 8, H: 16, W: 32 }[kind.replace("T", "")];
+    }
+  }
+  return out;
 }
 
 /**

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 // @ts-expect-error: a build script without type declarations
-import { TNA_TARGETS, resourceSummary } from "../../scripts/p4-build-tna.mjs";
+import { TNA_TARGETS, memorySummary, phvSummary, resourceSummary } from "../../scripts/p4-build-tna.mjs";
 
 const root = new URL("../..", import.meta.url).pathname;
 const read = (f: string) => readFileSync(join(root, f), "utf8");
@@ -81,6 +81,45 @@ describe("the resource summary of an assembly", () => {
     expect(s.ingress.per_stage["3"]).toEqual({ tables: 2, registers: ["rkey_map"] });
     expect(s.ingress.per_stage["0"]).toEqual({ tables: 2, registers: [] });
     expect(s.egress).toMatchObject({ stages: 12, stateful_alus: 1 });
+  });
+
+  test("memories per part of the program: SRAM and map RAM blocks of its columns, TCAM blocks of its ternary tables", () => {
+    const asm = [
+      "stage 2 ingress:",
+      "  ternary_match io_tracker_io_class 1:",
+      "    row: [ 0, 1 ]",
+      "    column: 0",
+      "  ternary_indirect io_tracker_io_class$tind:",
+      "    row: 3",
+      "    column: [ 2, 3, 4 ]",
+      "  stateful io_tracker_owner_tbl$salu.TelemetryIngress.io_tracker.io_owner:",
+      "    row: [ 15, 13 ]",
+      "    column:",
+      "    - [ 0, 1, 2, 3, 4, 5 ]",
+      "    - [ 0, 1, 2 ]",
+      "    maprams:",
+      "    - [ 0, 1, 2, 3, 4, 5 ]",
+      "    - [ 0, 1, 2 ]",
+      "  gateway cond-1 0:",
+      "    row: 4",
+      "stage 2 egress:",
+      "  counter stats_first_event$stats.TelemetryIngress.stats.telemetry_stats:",
+      "    row: 13",
+      "    column: [ 0, 1 ]",
+      "    maprams: [ 0, 1 ]",
+    ].join("\n");
+    expect(memorySummary(asm)).toEqual({
+      ingress: { io_tracker: { sram: 12, map_ram: 9, tcam: 2 } },
+      egress: { stats: { sram: 2, map_ram: 2, tcam: 0 } },
+    });
+  });
+
+  test("PHV containers per pipeline, by size, each counted once", () => {
+    const asm = ["phv ingress:", "  meta.a: W1", "  meta.b: { stage 0..3: H2(0..8), stage 4..11: W1 }", "  meta.c: TB3", "phv egress:", "  meta.d: B4", "stage 0 ingress:"].join("\n");
+    expect(phvSummary(asm)).toEqual({
+      ingress: { bits: 56, containers: { H: 1, TB: 1, W: 1 } },
+      egress: { bits: 8, containers: { B: 1 } },
+    });
   });
 
   test("a table one stage past the chip's last: does not fit", () => {
