@@ -187,7 +187,10 @@ export function memorySummary(bfa) {
   return out;
 }
 
-/** PHV containers per pipeline, by size (8-, 16- and 32-bit; tagalong ones included). */
+/**
+ * PHV containers per pipeline, by kind: 8-, 16- and 32-bit (B, H, W), with
+ * Tofino 1's tagalong (T) and Tofino 2's mocha (M) and dark (D) ones.
+ */
 export function phvSummary(bfa) {
   const out = { ingress: { bits: 0, containers: {} }, egress: { bits: 0, containers: {} } };
   let gress;
@@ -197,13 +200,13 @@ export function phvSummary(bfa) {
     if (h) { gress = h[1]; continue; }
     if (/^\S/.test(line)) { gress = undefined; continue; }
     if (!gress) continue;
-    for (const c of line.slice(line.indexOf(":") + 1).match(/\b(T?[BHW])(\d+)\b/g) ?? []) seen[gress].add(c);
+    for (const c of line.slice(line.indexOf(":") + 1).match(/\b([TMD]?[BHW])(\d+)\b/g) ?? []) seen[gress].add(c);
   }
   for (const g of ["ingress", "egress"]) {
     for (const c of [...seen[g]].sort()) {
       const kind = c.replace(/\d+$/, "");
       out[g].containers[kind] = (out[g].containers[kind] ?? 0) + 1;
-      out[g].bits += { B: 8, H: 16, W: 32 }[kind.replace("T", "")];
+      out[g].bits += { B: 8, H: 16, W: 32 }[kind.slice(-1)];
     }
   }
   return out;

@@ -59,8 +59,6 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     bool msg_end;
     bool gap_valid;
     bool strad_plus;
-    bool is_cnp;
-    bool tracked;        // a tracked RDMA WRITE packet (the message registers ran)
     bool track;
 
     bit<FLOW_SLOT_BITS> slot;
@@ -804,7 +802,6 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         meta.stat.untracked_flow = true;
                     } else {
                         psn_tbl.apply();
-                        tracked = true;
                         // Retransmitted: not new and not reset.
                         inc = 32w0x10000;
                         if (owner[0:0] == 0 && mcode[0:0] == 1) {

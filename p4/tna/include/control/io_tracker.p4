@@ -31,6 +31,10 @@
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
 
+#if IO_SLOT_BITS > 14
+#error "a reference keeps the slot in bits 13:0 (bit 15 is the PSN map's pending bit)"
+#endif
+
 // The info word of a slot: info (31:24) ++ the command's SGL length as on
 // the wire (23:0, little-endian). Info bits 1:0 are the command's vantage.
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
@@ -62,7 +66,10 @@ const bit<8> IO_PKT_READ_RESP = 5;
 // this.predicate(a, b), bit 0 = neither, 1 = a only, 2 = b only, 3 = both.
 // Owner (a = this key, b = held by a live I/O): free or stale, taken now
 // (bits 0-1); this I/O's key, still open (bit 3); another live I/O (bit 2).
-#define OWNER_TAKEN 4w0b0011 &&& 4w0b1100
+// (Taken is two entries, bit 0 or bit 1: a mask on bits 3:2 alone would
+// also match 0, a command that never claimed.)
+#define OWNER_TAKEN_NEW 4w0b0001 &&& 4w0b0001
+#define OWNER_TAKEN_OLD 4w0b0010 &&& 4w0b0010
 #define OWNER_SAME 4w0b1000 &&& 4w0b1000
 #define OWNER_OTHER 4w0b0100 &&& 4w0b0100
 // One condition (a): bit 1 when it held, bit 0 when not.
@@ -78,7 +85,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<8> pkt_class;
     bool in_capsule;
     bool starts_message;  // a data packet that opens a QP map entry
-    bit<8> op;
     bit<8> info_w;        // info a command writes, or the bit a data packet sets
     bit<4> cmd_flags;     // a command's digest flags known from its capsule
     bit<32> info_cmd;     // a command's info word (info_w | vantage ++ length)
@@ -127,9 +133,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) fpc_hash;
     Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_cmd;
     Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_rsp;
-    // The command's slot again, for the slot time: hashed in its stage, so
-    // that it does not wait for the reference (which data packets rewrite).
-    Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_time;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx;
@@ -325,7 +328,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // writes, from its headers in one lookup. ----
     @hidden action cmd(bit<8> o, bit<8> i, bool capsule, bit<4> flags) {
         pkt_class = IO_PKT_CMD;
-        op = o;
         info_w = i;
         in_capsule = capsule;
         cmd_flags = flags;
@@ -484,6 +486,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // A command's reference and key fingerprint; a response's slot and fingerprint.
     @hidden action take_slot_cmd() {
         cref[15:0] = (bit<16>)slot_cmd.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
+        thr_c = meta.now_c |-| meta.cfg.io_timeout_c;  // saturating: 0 until the clock passes the timeout
     }
     @hidden action take_fpc_cmd() {
         cref[31:16] = fpc_hash.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, hdr.bth.psn[15:0] });
@@ -519,14 +522,18 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     @hidden action rkey_ref_claim_a() { rkey_ref_claim.execute(RKEY_IDX); }
     @hidden action rkey_ref_find_a() { cref = rkey_ref_find.execute(RKEY_IDX); }
+    @hidden action no_ref() { cref = 0; }
     @stage(3)
     @hidden table rkey_ref_tbl {
         key = { pkt_class: ternary; in_capsule: ternary; hdr.reth.isValid(): ternary; }
-        actions = { rkey_ref_claim_a; rkey_ref_find_a; NoAction; }
+        actions = { rkey_ref_claim_a; rkey_ref_find_a; no_ref; NoAction; }
         const entries = {
             (IO_PKT_CMD, false, _): rkey_ref_claim_a();
             (IO_PKT_WRITE_DATA, _, true): rkey_ref_find_a();
             (IO_PKT_READ_REQ, _, true): rkey_ref_find_a();
+            // A data packet without its RETH (cut short) finds nothing.
+            (IO_PKT_WRITE_DATA, _, false): no_ref();
+            (IO_PKT_READ_REQ, _, false): no_ref();
         }
         const default_action = NoAction();
         size = 4;
@@ -658,7 +665,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         actions = { check_cmd_a; check_rsp_a; check_data_a; untracked_cmd; unmatched_rsp; NoAction; }
         const entries = {
             (IO_PKT_CMD, OWNER_OTHER, _): untracked_cmd();
-            (IO_PKT_CMD, OWNER_TAKEN, _): check_cmd_a();
+            (IO_PKT_CMD, OWNER_TAKEN_NEW, _): check_cmd_a();
+            (IO_PKT_CMD, OWNER_TAKEN_OLD, _): check_cmd_a();
             (IO_PKT_CMD, OWNER_SAME, _): check_cmd_a();
             (IO_PKT_RSP, _, PRED_TRUE): check_rsp_a();
             (IO_PKT_RSP, _, PRED_FALSE): unmatched_rsp();
@@ -693,7 +701,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         key = { pkt_class: ternary; owner: ternary; check: ternary; closed: ternary; }
         actions = { info_new; info_replaced; info_take_a; info_or_a; NoAction; }
         const entries = {
-            (IO_PKT_CMD, OWNER_TAKEN, _, _): info_new();
+            (IO_PKT_CMD, OWNER_TAKEN_NEW, _, _): info_new();
+            (IO_PKT_CMD, OWNER_TAKEN_OLD, _, _): info_new();
             (IO_PKT_CMD, OWNER_SAME, PRED_FALSE, _): info_replaced();
             (IO_PKT_RSP, _, _, PRED_TRUE): info_take_a();
             (IO_PKT_WRITE_DATA, _, PRED_BOTH, _): info_or_a();
@@ -710,7 +719,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         key = { pkt_class: ternary; owner: ternary; check: ternary; closed: ternary; }
         actions = { cmd_ts_write_a; cmd_ts_age_a; NoAction; }
         const entries = {
-            (IO_PKT_CMD, OWNER_TAKEN, _, _): cmd_ts_write_a();
+            (IO_PKT_CMD, OWNER_TAKEN_NEW, _, _): cmd_ts_write_a();
+            (IO_PKT_CMD, OWNER_TAKEN_OLD, _, _): cmd_ts_write_a();
             (IO_PKT_CMD, OWNER_SAME, PRED_FALSE, _): cmd_ts_write_a();
             (IO_PKT_RSP, _, _, PRED_TRUE): cmd_ts_age_a();
         }
@@ -858,8 +868,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         const default_action = learn_a();
         size = 1;
     }
-    // The slot's time, for every command (before its pairing is known),
-    // hashed in its stage so that it does not wait for the reference.
+    // The slot's time, for every command (before its pairing is known); it
+    // reads the command's reference before the maps rewrite it for data
+    // packets (so it comes first in the block).
     @hidden action time_a() {
         live = time_touch.execute(SLOT);
     }
