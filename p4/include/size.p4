@@ -19,8 +19,6 @@
 #define PAIR_SLOT_BITS 11
 #define QUEUE_SLOTS 4096
 #define QUEUE_SLOT_BITS 12
-#define CM_SLOTS 1024
-#define CM_SLOT_BITS 10
 #define LEARN_SLOTS 8192
 #define LEARN_SLOT_BITS 13
 #else

@@ -23,8 +23,6 @@ struct pair_t {
 // signed difference stays right for ages up to 39 hours.
 #define COARSE(T) ((T)[47:16])
 
-// Queues pair from their first keyed transfer (SPEC §3 allows either); the
-// Tofino build has no RDMA CM pairing yet (docs/tofino.md, "What is left").
 
 // A register of 32-bit words, one RegisterAction per use; the macro keeps
 // the many one-line actions readable.

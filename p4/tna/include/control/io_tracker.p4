@@ -8,7 +8,7 @@
 //   stage 0-2  classification (one const table), NVMe byte swaps, slot and
 //              fingerprints (hash units), vantage (one const table on the
 //              port roles), watchlist
-//   stage 3    R_Key map and its references; slot time
+//   stage 3    R_Key map (and RDMA CM entries) and its references; slot time
 //   stage 4    queue pairs (by host QP, by target QP); PSN map
 //   stage 5    QP map; a response's slot from its queue pair
 //   stage 6    owner
@@ -28,6 +28,11 @@
 // bit, cleared by the first data packet that finds them: a command (READ
 // REQUEST) that replaces a pending entry of another key counts
 // ioref_overwritten, as in the v1model build.
+//
+// Queues pair (SPEC §3) from their first keyed transfer, or from the RDMA
+// CM exchange that set them up: a CM REQ records its communication ID and
+// the host's QP in the R_Key map (the ID in the key's place), the REP that
+// answers it finds the host's QP and names the target's.
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
 
@@ -61,6 +66,8 @@ const bit<8> IO_PKT_RSP = 2;
 const bit<8> IO_PKT_WRITE_DATA = 3;
 const bit<8> IO_PKT_READ_REQ = 4;
 const bit<8> IO_PKT_READ_RESP = 5;
+const bit<8> IO_PKT_CM_REQ = 6;   // RDMA CM REQ: host -> target, names the host's QP
+const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the target's
 
 // Register predicates (the stateful ALU's condition outputs, one-hot): for
 // this.predicate(a, b), bit 0 = neither, 1 = a only, 2 = b only, 3 = both.
@@ -100,6 +107,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The I/O's target QP: a command's and a READ RESPONSE's own (their
     // BTH), found in the R_Key map by a keyed transfer (0 when not found).
     bit<32> word;
+    // The I/O's host QP: a response's and a target's data packet's own
+    // (their BTH), the one a CM REQ named (found by its REP; 0 when not).
+    bit<32> hqp;
     bit<32> pword_t;      // command: the queue's host QP, 0 when unknown
     bit<32> pword_h;      // response: the queue's target QP, 0 when unknown
     bit<32> live;         // command: 1 when the slot's time is live, 2 when stale
@@ -146,7 +156,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 #define PSN_IDX psn_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0], hdr.bth.psn })[IOREF_SLOT_BITS-1:0]
 #define BY_TARGET_IDX by_target_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0] })[QUEUE_SLOT_BITS-1:0]
 #define QP_IDX qp_idx.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[IOREF_SLOT_BITS-1:0]
-#define BY_HOST_IDX by_host_idx.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp })[QUEUE_SLOT_BITS-1:0]
+#define BY_HOST_IDX by_host_idx.get({ meta.io_digest.host, meta.io_digest.target, hqp[23:0] })[QUEUE_SLOT_BITS-1:0]
 #define SLOT cref[IO_SLOT_BITS-1:0]
 
     // Host-target pairs already reported by a learn digest in this epoch:
@@ -167,7 +177,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         void apply(inout pair_t value, out bit<1> rv) {
             if (value.lo != sgl_key && (int<32>)value.hi < 0) { rv = 1; } else { rv = 0; }
             value.lo = sgl_key;
-            value.hi = (bit<32>)hdr.bth.dest_qp | (IOREF_PENDING | WORD_FOUND);
+            value.hi = word | (IOREF_PENDING | WORD_FOUND);
+        }
+    };
+    // RDMA CM REQ: its communication ID and the host's QP (not pending: a
+    // REQ that nobody answers is no lost data).
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map) cm_claim = {
+        void apply(inout pair_t value) {
+            value.lo = sgl_key;
+            value.hi = word | WORD_FOUND;
         }
     };
     // Data: the word (no longer pending) when the entry holds this key, else 0.
@@ -235,26 +253,26 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // Learn: 1 when the host QP was not paired here before.
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<1>>(queue_by_host) by_host_learn = {
         void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = 0; } else { rv = 1; }
-            value.lo = (bit<32>)hdr.bth.dest_qp;
+            if (value.lo == (hqp & 0x00FFFFFF)) { rv = 0; } else { rv = 1; }
+            value.lo = hqp & 0x00FFFFFF;
             value.hi = word;
         }
     };
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<32>>(queue_by_host) by_host_find = {
         void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = value.hi; } else { rv = 0; }
+            if (value.lo == hqp) { rv = value.hi; } else { rv = 0; }
         }
     };
     Register<pair_t, bit<QUEUE_SLOT_BITS>>(QUEUE_SLOTS, {0, 0}) queue_by_target;
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<32>>(queue_by_target) by_target_learn = {
         void apply(inout pair_t value) {
             value.lo = word & 0x00FFFFFF;
-            value.hi = (bit<32>)hdr.bth.dest_qp | WORD_FOUND;
+            value.hi = hqp | WORD_FOUND;
         }
     };
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<32>>(queue_by_target) by_target_find = {
         void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = value.hi; } else { rv = 0; }
+            if (value.lo == word) { rv = value.hi; } else { rv = 0; }
         }
     };
 
@@ -338,6 +356,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
+        hqp = (bit<32>)hdr.bth.dest_qp;
         meta.io_digest.host = hdr.ipv4.dst_addr;
         meta.io_digest.target = hdr.ipv4.src_addr;
     }
@@ -346,6 +365,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         pkt_class = c;
         info_set = i;
         starts_message = starts;
+        hqp = (bit<32>)hdr.bth.dest_qp;
         meta.io_digest.host = hdr.ipv4.dst_addr;
         meta.io_digest.target = hdr.ipv4.src_addr;
     }
@@ -359,8 +379,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.target = hdr.ipv4.dst_addr;
     }
     @stage(0)
+    @hidden action cm_req() {
+        pkt_class = IO_PKT_CM_REQ;
+        watched = true;  // RDMA CM pairs queues whatever the watchlist and the vantage
+        word = (bit<32>)hdr.cm_req.local_qpn;
+        meta.io_digest.host = hdr.ipv4.src_addr;
+        meta.io_digest.target = hdr.ipv4.dst_addr;
+    }
+    @hidden action cm_rep() {
+        pkt_class = IO_PKT_CM_REP;
+        watched = true;
+        word = (bit<32>)hdr.cm_rep.local_qpn | WORD_FOUND;
+        meta.io_digest.host = hdr.ipv4.dst_addr;
+        meta.io_digest.target = hdr.ipv4.src_addr;
+    }
     @hidden table io_class {
         key = {
+            hdr.cm_req.isValid(): ternary;
+            hdr.cm_rep.isValid(): ternary;
             hdr.bth.opcode: ternary;
             hdr.nvme_sqe.isValid(): ternary;
             hdr.nvme_sqe.opc: ternary;
@@ -372,25 +408,29 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             rsp;
             to_host;
             to_target;
+            cm_req;
+            cm_rep;
             @defaultonly NoAction;
         }
         const entries = {
-            (_, true, NVME_OPC_READ, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_READ, IO_INFO_VALID, false, 0);
-            (_, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
-            (_, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
+            (true, _, _, _, _, _, _): cm_req();
+            (_, true, _, _, _, _, _): cm_rep();
+            (_, _, _, true, NVME_OPC_READ, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_READ, IO_INFO_VALID, false, 0);
+            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
+            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
-            (_, _, _, _, true): rsp();
-            (OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
-            (OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
-            (OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false);
-            (OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true);
+            (_, _, _, _, _, _, true): rsp();
+            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
+            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
+            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false);
+            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true);
         }
         const default_action = NoAction();
         size = 16;
@@ -414,6 +454,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             @defaultonly NoAction;
         }
         const entries = {
+            // RDMA CM: whatever the ports (it gives no digest).
+            (IO_PKT_CM_REQ, _, _): set_vantage(VANTAGE_C | VANTAGE_S);
+            (IO_PKT_CM_REP, _, _): set_vantage(VANTAGE_C | VANTAGE_S);
             // From the host: commands and READ RESPONSEs.
             (IO_PKT_CMD, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
             (IO_PKT_CMD, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
@@ -483,6 +526,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             hdr.nvme_sqe.sgl_len_le[23:16] });
     }
     @hidden action take_rkey() { sgl_key = hdr.reth.rkey; }
+    // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
+    @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
+    @hidden action take_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id; }
     // A command's reference and key fingerprint; a response's slot and fingerprint.
     @hidden action take_slot_cmd() {
         cref[15:0] = (bit<16>)slot_cmd.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
@@ -508,12 +554,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // REQUEST find (the key names the I/O).
     @hidden action rkey_claim_a() { overwritten = rkey_claim.execute(RKEY_IDX); }
     @hidden action rkey_find_a() { word = rkey_find.execute(RKEY_IDX); }
+    @hidden action cm_claim_a() { cm_claim.execute(RKEY_IDX); }
+    // A CM REP finds its REQ's host QP (the queue pairs in the next stage).
+    @hidden action cm_find_a() { hqp = rkey_find.execute(RKEY_IDX); }
     @stage(3)
     @hidden table rkey_tbl {
         key = { pkt_class: ternary; in_capsule: ternary; hdr.reth.isValid(): ternary; }
-        actions = { rkey_claim_a; rkey_find_a; NoAction; }
+        actions = { rkey_claim_a; rkey_find_a; cm_claim_a; cm_find_a; NoAction; }
         const entries = {
             (IO_PKT_CMD, false, _): rkey_claim_a();
+            (IO_PKT_CM_REQ, _, _): cm_claim_a();
+            (IO_PKT_CM_REP, _, _): cm_find_a();
             (IO_PKT_WRITE_DATA, _, true): rkey_find_a();
             (IO_PKT_READ_REQ, _, true): rkey_find_a();
         }
@@ -550,14 +601,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     @stage(4)
     @hidden table queue_target_tbl {
-        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); }
+        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); hqp[30:30]: ternary @name("cm_found"); }
         actions = { by_target_find_a; by_target_learn_a; NoAction; }
         const entries = {
-            (IO_PKT_CMD, _, _): by_target_find_a();
-            (IO_PKT_WRITE_DATA, true, 0): NoAction();
-            (IO_PKT_READ_REQ, true, 0): NoAction();
-            (IO_PKT_WRITE_DATA, true, _): by_target_learn_a();
-            (IO_PKT_READ_REQ, true, _): by_target_learn_a();
+            (IO_PKT_CMD, _, _, _): by_target_find_a();
+            (IO_PKT_CM_REP, _, _, 1): by_target_learn_a();
+            (IO_PKT_WRITE_DATA, true, 0, _): NoAction();
+            (IO_PKT_READ_REQ, true, 0, _): NoAction();
+            (IO_PKT_WRITE_DATA, true, _, _): by_target_learn_a();
+            (IO_PKT_READ_REQ, true, _, _): by_target_learn_a();
         }
         const default_action = NoAction();
         size = 8;
@@ -566,14 +618,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action by_host_learn_a() { pair_new = by_host_learn.execute(BY_HOST_IDX); }
     @stage(4)
     @hidden table queue_host_tbl {
-        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); }
+        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); hqp[30:30]: ternary @name("cm_found"); }
         actions = { by_host_find_a; by_host_learn_a; NoAction; }
         const entries = {
-            (IO_PKT_RSP, _, _): by_host_find_a();
-            (IO_PKT_WRITE_DATA, true, 0): NoAction();
-            (IO_PKT_READ_REQ, true, 0): NoAction();
-            (IO_PKT_WRITE_DATA, true, _): by_host_learn_a();
-            (IO_PKT_READ_REQ, true, _): by_host_learn_a();
+            (IO_PKT_RSP, _, _, _): by_host_find_a();
+            (IO_PKT_CM_REP, _, _, 1): by_host_learn_a();
+            (IO_PKT_WRITE_DATA, true, 0, _): NoAction();
+            (IO_PKT_READ_REQ, true, 0, _): NoAction();
+            (IO_PKT_WRITE_DATA, true, _, _): by_host_learn_a();
+            (IO_PKT_READ_REQ, true, _, _): by_host_learn_a();
         }
         const default_action = NoAction();
         size = 8;
@@ -960,6 +1013,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             take_rsp();
         } else if (hdr.reth.isValid()) {
             take_rkey();  // the R_Key map's inputs are the same for every packet
+        } else if (hdr.cm_req.isValid()) {
+            take_cm_req();
+        } else if (hdr.cm_rep.isValid()) {
+            take_cm_rep();
         }
         if (hdr.bth.isValid()) {
             io_class.apply();
@@ -992,7 +1049,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     meta.stat.learned = true;
                 }
             }
-        } else if (meta.io_digest.vantage != 0) {  // full mode, or watched
+        } else if (meta.io_digest.vantage != 0) {  // full mode, or watched (and RDMA CM)
             if (pkt_class == IO_PKT_CMD) {
                 time_tbl.apply();  // before the maps rewrite the reference
             }
