@@ -149,7 +149,8 @@ function countUnits(lines, i, indent) {
 /**
  * Memories per pipeline and part of the program, from the assembly: SRAM
  * and map RAM blocks (exact and hash tables, action data, ternary
- * indirection, registers, counters) and TCAM blocks (ternary tables).
+ * indirection, registers, counters), TCAM blocks (ternary tables) and
+ * 16-bit hash distribution units (indexes, fingerprints, byte swaps).
  */
 export function memorySummary(bfa) {
   const out = { ingress: {}, egress: {} };
@@ -167,11 +168,15 @@ export function memorySummary(bfa) {
       cur = undefined;
       if (t[1] === "gateway") continue; // gateways hold no memory
       const control = controlOf(t[2]);
-      const m = (out[gress][control] ??= { sram: 0, map_ram: 0, tcam: 0 });
+      const m = (out[gress][control] ??= { sram: 0, map_ram: 0, tcam: 0, hash_dist: 0 });
       cur = { kind: t[1], m, rows: 0, columns: 0 };
       continue;
     }
     if (!cur) continue;
+    if (/^    hash_dist:\s*$/.test(line)) {
+      for (let j = i + 1; j < lines.length && /^      \d+: \{/.test(lines[j]); j++) cur.m.hash_dist++;
+      continue;
+    }
     const f = /^    (row|column|maprams):/.exec(line);
     if (!f) continue;
     const n = countUnits(lines, i, "    ");

@@ -83,7 +83,7 @@ describe("the resource summary of an assembly", () => {
     expect(s.egress).toMatchObject({ stages: 12, stateful_alus: 1 });
   });
 
-  test("memories per part of the program: SRAM and map RAM blocks of its columns, TCAM blocks of its ternary tables", () => {
+  test("memories per part of the program: SRAM and map RAM blocks of its columns, TCAM blocks of its ternary tables, hash distribution units", () => {
     const asm = [
       "stage 2 ingress:",
       "  ternary_match io_tracker_io_class 1:",
@@ -100,6 +100,10 @@ describe("the resource summary of an assembly", () => {
       "    maprams:",
       "    - [ 0, 1, 2, 3, 4, 5 ]",
       "    - [ 0, 1, 2 ]",
+      "    hash_dist:",
+      "      0: { hash: 0, mask: 0x3fff, shift: 0 }",
+      "      1: { hash: 1, mask: 0xffff, shift: 0 }",
+      "    input_xbar:",
       "  gateway cond-1 0:",
       "    row: 4",
       "stage 2 egress:",
@@ -109,8 +113,8 @@ describe("the resource summary of an assembly", () => {
       "    maprams: [ 0, 1 ]",
     ].join("\n");
     expect(memorySummary(asm)).toEqual({
-      ingress: { io_tracker: { sram: 12, map_ram: 9, tcam: 2 } },
-      egress: { stats: { sram: 2, map_ram: 2, tcam: 0 } },
+      ingress: { io_tracker: { sram: 12, map_ram: 9, tcam: 2, hash_dist: 2 } },
+      egress: { stats: { sram: 2, map_ram: 2, tcam: 0, hash_dist: 0 } },
     });
   });
 
