@@ -48,7 +48,8 @@ const bit<8> IO_INFO_IN_CAPSULE = 0x10;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
-// An R_Key map word: pending (bit 31) ++ the I/O's target QP (23:0). QP
+// An R_Key map word: pending (bit 31) ++ the I/O's target QP (23:0); an
+// RDMA CM entry's is the host's QP, never pending. QP
 // numbers of reliable connections are never 0 (QP 0 and 1 are the
 // management QPs), so a word of 0 is "not found", and a QP number is its own
 // key (an empty entry holds 0 and answers 0). A queue pair word is the peer QP.
@@ -105,7 +106,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
     // Register outputs, each tested by a later stage.
     // The I/O's target QP: a command's and a READ RESPONSE's own (their
-    // BTH), found in the R_Key map by a keyed transfer (0 when not found).
+    // BTH), found in the R_Key map by a keyed transfer (0 when not found);
+    // a CM REP's; a CM REQ's is the host's QP, for the map.
     bit<32> word;
     // The I/O's host QP: a response's and a target's data packet's own
     // (their BTH), the one a CM REQ named (found by its REP; 0 when not).
@@ -182,10 +184,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     };
     // RDMA CM REQ: its communication ID and the host's QP (not pending: a
     // REQ that nobody answers is no lost data).
+    // A REQ never takes a pending entry (an I/O whose data is still to come).
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map) cm_claim = {
         void apply(inout pair_t value) {
-            value.lo = sgl_key;
-            value.hi = word | WORD_FOUND;
+            if ((int<32>)value.hi >= 0) {
+                value.lo = sgl_key;
+                value.hi = word | WORD_FOUND;
+            }
         }
     };
     // Data: the word (no longer pending) when the entry holds this key, else 0.
@@ -378,7 +383,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.host = hdr.ipv4.src_addr;
         meta.io_digest.target = hdr.ipv4.dst_addr;
     }
-    @stage(0)
     @hidden action cm_req() {
         pkt_class = IO_PKT_CM_REQ;
         watched = true;  // RDMA CM pairs queues whatever the watchlist and the vantage
@@ -393,6 +397,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.host = hdr.ipv4.dst_addr;
         meta.io_digest.target = hdr.ipv4.src_addr;
     }
+    @stage(0)
     @hidden table io_class {
         key = {
             hdr.cm_req.isValid(): ternary;
@@ -433,7 +438,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true);
         }
         const default_action = NoAction();
-        size = 16;
+        size = 32;
     }
 
     // Vantage (SPEC §1): the compute side (the host's port) and the storage
@@ -569,7 +574,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_READ_REQ, _, true): rkey_find_a();
         }
         const default_action = NoAction();
-        size = 4;
+        size = 8;
     }
     @hidden action rkey_ref_claim_a() { rkey_ref_claim.execute(RKEY_IDX); }
     @hidden action rkey_ref_find_a() { cref = rkey_ref_find.execute(RKEY_IDX); }
