@@ -150,45 +150,14 @@ function toNumber(v: unknown, field: string, digest: string, width: number): num
   return Number(n);
 }
 
-type Decoder = (values: readonly unknown[]) => TelemetryDigest;
-
-/**
- * A decoder per digest, compiled once from EXPECTED: it builds the typed
- * object in one literal (one shape per digest kind), and takes a member that
- * is already a number in range without further work.
- */
-function compileDecoder(name: string): Decoder | undefined {
-  const want = EXPECTED[name];
-  if (!want) return undefined;
-  const names = Object.keys(want.fields);
-  const widths = names.map((f) => want.fields[f]!);
-  const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
-  const wrongCount = (n: number): never => {
-    throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length}`);
-  };
-  const members = names.map((f, i) => {
-    const key = want.kind === "learn" && f === "kind" ? "learn" : f;
-    return `${key}: (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i})`;
-  });
-  const body = `return function decode(v) {
-    if (v.length !== ${names.length}) wrongCount(v.length);
-    let x;
-    return { kind: ${JSON.stringify(want.kind)}, ${members.join(",\n      ")} };
-  };`;
-  return new Function("slow", "wrongCount", body)(slow, wrongCount) as Decoder;
-}
-
-const decoders = new Map<string, Decoder | undefined>();
-
 /**
  * Decodes one digest from its values in member order. Throws BadDigestError
  * naming the digest and the member that was wrong.
  */
 export function decodeDigest(name: string, values: readonly unknown[]): TelemetryDigest {
-  let decode = decoders.get(name);
-  if (decode === undefined && !decoders.has(name)) decoders.set(name, (decode = compileDecoder(name)));
+  const decode = decoder(name, "full");
   if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
-  return decode(values);
+  return decode(values, undefined);
 }
 
 // ---------------------------------------------------------------------------
@@ -243,7 +212,7 @@ export function digestLayoutOf(schemas: readonly DigestSchema[]): { layout: Dige
     // Compiled now, so that a layout the fills do not cover is refused here, not sample by sample.
     for (const s of schemas) {
       try {
-        compactDecoder(s.name);
+        decoder(s.name, "compact");
       } catch (err) {
         return { layout: undefined, problems: [(err as Error).message] };
       }
@@ -295,15 +264,17 @@ const FILLS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   },
 };
 
-type CompactDecoder = (values: readonly unknown[], c: CompactContext) => TelemetryDigest;
+type Decoder = (values: readonly unknown[], c: CompactContext | undefined) => TelemetryDigest;
 
 /**
- * A decoder from the compact layout into the full one, compiled once per
- * digest: each compact member checked against its compact width (a narrowed
- * member is zero-extended), each missing one filled in (FILLS).
+ * A decoder per digest and layout, compiled once: each member the layout
+ * sends checked against its width (a narrowed member is zero-extended; a
+ * member that is already a number in range takes no further work), each
+ * member of the full layout it lacks filled in (FILLS, from the list's
+ * context), the typed object built in one literal (one shape per kind).
  */
-function compileCompactDecoder(name: string): CompactDecoder | undefined {
-  const want = EXPECTED_COMPACT[name];
+function compileDecoder(name: string, layout: DigestLayout): Decoder | undefined {
+  const want = LAYOUTS[layout][name];
   const full = EXPECTED[name];
   if (!want || !full) return undefined;
   const names = Object.keys(want.fields);
@@ -312,7 +283,7 @@ function compileCompactDecoder(name: string): CompactDecoder | undefined {
   const fills = FILLS[name] ?? {};
   const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
   const wrongCount = (n: number): never => {
-    throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length} (compact layout)`);
+    throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length}${layout === "compact" ? " (compact layout)" : ""}`);
   };
   const locals = names.map((f, i) => `const m_${f} = (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i});`);
   const members = Object.keys(full.fields).map((f) => {
@@ -322,20 +293,21 @@ function compileCompactDecoder(name: string): CompactDecoder | undefined {
     if (fill === undefined) throw new BadDigestError(`digest '${name}' member '${f}' is not in the compact layout and has no fill`);
     return `${key}: ${fill}`;
   });
-  const body = `return function decodeCompact(v, c) {
+  const body = `return function decode(v, c) {
     if (v.length !== ${names.length}) wrongCount(v.length);
     let x;
     ${locals.join("\n    ")}
     return { kind: ${JSON.stringify(full.kind)}, ${members.join(",\n      ")} };
   };`;
-  return new Function("slow", "wrongCount", body)(slow, wrongCount) as CompactDecoder;
+  return new Function("slow", "wrongCount", body)(slow, wrongCount) as Decoder;
 }
 
-const compactDecoders = new Map<string, CompactDecoder | undefined>();
+const decoders = new Map<string, Decoder | undefined>();
 
-function compactDecoder(name: string): CompactDecoder | undefined {
-  let decode = compactDecoders.get(name);
-  if (decode === undefined && !compactDecoders.has(name)) compactDecoders.set(name, (decode = compileCompactDecoder(name)));
+function decoder(name: string, layout: DigestLayout): Decoder | undefined {
+  const key = `${layout}:${name}`;
+  let decode = decoders.get(key);
+  if (decode === undefined && !decoders.has(key)) decoders.set(key, (decode = compileDecoder(name, layout)));
   return decode;
 }
 
@@ -345,7 +317,7 @@ function compactDecoder(name: string): CompactDecoder | undefined {
  * and the member that was wrong.
  */
 export function decodeCompactDigest(name: string, values: readonly unknown[], c: CompactContext): TelemetryDigest {
-  const decode = compactDecoder(name);
+  const decode = decoder(name, "compact");
   if (!decode) throw new BadDigestError(`unknown digest '${name}'`);
   return decode(values, c);
 }
