@@ -26,7 +26,7 @@ function widthOf(typeSpec) {
 }
 
 /** The constants the control plane reads digests and counters with: `const bit<W> NAME = value;` of these families. */
-const CONSTANT_FAMILIES = /^(IO_EVENT|IO_FLAG|IO_OP|VANTAGE|MSG_FLAG|LEARN|MODE|STAT)_/;
+const CONSTANT_FAMILIES = /^(IO_EVENT|IO_FLAG|IO_OP|IO_OUTCOME|VANTAGE|MSG_FLAG|LEARN|MODE|STAT|PKT_EV|FLOW_EV)_/;
 
 export function p4Constants(defineSource) {
   const out = {};
@@ -36,11 +36,11 @@ export function p4Constants(defineSource) {
   return out;
 }
 
-/** telemetry_stats indices in order: STAT_UNTRACKED_FLOWS = 1 -> "untracked_flows" at 1. */
+/** The switch's statistics events in order: STAT_UNTRACKED_FLOWS = 1 -> "untracked_flows" at 1. */
 export function counterNames(constants) {
   const stats = Object.entries(constants).filter(([k]) => k.startsWith("STAT_")).sort((a, b) => a[1] - b[1]);
   stats.forEach(([k, v], i) => {
-    if (v !== i) throw new Error(`define.p4: ${k} is ${v}, expected ${i} (the STAT_* indices must be 0, 1, 2, ...)`);
+    if (v !== i) throw new Error(`define.p4: ${k} is ${v}, expected ${i} (the STAT_* numbers must be 0, 1, 2, ...)`);
   });
   return stats.map(([k]) => k.slice("STAT_".length).toLowerCase());
 }
@@ -101,9 +101,9 @@ export function renderNames(p4info, defineSource = "", compactP4infos = {}) {
     `export const P4_NAMES = ${JSON.stringify(body, null, 2)} as const;\n\n` +
     "/** The digests in the compact layout the Tofino builds send (one 48-byte learn quantum each): members and widths. */\n" +
     `export const P4_COMPACT_DIGESTS = ${JSON.stringify(compact, null, 2)} as const;\n\n` +
-    "/** The program's digest codes, flags and counter indices (p4/include/define.p4). */\n" +
+    "/** The program's digest codes, flags, statistics events and counter index layouts (p4/include/define.p4). */\n" +
     `export const P4_CONSTANTS = ${JSON.stringify(constants, null, 2)} as const;\n\n` +
-    "/** The telemetry_stats counter's indices, by name (STAT_* in define.p4, in index order). */\n" +
+    "/** The switch's statistics events, by name (STAT_* in define.p4, in order). */\n" +
     `export const SWITCH_COUNTER_NAMES = ${JSON.stringify(counterNames(constants))} as const;\n\n` +
     "export type TableKey = keyof typeof P4_NAMES.tables;\n" +
     "export type ActionKey = keyof typeof P4_NAMES.actions;\n" +

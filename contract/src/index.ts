@@ -6,5 +6,6 @@ export * from "./digest-batch.js";
 export * from "./digests.js";
 export * from "./ipv4.js";
 export * from "./records.js";
+export * from "./switch-counters.js";
 export * from "./topology.js";
 export * from "./generated/telemetry-names.js";

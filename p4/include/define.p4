@@ -13,6 +13,7 @@ typedef bit<48> ts_t;
 typedef bit<8>  role_t;
 typedef bit<8>  mode_t;
 typedef bit<16> epoch_t;
+typedef bit<3>  io_outcome_t;  // IO_OUTCOME_*
 typedef bit<32> slot_t;
 
 const bit<16> ETHERTYPE_VLAN = 0x8100;
@@ -116,7 +117,12 @@ const bit<8> DIGEST_IO = 1;
 const bit<8> DIGEST_MSG = 2;
 const bit<8> DIGEST_LEARN = 3;
 
-// Indices of the telemetry_stats counter.
+// The switch's statistics events, in the order the controller reports them
+// (SWITCH_COUNTER_NAMES). Two counters count them, packet_events and
+// flow_events, each indexed by the set of events of a packet (the fields
+// below, stats_index.p4): every event of a packet is counted with one
+// counter access per counter, which is all a Tofino counter allows. The
+// controller adds up, per event, the entries whose index holds it.
 const bit<32> STAT_ROCE_PACKETS = 0;
 const bit<32> STAT_UNTRACKED_FLOWS = 1;
 const bit<32> STAT_UNTRACKED_IOS = 2;
@@ -125,7 +131,7 @@ const bit<32> STAT_IO_RESPONSES = 4;
 const bit<32> STAT_IO_UNMATCHED_RESPONSES = 5;
 const bit<32> STAT_MESSAGES = 6;
 const bit<32> STAT_STRADDLED_MESSAGES = 7;
-const bit<32> STAT_LEARNED = 8;
+const bit<32> STAT_LEARNED = 8;             // I/O pairs and flows learned (polling mode)
 const bit<32> STAT_DIGESTS = 9;
 const bit<32> STAT_PARSER_ERRORS = 10;
 const bit<32> STAT_CNP = 11;
@@ -137,5 +143,37 @@ const bit<32> STAT_IO_REPLACED = 16;        // an open I/O closed by a new comma
 const bit<32> STAT_IO_UNPAIRED_RESPONSES = 17;  // a response on a queue whose pairing is unknown
 const bit<32> STAT_QUEUE_PAIRS_LEARNED = 18;    // host QP <-> target QP pairings learned
 const bit<32> STAT_CNP_UNTRACKED = 19;      // a CNP whose pair slot is held by another host pair
+
+// The I/O tracker's outcome for a packet: at most one, so 3 bits of the
+// packet_events index hold it.
+const bit<3> IO_OUTCOME_NONE = 0;
+const bit<3> IO_OUTCOME_CMD = 1;            // io_commands
+const bit<3> IO_OUTCOME_REPLACED = 2;       // io_commands and io_replaced
+const bit<3> IO_OUTCOME_UNTRACKED = 3;      // untracked_ios
+const bit<3> IO_OUTCOME_RSP = 4;            // io_responses
+const bit<3> IO_OUTCOME_UNMATCHED = 5;      // io_unmatched_responses
+const bit<3> IO_OUTCOME_UNPAIRED = 6;       // io_unpaired_responses
+
+// The packet_events index: the offset of each field (1 bit unless noted).
+const bit<32> PKT_EV_BITS = 12;             // the index's width: 4,096 entries
+const bit<32> PKT_EV_ROCE = 0;              // roce_packets
+const bit<32> PKT_EV_PARSER_ERROR = 1;      // parser_errors
+const bit<32> PKT_EV_UNKNOWN_OPCODE = 2;    // unknown_opcodes
+const bit<32> PKT_EV_NO_ROUTE = 3;          // no_route
+const bit<32> PKT_EV_DIGEST = 4;            // 2 bits, the digest kind (DIGEST_*): digests when not 0
+const bit<32> PKT_EV_IO_OUTCOME = 6;        // 3 bits, IO_OUTCOME_*
+const bit<32> PKT_EV_IOREF_OVERWRITTEN = 9; // ioref_overwritten
+const bit<32> PKT_EV_QUEUE_PAIR_LEARNED = 10;  // queue_pairs_learned
+const bit<32> PKT_EV_LEARNED = 11;          // learned (an NVMe host-target pair)
+
+// The flow_events index: the offset of each field (1 bit each).
+const bit<32> FLOW_EV_BITS = 7;             // the index's width: 128 entries
+const bit<32> FLOW_EV_MESSAGE = 0;          // messages
+const bit<32> FLOW_EV_STRADDLED = 1;        // straddled_messages
+const bit<32> FLOW_EV_CNP = 2;              // cnp
+const bit<32> FLOW_EV_CNP_UNTRACKED = 3;    // cnp_untracked
+const bit<32> FLOW_EV_UNTRACKED_FLOW = 4;   // untracked_flows
+const bit<32> FLOW_EV_ECN_CE = 5;           // ecn_ce
+const bit<32> FLOW_EV_LEARNED = 6;          // learned (an RDMA WRITE flow)
 
 #endif

@@ -155,21 +155,8 @@ header bridge_h {
     epoch_t epoch;
     mode_t mode;
     role_t ingress_role;
-    // The ingress's statistics events (stat_flags_t), counted in egress.
-    bit<1> roce;
-    bit<1> parser_error;
-    bit<1> unknown_opcode;
-    bit<1> no_route;         // and dropped in egress, once counted
-    bit<1> io_replaced;
-    bit<1> ioref_overwritten;
-    bit<1> io_unpaired_rsp;
-    bit<1> io_unmatched_rsp;
-    bit<1> untracked_io;
-    bit<1> queue_pair_learned;
-    bit<1> learned;
-    bit<1> io_cmd;
-    bit<1> io_rsp;
-    bit<3> pad;
+    bit<1> no_route;         // dropped in egress
+    bit<7> pad;
 }
 
 // A message or flow-learn report of the egress flow tracker: mirrored in
@@ -349,26 +336,26 @@ struct config_t {
 }
 
 // Events counted by the Stats control at the end of ingress.
+// A packet's statistics events (p4/include/stats_index.p4 turns them into the
+// indices of the packet_events and flow_events counters).
 struct stat_flags_t {
+    // packet_events
     bool roce;
-    bool untracked_flow;
-    bool untracked_io;
-    bool io_cmd;
-    bool io_rsp;
-    bool io_unmatched_rsp;
+    bool parser_error;
+    bool unknown_opcode;
+    bool no_route;
+    io_outcome_t io_outcome;  // the I/O tracker's one outcome (IO_OUTCOME_*)
+    bool ioref_overwritten;
+    bool queue_pair_learned;
+    bool learned;             // an NVMe host-target pair learned
+    // flow_events
     bool message;
     bool straddled;
-    bool learned;
     bool cnp;
-    bool ecn_ce;
-    bool no_route;
-    bool parser_error;
-    bool ioref_overwritten;
-    bool unknown_opcode;
-    bool io_replaced;
-    bool io_unpaired_rsp;
-    bool queue_pair_learned;
     bool cnp_untracked;
+    bool untracked_flow;
+    bool ecn_ce;
+    bool flow_learned;        // an RDMA WRITE flow learned
 }
 
 struct local_metadata_t {

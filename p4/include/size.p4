@@ -36,6 +36,5 @@
 // Polling-mode watchlists (capacity N).
 #define FLOW_WATCHLIST_SIZE 1024
 #define IO_WATCHLIST_SIZE 1024
-#define STATS_SIZE 32
 
 #endif

@@ -5,8 +5,8 @@
 // the register-holding controls in p4/tna/include/control. See docs/tofino.md.
 //
 // Tofino 1 has 12 stages in ingress and 12 in egress, 4 stateful ALUs in
-// each: the I/O tracker runs in ingress, the flow tracker and the
-// statistics in egress. Digests leave from the ingress deparser only, so the
+// each: the I/O tracker runs in ingress, the flow tracker and its
+// statistics (flow_events) in egress. Digests leave from the ingress deparser only, so the
 // flow tracker's message and learn reports are mirrored in egress to the
 // recirculation port and become digests in ingress.
 #include "include/define_tna.p4"
@@ -71,19 +71,7 @@ parser TelemetryIngressParser(packet_in pkt, out headers_t hdr, out local_metada
 @pa_alias("ingress", "meta.cfg.epoch", "hdr.bridge.epoch")
 @pa_alias("ingress", "meta.cfg.mode", "hdr.bridge.mode")
 @pa_alias("ingress", "meta.ingress_role", "hdr.bridge.ingress_role")
-@pa_alias("ingress", "meta.stat.roce", "hdr.bridge.roce")
-@pa_alias("ingress", "meta.stat.parser_error", "hdr.bridge.parser_error")
-@pa_alias("ingress", "meta.stat.unknown_opcode", "hdr.bridge.unknown_opcode")
 @pa_alias("ingress", "meta.stat.no_route", "hdr.bridge.no_route")
-@pa_alias("ingress", "meta.stat.io_replaced", "hdr.bridge.io_replaced")
-@pa_alias("ingress", "meta.stat.ioref_overwritten", "hdr.bridge.ioref_overwritten")
-@pa_alias("ingress", "meta.stat.io_unpaired_rsp", "hdr.bridge.io_unpaired_rsp")
-@pa_alias("ingress", "meta.stat.io_unmatched_rsp", "hdr.bridge.io_unmatched_rsp")
-@pa_alias("ingress", "meta.stat.untracked_io", "hdr.bridge.untracked_io")
-@pa_alias("ingress", "meta.stat.queue_pair_learned", "hdr.bridge.queue_pair_learned")
-@pa_alias("ingress", "meta.stat.learned", "hdr.bridge.learned")
-@pa_alias("ingress", "meta.stat.io_cmd", "hdr.bridge.io_cmd")
-@pa_alias("ingress", "meta.stat.io_rsp", "hdr.bridge.io_rsp")
 @pa_container_size("ingress", "meta.io_digest.cmd_psn", 16)
 @pa_container_size("ingress", "meta.io_digest.cid", 16)
 control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
@@ -165,7 +153,6 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                 opcode_check.apply();
             }
             io_tracker.apply(hdr, meta);
-            stats.apply(ig_intr_md.ingress_port);
 
             // Everything the egress half needs, before the packet.
             hdr.bridge.setValid();
@@ -176,19 +163,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
             hdr.bridge.epoch = meta.cfg.epoch;
             hdr.bridge.mode = meta.cfg.mode;
             hdr.bridge.ingress_role = meta.ingress_role;
-            hdr.bridge.roce = (bit<1>)meta.stat.roce;
-            hdr.bridge.parser_error = (bit<1>)meta.stat.parser_error;
-            hdr.bridge.unknown_opcode = (bit<1>)meta.stat.unknown_opcode;
             hdr.bridge.no_route = (bit<1>)meta.stat.no_route;
-            hdr.bridge.io_replaced = (bit<1>)meta.stat.io_replaced;
-            hdr.bridge.ioref_overwritten = (bit<1>)meta.stat.ioref_overwritten;
-            hdr.bridge.io_unpaired_rsp = (bit<1>)meta.stat.io_unpaired_rsp;
-            hdr.bridge.io_unmatched_rsp = (bit<1>)meta.stat.io_unmatched_rsp;
-            hdr.bridge.untracked_io = (bit<1>)meta.stat.untracked_io;
-            hdr.bridge.queue_pair_learned = (bit<1>)meta.stat.queue_pair_learned;
-            hdr.bridge.learned = (bit<1>)meta.stat.learned;
-            hdr.bridge.io_cmd = (bit<1>)meta.stat.io_cmd;
-            hdr.bridge.io_rsp = (bit<1>)meta.stat.io_rsp;
             hdr.bridge.pad = 0;
             if (meta.drop) {
                 // Counted in egress (no_route), dropped there.
@@ -201,6 +176,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         // At most one digest per packet, packed by the deparser; every digest
         // carries the next sequence number of this switch.
         seq_tbl.apply();
+        stats.apply(ig_intr_md.ingress_port, hdr.report.isValid(), meta);
     }
 }
 
@@ -321,7 +297,7 @@ control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                 eg_dprsr_md.mirror_type = TNA_MIRROR_REPORT;
                 meta.session = TNA_REPORT_SESSION;
             }
-            stats.apply(hdr.bridge, meta.m);
+            stats.apply(meta.m);
             if (hdr.bridge.no_route == 1) {
                 eg_dprsr_md.drop_ctl = 1;
             }

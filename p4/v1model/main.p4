@@ -72,7 +72,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                 digest<learn_digest_t>(1, meta.learn_digest);
             }
         }
-        stats.apply(hdr, std_meta.ingress_port, meta);
+        stats.apply(std_meta.ingress_port, meta);
 
         if (meta.drop) {
             mark_to_drop(std_meta);

@@ -10,7 +10,7 @@ import { EventEmitter } from "node:events";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import type { P4BitstringLikeTypeSpec } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4types";
 import type { DigestList } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, type DigestBatch, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, switchCounters, type DigestBatch, type SwitchCounters, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { isFastDigestList, type DigestMember } from "@rdma-telemetry/p4runtime";
 import { buildTableEntry, digestValues } from "@rdma-telemetry/p4runtime";
 import { DesiredState } from "@rdma-telemetry/p4runtime";
@@ -46,9 +46,9 @@ export interface ControllerEvents {
   "bad-digest": [{ message: string }];
 }
 
-/** Indices of the telemetry_stats counter (STAT_* in p4/include/define.p4, generated). */
+/** The switch's statistics events (STAT_* in p4/include/define.p4, generated). */
 export const SWITCH_COUNTERS = SWITCH_COUNTER_NAMES;
-export type SwitchCounters = Record<(typeof SWITCH_COUNTERS)[number], number>;
+export type { SwitchCounters };
 
 /** Each digest of a P4Info with its members' names and widths. */
 function digestSchemas(p4info: P4Schema["p4info"]): DigestSchema[] {
@@ -340,16 +340,20 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0 });
   }
 
-  /** Reads the switch's telemetry counters (packets counted per event). */
+  /**
+   * Reads the switch's statistics: packets counted per event, from the
+   * packet_events and flow_events counters (each entry a set of events).
+   */
   async readCounters(): Promise<SwitchCounters> {
-    const id = this.schema.counters.get(P4_NAMES.counters.stats_telemetry_stats.name).preamble!.id;
-    const out = Object.fromEntries(SWITCH_COUNTERS.map((k) => [k, 0])) as SwitchCounters;
-    for await (const e of this.connection.client.read([{ entity: { $case: "counterEntry", value: { counterId: id, index: undefined, data: undefined } } }])) {
+    const packetId = this.schema.counters.get(P4_NAMES.counters.stats_packet_events.name).preamble!.id;
+    const flowId = this.schema.counters.get(P4_NAMES.counters.stats_flow_events.name).preamble!.id;
+    const entries = new Map<number, Array<[number, number]>>([[packetId, []], [flowId, []]]);
+    const read = this.connection.client.read([packetId, flowId].map((counterId) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: undefined, data: undefined } } })));
+    for await (const e of read) {
       if (e.entity?.$case !== "counterEntry") continue;
-      const name = SWITCH_COUNTERS[Number(e.entity.value.index?.index ?? -1)];
-      if (name) out[name] = Number(e.entity.value.data?.packetCount ?? 0n);
+      entries.get(e.entity.value.counterId)?.push([Number(e.entity.value.index?.index ?? -1), Number(e.entity.value.data?.packetCount ?? 0n)]);
     }
-    return out;
+    return switchCounters(entries.get(packetId)!, entries.get(flowId)!);
   }
 
   /** Measured / known flows in the current polling window (1 in full mode). */

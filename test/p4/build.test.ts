@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { P4_COMPACT_DIGESTS, P4_NAMES, SWITCH_COUNTER_NAMES } from "../../contract/src/generated/telemetry-names.js";
+import { FLOW_EVENTS_SIZE, PACKET_EVENTS_SIZE } from "../../contract/src/switch-counters.js";
 import { P4Schema } from "../../p4runtime/src/schema.js";
 // @ts-expect-error -- plain ESM script without types
 import { checkManifest } from "../../scripts/p4-build.mjs";
@@ -120,7 +121,9 @@ describe("compiled P4 program", () => {
     expect(schema.matchField(schema.tables.get("flow_tracker.flow_watchlist"), "dest_qp").bitwidth).toBe(24);
     expect(schema.tables.get("flow_tracker.flow_watchlist").size).toBe(1024n);
     expect(schema.digests.all().map((d) => d.preamble!.name).sort()).toEqual(["io_digest_t", "learn_digest_t", "msg_digest_t"]);
-    expect(schema.counters.has("stats.telemetry_stats")).toBe(true);
+    // The statistics: a counter per index layout, one entry per set of events (define.p4's PKT_EV_*, FLOW_EV_*).
+    expect(schema.counters.get("stats.packet_events").size).toBe(BigInt(PACKET_EVENTS_SIZE));
+    expect(schema.counters.get("stats.flow_events").size).toBe(BigInt(FLOW_EVENTS_SIZE));
     expect(schema.counters.has("stats.port_packets")).toBe(true);
     expect(schema.param(schema.actions.get("config.set_config"), "ts_scale").bitwidth).toBe(48);
   });
@@ -180,7 +183,7 @@ describe("compiled P4 program", () => {
     expect(Object.keys(P4_COMPACT_DIGESTS).sort()).toEqual(Object.keys(P4_NAMES.digests).sort());
     for (const [name, d] of Object.entries(P4_COMPACT_DIGESTS)) expect(d.fields, name).toEqual(compact.struct(name));
     expect(P4_COMPACT_DIGESTS.io_digest_t.fields).not.toEqual(P4_NAMES.digests.io_digest_t.fields);
-    // The switch counters: the STAT_* indices of define.p4, in order.
+    // The switch's statistics events: the STAT_* numbers of define.p4, in order.
     expect([...SWITCH_COUNTER_NAMES]).toEqual(src.statNames());
   });
 

@@ -78,7 +78,7 @@ describe.each(Object.entries(tofino))("P4Info parity of the v1model and %s build
   });
 
   test("the same counters, units and sizes", () => {
-    expect(Object.keys(counters(v1)).sort()).toEqual(["TelemetryIngress.stats.port_packets", "TelemetryIngress.stats.telemetry_stats"]);
+    expect(Object.keys(counters(v1)).sort()).toEqual(["TelemetryIngress.stats.flow_events", "TelemetryIngress.stats.packet_events", "TelemetryIngress.stats.port_packets"]);
     expect(counters(tna)).toEqual(counters(v1));
   });
 

@@ -107,7 +107,7 @@ describe("the resource summary of an assembly", () => {
       "  gateway cond-1 0:",
       "    row: 4",
       "stage 2 egress:",
-      "  counter stats_first_event$stats.TelemetryIngress.stats.telemetry_stats:",
+      "  counter stats_flow_events_count$stats.TelemetryIngress.stats.flow_events:",
       "    row: 13",
       "    column: [ 0, 1 ]",
       "    maprams: [ 0, 1 ]",

@@ -77,7 +77,7 @@ test("a role's config is echoed in the arbitration answer; a write for a role no
 
 test("a counter MODIFY without data leaves the cell as it was", async () => {
   const c = await primaryWithPipeline();
-  const counterId = schema.counters.get("stats.telemetry_stats").preamble!.id;
+  const counterId = schema.counters.get("stats.packet_events").preamble!.id;
   const cell = (data?: { packetCount: bigint; byteCount: bigint }) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: { index: 3n }, data } } });
   await c.write([{ type: Update_Type.MODIFY, entity: cell({ packetCount: 5n, byteCount: 500n }) }], 1n);
   await c.write([{ type: Update_Type.MODIFY, entity: cell() }], 1n);

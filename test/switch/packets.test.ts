@@ -89,6 +89,38 @@ for (const target of [softwareTarget(), bmv2Target("rtp")]) {
       expect(got[1]!.e2e_ns).toBeGreaterThan(0);
     });
 
+    test("every event of a packet is counted, as many events as the packet has", async () => {
+      await t.digests();
+      const steps: Array<[string, number, Uint8Array, Partial<SwitchCounters>]> = [
+        // A read command capsule: a RoCEv2 packet, an I/O command and its digest.
+        ["command", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 500, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7777) }),
+          { roce_packets: 1, io_commands: 1, digests: 1 }],
+        // The same capsule retransmitted: the first one counts.
+        ["retransmitted command", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 500, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7777) }),
+          { roce_packets: 1 }],
+        // Its CID again while it is open: its response was lost, and the new
+        // command replaces it (one packet, four events).
+        ["command reusing the CID", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 501, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7778) }),
+          { roce_packets: 1, io_commands: 1, io_replaced: 1, digests: 1 }],
+        // The read data, keyed by the new command's R_Key: the queue pair is learned from it.
+        ["read data", 33, frame({ src: T1, dst: H2, opcode: Opcode.WRITE_ONLY, destQp: 12, psn: 900, reth: { va: 0n, rkey: 0x7778, length: 4096 }, payloadLength: 4096 }),
+          { roce_packets: 1, queue_pairs_learned: 1 }],
+        // The response: the I/O and its digest.
+        ["response", 33, frame({ src: T1, dst: H2, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 901, payload: nvmeCqe(7, 1, 0, 0) }),
+          { roce_packets: 1, io_responses: 1, digests: 1 }],
+        // A response no command waits for.
+        ["response without its command", 33, frame({ src: T1, dst: H2, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 902, payload: nvmeCqe(8, 1, 0, 0) }),
+          { roce_packets: 1, io_unmatched_responses: 1 }],
+      ];
+      for (const [name, port, data, counted] of steps) {
+        const before = await t.controller.readCounters();
+        await t.send(port, data);
+        expect(counterDelta(before, await t.controller.readCounters()), name).toEqual(counted);
+      }
+      const ios = (await t.digests(3)).filter((d): d is IoDigest => d.kind === "io");
+      expect(ios.map((d) => [d.event, d.cid])).toEqual([[1, 7], [1, 7], [2, 7]]);
+    });
+
     test("every digest carries the next sequence number of the switch", async () => {
       await t.digests();
       for (let cid = 100; cid < 110; cid++) await t.send(1, frame({ src: H1, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 9, psn: cid, payload: nvmeSqe("read", cid, 1, 0n, 512, cid) }));

@@ -315,9 +315,13 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.stats.port_packets",
       "size": 512
     },
-    "stats_telemetry_stats": {
-      "name": "TelemetryIngress.stats.telemetry_stats",
-      "size": 32
+    "stats_packet_events": {
+      "name": "TelemetryIngress.stats.packet_events",
+      "size": 4096
+    },
+    "stats_flow_events": {
+      "name": "TelemetryIngress.stats.flow_events",
+      "size": 128
     }
   },
   "registers": {
@@ -771,7 +775,7 @@ export const P4_COMPACT_DIGESTS = {
   }
 } as const;
 
-/** The program's digest codes, flags and counter indices (p4/include/define.p4). */
+/** The program's digest codes, flags, statistics events and counter index layouts (p4/include/define.p4). */
 export const P4_CONSTANTS = {
   "MODE_OFF": 0,
   "MODE_FULL": 1,
@@ -809,10 +813,35 @@ export const P4_CONSTANTS = {
   "STAT_IO_REPLACED": 16,
   "STAT_IO_UNPAIRED_RESPONSES": 17,
   "STAT_QUEUE_PAIRS_LEARNED": 18,
-  "STAT_CNP_UNTRACKED": 19
+  "STAT_CNP_UNTRACKED": 19,
+  "IO_OUTCOME_NONE": 0,
+  "IO_OUTCOME_CMD": 1,
+  "IO_OUTCOME_REPLACED": 2,
+  "IO_OUTCOME_UNTRACKED": 3,
+  "IO_OUTCOME_RSP": 4,
+  "IO_OUTCOME_UNMATCHED": 5,
+  "IO_OUTCOME_UNPAIRED": 6,
+  "PKT_EV_BITS": 12,
+  "PKT_EV_ROCE": 0,
+  "PKT_EV_PARSER_ERROR": 1,
+  "PKT_EV_UNKNOWN_OPCODE": 2,
+  "PKT_EV_NO_ROUTE": 3,
+  "PKT_EV_DIGEST": 4,
+  "PKT_EV_IO_OUTCOME": 6,
+  "PKT_EV_IOREF_OVERWRITTEN": 9,
+  "PKT_EV_QUEUE_PAIR_LEARNED": 10,
+  "PKT_EV_LEARNED": 11,
+  "FLOW_EV_BITS": 7,
+  "FLOW_EV_MESSAGE": 0,
+  "FLOW_EV_STRADDLED": 1,
+  "FLOW_EV_CNP": 2,
+  "FLOW_EV_CNP_UNTRACKED": 3,
+  "FLOW_EV_UNTRACKED_FLOW": 4,
+  "FLOW_EV_ECN_CE": 5,
+  "FLOW_EV_LEARNED": 6
 } as const;
 
-/** The telemetry_stats counter's indices, by name (STAT_* in define.p4, in index order). */
+/** The switch's statistics events, by name (STAT_* in define.p4, in order). */
 export const SWITCH_COUNTER_NAMES = ["roce_packets","untracked_flows","untracked_ios","io_commands","io_responses","io_unmatched_responses","messages","straddled_messages","learned","digests","parser_errors","cnp","ecn_ce","no_route","ioref_overwritten","unknown_opcodes","io_replaced","io_unpaired_responses","queue_pairs_learned","cnp_untracked"] as const;
 
 export type TableKey = keyof typeof P4_NAMES.tables;

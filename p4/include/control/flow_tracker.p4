@@ -136,7 +136,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                     meta.learn_digest.src = hdr.ipv4.src_addr;
                     meta.learn_digest.dst = hdr.ipv4.dst_addr;
                     meta.learn_digest.dest_qp = qp;
-                    meta.stat.learned = true;
+                    meta.stat.flow_learned = true;
                 }
                 return;
             }

@@ -397,7 +397,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (in_capsule && !paired) {
                 // No keyed transfer will name this queue's host QP before the
                 // response: the I/O cannot be attributed to a queue.
-                meta.stat.untracked_io = true;
+                meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
                 return;
             }
             bit<32> slot = cmd_slot;
@@ -423,14 +423,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (live && same && old_psn == cmd_psn) {
                 // A retransmitted command capsule: the first one counts.
             } else if (live && !same) {
-                meta.stat.untracked_io = true;
+                meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
             } else {
                 // New, or the key of an open I/O: NVMe reuses a CID only after
                 // its completion, so that I/O's response was lost.
                 bit<8> flags = 0;
                 if (live) {
                     flags = IO_FLAG_REPLACED;
-                    meta.stat.io_replaced = true;
                 }
                 bit<8> info = IO_INFO_VALID | vantage;
                 if (hdr.nvme_sqe.opc == NVME_OPC_WRITE) {
@@ -452,7 +451,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_data_last_ts.write(slot, 0);
                 io_rr_first_ts.write(slot, 0);
 
-                meta.stat.io_cmd = true;
+                meta.stat.io_outcome = live ? IO_OUTCOME_REPLACED : IO_OUTCOME_CMD;
                 meta.digest_kind = DIGEST_IO;
                 meta.io_digest.event = (dg_code_t)IO_EVENT_CMD;
 #ifndef DIGESTS_COMPACT
@@ -498,7 +497,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.from_data_ns = 0;
             meta.io_digest.host_prep_ns = 0;
             if (!paired) {
-                meta.stat.io_unpaired_rsp = true;
+                meta.stat.io_outcome = IO_OUTCOME_UNPAIRED;
                 meta.digest_kind = DIGEST_IO;
                 meta.io_digest.event = (dg_code_t)IO_EVENT_UNPAIRED_RSP;
                 meta.io_digest.vantage = (dg_code_t)vantage;
@@ -526,7 +525,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_info.read(info, slot);
             if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
                     || slot_tqp != 8w0 ++ peer_qp || slot_cid != cid) {
-                meta.stat.io_unmatched_rsp = true;
+                meta.stat.io_outcome = IO_OUTCOME_UNMATCHED;
                 return;
             }
             ts_t cmd_ts;
@@ -562,7 +561,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (is_write && data_seen && rr_seen) {
                 meta.io_digest.host_prep_ns = (dg_ns_t)(rr_first_ts - first_ts);
             }
-            meta.stat.io_rsp = true;
+            meta.stat.io_outcome = IO_OUTCOME_RSP;
             meta.digest_kind = DIGEST_IO;
             meta.io_digest.event = (dg_code_t)IO_EVENT_RSP;
             meta.io_digest.vantage = (dg_code_t)(info & IO_INFO_VANTAGE);

@@ -844,7 +844,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         report.src = hdr.ipv4.src_addr;
                         report.dst = hdr.ipv4.dst_addr;
                         learn_digest_qp();
-                        meta.stat.learned = true;
+                        meta.stat.flow_learned = true;
                     }
                 }
               }

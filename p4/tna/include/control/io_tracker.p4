@@ -678,9 +678,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // queue pairing), a response of a paired queue closes it.
     @hidden action owner_claim_a() { owner = owner_claim.execute(SLOT); }
     @hidden action owner_close_a() { closed = owner_close.execute(SLOT); }
-    @hidden action untracked_capsule() { meta.stat.untracked_io = true; }
+    @hidden action untracked_capsule() { meta.stat.io_outcome = IO_OUTCOME_UNTRACKED; }
     @hidden action unpaired_rsp() {
-        meta.stat.io_unpaired_rsp = true;
+        meta.stat.io_outcome = IO_OUTCOME_UNPAIRED;
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.event = (bit<2>)(IO_EVENT_UNPAIRED_RSP);
     }
@@ -710,13 +710,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action check_cmd_a() { check = check_cmd.execute(SLOT); }
     @hidden action check_rsp_a() {
         meta.io_digest.cmd_psn = check_psn.execute(SLOT);
-        meta.stat.io_rsp = true;
+        meta.stat.io_outcome = IO_OUTCOME_RSP;
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.event = (bit<2>)(IO_EVENT_RSP);
     }
     @hidden action check_data_a() { check = check_data.execute(SLOT); }
-    @hidden action untracked_cmd() { meta.stat.untracked_io = true; }
-    @hidden action unmatched_rsp() { meta.stat.io_unmatched_rsp = true; }
+    @hidden action untracked_cmd() { meta.stat.io_outcome = IO_OUTCOME_UNTRACKED; }
+    @hidden action unmatched_rsp() { meta.stat.io_outcome = IO_OUTCOME_UNMATCHED; }
     @stage(7)
     @hidden table check_tbl {
         key = { pkt_class: ternary; owner: ternary; closed: ternary; }
@@ -741,14 +741,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // the slot's command sets its bit.
     @hidden action info_new() {
         info_write.execute(SLOT);
-        meta.stat.io_cmd = true;
+        meta.stat.io_outcome = IO_OUTCOME_CMD;
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.flags = cmd_flags;
     }
     @hidden action info_replaced() {
         info_write.execute(SLOT);
-        meta.stat.io_cmd = true;
-        meta.stat.io_replaced = true;
+        meta.stat.io_outcome = IO_OUTCOME_REPLACED;
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.flags = cmd_flags | IO_FLAG_REPLACED[3:0];
     }

@@ -1,22 +1,23 @@
-// Per-port and global statistics, TNA build. port_packets counts in ingress;
-// telemetry_stats in egress, after the flow tracker (the ingress's events
-// come in the bridge header; a packet without a route is counted there and
-// then dropped). A Tofino counter is addressed once per packet, so
-// telemetry_stats counts each packet once, under the first of its events in
-// the order below (rare, diagnostic events first; a RoCEv2 packet with no
-// other event counts as roce_packets). The v1model build counts every event
-// of a packet. See docs/tofino.md.
+// Per-port and global statistics, TNA build: the same counters as v1model
+// (p4/include/control/stats.p4), each counted once per packet at the index
+// of the packet's set of events (stats_index.p4). port_packets and
+// packet_events in ingress, packet_events last (the digest kind is part of
+// its index, and the flow tracker's reports come back to the ingress to
+// become digests); flow_events in egress, after the flow tracker.
 #ifndef __STATS__
 #define __STATS__
 
-control Stats(in bit<9> ingress_port) {
+#include "../../../include/stats_index.p4"
+
+control Stats(in bit<9> ingress_port, in bool report, in local_metadata_t meta) {
     Counter<bit<64>, bit<32>>(PORT_COUNT, CounterType_t.PACKETS_AND_BYTES) port_packets;
+    Counter<bit<64>, bit<32>>(PACKET_EVENTS_SIZE, CounterType_t.PACKETS) packet_events;
 
     @hidden action count_port() {
         port_packets.count((bit<32>)ingress_port);
     }
 
-    // A table that always hits (Tofino 2 addresses a counter by hash only on a hit).
+    // Tables that always hit (Tofino 2 addresses a counter by hash only on a hit).
     @hidden table port_count {
         key = {
             ingress_port: ternary;
@@ -30,76 +31,54 @@ control Stats(in bit<9> ingress_port) {
         size = 1;
     }
 
+    @hidden action count_events() {
+        packet_events.count(PACKET_EVENTS_INDEX(meta.stat, meta.digest_kind));
+    }
+
+    @hidden table packet_events_count {
+        key = {
+            meta.digest_kind: ternary;
+        }
+        actions = {
+            count_events;
+        }
+        const entries = {
+            _: count_events();
+        }
+        size = 1;
+    }
+
     apply {
-        port_count.apply();
+        if (!report) {
+            port_count.apply();
+        }
+        packet_events_count.apply();
     }
 }
 
-// The ingress's events come in the bridge header, the flow tracker's in meta.stat.
-control EgressStats(in bridge_h bridge, in local_metadata_t meta) {
-    @name(".TelemetryIngress.stats.telemetry_stats")
-    Counter<bit<64>, bit<32>>(STATS_SIZE, CounterType_t.PACKETS) telemetry_stats;
+control EgressStats(in local_metadata_t meta) {
+    @name(".TelemetryIngress.stats.flow_events")
+    Counter<bit<64>, bit<32>>(FLOW_EVENTS_SIZE, CounterType_t.PACKETS) flow_events;
 
-    @hidden action count(bit<32> index) {
-        telemetry_stats.count(index);
+    @hidden action count_events() {
+        flow_events.count(FLOW_EVENTS_INDEX(meta.stat));
     }
 
-    // The first event of the packet, by priority: one ternary lookup.
-    @hidden table first_event {
+    @hidden table flow_events_count {
         key = {
-            bridge.io_replaced: ternary;
-            bridge.ioref_overwritten: ternary;
-            bridge.io_unpaired_rsp: ternary;
-            bridge.io_unmatched_rsp: ternary;
-            bridge.untracked_io: ternary;
-            meta.stat.untracked_flow: ternary;
-            meta.stat.cnp_untracked: ternary;
-            meta.stat.straddled: ternary;
-            bridge.queue_pair_learned: ternary;
-            bridge.learned: ternary;
-            meta.stat.learned: ternary;
-            bridge.io_cmd: ternary;
-            bridge.io_rsp: ternary;
             meta.stat.message: ternary;
-            meta.stat.cnp: ternary;
-            meta.stat.ecn_ce: ternary;
-            bridge.parser_error: ternary;
-            bridge.unknown_opcode: ternary;
-            bridge.no_route: ternary;
-            bridge.roce: ternary;
         }
         actions = {
-            count;
-            @defaultonly NoAction;
+            count_events;
         }
         const entries = {
-            (1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_IO_REPLACED);
-            (_, 1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_IOREF_OVERWRITTEN);
-            (_, _, 1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_IO_UNPAIRED_RESPONSES);
-            (_, _, _, 1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_IO_UNMATCHED_RESPONSES);
-            (_, _, _, _, 1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_UNTRACKED_IOS);
-            (_, _, _, _, _, true, _, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_UNTRACKED_FLOWS);
-            (_, _, _, _, _, _, true, _, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_CNP_UNTRACKED);
-            (_, _, _, _, _, _, _, true, _, _, _, _, _, _, _, _, _, _, _, _): count(STAT_STRADDLED_MESSAGES);
-            (_, _, _, _, _, _, _, _, 1, _, _, _, _, _, _, _, _, _, _, _): count(STAT_QUEUE_PAIRS_LEARNED);
-            (_, _, _, _, _, _, _, _, _, 1, _, _, _, _, _, _, _, _, _, _): count(STAT_LEARNED);
-            (_, _, _, _, _, _, _, _, _, _, true, _, _, _, _, _, _, _, _, _): count(STAT_LEARNED);
-            (_, _, _, _, _, _, _, _, _, _, _, 1, _, _, _, _, _, _, _, _): count(STAT_IO_COMMANDS);
-            (_, _, _, _, _, _, _, _, _, _, _, _, 1, _, _, _, _, _, _, _): count(STAT_IO_RESPONSES);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, true, _, _, _, _, _, _): count(STAT_MESSAGES);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, true, _, _, _, _, _): count(STAT_CNP);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, true, _, _, _, _): count(STAT_ECN_CE);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, 1, _, _, _): count(STAT_PARSER_ERRORS);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, 1, _, _): count(STAT_UNKNOWN_OPCODES);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, 1, _): count(STAT_NO_ROUTE);
-            (_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, 1): count(STAT_ROCE_PACKETS);
+            _: count_events();
         }
-        const default_action = NoAction();
-        size = 32;
+        size = 1;
     }
 
     apply {
-        first_event.apply();
+        flow_events_count.apply();
     }
 }
 
