@@ -335,7 +335,6 @@ struct config_t {
 #endif
 }
 
-// Events counted by the Stats control at the end of ingress.
 // A packet's statistics events (p4/include/stats_index.p4 turns them into the
 // indices of the packet_events and flow_events counters).
 struct stat_flags_t {
