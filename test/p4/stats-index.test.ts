@@ -31,9 +31,11 @@ function layout(macro: string): Array<[string, number, number]> {
   return out;
 }
 
-describe("statistics counter indices", () => {
-  test("packet_events: each field at define.p4's offset, 12 bits in all", () => {
-    expect(layout("PACKET_EVENTS_INDEX")).toEqual([
+/** Each counter: its index macro, the fields at define.p4's offsets (lowest first), its width and size. */
+const COUNTERS = [
+  {
+    counter: "packet_events", macro: "PACKET_EVENTS_INDEX", bits: C.PKT_EV_BITS, size: PACKET_EVENTS_SIZE, sizeMacro: "PACKET_EVENTS_SIZE",
+    fields: [
       ["roce", C.PKT_EV_ROCE, 1],
       ["parser_error", C.PKT_EV_PARSER_ERROR, 1],
       ["unknown_opcode", C.PKT_EV_UNKNOWN_OPCODE, 1],
@@ -43,14 +45,11 @@ describe("statistics counter indices", () => {
       ["ioref_overwritten", C.PKT_EV_IOREF_OVERWRITTEN, 1],
       ["queue_pair_learned", C.PKT_EV_QUEUE_PAIR_LEARNED, 1],
       ["learned", C.PKT_EV_LEARNED, 1],
-    ]);
-    const [, offset, width] = layout("PACKET_EVENTS_INDEX").at(-1)!;
-    expect(offset + width).toBe(C.PKT_EV_BITS);
-    expect(source).toContain(`#define PACKET_EVENTS_SIZE ${PACKET_EVENTS_SIZE} `);
-  });
-
-  test("flow_events: each field at define.p4's offset, 7 bits in all", () => {
-    expect(layout("FLOW_EVENTS_INDEX")).toEqual([
+    ],
+  },
+  {
+    counter: "flow_events", macro: "FLOW_EVENTS_INDEX", bits: C.FLOW_EV_BITS, size: FLOW_EVENTS_SIZE, sizeMacro: "FLOW_EVENTS_SIZE",
+    fields: [
       ["message", C.FLOW_EV_MESSAGE, 1],
       ["straddled", C.FLOW_EV_STRADDLED, 1],
       ["cnp", C.FLOW_EV_CNP, 1],
@@ -58,9 +57,19 @@ describe("statistics counter indices", () => {
       ["untracked_flow", C.FLOW_EV_UNTRACKED_FLOW, 1],
       ["ecn_ce", C.FLOW_EV_ECN_CE, 1],
       ["flow_learned", C.FLOW_EV_LEARNED, 1],
-    ]);
-    const [, offset, width] = layout("FLOW_EVENTS_INDEX").at(-1)!;
-    expect(offset + width).toBe(C.FLOW_EV_BITS);
-    expect(source).toContain(`#define FLOW_EVENTS_SIZE ${FLOW_EVENTS_SIZE} `);
-  });
+    ],
+  },
+] as const;
+
+describe("statistics counter indices", () => {
+  for (const c of COUNTERS) {
+    test(`${c.counter}: each field at define.p4's offset, ${c.bits} bits in all`, () => {
+      const fields = layout(c.macro);
+      expect(fields).toEqual(c.fields);
+      const [, offset, width] = fields.at(-1)!;
+      expect(offset + width).toBe(c.bits);
+      expect(2 ** c.bits).toBe(c.size);
+      expect(source).toContain(`#define ${c.sizeMacro} ${c.size} `);
+    });
+  }
 });
