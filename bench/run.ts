@@ -19,6 +19,7 @@ const all: Record<string, () => Promise<void>> = {
   pipeline: async () => (await import("./pipeline.js")).benchPipeline(),
   digests: async () => (await import("./p4runtime.js")).benchDigests(),
   writes: async () => (await import("./p4runtime.js")).benchWrites(),
+  counters: async () => (await import("./p4runtime.js")).benchCounters(),
   kafka: async () => (await import("./kafka.js")).benchKafkaMatrix(print),
   memory: async () => (await import("./memory.js")).benchMemory(),
   "replay-memory": async () => (await import("./memory.js")).benchReplayMemory(),
