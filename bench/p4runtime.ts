@@ -12,7 +12,7 @@ import { Topology } from "../app/topology.js";
 import { P4RuntimeClient, toUint128 } from "@rdma-telemetry/p4runtime";
 import { tableEntity } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
-import { compiled, here, print, root } from "./common.js";
+import { compiled, here, print, quantile, root } from "./common.js";
 
 /** The software switch in a child process (bench/switch-worker.ts); resolves with its P4Runtime port. */
 export async function switchProcess(clock: "virtual" | "live"): Promise<{ worker: ChildProcess; port: number }> {
@@ -22,17 +22,22 @@ export async function switchProcess(clock: "virtual" | "live"): Promise<{ worker
   return { worker, port };
 }
 
+/** A telemetry controller for the switch on `port`: one compute port, 10.0.1.0/24. */
+function benchController(port: number, extra: Record<string, unknown> = {}): TelemetryController {
+  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] });
+  return new TelemetryController(parseConfig({
+    switch: { address: `127.0.0.1:${port}`, switch_id: "bench", timestamp_unit_ns: 1 },
+    ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+    ...extra,
+  }));
+}
+
 export async function benchDigests(): Promise<void> {
   // The switch runs in a child process (a switch is a process of its own); its
   // digest lists cross P4Runtime to the controller (decode, ack) and the exporter (records).
   const n = 300_000;
   const { worker, port } = await switchProcess("virtual");
-  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] });
-  const controller = new TelemetryController(parseConfig({
-    switch: { address: `127.0.0.1:${port}`, switch_id: "bench", timestamp_unit_ns: 1 },
-    ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
-    digest: { max_list_size: 1024, max_timeout_us: 1000 },
-  }));
+  const controller = benchController(port, { digest: { max_list_size: 1024, max_timeout_us: 1000 } });
   const exporter = new Exporter({ perEventRecords: true });
   let records = 0;
   let digests = 0;
@@ -92,8 +97,7 @@ export async function benchWrites(): Promise<void> {
     if (r >= 5) times.push(performance.now() - t0);
     round++;
   }
-  times.sort((a, b) => a - b);
-  const q = (f: number) => times[Math.min(times.length - 1, Math.floor(f * times.length))]!.toFixed(1);
+  const q = quantile(times);
   const within = times.filter((t) => t <= 20).length / times.length;
   print(`rotation: swap a 1024-entry watchlist (1024 deletes + 1024 inserts, one write), ${times.length} rotations: median ${q(0.5)} ms, p90 ${q(0.9)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms; ${(within * 100).toFixed(1)} % within 20 ms (target <= 20 ms)`);
   ch.close();
@@ -118,11 +122,7 @@ export async function benchCounters(): Promise<void> {
   // The controller's statistics read (readCounters): both event counters,
   // 4,096 + 128 entries, from the software switch in its own process.
   const { worker, port } = await switchProcess("live");
-  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] });
-  const controller = new TelemetryController(parseConfig({
-    switch: { address: `127.0.0.1:${port}`, switch_id: "bench", timestamp_unit_ns: 1 },
-    ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
-  }));
+  const controller = benchController(port);
   controller.start();
   await controller.ready();
   const times: number[] = [];
@@ -131,8 +131,7 @@ export async function benchCounters(): Promise<void> {
     await controller.readCounters();
     if (r >= 5) times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  const q = (f: number) => times[Math.min(times.length - 1, Math.floor(f * times.length))]!.toFixed(1);
+  const q = quantile(times);
   print(`counters: the switch's statistics (packet_events and flow_events, ${controller.schema.counters.get("stats.packet_events").size + controller.schema.counters.get("stats.flow_events").size} entries) read and summed per event, ${times.length} reads: median ${q(0.5)} ms, p90 ${q(0.9)} ms, max ${q(1)} ms`);
   await controller.stop();
   worker.disconnect();
