@@ -95,6 +95,10 @@ for (const target of [softwareTarget(), bmv2Target("rtp")]) {
         // A read command capsule: a RoCEv2 packet, an I/O command and its digest.
         ["command", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 500, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7777) }),
           { roce_packets: 1, io_commands: 1, digests: 1 }],
+        // The host's second queue to the same target (an NVMe queue per CPU)
+        // with the same CID in flight: another I/O, not a reuse.
+        ["same CID on another queue", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 13, psn: 700, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7790) }),
+          { roce_packets: 1, io_commands: 1, digests: 1 }],
         // The same capsule retransmitted: the first one counts.
         ["retransmitted command", 2, frame({ src: H2, dst: T1, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 500, payload: nvmeSqe("read", 7, 1, 0n, 4096, 0x7777) }),
           { roce_packets: 1 }],
@@ -111,14 +115,19 @@ for (const target of [softwareTarget(), bmv2Target("rtp")]) {
         // A response no command waits for.
         ["response without its command", 33, frame({ src: T1, dst: H2, opcode: Opcode.SEND_ONLY, destQp: 12, psn: 902, payload: nvmeCqe(8, 1, 0, 0) }),
           { roce_packets: 1, io_unmatched_responses: 1 }],
+        // The second queue's response: no keyed transfer paired that queue,
+        // so the response is reported unpaired, digest and all.
+        ["response on a queue never paired", 33, frame({ src: T1, dst: H2, opcode: Opcode.SEND_ONLY, destQp: 13, psn: 950, payload: nvmeCqe(7, 1, 0, 0) }),
+          { roce_packets: 1, io_unpaired_responses: 1, digests: 1 }],
       ];
       for (const [name, port, data, counted] of steps) {
         const before = await t.controller.readCounters();
         await t.send(port, data);
         expect(counterDelta(before, await t.controller.readCounters()), name).toEqual(counted);
       }
-      const ios = (await t.digests(3)).filter((d): d is IoDigest => d.kind === "io");
-      expect(ios.map((d) => [d.event, d.cid])).toEqual([[1, 7], [1, 7], [2, 7]]);
+      // Each I/O digest by event, queue (its target QP; the host QP an unpaired response came to) and CID.
+      const ios = (await t.digests(5)).filter((d): d is IoDigest => d.kind === "io");
+      expect(ios.map((d) => [d.event, d.target_qp === 0 ? d.host_qp : d.target_qp, d.cid])).toEqual([[1, 12, 7], [1, 13, 7], [1, 12, 7], [2, 12, 7], [3, 13, 7]]);
     });
 
     test("every digest carries the next sequence number of the switch", async () => {
