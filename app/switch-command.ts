@@ -19,6 +19,8 @@ export interface SwitchCommandOptions {
   p4info?: string;
   deviceConfig?: string;
   pcapIn: Array<{ port: number; file: string }>;
+  /** when the captures start: at once, or once a controller has configured every digest of the pipeline (its tables are then written) */
+  pcapInStart?: "now" | "digests";
   pcapOut?: string;
   logger: Logger;
   print: (t: string) => void;
@@ -28,6 +30,12 @@ export interface SwitchCommandOptions {
 /** A usage problem with the switch's options: refused before anything starts. */
 export class SwitchOptionError extends Error {
   override readonly name = "SwitchOptionError";
+}
+
+/** --pcap-in-start: "now" (default) or "digests" */
+export function parsePcapInStart(v: string | undefined): "now" | "digests" {
+  if (v === undefined || v === "now" || v === "digests") return v ?? "now";
+  throw new SwitchOptionError(`--pcap-in-start must be now or digests (got '${v}')`);
 }
 
 /** "PORT=FILE" */
@@ -75,6 +83,10 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   }
   const tick = setInterval(() => sw.tick(), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
+  if (inputs.length && o.pcapInStart === "digests") {
+    await digestsConfigured(server, sw, o.signal);
+    if (!o.signal.aborted) o.print("switch: every digest is configured; the captures start");
+  }
   // Each capture is replayed on its port at its own pace, from when the switch starts.
   const replays = inputs.map(async ({ port: inPort, capture, file }) => {
     let first: bigint | undefined;
@@ -92,8 +104,28 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
     o.print(`switch: ${n} packets of ${file} sent in on port ${inPort}`);
   });
   await Promise.all(replays);
+  if (inputs.length && !o.signal.aborted) {
+    sw.flushDigests();
+    o.print(`switch: the captures are in; ${sw.digests.sentSamples} digest samples sent in ${sw.digests.sentLists} lists`);
+    // Then once a controller has acknowledged them all (it has every digest of the captures).
+    while (!o.signal.aborted && sw.digests.unackedLists > 0) await new Promise((r) => setTimeout(r, 10));
+    if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
+  }
   await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
   clearInterval(tick);
   await server.close();
   for (const w of writers.values()) w.close();
+}
+
+/** Resolves once a pipeline is committed and every digest it declares is configured (or on abort). */
+async function digestsConfigured(server: P4RuntimeServer, sw: SoftwareSwitch, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    if (signal.aborted) return;
+    const digests = server.binding?.digests;
+    if (digests && digests.size > 0) {
+      const configured = new Set([...sw.digests.configured()].map(([id]) => id));
+      if ([...digests.keys()].every((id) => configured.has(id))) return;
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
