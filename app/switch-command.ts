@@ -32,6 +32,9 @@ export class SwitchOptionError extends Error {
   override readonly name = "SwitchOptionError";
 }
 
+/** The highest port a packet can enter or leave by: v1model ports are 9 bits, and 511 is the drop port. */
+const MAX_PORT = 510;
+
 /** --pcap-in-start: "now" (default) or "digests" */
 export function parsePcapInStart(v: string | undefined): "now" | "digests" {
   if (v === undefined || v === "now" || v === "digests") return v ?? "now";
@@ -48,6 +51,7 @@ export function parsePcapIn(v: string): { port: number; file: string } {
 
 export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   if ((o.p4info === undefined) !== (o.deviceConfig === undefined)) throw new SwitchOptionError("--p4info and --device-config go together");
+  if (!Number.isInteger(o.cpuPort) || o.cpuPort < 0 || o.cpuPort > MAX_PORT) throw new SwitchOptionError(`--cpu-port must be a port 0-${MAX_PORT} (ports are 9 bits; 511 drops) (got ${o.cpuPort})`);
   // Everything that can be refused is, before the switch listens.
   const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });

@@ -57,6 +57,8 @@ export class P4RuntimeServer {
   fastWrites = 0;
 
   constructor(readonly sw: SoftwareSwitch, readonly options: P4RuntimeServerOptions) {
+    // Ports are 9 bits (v1model), and 511 is the drop port: a CPU port past 510 would never see a packet.
+    if (!Number.isInteger(options.cpuPort) || options.cpuPort < 0 || options.cpuPort > 510) throw new RangeError(`the CPU port must be 0-510 (got ${options.cpuPort})`);
     const log: ServerLogger = (level, msg, fields) => this.options.logger?.(level, msg, fields);
     this.arbitration = new Arbitration(options.deviceId, log);
     this.pipeline = new PipelineConfig(sw, log);
