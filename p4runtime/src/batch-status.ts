@@ -66,12 +66,13 @@ export function batchMessage(outcomes: readonly BatchOutcome[], what: "updates" 
 export function encodeBatchStatus(outcomes: readonly BatchOutcome[], message: string, maxMetadata = DEFAULT_MAX_METADATA_SIZE): Buffer {
   const budget = maxMetadata - OTHER_TRAILERS - headerSize("grpc-message", encodeURI(message).length) - headerSize("grpc-status-details-bin", 0);
   const fits = (b: Uint8Array) => base64Length(b.length) <= budget;
-  const spec = Status.encode({
+  // One Error per update takes at least its Any's type URL each.
+  const spec = base64Length(outcomes.length * (4 + P4_ERROR_TYPE_URL.length)) > budget ? undefined : Status.encode({
     code: GRPC_CODE.UNKNOWN,
     message,
     details: outcomes.map((o) => ({ typeUrl: P4_ERROR_TYPE_URL, value: o.code === 0 ? EMPTY : errorBytes(o.code, shorten(o.message, 256)) })),
   }).finish();
-  if (fits(spec)) return Buffer.from(spec);
+  if (spec && fits(spec)) return Buffer.from(spec);
 
   // One Error per distinct failure, with its runs of updates.
   let classes = group(outcomes, (o) => `${o.code}\u0000${shorten(o.message, 256)}`, (o) => shorten(o.message, 256));
@@ -126,10 +127,10 @@ export function decodeBatchStatus(status: Status, count?: number): BatchUpdateEr
   return rows;
 }
 
-const EMPTY = new Uint8Array(0);
+const EMPTY = Buffer.alloc(0);
 
-function errorBytes(code: number, message: string, details?: { typeUrl: string; value: Uint8Array }): Uint8Array {
-  return P4Error.encode({ canonicalCode: code, message, space: details ? SPACE : "", code: 0, details }).finish();
+function errorBytes(code: number, message: string, details?: { typeUrl: string; value: Buffer }): Buffer {
+  return Buffer.from(P4Error.encode({ canonicalCode: code, message, space: details ? SPACE : "", code: 0, details }).finish());
 }
 
 function shorten(s: string, max: number): string {
@@ -172,7 +173,7 @@ function compact(classes: readonly FailureClass[], updates: number, message: str
   return Buffer.from(Status.encode({ code: GRPC_CODE.UNKNOWN, message, details }).finish());
 }
 
-function encodeUpdateIndexes(runs: number[], updates: number, listed: number): Uint8Array {
+function encodeUpdateIndexes(runs: number[], updates: number, listed: number): Buffer {
   const w = new BinaryWriter();
   if (runs.length) {
     w.uint32(10).fork();
@@ -181,7 +182,7 @@ function encodeUpdateIndexes(runs: number[], updates: number, listed: number): U
   }
   if (updates) w.uint32(16).uint32(updates);
   if (listed) w.uint32(24).uint32(listed);
-  return w.finish();
+  return Buffer.from(w.finish());
 }
 
 function decodeUpdateIndexes(b: Uint8Array): { runs: number[]; updates: number; listed: number } {
