@@ -114,3 +114,10 @@ test("switch --pcap-in on several ports with a controller gives the records repl
   }
   expect(pairTotals(live)).toEqual(pairTotals(replayed));
 }, 180_000);
+
+test("--pcap-in-start takes now or digests: anything else is one line, exit 2", () => {
+  const r = cli("switch", "--listen", "127.0.0.1:0", "--pcap-in-start", "later");
+  expect(r.status).toBe(2);
+  expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  expect(r.stderr).toMatch(/--pcap-in-start must be now or digests \(got 'later'\)/);
+});
