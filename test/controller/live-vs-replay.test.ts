@@ -5,8 +5,9 @@
 // real. The per-I/O and per-message records must be the same, field by field,
 // but for the wall-clock ones: `interval_start_unix_ns`, `cmd_unix_ns`,
 // `first_unix_ns` (live, the switch's clock started when the captures did;
-// in replay it is the capture's). Interval aggregates are cut on those clocks
-// too: their totals per pair must be the same.
+// in replay it is the capture's): those differ by one constant for every
+// record. Interval aggregates are cut on those clocks too: their totals per
+// pair must be the same.
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -113,6 +114,13 @@ test("switch --pcap-in on several ports with a controller gives the records repl
     expect({ type, differing: differing.length, extra: extra.length, first: differing[0] && { replay: differing[0][1], live: l.get(differing[0][0]) } }).toEqual({ type, differing: 0, extra: 0, first: undefined });
   }
   expect(pairTotals(live)).toEqual(pairTotals(replayed));
+  // The wall-clock fields differ by one constant: when the captures started live, against the capture's clock.
+  const offsets = new Set<bigint>();
+  for (const [type, key, field] of [["io", ioKey, "cmd_unix_ns"], ["message", messageKey, "first_unix_ns"]] as const) {
+    const r = new Map(replayed.filter((x) => x.type === type).map((x) => [key(x), x]));
+    for (const l of live.filter((x) => x.type === type)) offsets.add(BigInt(l[field] as string) - BigInt(r.get(key(l))![field] as string));
+  }
+  expect(offsets.size).toBe(1);
 }, 180_000);
 
 test("--pcap-in-start takes now or digests: anything else is one line, exit 2", () => {
