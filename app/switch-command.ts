@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { P4RuntimeServer, SoftwareSwitch } from "@rdma-telemetry/switch";
-import { openCapture, PcapWriter } from "@rdma-telemetry/traffic";
+import { openCapture, PcapWriter, type CapturedPacket } from "@rdma-telemetry/traffic";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 
 export interface SwitchCommandOptions {
@@ -19,6 +19,8 @@ export interface SwitchCommandOptions {
   p4info?: string;
   deviceConfig?: string;
   pcapIn: Array<{ port: number; file: string }>;
+  /** when the captures start: at once, or once a controller has configured every digest of the pipeline (its tables are then written) */
+  pcapInStart?: "now" | "digests";
   pcapOut?: string;
   logger: Logger;
   print: (t: string) => void;
@@ -28,6 +30,15 @@ export interface SwitchCommandOptions {
 /** A usage problem with the switch's options: refused before anything starts. */
 export class SwitchOptionError extends Error {
   override readonly name = "SwitchOptionError";
+}
+
+/** The highest port a packet can enter or leave by: v1model ports are 9 bits, and 511 is the drop port. */
+const MAX_PORT = 510;
+
+/** --pcap-in-start: "now" (default) or "digests" */
+export function parsePcapInStart(v: string | undefined): "now" | "digests" {
+  if (v === undefined || v === "now" || v === "digests") return v ?? "now";
+  throw new SwitchOptionError(`--pcap-in-start must be now or digests (got '${v}')`);
 }
 
 /** "PORT=FILE" */
@@ -40,10 +51,15 @@ export function parsePcapIn(v: string): { port: number; file: string } {
 
 export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   if ((o.p4info === undefined) !== (o.deviceConfig === undefined)) throw new SwitchOptionError("--p4info and --device-config go together");
+  if (!Number.isInteger(o.cpuPort) || o.cpuPort < 0 || o.cpuPort > MAX_PORT) throw new SwitchOptionError(`--cpu-port must be a port 0-${MAX_PORT} (ports are 9 bits; 511 drops) (got ${o.cpuPort})`);
   // Everything that can be refused is, before the switch listens.
   const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });
-  const sw = new SoftwareSwitch({ clock: "live" });
+  // With captures to send in, the switch's clock is theirs (see feedPorts): it
+  // follows the host's clock but never passes a packet not yet sent in.
+  const sw = new SoftwareSwitch({ clock: inputs.length ? "virtual" : "live" });
+  const feed = new FeedClock();
+  if (inputs.length) sw.tick(feed.now());
   const server = new P4RuntimeServer(sw, { deviceId: o.deviceId, cpuPort: o.cpuPort, logger: (level, msg, fields) => o.logger[level](msg, fields) });
   if (o.p4info && o.deviceConfig) {
     let p4info: P4Info;
@@ -73,27 +89,103 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   } catch (err) {
     throw new SwitchOptionError(`--listen ${o.listen}: ${(err as Error).message}`);
   }
-  const tick = setInterval(() => sw.tick(), 1);
+  const tick = setInterval(() => sw.tick(inputs.length ? feed.now() : undefined), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
-  // Each capture is replayed on its port at its own pace, from when the switch starts.
-  const replays = inputs.map(async ({ port: inPort, capture, file }) => {
-    let first: bigint | undefined;
-    const t0 = process.hrtime.bigint();
-    let n = 0;
-    for (const pkt of capture) {
-      if (o.signal.aborted) break;
-      first ??= pkt.timestampNs;
-      const due = pkt.timestampNs - first;
-      const ahead = due - (process.hrtime.bigint() - t0);
-      if (ahead > 1_000_000n) await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
-      sw.process({ port: inPort, data: pkt.data });
-      n++;
-    }
-    o.print(`switch: ${n} packets of ${file} sent in on port ${inPort}`);
-  });
-  await Promise.all(replays);
+  if (inputs.length && o.pcapInStart === "digests") {
+    await digestsConfigured(server, sw, o.signal);
+    if (!o.signal.aborted) o.print("switch: every digest is configured; the captures start");
+  }
+  // The ports' captures are merged on one clock, as `replay` merges captures
+  // (app/rig.ts feedMerged): packets go in in time order across ports, at the
+  // captures' pace from when they start, each stamped with its capture time
+  // moved to the switch's clock (so the figures are the capture's, however
+  // busy the host). Behind, it goes on at once but lets the P4Runtime server
+  // run every few packets.
+  if (inputs.length && !o.signal.aborted) {
+    const sent = await feedPorts(sw, feed, inputs, o.signal);
+    for (const { port: inPort, file } of inputs) o.print(`switch: ${sent.get(inPort) ?? 0} packets of ${file} sent in on port ${inPort}`);
+  }
+  if (inputs.length && !o.signal.aborted) {
+    sw.flushDigests();
+    o.print(`switch: the captures are in; ${sw.digests.sentSamples} digest samples sent in ${sw.digests.sentLists} lists`);
+    // Then once a controller has acknowledged them all (it has every digest of the captures).
+    while (!o.signal.aborted && sw.digests.unackedLists > 0) await new Promise((r) => setTimeout(r, 10));
+    if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
+  }
   await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
   clearInterval(tick);
   await server.close();
   for (const w of writers.values()) w.close();
+}
+
+/** Resolves once a pipeline is committed and every digest it declares is configured (or on abort). */
+async function digestsConfigured(server: P4RuntimeServer, sw: SoftwareSwitch, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    if (signal.aborted) return;
+    const digests = server.binding?.digests;
+    if (digests && digests.size > 0) {
+      const configured = new Set([...sw.digests.configured()].map(([id]) => id));
+      if ([...digests.keys()].every((id) => configured.has(id))) return;
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Packets handed to the switch between two looks at the event loop when the feed is behind. */
+const YIELD_EVERY = 256;
+
+/** The clock of a switch fed from captures: the host's, held at the next packet's time while that packet waits. */
+class FeedClock {
+  private readonly startHr = process.hrtime.bigint();
+  private readonly startWall = BigInt(Date.now()) * 1_000_000n;
+  /** capture time (on the switch's clock) of the next packet, until it is sent in */
+  hold: bigint | undefined;
+
+  now(): bigint {
+    const wall = this.startWall + (process.hrtime.bigint() - this.startHr);
+    return this.hold !== undefined && this.hold < wall ? this.hold : wall;
+  }
+}
+
+/**
+ * Sends the ports' captures in, merged by capture time; returns the packets
+ * sent per port. A packet's time on the switch is its capture time moved to
+ * when the captures started; the switch's clock waits for it (FeedClock), so
+ * digest lists leave in capture time, as in replay, however far behind the
+ * host falls.
+ */
+async function feedPorts(sw: SoftwareSwitch, clock: FeedClock, inputs: ReadonlyArray<{ port: number; capture: Iterator<CapturedPacket> }>, signal: AbortSignal): Promise<Map<number, number>> {
+  const lanes = inputs.map((i) => ({ port: i.port, it: i.capture, head: i.capture.next().value as CapturedPacket | undefined }));
+  const sent = new Map<number, number>();
+  let first: bigint | undefined;
+  const t0 = process.hrtime.bigint();
+  const start = sw.nowUnixNs();
+  let sinceYield = 0;
+  try {
+    for (;;) {
+      // The lane whose next packet is earliest (the first port given wins a tie).
+      let best: (typeof lanes)[number] | undefined;
+      for (const l of lanes) if (l.head && (!best || l.head.timestampNs < best.head!.timestampNs)) best = l;
+      if (!best || signal.aborted) break;
+      const pkt = best.head!;
+      first ??= pkt.timestampNs;
+      // (A packet earlier than the one before it, a capture out of order, is sent in at the switch's time.)
+      const due = pkt.timestampNs > first ? pkt.timestampNs - first : 0n;
+      clock.hold = start + due;
+      const ahead = due - (process.hrtime.bigint() - t0);
+      if (ahead > 1_000_000n) {
+        await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
+        sinceYield = 0;
+      } else if (++sinceYield >= YIELD_EVERY) {
+        await new Promise((r) => setImmediate(r));
+        sinceYield = 0;
+      }
+      sw.process({ port: best.port, data: pkt.data, unixNs: start + due, wireLength: pkt.originalLength });
+      sent.set(best.port, (sent.get(best.port) ?? 0) + 1);
+      best.head = best.it.next().value as CapturedPacket | undefined;
+    }
+  } finally {
+    clock.hold = undefined;
+  }
+  return sent;
 }

@@ -8,7 +8,7 @@ import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientN
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
-import { parsePcapIn, runSwitch, SwitchOptionError } from "../app/switch-command.js";
+import { parsePcapIn, parsePcapInStart, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
 import { runDashboard } from "../app/dashboard/run.js";
 import { ListenError, parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
@@ -49,9 +49,11 @@ Usage:
       and a controller restarted on the same journal (and --out --append)
       replays what an earlier run had not settled, writing no record twice.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
-                 [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-out DIR]
+                 [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
-      for any controller; captures replayed in on ports, one capture out per port.
+      for any controller; captures replayed in on ports, merged on one clock
+      (they start at once, or with digests once a controller has configured
+      every digest), one capture out per port.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
@@ -223,6 +225,7 @@ async function main(argv: string[]): Promise<number> {
       "device-id": { type: "string" },
       "cpu-port": { type: "string" },
       "pcap-in": { type: "string", multiple: true },
+      "pcap-in-start": { type: "string" },
       "pcap-out": { type: "string" },
       "kafka-client": { type: "string" },
       control: { type: "string" },
@@ -373,6 +376,7 @@ async function main(argv: string[]): Promise<number> {
         p4info: values.p4info,
         deviceConfig: values["device-config"],
         pcapIn: (values["pcap-in"] ?? []).map(parsePcapIn),
+        pcapInStart: parsePcapInStart(values["pcap-in-start"]),
         pcapOut: values["pcap-out"],
         logger,
         print,

@@ -6,7 +6,6 @@ import * as grpc from "@grpc/grpc-js";
 import { Status } from "./generated/google/rpc/status.js";
 import {
   CapabilitiesRequest,
-  Error as P4Error,
   GetForwardingPipelineConfigRequest,
   P4RuntimeService,
   type P4RuntimeClient as GrpcP4RuntimeClient,
@@ -22,6 +21,7 @@ import {
   type Update,
 } from "./generated/p4/v1/p4runtime.js";
 import { decodeStreamMessageResponse } from "./digest-decoding.js";
+import { decodeBatchStatus, type BatchUpdateError } from "./batch-status.js";
 import { encodeWriteRequest } from "./write-encoding.js";
 import { toUint128 } from "./wire.js";
 import { codeName, P4RuntimeError, type ErrorCode } from "./errors.js";
@@ -64,11 +64,8 @@ export const DEFAULT_CHANNEL_OPTIONS: Readonly<grpc.ChannelOptions> = {
   "grpc-node.flow_control_window": 8 << 20,
 };
 
-export interface UpdateError {
-  index: number;
-  code: ErrorCode | "OK";
-  message: string;
-}
+/** One update's outcome in a failed Write: its index in the batch, canonical code and message. */
+export type UpdateError = BatchUpdateError;
 
 /** A Write in which some updates failed; `updates` has one row per update, OK ones included. */
 export class P4WriteError extends P4RuntimeError {
@@ -95,33 +92,31 @@ export class P4WriteError extends P4RuntimeError {
 // What a later attempt can mend by itself: the switch away or busy, a call cut short.
 const RETRIABLE = new Set<ErrorCode>(["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED", "UNKNOWN", "INTERNAL"]);
 
-/** Wraps a grpc-js error, decoding P4Runtime per-update errors from the status details. */
-export function wrapGrpcError(err: unknown, what: string): P4RuntimeError {
+/**
+ * Wraps a grpc-js error, decoding P4Runtime per-update errors from the status
+ * details (batch-status.ts); `count` is the batch's size when known.
+ */
+export function wrapGrpcError(err: unknown, what: string, count?: number): P4RuntimeError {
   const e = err as grpc.ServiceError;
   const code = typeof e?.code === "number" ? codeName(e.code) : "UNKNOWN";
   const c: ErrorCode = code === "OK" ? "UNKNOWN" : code;
   const detailsBin = e?.metadata?.get?.("grpc-status-details-bin")?.[0];
   if (detailsBin instanceof Buffer) {
+    let updates: UpdateError[] | undefined;
     try {
-      const status = Status.decode(detailsBin);
-      const updates = status.details
-        .filter((d) => d.typeUrl.endsWith("p4.v1.Error"))
-        .map((d, index) => {
-          const pe = P4Error.decode(d.value);
-          return { index, code: codeName(pe.canonicalCode), message: pe.message };
-        });
-      if (updates.length) {
-        const failed = updates.filter((u) => u.code !== "OK");
-        const first = failed[0];
-        if (what === "Read" && first) {
-          // A Read batch reports one p4.Error per request; the error takes their code when they agree.
-          const same: ErrorCode = first.code !== "OK" && failed.every((u) => u.code === first.code) ? first.code : "UNKNOWN";
-          return new P4RuntimeError(`Read: ${failed.length} of ${updates.length} requests failed (#${first.index}: ${first.code} ${first.message})`, same, RETRIABLE.has(same), { cause: err });
-        }
-        return new P4WriteError(`${what}: ${failed.length} of ${updates.length} updates failed${first ? ` (#${first.index}: ${first.code} ${first.message})` : ""}`, updates, { cause: err });
-      }
+      updates = decodeBatchStatus(Status.decode(detailsBin), count);
     } catch {
       // fall through: not a P4Runtime status
+    }
+    if (updates?.length) {
+      const failed = updates.filter((u) => u.code !== "OK");
+      const first = failed[0];
+      if (what === "Read" && first) {
+        // A Read batch reports one p4.Error per request; the error takes their code when they agree.
+        const same: ErrorCode = first.code !== "OK" && failed.every((u) => u.code === first.code) ? first.code : "UNKNOWN";
+        return new P4RuntimeError(`Read: ${failed.length} of ${updates.length} requests failed (#${first.index}: ${first.code} ${first.message})`, same, RETRIABLE.has(same), { cause: err });
+      }
+      return new P4WriteError(`${what}: ${failed.length} of ${updates.length} updates failed${first ? ` (#${first.index}: ${first.code} ${first.message})` : ""}`, updates, { cause: err });
     }
   }
   return new P4RuntimeError(`${what}: ${c}: ${e?.details ?? e?.message ?? String(err)}`, c, RETRIABLE.has(c), { cause: err });
@@ -173,7 +168,7 @@ export class P4RuntimeClient {
     return this.options.timeoutMs ? { deadline: Date.now() + this.options.timeoutMs } : {};
   }
 
-  private unary<Req, Res>(what: string, fn: (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (err: grpc.ServiceError | null, res: Res) => void) => grpc.ClientUnaryCall, req: Req, signal?: AbortSignal): Promise<Res> {
+  private unary<Req, Res>(what: string, fn: (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (err: grpc.ServiceError | null, res: Res) => void) => grpc.ClientUnaryCall, req: Req, signal?: AbortSignal, count?: number): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
       if (signal?.aborted) {
         reject(new P4RuntimeError(`${what}: aborted`, "CANCELLED"));
@@ -182,7 +177,7 @@ export class P4RuntimeClient {
       let release = () => {};
       const call = fn.call(this.grpcClient, req, new grpc.Metadata(), this.callOptions(), (err, res) => {
         release();
-        if (err) reject(wrapGrpcError(err, what));
+        if (err) reject(wrapGrpcError(err, what, count));
         else resolve(res);
       });
       release = cancelOn(signal, call);
@@ -200,7 +195,7 @@ export class P4RuntimeClient {
     // Serialized here: grpc-js keeps the message it was given until the call
     // object is collected, and two thousand updates outliving the write would
     // be copied by the next young-generation collections.
-    await this.unary("Write", this.grpcClient.write as never, encodeWriteRequest(req), opts.signal);
+    await this.unary("Write", this.grpcClient.write as never, encodeWriteRequest(req), opts.signal, updates.length);
   }
 
   async *read(entities: Entity[], opts: { role?: string; signal?: AbortSignal } = {}): AsyncGenerator<Entity> {

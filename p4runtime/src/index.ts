@@ -3,6 +3,7 @@
 // helpers of the hand-written codecs). The generated P4Runtime messages are
 // at @rdma-telemetry/p4runtime/proto/<path>.
 export * from "./backoff.js";
+export * from "./batch-status.js";
 export * from "./client.js";
 export * from "./desired-state.js";
 export * from "./digest-decoding.js";

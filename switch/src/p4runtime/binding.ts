@@ -45,6 +45,14 @@ export interface DigestBinding {
 }
 
 const ANY: KeyMatch = { kind: "any" };
+const MATCH_KIND: Partial<Record<MatchField_MatchType, KeyMatchKind>> = {
+  [MatchField_MatchType.EXACT]: "exact",
+  [MatchField_MatchType.LPM]: "lpm",
+  [MatchField_MatchType.TERNARY]: "ternary",
+  [MatchField_MatchType.RANGE]: "range",
+  [MatchField_MatchType.OPTIONAL]: "optional",
+};
+type KeyMatchKind = MatchTable["keys"][number]["matchType"];
 const invalid = (msg: string) => new P4RuntimeError(msg, "INVALID_ARGUMENT");
 const notFound = (msg: string) => new P4RuntimeError(msg, "NOT_FOUND");
 
@@ -82,8 +90,12 @@ export class PipelineBinding {
       if (!table) throw invalid(`P4Info table '${name}' is not in the device config`);
       if (table.keys.length !== t.matchFields.length) throw invalid(`table '${name}': P4Info has ${t.matchFields.length} match fields, the device config ${table.keys.length}`);
       t.matchFields.forEach((f, i) => {
-        if (table.keys[i]!.width !== f.bitwidth) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${f.bitwidth} bits, the device config ${table.keys[i]!.width}`);
+        const key = table.keys[i]!;
+        if (key.width !== f.bitwidth) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${f.bitwidth} bits, the device config ${key.width}`);
+        const kind = f.match?.$case === "matchType" ? MATCH_KIND[f.match.value] : undefined;
+        if (kind && kind !== key.matchType) throw invalid(`table '${name}' match field '${f.name}': P4Info says ${kind}, the device config ${key.matchType}`);
       });
+      if (t.size > 0n && BigInt(table.maxSize) !== t.size) throw invalid(`table '${name}': P4Info says ${t.size} entries, the device config ${table.maxSize}`);
       const direct = schema.p4info.directCounters.find((d) => d.directTableId === t.preamble!.id);
       const programActions = new Map<number, number>();
       const p4infoActions = new Map<number, ActionBinding>();
@@ -109,6 +121,7 @@ export class PipelineBinding {
     for (const c of schema.p4info.counters) {
       const arr = program.counters.get(c.preamble!.name);
       if (!arr) throw invalid(`P4Info counter '${c.preamble!.name}' is not in the device config`);
+      if (BigInt(arr.size) !== c.size) throw invalid(`counter '${c.preamble!.name}': P4Info says ${c.size} cells, the device config ${arr.size}`);
       this.counters.set(c.preamble!.id, arr);
     }
     for (const ap of schema.p4info.actionProfiles) {
@@ -129,12 +142,30 @@ export class PipelineBinding {
       const arr = program.directCounters.get(t.info.preamble!.name) ?? program.counters.get(c.preamble!.name);
       if (arr) this.directCounters.set(c.preamble!.id, arr);
     }
+    // BMv2 gives no access to registers over P4Runtime, but a P4Info whose registers are not the program's is another program's.
+    for (const r of schema.p4info.registers) {
+      const name = r.preamble!.name;
+      const arr = program.registers.get(name);
+      if (!arr) throw invalid(`P4Info register '${name}' is not in the device config`);
+      if (arr.size !== r.size) throw invalid(`register '${name}': P4Info says ${r.size} cells, the device config ${arr.size}`);
+      const t = r.typeSpec?.typeSpec;
+      const width = t?.$case === "bitstring" && t.value.typeSpec?.$case === "bit" ? t.value.typeSpec.value.bitwidth : undefined;
+      if (width !== undefined && width !== arr.width) throw invalid(`register '${name}': P4Info says ${width} bits, the device config ${arr.width}`);
+    }
     const lists = [...program.learnLists.values()];
     for (const d of schema.p4info.digests) {
       const fields = schema.digestFields(d);
       const name = d.preamble!.name;
       const list = lists.find((l) => l.name === name) ?? lists.find((l) => l.fields.length === fields.length && l.fields.every((f, i) => f.width === fields[i]!.bitwidth && f.name.endsWith(fields[i]!.name)));
       if (!list) throw invalid(`P4Info digest '${name}' matches no learn list of the device config`);
+      // The samples are decoded by the P4Info's fields: they must be the learn list's, one for one.
+      const wrong = fields.findIndex((f, i) => f.bitwidth !== list.fields[i]?.width);
+      if (wrong >= 0 || fields.length !== list.fields.length) {
+        const at = wrong >= 0 ? wrong : Math.min(fields.length, list.fields.length);
+        const ours = fields[at] ? `'${fields[at].name}' is ${fields[at].bitwidth} bits in the P4Info` : "is not in the P4Info";
+        const theirs = list.fields[at] ? `${list.fields[at].width} in the device config` : "not in the device config";
+        throw invalid(`P4Info digest '${name}' does not match the device config's learn list: ${fields.length} fields against ${list.fields.length}; field ${at + 1} ${ours}, ${theirs}`);
+      }
       const b = { id: d.preamble!.id, name, listId: list.id, fields };
       this.digests.set(b.id, b);
       this.digestsByListId.set(list.id, b);

@@ -4,11 +4,8 @@
 // wildcards (the rules of each entity kind in entities/), and the stream
 // channel (digest lists with acks, packet-out and packet-in).
 import * as grpc from "@grpc/grpc-js";
-import { Any } from "@rdma-telemetry/p4runtime/proto/google/protobuf/any";
-import { Status } from "@rdma-telemetry/p4runtime/proto/google/rpc/status";
 import type { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import {
-  Error as P4Error,
   P4RuntimeService,
   SetForwardingPipelineConfigRequest_Action,
   WriteRequest_Atomicity,
@@ -25,7 +22,7 @@ import {
   type StreamMessageRequest,
   type WriteResponse,
 } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { fromUint128, GRPC_CODE } from "@rdma-telemetry/p4runtime";
+import { batchMessage, encodeBatchStatus, fromUint128, GRPC_CODE, type BatchOutcome } from "@rdma-telemetry/p4runtime";
 import type { DigestList } from "../digest-engine.js";
 import type { SoftwareSwitch } from "../software-switch.js";
 import { Arbitration, type Controller, type Stream } from "./arbitration.js";
@@ -60,6 +57,8 @@ export class P4RuntimeServer {
   fastWrites = 0;
 
   constructor(readonly sw: SoftwareSwitch, readonly options: P4RuntimeServerOptions) {
+    // Ports are 9 bits (v1model), and 511 is the drop port: a CPU port past 510 would never see a packet.
+    if (!Number.isInteger(options.cpuPort) || options.cpuPort < 0 || options.cpuPort > 510) throw new RangeError(`the CPU port must be 0-510 (got ${options.cpuPort})`);
     const log: ServerLogger = (level, msg, fields) => this.options.logger?.(level, msg, fields);
     this.arbitration = new Arbitration(options.deviceId, log);
     this.pipeline = new PipelineConfig(sw, log);
@@ -189,7 +188,7 @@ export class P4RuntimeServer {
       if (req.atomicity !== WriteRequest_Atomicity.CONTINUE_ON_ERROR) {
         throw new RpcError("UNIMPLEMENTED", `atomicity ${WriteRequest_Atomicity[req.atomicity]} is not supported (use CONTINUE_ON_ERROR)`);
       }
-      const errors: P4Error[] = [];
+      const outcomes: BatchOutcome[] = [];
       let failed = 0;
       for (let i = 0; i < req.count; i++) {
         try {
@@ -198,17 +197,17 @@ export class P4RuntimeServer {
             applyTableWrite(w);
             this.fastWrites++;
           } else applyUpdate(target, req.update(i));
-          errors.push(okError());
+          outcomes.push(ok());
         } catch (err) {
           failed++;
-          errors.push(p4Error(toRpc(err)));
+          outcomes.push(failure(toRpc(err)));
         }
       }
       if (failed === 0) {
         cb(null, {});
         return;
       }
-      cb(grpcError(batchError(errors, failed)));
+      cb(grpcError(batchError(outcomes)));
     } catch (err) {
       cb(grpcError(toRpc(err)));
     }
@@ -223,21 +222,21 @@ export class P4RuntimeServer {
       // that succeed are sent, and if any failed the status is UNKNOWN with
       // one p4.Error per request, in order (as a Write batch reports).
       const out: Entity[] = [];
-      const errors: P4Error[] = [];
+      const outcomes: BatchOutcome[] = [];
       let failed = 0;
       for (const ent of req.entities) {
         const mark = out.length;
         try {
           readEntity(target, ent, out);
-          errors.push(okError());
+          outcomes.push(ok());
         } catch (err) {
           out.length = mark;
           failed++;
-          errors.push(p4Error(toRpc(err)));
+          outcomes.push(failure(toRpc(err)));
         }
       }
       for (let i = 0; i < out.length; i += 1000) call.write({ entities: out.slice(i, i + 1000) });
-      if (failed) call.emit("error", grpcError(batchError(errors, failed, "requests")));
+      if (failed) call.emit("error", grpcError(batchError(outcomes, "requests")));
       else call.end();
     } catch (err) {
       call.emit("error", grpcError(toRpc(err)));
@@ -284,19 +283,19 @@ export class P4RuntimeServer {
   }
 }
 
-/** A Write with failed updates: UNKNOWN, with one p4.v1.Error per update (OK ones included) in the status details. */
-const okError = (): P4Error => ({ canonicalCode: 0, message: "", space: "", code: 0, details: undefined });
-const p4Error = (e: RpcError): P4Error => ({ canonicalCode: GRPC_CODE[e.code], message: e.message, space: "", code: 0, details: undefined });
+/** An update's outcome: OK, or its error's code and message. */
+const ok = (): BatchOutcome => ({ code: 0, message: "" });
+const failure = (e: RpcError): BatchOutcome => ({ code: GRPC_CODE[e.code], message: e.message });
 
-function batchError(errors: P4Error[], failed: number, what: "updates" | "requests" = "updates"): RpcError {
+/**
+ * A batch with failed updates (or requests): UNKNOWN, with a p4.v1.Error per
+ * update in the status details, kept within gRPC's default 8 KB of trailers
+ * (batch-status.ts in the p4runtime package says how).
+ */
+function batchError(outcomes: BatchOutcome[], what: "updates" | "requests" = "updates"): RpcError {
   // The status in the details carries the same message as the gRPC status.
-  const message = `${failed} of ${errors.length} ${what} failed: ${errors.find((e) => e.canonicalCode !== 0)!.message}`;
-  const status = Status.encode({
-    code: GRPC_CODE.UNKNOWN,
-    message,
-    details: errors.map((e) => Any.fromPartial({ typeUrl: "type.googleapis.com/p4.v1.Error", value: Buffer.from(P4Error.encode(e).finish()) })),
-  }).finish();
-  return new RpcError("UNKNOWN", message, Buffer.from(status));
+  const message = batchMessage(outcomes, what);
+  return new RpcError("UNKNOWN", message, encodeBatchStatus(outcomes, message));
 }
 
 /** A request whose bytes did not decode: answered INVALID_ARGUMENT with the reason (grpc-js itself would say INTERNAL). */
