@@ -19,6 +19,8 @@ export interface DemoOptions {
   /** share of the default traffic (see loadOptions) */
   load?: number;
   outDir: string;
+  /** bytes of each packet the captures keep (default: whole packets) */
+  snaplen?: number;
   mode: "full" | "polling";
   logger?: Logger;
   print: (text: string) => void;
@@ -44,7 +46,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // Generated straight into the captures and the ground truth, then replayed
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
-  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1) }, (simNs) => {
+  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}) }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
