@@ -18,7 +18,7 @@ import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
-import { ConfigError } from "@rdma-telemetry/controller";
+import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { CaptureError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
 
@@ -26,7 +26,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
-                 [--snaplen BYTES] [--dashboard [--listen 127.0.0.1:8080]]
+                 [--snaplen BYTES] [--config FILE] [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
@@ -35,12 +35,15 @@ Usage:
       The captures keep whole packets (about 700 MB per second of traffic at
       load 1); --snaplen 128 keeps the headers the switch reads.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
-                 --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
+                 --out RECORDS.jsonl [--mode full|polling] [--config FILE] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
       topology belongs to the i-th capture (one serves all when only one is
       given). RTT needs a compute-side and a storage-side capture. Switches
       are named after their capture files unless --switch-id names them.
+      --config takes a deployed controller's config file: its mode, polling
+      watchlist capacities and rotation period, timeouts and digest list
+      settings, and (without --topology) its ports for every capture.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES]
       Writes generated captures, topologies and their ground truth. The
@@ -293,7 +296,8 @@ async function main(argv: string[]): Promise<number> {
         load: load(values.load),
         outDir: values["out-dir"] ?? "demo-out",
         snaplen: snaplen(values.snaplen),
-        mode: mode(values.mode),
+        deployed: values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined,
+        mode: values.mode !== undefined || values.config === undefined ? mode(values.mode) : undefined,
         logger,
         print,
       });
@@ -322,12 +326,13 @@ async function main(argv: string[]): Promise<number> {
     case "replay": {
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
-      if (topologies.length === 0) throw new UsageError("replay needs --topology FILE");
-      if (topologies.length !== 1 && topologies.length !== rest.length) {
+      const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
+      if (topologies.length === 0 && !deployed) throw new UsageError("replay needs --topology FILE (or --config, whose ports serve every capture)");
+      if (topologies.length > 1 && topologies.length !== rest.length) {
         throw new UsageError(`replay got ${rest.length} captures and ${topologies.length} topologies: give one topology for all, or one per capture`);
       }
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
-      const topos = topologies.map((f) => Topology.load(f));
+      const topos = topologies.length ? topologies.map((f) => Topology.load(f)) : [Topology.parse({ ports: deployed!.ports })];
       const ids = values["switch-id"] ?? [];
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
@@ -336,7 +341,7 @@ async function main(argv: string[]): Promise<number> {
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: values.mode !== undefined || !deployed ? mode(values.mode) : undefined, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop());
