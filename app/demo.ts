@@ -8,7 +8,7 @@ import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } fr
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 import type { RecordSink } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
-import { replayCaptures } from "./replay.js";
+import { replayCaptures, type ReplayOptions } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
 import { SummaryView } from "./summary.js";
 import { Topology } from "./topology.js";
@@ -19,7 +19,12 @@ export interface DemoOptions {
   /** share of the default traffic (see loadOptions) */
   load?: number;
   outDir: string;
-  mode: "full" | "polling";
+  /** bytes of each packet the captures keep (default: whole packets) */
+  snaplen?: number;
+  /** full or polling; from `deployed` when omitted */
+  mode?: "full" | "polling";
+  /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
+  deployed?: ReplayOptions["deployed"];
   logger?: Logger;
   print: (text: string) => void;
   onRecord?: (r: RecordJson) => void;
@@ -40,11 +45,12 @@ export function demoFaults(durationNs: number): Fault[] {
 
 export async function runDemo(o: DemoOptions): Promise<{ records: number; packets: number; digests: number; alerts: number }> {
   const durationNs = o.durationMs * 1_000_000;
+  const mode = o.mode ?? o.deployed?.mode ?? "full";
   const t0 = Date.now();
   // Generated straight into the captures and the ground truth, then replayed
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
-  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1) }, (simNs) => {
+  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}) }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -60,7 +66,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   const result = await replayCaptures(
     traffic.switches.map((s) => ({ path: s.capture, topology: Topology.load(s.topology), switchId: s.name })),
     {
-      mode: o.mode,
+      mode: o.mode ?? (o.deployed ? undefined : "full"),
+      deployed: o.deployed,
       out: join(o.outDir, "records.jsonl"),
       outMode: "replace", // the demo's own output directory
       kafka: o.kafka,
@@ -94,9 +101,9 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
     (check.ioReferenceLost ? `; ${check.ioReferenceLost} without a DAL or DPL, their data reference taken by a colliding key, counted as references lost` : "") + ")" +
     // Polling mode measures the pairs of the current window only: the others give no record, by design.
-    (o.mode === "polling" && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the polling window not measured` : "") +
-    (check.ioWrong + check.ioUnexpected + (o.mode === "polling" ? 0 : check.ioMissing)
-      ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${o.mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => o.mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
+    (mode === "polling" && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the polling window not measured` : "") +
+    (check.ioWrong + check.ioUnexpected + (mode === "polling" ? 0 : check.ioMissing)
+      ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);

@@ -7,7 +7,7 @@ import type { RecordSink } from "@rdma-telemetry/exporter";
 import { Exporter, type ExporterOptions } from "@rdma-telemetry/exporter";
 import { JsonlSink, OutputError, type OutputMode } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
-import type { Mode } from "@rdma-telemetry/controller";
+import type { ControllerConfig, Mode } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALIGNMENT_SCAN_PACKETS, estimateAlignments } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
@@ -42,6 +42,12 @@ export interface ReplayOptions {
   logger?: Logger;
   exporter?: ExporterOptions;
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
+  /**
+   * A deployed controller's settings (its config file): mode, watchlist
+   * capacities and rotation period, timeouts and digest lists, so that a
+   * replay measures as that deployment does. `mode` and `polling` above win.
+   */
+  deployed?: Pick<ControllerConfig, "mode" | "polling" | "timeouts" | "digest">;
   /** the compiled program the switches run (BMv2 JSON and P4Info): p4/build/ unless told */
   pipeline?: { p4info: string; deviceConfig: string };
   onRecord?: (r: RecordJson) => void;
@@ -126,7 +132,9 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     await sink?.close();
     throw err;
   }
-  const exporter = new Exporter(opts.exporter);
+  const d = opts.deployed;
+  // The exporter gives an I/O up as incomplete after the deployed I/O timeout, as the switch does.
+  const exporter = new Exporter(d ? { ioTimeoutNs: BigInt(d.timeouts.ioTimeoutMs) * 1_000_000n, ...opts.exporter } : opts.exporter);
   if (sink) {
     exporter.addSink((r) => {
       sink.write(r);
@@ -136,7 +144,14 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   if (opts.onRecord) exporter.addSink(opts.onRecord);
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
-  const rigs = switches.map((s, i) => new Rig({ name: s.name, topology: s.topology, mode: opts.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling, pipeline: s.pipeline ?? opts.pipeline }));
+  const rigs = switches.map((s, i) => new Rig({
+    name: s.name, topology: s.topology, mode: opts.mode ?? d?.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling ?? d?.polling, pipeline: s.pipeline ?? opts.pipeline,
+    ...(d ? { ioTimeoutMs: d.timeouts.ioTimeoutMs, flowTimeoutMs: d.timeouts.flowTimeoutMs, maxListSize: d.digest.maxListSize, maxTimeoutUs: d.digest.maxTimeoutUs } : {}),
+  }));
+  // Polling coverage on the interval records: the window of the switch's controller.
+  const rigOf = new Map(rigs.map((r) => [r.options.name, r]));
+  exporter.metrics.coverage = (switchId) => rigOf.get(switchId)?.controller.coverage() ?? null;
+  exporter.metrics.pairCoverage = (switchId) => rigOf.get(switchId)?.controller.pairCoverage() ?? null;
   if (forwarded && rigs[0]) {
     // Written as the switch forwards them (the writer copies the bytes): nothing is held.
     const [sw, out] = [rigs[0].sw, forwarded];

@@ -61,6 +61,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   metrics?.watchController(config.switch.switchId, controller);
   const exporter = new Exporter();
   exporter.metrics.coverage = () => controller.coverage();
+  exporter.metrics.pairCoverage = () => controller.pairCoverage();
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;

@@ -17,8 +17,8 @@ import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { loadOptions, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
-import { ConfigError } from "@rdma-telemetry/controller";
+import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
+import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { CaptureError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
 
@@ -26,21 +26,28 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
-                 [--dashboard [--listen 127.0.0.1:8080]]
+                 [--snaplen BYTES] [--config FILE] [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
       messages per second). --dashboard serves the web dashboard of the run's
       records (no Kafka needed) and keeps it up after the run until Ctrl-C.
+      The captures keep whole packets (about 700 MB per second of traffic at
+      load 1); --snaplen 128 keeps the headers the switch reads.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
-                 --out RECORDS.jsonl [--mode full|polling] [--switch-id NAME...]
+                 --out RECORDS.jsonl [--mode full|polling] [--config FILE] [--switch-id NAME...]
       Replays pcap/pcapng captures through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
       topology belongs to the i-th capture (one serves all when only one is
       given). RTT needs a compute-side and a storage-side capture. Switches
       are named after their capture files unless --switch-id names them.
+      --config takes a deployed controller's config file: its mode, polling
+      watchlist capacities and rotation period, timeouts and digest list
+      settings, and (without --topology) its ports for every capture.
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
-      Writes generated captures, topologies and their ground truth.
+                 [--snaplen BYTES]
+      Writes generated captures, topologies and their ground truth. The
+      captures keep whole packets unless --snaplen (128 to 262144) cuts them.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
@@ -126,6 +133,13 @@ function int(v: string | undefined, name: string, def: number): number {
   if (v === undefined) return def;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer (got '${v}')`);
+  return n;
+}
+
+/** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
+function snaplen(v: string | undefined): number {
+  const n = int(v, "snaplen", DEFAULT_SNAPLEN);
+  if (n < MIN_SNAPLEN || n > 262_144) throw new UsageError(`--snaplen must be ${MIN_SNAPLEN} to 262144 bytes (got '${v}'): ${MIN_SNAPLEN} keeps every header the switch reads`);
   return n;
 }
 
@@ -238,6 +252,7 @@ async function main(argv: string[]): Promise<number> {
       dashboard: { type: "boolean" },
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
+      snaplen: { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -283,7 +298,9 @@ async function main(argv: string[]): Promise<number> {
         durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
         load: load(values.load),
         outDir: values["out-dir"] ?? "demo-out",
-        mode: mode(values.mode),
+        snaplen: snaplen(values.snaplen),
+        deployed: values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined,
+        mode: values.mode !== undefined || values.config === undefined ? mode(values.mode) : undefined,
         logger,
         print,
       });
@@ -312,12 +329,13 @@ async function main(argv: string[]): Promise<number> {
     case "replay": {
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
-      if (topologies.length === 0) throw new UsageError("replay needs --topology FILE");
-      if (topologies.length !== 1 && topologies.length !== rest.length) {
+      const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
+      if (topologies.length === 0 && !deployed) throw new UsageError("replay needs --topology FILE (or --config, whose ports serve every capture)");
+      if (topologies.length > 1 && topologies.length !== rest.length) {
         throw new UsageError(`replay got ${rest.length} captures and ${topologies.length} topologies: give one topology for all, or one per capture`);
       }
       if (!values.out) throw new UsageError("replay needs --out RECORDS.jsonl");
-      const topos = topologies.map((f) => Topology.load(f));
+      const topos = topologies.length ? topologies.map((f) => Topology.load(f)) : [Topology.parse({ ports: deployed!.ports })];
       const ids = values["switch-id"] ?? [];
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
@@ -326,7 +344,7 @@ async function main(argv: string[]): Promise<number> {
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: values.mode !== undefined || !deployed ? mode(values.mode) : undefined, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop());
@@ -344,7 +362,7 @@ async function main(argv: string[]): Promise<number> {
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
       const durationNs = positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000;
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout, ...loadOptions(load(values.load)) }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout, snaplen: snaplen(values.snaplen), ...loadOptions(load(values.load)) }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;

@@ -83,6 +83,8 @@ export interface IoAggregateJson {
   dal_ns: StatsJson | null;
   dpl_ns: StatsJson | null;
   mode: ModeName;
+  /** the host-target pairs measured over those known when the interval closed (all of them in full mode); null where no controller says */
+  coverage: { measured_pairs: number; known_pairs: number; ratio: number } | null;
 }
 
 export interface FlowAggregateJson {

@@ -126,6 +126,8 @@ export class MetricsEngine {
     this.health.setCounters(switchId, c);
   }
   coverage: ((switchId: string) => { measured_flows: number; known_flows: number; ratio: number } | null) | undefined;
+  /** the polling window's host-target pairs, for io_interval records */
+  pairCoverage: ((switchId: string) => { measured_pairs: number; known_pairs: number; ratio: number } | null) | undefined;
 
   constructor(private readonly sink: RecordListener, options: Partial<MetricsOptions> = {}) {
     this.options = { ...DEFAULT_METRICS_OPTIONS, ...options };
@@ -482,7 +484,7 @@ export class MetricsEngine {
         return { interval_start_unix_ns: s.toString(), interval_end_unix_ns: (s + this.options.intervalNs).toString() };
       };
       const { ios, flows, cnps, switches } = this.intervals.take(start);
-      for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId)));
+      for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId), this.pairCoverage?.(a.switchId) ?? null));
       for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null));
       for (const sw of this.health.switches()) this.sink(this.health.statsRecord(sw, own(sw), switches?.get(sw)));
     }

@@ -364,6 +364,14 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     return { measured_flows: w.flows.length, known_flows: known, ratio: known === 0 ? 1 : w.flows.length / known };
   }
 
+  /** The host-target pairs measured over those known (polling: the window's; full: all of them). */
+  pairCoverage(): { measured_pairs: number; known_pairs: number; ratio: number } {
+    const known = this.rotation.knownPairs;
+    if (this.mode === "full") return { measured_pairs: known, known_pairs: known, ratio: 1 };
+    const w = this.rotation.current();
+    return { measured_pairs: w.pairs.length, known_pairs: known, ratio: known === 0 ? 1 : w.pairs.length / known };
+  }
+
   private startRotation(): void {
     this.stopRotation();
     if (!this.rotationTimerEnabled) return;

@@ -23,7 +23,7 @@ function write(path: string, packets: readonly FeedPacket[]): void {
 }
 
 test("a capture streamed from its file gives the records of its packets replayed from memory", async () => {
-  const traffic = generateTraffic({ seed: 3, layout: "single", durationNs: 150_000_000, hosts: 2, targets: 2 });
+  const traffic = generateTraffic({ seed: 3, layout: "single", durationNs: 150_000_000, hosts: 2, targets: 2, snaplen: 128 });
   const sw = traffic.switches[0]!;
   const topology = Topology.parse(sw.topology);
   const capture = join(dir, `${sw.name}.pcap`);

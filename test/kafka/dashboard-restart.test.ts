@@ -33,7 +33,7 @@ function dashboard(brokers: string, listen: string): CliProcess {
 const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
 const interval = (i: number): IoAggregateJson => ({
   type: "io_interval", switch_id: "tor-c", interval_start_unix_ns: start(i), interval_end_unix_ns: start(i + 1), host: "10.0.1.1", target: "10.0.2.1", op: "read",
-  count: 10, incomplete: 0, bytes: 40960, errors: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, mode: "full", dpl_ns: null,
+  count: 10, incomplete: 0, bytes: 40960, errors: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, mode: "full", dpl_ns: null, coverage: null,
   dal_ns: { count: 10, min: 1000, mean: 2000, p50: 1000 * (i + 1), p99: 3000 * (i + 1), max: 4000 * (i + 1) },
 });
 

@@ -12,7 +12,7 @@ const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_0
 function io(i: number, sw: string, o: Partial<IoAggregateJson> = {}, host = "10.0.1.1"): IoAggregateJson {
   return {
     type: "io_interval", switch_id: sw, interval_start_unix_ns: start(i), interval_end_unix_ns: start(i + 1), host, target: "10.0.2.1", op: "read",
-    count: 10, incomplete: 0, bytes: 40960, errors: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, dal_ns: null, dpl_ns: null, mode: "full", ...o,
+    count: 10, incomplete: 0, bytes: 40960, errors: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, dal_ns: null, dpl_ns: null, mode: "full", coverage: null, ...o,
   };
 }
 

@@ -14,12 +14,15 @@ describe("traffic generator", () => {
   });
 
   test("captures are time-ordered and truncated to the snap length, with wire lengths kept", () => {
-    const g = generateTraffic({ ...small, seed: 3 });
+    const g = generateTraffic({ ...small, seed: 3, snaplen: 128 });
     for (const sw of g.switches) {
       for (let i = 1; i < sw.packets.length; i++) expect(sw.packets[i]!.timestampNs >= sw.packets[i - 1]!.timestampNs).toBe(true);
       expect(sw.packets.every((p) => p.data.length <= 128 && p.originalLength >= p.data.length)).toBe(true);
       expect(sw.packets.some((p) => p.originalLength > 4000)).toBe(true);
     }
+    // By default the captures keep whole packets, as Wireshark needs them.
+    const whole = generateTraffic({ ...small, seed: 3 });
+    for (const sw of whole.switches) expect(sw.packets.every((p) => p.data.length === p.originalLength)).toBe(true);
   });
 
   test("ground truth obeys the metric definitions", () => {
@@ -81,6 +84,54 @@ describe("traffic generator", () => {
         last.set(key, psn);
       }
     }
+  });
+
+  test("NVMe/RDMA framed as Linux frames it: CM path, rdma_cm and nvme-rdma private data, Fabrics Connect, nvmet's completions", () => {
+    const g = generateTraffic({ seed: 12, durationNs: 200_000_000, hosts: 2, targets: 1, queuesPerHost: 2, queueDepth: 64, connectDuringCapture: 1, layout: "single" });
+    const pkts = g.switches[0]!.packets.map((p) => p.data).filter((d) => d.readUInt16BE(36) === 4791);
+    const ip = (d: Buffer, o: number) => d.readUInt32BE(o);
+    // CM REQ: GIDs are the IPv4-mapped addresses of the packet, rdma_cm's header names IPv4 and both addresses, then the queue id and sizes.
+    const reqs = pkts.filter((d) => d[42] === 0x64 && d.readUInt16BE(62 + 16) === 0x0010);
+    expect(reqs.length).toBe(2 * 3); // each host's admin queue and two I/O queues
+    for (const d of reqs) {
+      const m = d.subarray(62 + 24);
+      expect(m.subarray(56, 72).toString("hex")).toBe(`00000000000000000000ffff${d.toString("hex", 26, 30)}`);
+      expect(m.subarray(72, 88).toString("hex")).toBe(`00000000000000000000ffff${d.toString("hex", 30, 34)}`);
+      expect({ mtu: m[50]! >> 4, retry: m[47]! & 7, rnr: m[50]! & 7, flowControl: m[43]! & 1, cmTimeout: m[47]! >> 3 }).toEqual({ mtu: 5, retry: 7, rnr: 7, flowControl: 1, cmTimeout: 20 });
+      const priv = m.subarray(140);
+      expect({ version: priv[1], src: ip(priv, 16), dst: ip(priv, 32) }).toEqual({ version: 0x40, src: ip(d, 26), dst: ip(d, 30) });
+      const qid = priv.readUInt16LE(36 + 2);
+      expect({ hrqsize: priv.readUInt16LE(36 + 4), hsqsize: priv.readUInt16LE(36 + 6) }).toEqual(qid === 0 ? { hrqsize: 32, hsqsize: 31 } : { hrqsize: 64, hsqsize: 63 });
+    }
+    // Fabrics Connect: fctype Connect, the queue's id, KATO on the admin queue only, the host NQN in the connect data.
+    const connects = pkts.filter((d) => d[42] === 0x04 && d.length >= 54 + 64 + 1024 && d[54] === 0x7f);
+    expect(connects.length).toBe(6);
+    for (const d of connects) {
+      const sqe = d.subarray(54);
+      expect(sqe[4]).toBe(0x01);
+      const qid = sqe.readUInt16LE(42);
+      expect(sqe.readUInt32LE(48)).toBe(qid === 0 ? 15_000 : 0);
+      expect(sqe.toString("ascii", 64 + 512, 64 + 512 + 32)).toBe("nqn.2014-08.org.nvmexpress:uuid:");
+      expect(sqe.readUInt16LE(64 + 16)).toBe(qid === 0 ? 0xffff : sqe.readUInt16LE(64 + 16));
+    }
+    // Completions (16-byte SEND payloads to the host): phase 0, and the SQ head
+    // one past the previous completion on that queue (further where the capture missed one).
+    const heads = new Map<string, number>();
+    const advances: number[] = [];
+    let completions = 0;
+    for (const d of pkts) {
+      if ((d[42] !== 0x04 && d[42] !== 0x17) || d.readUInt16BE(38) - 8 - 12 - 4 - (d[42] === 0x17 ? 4 : 0) !== 16) continue;
+      const cqe = d.subarray(d.length - 4 - 16, d.length - 4);
+      const key = `${ip(d, 30)}|${d.readUInt32BE(46) & 0xffffff}`;
+      expect(cqe.readUInt16LE(14) & 1).toBe(0);
+      const prev = heads.get(key);
+      if (prev !== undefined) advances.push((cqe.readUInt16LE(8) - prev + 64) % 64); // I/O queues: 64 entries
+      heads.set(key, cqe.readUInt16LE(8));
+      completions++;
+    }
+    expect(completions).toBeGreaterThan(100);
+    expect(advances.filter((a) => a === 1).length).toBeGreaterThan(advances.length * 0.95);
+    expect(advances.every((a) => a >= 1 && a <= 3)).toBe(true);
   });
 
   test("streams in time order: truths come out while packets are still being made", async () => {

@@ -23,6 +23,14 @@ import { PcapWriter, writePcap } from "./pcap.js";
 import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
 import { buildFrame, Opcode, type RoceFrame } from "./roce.js";
 
+/**
+ * Captures keep whole packets by default, so that Wireshark decodes every
+ * NVMe capsule and RDMA CM exchange in them (it hands a payload on only when
+ * all of it was captured); MIN_SNAPLEN keeps every header the switch reads.
+ */
+export const DEFAULT_SNAPLEN = 65_535;
+export const MIN_SNAPLEN = 128;
+
 export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   seed: 1,
   durationNs: 2_000_000_000,
@@ -50,7 +58,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   targetPrepNs: 4_000,
   hostPrepNs: 3_000,
   faults: [],
-  snaplen: 128,
+  snaplen: DEFAULT_SNAPLEN,
 };
 
 /**
@@ -236,7 +244,7 @@ export interface WrittenTraffic {
 export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void): WrittenTraffic {
   mkdirSync(dir, { recursive: true });
   const stream = streamTraffic(opts);
-  const writers = new Map(stream.switches.map((sw) => [sw, new PcapWriter(join(dir, `${sw.name}.pcap`), { snaplen: 128 })]));
+  const writers = new Map(stream.switches.map((sw) => [sw, new PcapWriter(join(dir, `${sw.name}.pcap`), { snaplen: stream.options.snaplen })]));
   for (const sw of stream.switches) writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
   const truth = new LineWriter(join(dir, TRUTH_FILE));
   let ios = 0;
@@ -270,7 +278,7 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
 export function writeTraffic(dir: string, traffic: GeneratedTraffic): void {
   mkdirSync(dir, { recursive: true });
   for (const sw of traffic.switches) {
-    writePcap(join(dir, `${sw.name}.pcap`), sw.packets, 128);
+    writePcap(join(dir, `${sw.name}.pcap`), sw.packets, traffic.options.snaplen);
     writeFileSync(join(dir, `${sw.name}.topology.json`), JSON.stringify(sw.topology, null, 2) + "\n");
   }
   const truth = new LineWriter(join(dir, TRUTH_FILE));

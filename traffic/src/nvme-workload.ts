@@ -20,7 +20,25 @@
 import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./types.js";
 import { Heap } from "./heap.js";
 import { ipv4Text } from "@rdma-telemetry/contract";
-import { cmMad, CmAttr, nvmeCqe, nvmeSqe, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
+import { cmMad, CmAttr, nvmeCqe, nvmeRdmaCmRep, nvmeRdmaCmReq, nvmeSqe, nvmfConnect, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
+
+/** A host's NVMe host identifier (a UUID), the same for each of its controllers. */
+function hostUuid(hostIndex: number): Buffer {
+  const u = Buffer.from("5f1c7e2a9b3d4c6e8a0b1c2d00000000", "hex");
+  u.writeUInt32BE(hostIndex + 1, 12);
+  return u;
+}
+
+/** The host NQN nvme-cli derives from the host id. */
+function hostNqn(hostIndex: number): string {
+  const h = hostUuid(hostIndex).toString("hex");
+  return `nqn.2014-08.org.nvmexpress:uuid:${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The NQN of the subsystem a target exports. */
+function subsystemNqn(targetIndex: number): string {
+  return `nqn.2019-04.io.storage:subsystem${targetIndex + 1}`;
+}
 
 /** A packet's place in a capture: its time, then the order it was emitted in. */
 export interface RowRef {
@@ -126,8 +144,8 @@ export class Queue {
   /** per direction: the latest send time and far-side arrival emitted (a path does not reorder a QP's packets) */
   private readonly upFifo = { sent: -1, arrived: -1 };
   private readonly downFifo = { sent: -1, arrived: -1 };
-  private phase = 0;
-  private completions = 0;
+  /** the target's SQ head pointer (nvmet: one past each completed command) */
+  private sqhd = 0;
 
   constructor(
     private readonly m: FabricModel,
@@ -189,27 +207,52 @@ export class Queue {
    */
   connect(t: number, commId: number): number {
     const gsi = (src: number, dst: number, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: commId & 0xffff, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
-    const tid = BigInt(commId) << 8n;
-    const req = this.up(t, gsi(this.host, this.target, cmMad(CmAttr.REQ, tid, { localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn })));
+    // ib_cm's transaction id: its MAD agent's id above the active side's communication id; REP and RTU keep it.
+    const tid = (1n << 32n) | BigInt(commId >>> 0);
+    // Linux hosts size the admin queue NVME_AQ_DEPTH (32); I/O queues hold the queue's tags.
+    const size = this.qid === 0 ? 32 : this.o.queueDepth;
+    const cmPort = 0x8000 | ((commId * 2654435761) >>> 17);
+    const req = this.up(t, gsi(this.host, this.target, cmMad(CmAttr.REQ, tid, {
+      localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn, src: this.host, dst: this.target, srcPort: cmPort,
+      privateData: nvmeRdmaCmReq(this.qid, size, size - 1),
+    })));
     const repAt = req.atS + 40_000 + Math.floor(this.m.rand() * 20_000);
     const targetCommId = (commId ^ 0x5a5a0000) >>> 0;
-    const rep = this.down(repAt, gsi(this.target, this.host, cmMad(CmAttr.REP, tid, { localCommId: targetCommId, remoteCommId: commId, localQpn: this.tq.qpn, startingPsn: this.tq.psn })));
+    const rep = this.down(repAt, gsi(this.target, this.host, cmMad(CmAttr.REP, tid, {
+      localCommId: targetCommId, remoteCommId: commId, localQpn: this.tq.qpn, startingPsn: this.tq.psn, src: this.target, privateData: nvmeRdmaCmRep(size),
+    })));
     if (rep.s) this.pairedS = minRow(this.pairedS, rep.s);
     if (rep.c) this.pairedC = minRow(this.pairedC, rep.c);
     const rtu = this.up(rep.atC + 5_000, gsi(this.host, this.target, cmMad(CmAttr.RTU, tid, { localCommId: commId, remoteCommId: targetCommId, localQpn: 0 })));
-    // Fabrics Connect (opcode 0x7F) with its 1024-byte data in the capsule.
+    // Fabrics Connect with its 1,024 bytes of connect data in the capsule; the
+    // admin queue asks for a dynamic controller, I/O queues name the one it gave.
     const connectAt = rtu.atS + 10_000;
-    const capsule = Buffer.concat([nvmeSqe(0x7f, 0, 0, 0n, 1024, 0, 0n, "in-capsule"), Buffer.alloc(1024)]);
+    const capsule = nvmfConnect({
+      cid: 0, qid: this.qid, sqsize: size - 1, kato: this.qid === 0 ? 15_000 : 0, hostId: hostUuid(this.hostIndex),
+      cntlid: this.qid === 0 ? 0xffff : this.cntlid, subnqn: subsystemNqn(this.targetIndex), hostnqn: hostNqn(this.hostIndex),
+    });
     const cmd = this.up(connectAt, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: capsule });
     const rspAt = cmd.atS + 30_000;
-    const rsp = this.down(rspAt, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(0, this.qid, 1, 0, 0) });
+    const rsp = this.down(rspAt, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(0, this.qid, this.sqHead(), 0, 0, this.qid === 0 ? this.cntlid : 0) });
     return rsp.atC + 5_000;
+  }
+
+  /** The controller id the target gave this host's controller. */
+  private get cntlid(): number {
+    return 1 + this.hostIndex;
+  }
+
+  /** The SQ head pointer a completion reports (nvmet advances it by one per completion, modulo the queue's size). */
+  private sqHead(): number {
+    const size = this.qid === 0 ? 32 : this.o.queueDepth;
+    this.sqhd = (this.sqhd + 1) % size;
+    return this.sqhd;
   }
 
   /** A keep-alive on the admin queue: a command without data and its response. */
   keepAlive(t: number, cid: number): void {
     const cmd = this.up(t, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: nvmeSqe(0x18, cid, 0, 0n, 0, 0) });
-    this.down(cmd.atS + 15_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(cid, 0, 1, 0, 0) });
+    this.down(cmd.atS + 15_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(cid, 0, this.sqHead(), 0, 0) });
   }
 
   /**
@@ -431,12 +474,10 @@ export class Queue {
 
   /** The response capsule to the host's QP (SEND with Invalidate where the host asked for it). */
   private response(t: number, io: Io): void {
-    this.completions++;
-    if (this.completions % this.o.queueDepth === 0) this.phase ^= this.targetIndex & 1; // some targets toggle the phase tag
     const inv = io.sgl === "keyed-invalidate";
     const fr: RoceFrame = {
       src: this.target, dst: this.host, opcode: inv ? Opcode.SEND_ONLY_INV : Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq),
-      payload: nvmeCqe(io.cid, this.qid, (io.tag + 1) & 0xffff, io.status, this.phase),
+      payload: nvmeCqe(io.cid, this.qid, this.sqHead(), io.status, 0),
     };
     if (inv) fr.ieth = io.rkey;
     const rows = this.down(t, fr, io.lostS, io.lostC);

@@ -187,10 +187,12 @@ export function nvmeSqe(op: "read" | "write" | number, cid: number, nsid: number
 /**
  * 16-byte NVMe CQE. `status` is DW3 bits 31:16 with the phase bit clear
  * (bit 0 here): SC in bits 8:1, SCT 11:9, CRD 13:12, More 14, DNR 15; 0 is
- * success. `phase` is the phase tag the host expects.
+ * success. `phase` is the phase tag (a fabrics target such as Linux's nvmet
+ * sends 0); `dw0` the command-specific result (a Connect's controller id).
  */
-export function nvmeCqe(cid: number, sqid: number, sqhd: number, status: number, phase = 1): Buffer {
+export function nvmeCqe(cid: number, sqid: number, sqhd: number, status: number, phase = 1, dw0 = 0): Buffer {
   const c = Buffer.alloc(16);
+  c.writeUInt32LE(dw0 >>> 0, 0);
   c.writeUInt16LE(sqhd & 0xffff, 8);
   c.writeUInt16LE(sqid & 0xffff, 10);
   c.writeUInt16LE(cid & 0xffff, 12);
@@ -211,15 +213,53 @@ export const NvmeStatus = {
   ANA_TRANSITION: 0x0606,
 } as const;
 
-/** Attribute ids of the RDMA CM MADs this project reads. */
-export const CmAttr = { REQ: 0x0010, REP: 0x0013, RTU: 0x0014 } as const;
+/** Attribute ids of the RDMA CM MADs (IBTA CM class 0x07). */
+export const CmAttr = { REQ: 0x0010, MRA: 0x0011, REJ: 0x0012, REP: 0x0013, RTU: 0x0014, DREQ: 0x0015, DREP: 0x0016 } as const;
+
+/** The IB service id rdma_cm gives a TCP port space listener (RDMA_PS_TCP), here NVMe-oF's port 4420. */
+export const NVMF_SERVICE_ID = 0x0000000001060000n + 4420n;
+
+/** The node GUID of a RoCE HCA whose MAC this project derives from `ip` (EUI-64, U/L bit flipped). */
+export function hcaGuid(ip: number): bigint {
+  const mac = macFor(ip);
+  const g = Buffer.from([mac[0]! ^ 0x02, mac[1]!, mac[2]!, 0xff, 0xfe, mac[3]!, mac[4]!, mac[5]!]);
+  return g.readBigUInt64BE(0);
+}
+
+/** A RoCEv2 GID for an IPv4 address: its IPv4-mapped IPv6 form. */
+export function ipv4Gid(ip: number): Buffer {
+  const g = Buffer.alloc(16);
+  g.writeUInt16BE(0xffff, 10);
+  g.writeUInt32BE(ip >>> 0, 12);
+  return g;
+}
+
+export interface CmFields {
+  localCommId: number;
+  remoteCommId?: number;
+  localQpn: number;
+  startingPsn?: number;
+  /** REQ: the active side's and the passive side's addresses (path GIDs, rdma_cm's IP header) */
+  src?: number;
+  dst?: number;
+  /** REQ: the active side's rdma_cm source port */
+  srcPort?: number;
+  /** the sender's HCA node GUID (REQ, REP); derived from its address when omitted */
+  localGuid?: bigint;
+  /** the ULP's private data: after rdma_cm's 36-byte IP header in a REQ, at the start in a REP */
+  privateData?: Uint8Array;
+}
 
 /**
- * An RDMA CM MAD (256 bytes) as RoCEv2 carries it: the payload of a UD SEND
- * ONLY to QP 1. REQ names the active side's QP, REP the passive side's and
- * answers the REQ's communication id.
+ * An RDMA CM MAD (256 bytes) as RoCEv2 carries it (the payload of a UD SEND
+ * ONLY to QP 1), with the fields Linux's ib_cm and rdma_cm set for an RC
+ * connection: REQ with its path (IPv4-mapped GIDs, MTU 4096, retry counts,
+ * CM timeouts, end-to-end flow control) and rdma_cm's IP private data header
+ * (version, IP version, source port, both addresses) before the ULP's; REP
+ * with the passive side's QP, initiator depth and private data; RTU.
+ * All three carry the REQ's transaction id.
  */
-export function cmMad(attr: number, tid: bigint, f: { localCommId: number; remoteCommId?: number; localQpn: number; startingPsn?: number }): Buffer {
+export function cmMad(attr: number, tid: bigint, f: CmFields): Buffer {
   const m = Buffer.alloc(256);
   m[0] = 1; // base version
   m[1] = 0x07; // management class: CM
@@ -229,16 +269,86 @@ export function cmMad(attr: number, tid: bigint, f: { localCommId: number; remot
   m.writeUInt16BE(attr, 16);
   const d = 24;
   m.writeUInt32BE(f.localCommId >>> 0, d);
+  const guid = f.localGuid ?? (f.src !== undefined ? hcaGuid(f.src) : 0n);
   if (attr === CmAttr.REQ) {
-    m.writeBigUInt64BE(0x0000000001060000n + 4420n, d + 8); // service id: RDMA_PS_TCP, port 4420 (NVMe-oF)
-    m.writeUInt32BE(((f.localQpn & 0xffffff) << 8) >>> 0, d + 32);
-    m.writeUInt32BE(((f.startingPsn ?? 0) & 0xffffff) << 8 >>> 0, d + 44);
+    m.writeBigUInt64BE(NVMF_SERVICE_ID, d + 8);
+    m.writeBigUInt64BE(guid, d + 16);
+    m.writeUInt32BE((((f.localQpn & 0xffffff) << 8) | 16) >>> 0, d + 32); // responder resources: the HCA's max_qp_rd_atom
+    m[d + 43] = (20 << 3) | (0 << 1) | 1; // remote CM response timeout 20, transport RC, end-to-end flow control
+    m.writeUInt32BE(((((f.startingPsn ?? 0) & 0xffffff) << 8) | (20 << 3) | 7) >>> 0, d + 44); // local CM response timeout 20, retry count 7
+    m.writeUInt16BE(0xffff, d + 48); // P_Key
+    m[d + 50] = (5 << 4) | 7; // path MTU 4096, RNR retry count 7
+    m[d + 51] = 15 << 4; // max CM retries
+    m.writeUInt16BE(0xffff, d + 52); // primary local and remote LIDs: permissive (RoCE)
+    m.writeUInt16BE(0xffff, d + 54);
+    if (f.src !== undefined) ipv4Gid(f.src).copy(m, d + 56);
+    if (f.dst !== undefined) ipv4Gid(f.dst).copy(m, d + 72);
+    m[d + 91] = 16; // packet rate: 100 Gb/s
+    m[d + 93] = 64; // hop limit (routed)
+    m[d + 95] = 18 << 3; // local ACK timeout
+    const p = d + 140; // private data, 92 bytes
+    m[p + 1] = 4 << 4; // rdma_cm header: version 0, IPv4
+    m.writeUInt16BE((f.srcPort ?? 0) & 0xffff, p + 2);
+    if (f.src !== undefined) m.writeUInt32BE(f.src >>> 0, p + 4 + 12);
+    if (f.dst !== undefined) m.writeUInt32BE(f.dst >>> 0, p + 20 + 12);
+    if (f.privateData) m.set(f.privateData.subarray(0, 92 - 36), p + 36);
   } else {
     m.writeUInt32BE((f.remoteCommId ?? 0) >>> 0, d + 4);
     if (attr === CmAttr.REP) {
       m.writeUInt32BE(((f.localQpn & 0xffffff) << 8) >>> 0, d + 12);
       m.writeUInt32BE(((f.startingPsn ?? 0) & 0xffffff) << 8 >>> 0, d + 20);
+      m[d + 25] = 16; // initiator depth: the REQ's responder resources, within the HCA's limit
+      m[d + 26] = (16 << 3) | 1; // target ACK delay, end-to-end flow control
+      m[d + 27] = 7 << 5; // RNR retry count
+      m.writeBigUInt64BE(guid, d + 28);
+      if (f.privateData) m.set(f.privateData.subarray(0, 196), d + 36);
+    } else if (f.privateData) {
+      m.set(f.privateData.subarray(0, 224), d + 8);
     }
   }
   return m;
+}
+
+/** NVMe-oF's RDMA CM private data in a REQ (NVMe/RDMA binding): queue id and the host's queue sizes. */
+export function nvmeRdmaCmReq(qid: number, hrqsize: number, hsqsize: number): Buffer {
+  const p = Buffer.alloc(32);
+  p.writeUInt16LE(0, 0); // record format 1.0
+  p.writeUInt16LE(qid & 0xffff, 2);
+  p.writeUInt16LE(hrqsize & 0xffff, 4);
+  p.writeUInt16LE(hsqsize & 0xffff, 6);
+  return p;
+}
+
+/** NVMe-oF's RDMA CM private data in a REP: the controller's receive queue size. */
+export function nvmeRdmaCmRep(crqsize: number): Buffer {
+  const p = Buffer.alloc(32);
+  p.writeUInt16LE(0, 0);
+  p.writeUInt16LE(crqsize & 0xffff, 2);
+  return p;
+}
+
+/**
+ * A Fabrics Connect command capsule (opcode 0x7F, fctype 0x01) with its
+ * 1,024 bytes of connect data in the capsule: host id, controller id (0xFFFF
+ * asks the admin queue for a dynamic controller), subsystem and host NQNs.
+ * `sqsize` is 0-based; `kato` in ms (admin queue only).
+ */
+export function nvmfConnect(f: { cid: number; qid: number; sqsize: number; kato: number; hostId: Buffer; cntlid: number; subnqn: string; hostnqn: string }): Buffer {
+  const s = Buffer.alloc(64 + 1024);
+  s[0] = 0x7f;
+  s[1] = 0x40; // PSDT: SGL
+  s.writeUInt16LE(f.cid & 0xffff, 2);
+  s[4] = 0x01; // fctype: Connect
+  s.writeUInt32LE(1024, 32); // SGL1: data block, offset subtype, the data after the SQE
+  s[39] = 0x01;
+  s.writeUInt16LE(0, 40); // record format 0
+  s.writeUInt16LE(f.qid & 0xffff, 42);
+  s.writeUInt16LE(f.sqsize & 0xffff, 44);
+  s.writeUInt32LE(f.kato >>> 0, 48);
+  const data = s.subarray(64);
+  f.hostId.copy(data, 0, 0, 16);
+  data.writeUInt16LE(f.cntlid & 0xffff, 16);
+  data.write(f.subnqn, 256, 255, "ascii");
+  data.write(f.hostnqn, 512, 255, "ascii");
+  return s;
 }

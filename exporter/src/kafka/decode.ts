@@ -52,6 +52,7 @@ export function recordFromMessage(type: string | undefined, value: Uint8Array): 
         type: "io_interval", switch_id: m.switchId, interval_start_unix_ns: start(m.interval), interval_end_unix_ns: end(m.interval), host: m.host, target: m.target, op: op(m.op),
         count: Number(m.count), incomplete: Number(m.incomplete), bytes: Number(m.bytes), errors: Number(m.errors),
         e2e_c_ns: stats(m.e2eCNs), e2e_s_ns: stats(m.e2eSNs), rtt_ns: stats(m.rttNs), dal_ns: stats(m.dalNs), dpl_ns: stats(m.dplNs), mode: mode(m.mode),
+        coverage: m.coverage ? { measured_pairs: Number(m.coverage.measuredPairs), known_pairs: Number(m.coverage.knownPairs), ratio: m.coverage.ratio } : null,
       };
     }
     case "rdma.telemetry.v1.MessageRecord": {

@@ -83,6 +83,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), host: r.host, target: r.target, op: op(r.op),
         count: BigInt(r.count), incomplete: BigInt(r.incomplete), bytes: BigInt(r.bytes), errors: BigInt(r.errors),
         e2eCNs: stats(r.e2e_c_ns), e2eSNs: stats(r.e2e_s_ns), rttNs: stats(r.rtt_ns), dalNs: stats(r.dal_ns), dplNs: stats(r.dpl_ns), mode: mode(r.mode),
+        coverage: r.coverage ? { measuredPairs: BigInt(r.coverage.measured_pairs), knownPairs: BigInt(r.coverage.known_pairs), ratio: r.coverage.ratio } : undefined,
       });
       return { topic: topics.io, key, value: bytes(IoAggregate.encode(m).finish()), headers };
     }

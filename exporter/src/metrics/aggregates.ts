@@ -161,11 +161,12 @@ export interface IntervalTimes {
   interval_end_unix_ns: string;
 }
 
-export function ioIntervalRecord(a: IoAgg, own: IntervalTimes): IoAggregateJson {
+export function ioIntervalRecord(a: IoAgg, own: IntervalTimes, coverage: IoAggregateJson["coverage"] = null): IoAggregateJson {
   return {
     type: "io_interval", switch_id: a.switchId, ...own,
     host: a.host, target: a.target, op: a.op, count: a.count, incomplete: a.incomplete, bytes: a.bytes, errors: a.errors,
     e2e_c_ns: a.e2eC.json(), e2e_s_ns: a.e2eS.json(), rtt_ns: a.rtt.json(), dal_ns: a.dal.json(), dpl_ns: a.dpl.json(), mode: modeName(a.mode),
+    coverage,
   };
 }
 

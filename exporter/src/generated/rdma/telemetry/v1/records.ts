@@ -216,6 +216,8 @@ export interface IoAggregate {
   dalNs?: Stats | undefined;
   dplNs?: Stats | undefined;
   mode: Mode;
+  /** Polling mode: the controller's window of host-target pairs when the interval closed. */
+  coverage?: PairCoverage | undefined;
 }
 
 /** One RDMA WRITE message (topic rdma.flow.v1, optional). Key: "src|dst|dest_qp". */
@@ -268,6 +270,13 @@ export interface FlowAggregate {
 export interface Coverage {
   measuredFlows: bigint;
   knownFlows: bigint;
+  ratio: number;
+}
+
+/** Polling-mode coverage of a window: host-target pairs measured / pairs known. */
+export interface PairCoverage {
+  measuredPairs: bigint;
+  knownPairs: bigint;
   ratio: number;
 }
 
@@ -1119,6 +1128,7 @@ function createBaseIoAggregate(): IoAggregate {
     dalNs: undefined,
     dplNs: undefined,
     mode: 0,
+    coverage: undefined,
   };
 }
 
@@ -1180,6 +1190,9 @@ export const IoAggregate: MessageFns<IoAggregate> = {
     }
     if (message.mode !== 0) {
       writer.uint32(120).int32(message.mode);
+    }
+    if (message.coverage !== undefined) {
+      PairCoverage.encode(message.coverage, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -1317,6 +1330,14 @@ export const IoAggregate: MessageFns<IoAggregate> = {
             message.mode = reader.int32() as any;
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.coverage = PairCoverage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1370,6 +1391,7 @@ export const IoAggregate: MessageFns<IoAggregate> = {
         ? Stats.fromJSON(object.dpl_ns)
         : undefined,
       mode: isSet(object.mode) ? modeFromJSON(object.mode) : 0,
+      coverage: isSet(object.coverage) ? PairCoverage.fromJSON(object.coverage) : undefined,
     };
   },
 
@@ -1420,6 +1442,9 @@ export const IoAggregate: MessageFns<IoAggregate> = {
     if (message.mode !== 0) {
       obj.mode = modeToJSON(message.mode);
     }
+    if (message.coverage !== undefined) {
+      obj.coverage = PairCoverage.toJSON(message.coverage);
+    }
     return obj;
   },
 
@@ -1451,6 +1476,9 @@ export const IoAggregate: MessageFns<IoAggregate> = {
     message.dalNs = (object.dalNs !== undefined && object.dalNs !== null) ? Stats.fromPartial(object.dalNs) : undefined;
     message.dplNs = (object.dplNs !== undefined && object.dplNs !== null) ? Stats.fromPartial(object.dplNs) : undefined;
     message.mode = object.mode ?? 0;
+    message.coverage = (object.coverage !== undefined && object.coverage !== null)
+      ? PairCoverage.fromPartial(object.coverage)
+      : undefined;
     return message;
   },
 };
@@ -2382,6 +2410,125 @@ export const Coverage: MessageFns<Coverage> = {
       : 0n;
     message.knownFlows = (object.knownFlows !== undefined && object.knownFlows !== null)
       ? BigInt(object.knownFlows)
+      : 0n;
+    message.ratio = object.ratio ?? 0;
+    return message;
+  },
+};
+
+function createBasePairCoverage(): PairCoverage {
+  return { measuredPairs: 0n, knownPairs: 0n, ratio: 0 };
+}
+
+export const PairCoverage: MessageFns<PairCoverage> = {
+  encode(message: PairCoverage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.measuredPairs !== 0n) {
+      if (BigInt.asUintN(64, message.measuredPairs) !== message.measuredPairs) {
+        throw new globalThis.Error("value provided for field message.measuredPairs of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.measuredPairs);
+    }
+    if (message.knownPairs !== 0n) {
+      if (BigInt.asUintN(64, message.knownPairs) !== message.knownPairs) {
+        throw new globalThis.Error("value provided for field message.knownPairs of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.knownPairs);
+    }
+    if (message.ratio !== 0) {
+      writer.uint32(25).double(message.ratio);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PairCoverage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePairCoverage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.measuredPairs = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.knownPairs = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.ratio = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PairCoverage {
+    return {
+      measuredPairs: isSet(object.measuredPairs)
+        ? BigInt(object.measuredPairs)
+        : isSet(object.measured_pairs)
+        ? BigInt(object.measured_pairs)
+        : 0n,
+      knownPairs: isSet(object.knownPairs)
+        ? BigInt(object.knownPairs)
+        : isSet(object.known_pairs)
+        ? BigInt(object.known_pairs)
+        : 0n,
+      ratio: isSet(object.ratio) ? globalThis.Number(object.ratio) : 0,
+    };
+  },
+
+  toJSON(message: PairCoverage): unknown {
+    const obj: any = {};
+    if (message.measuredPairs !== 0n) {
+      obj.measuredPairs = message.measuredPairs.toString();
+    }
+    if (message.knownPairs !== 0n) {
+      obj.knownPairs = message.knownPairs.toString();
+    }
+    if (message.ratio !== 0) {
+      obj.ratio = floatToJson(message.ratio);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PairCoverage>, I>>(base?: I): PairCoverage {
+    return PairCoverage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PairCoverage>, I>>(object: I): PairCoverage {
+    const message = createBasePairCoverage();
+    message.measuredPairs = (object.measuredPairs !== undefined && object.measuredPairs !== null)
+      ? BigInt(object.measuredPairs)
+      : 0n;
+    message.knownPairs = (object.knownPairs !== undefined && object.knownPairs !== null)
+      ? BigInt(object.knownPairs)
       : 0n;
     message.ratio = object.ratio ?? 0;
     return message;

@@ -1,0 +1,114 @@
+// Wireshark as an oracle no one here wrote: its NVMe-oF dissector follows
+// each queue from its RDMA CM exchange (GIDs, rdma_cm's IP header, the
+// NVMe/RDMA private data) and pairs every command with its completion,
+// printing the latency it measured from the capture's own timestamps. Every
+// such latency must equal the record's end-to-end time at that switch, to the
+// ns, and tshark must decode nearly every I/O of the queues set up in the
+// capture: proof that the generated captures are framed as Linux frames them.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, test } from "vitest";
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import { ioRecordKey, ioTruthKey } from "../../app/self-check.js";
+import { DEFAULT_GENERATOR_OPTIONS, readTruth } from "../../traffic/src/generator.js";
+import { openCapture } from "../../traffic/src/pcap.js";
+import type { IoTruth } from "../../traffic/src/types.js";
+import { CmAttr, Opcode } from "../../traffic/src/roce.js";
+
+const root = new URL("../..", import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), "wireshark-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const tshark = spawnSync("tshark", ["--version"], { encoding: "utf8" });
+const haveTshark = tshark.status === 0;
+// CI installs Debian's tshark (.ci/run): there the test must run, never skip.
+if (!haveTshark && process.env.CI) throw new Error("tshark not found: .ci/run installs Debian's tshark package");
+
+const cli = (args: string[]) => {
+  const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  expect(r.status, r.stderr).toBe(0);
+};
+
+const ip = (b: Buffer, o: number) => `${b[o]}.${b[o + 1]}.${b[o + 2]}.${b[o + 3]}`;
+
+/** The queues whose RDMA CM exchange (REQ and the REP answering it) is in a capture: `host|target|target_qp`. */
+function cmQueues(path: string): Set<string> {
+  const req = new Map<number, { host: string; target: string }>();
+  const queues = new Set<string>();
+  for (const p of openCapture(path)) {
+    const d = p.data;
+    if (d.readUInt16BE(12) !== 0x0800 || d[23] !== 17 || d.readUInt16BE(36) !== 4791) continue;
+    const bth = 42;
+    if (d[bth] !== Opcode.UD_SEND_ONLY || (d.readUInt32BE(bth + 4) & 0xffffff) !== 1) continue;
+    const mad = bth + 12 + 8;
+    const attr = d.readUInt16BE(mad + 16);
+    if (attr === CmAttr.REQ) req.set(d.readUInt32BE(mad + 24), { host: ip(d, 26), target: ip(d, 30) });
+    else if (attr === CmAttr.REP) {
+      const r = req.get(d.readUInt32BE(mad + 28));
+      if (r) queues.add(`${r.host}|${r.target}|${d.readUInt32BE(mad + 36) >>> 8}`);
+    }
+  }
+  return queues;
+}
+
+interface Decoded {
+  key: string;
+  latencyNs: number;
+}
+
+/** The read and write commands tshark paired with their completions, with the latency it printed (ms) in ns. */
+function tsharkLatencies(path: string): Decoded[] {
+  const fields = ["frame.number", "ip.src", "ip.dst", "infiniband.bth.destqp", "infiniband.bth.psn", "nvme.cmd.opc", "nvme.cmd.cid", "nvme.cmd_pkt", "nvme.cmd_latency"];
+  const r = spawnSync("tshark", ["-r", path, "-Y", "nvme", "-T", "fields", "-E", "separator=/t", ...fields.flatMap((f) => ["-e", f])], { encoding: "utf8", maxBuffer: 1 << 30 });
+  expect(r.status, r.stderr).toBe(0);
+  const rows = new Map<number, string[]>();
+  const out: Decoded[] = [];
+  for (const line of r.stdout.split("\n")) {
+    if (!line) continue;
+    const f = line.split("\t");
+    rows.set(Number(f[0]), f);
+    if (!f[8]) continue;
+    const cmd = rows.get(Number(f[7]));
+    if (!cmd || !/^0x0?[12]$/.test(cmd[5]!.split(",")[0]!)) continue; // reads and writes (keep-alives have no record)
+    const key = `${cmd[1]}|${cmd[2]}|${parseInt(cmd[3]!, 16)}|${parseInt(cmd[6]!, 16)}|${Number(cmd[4])}`;
+    out.push({ key, latencyNs: Math.round(Number(f[8]) * 1e6) });
+  }
+  return out;
+}
+
+test.skipIf(!haveTshark)("tshark decodes the generated NVMe/RDMA and its command latencies equal the records' e2e at each switch, to the ns", () => {
+  cli(["generate", "--out-dir", dir, "--duration-ms", "400", "--seed", "3"]);
+  const records = join(dir, "records.jsonl");
+  cli(["replay", join(dir, "tor-c.pcap"), join(dir, "tor-s.pcap"), "--topology", join(dir, "tor-c.topology.json"), "--topology", join(dir, "tor-s.topology.json"), "--out", records]);
+  const ios = new Map(readFileSync(records, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson)
+    .filter((r): r is IoRecordJson => r.type === "io").map((r) => [ioRecordKey(r), r]));
+  const truths: IoTruth[] = [];
+  for (const t of readTruth(join(dir, "ground-truth.jsonl"))) if (t.type === "io") truths.push(t.truth);
+
+  for (const [sw, e2e] of [["tor-c", "e2e_c_ns"], ["tor-s", "e2e_s_ns"]] as const) {
+    const capture = join(dir, `${sw}.pcap`);
+    const decoded = tsharkLatencies(capture);
+    const problems: string[] = [];
+    for (const d of decoded) {
+      const r = ios.get(d.key);
+      if (!r) problems.push(`${d.key}: tshark paired it, no record`);
+      else if (r[e2e] !== d.latencyNs) problems.push(`${d.key}: tshark ${d.latencyNs} ns, record ${e2e} ${String(r[e2e])}`);
+    }
+    expect(problems.slice(0, 10), `${problems.length} of ${decoded.length} differ at ${sw}`).toEqual([]);
+    // Every I/O the switch timed on a queue whose CM exchange the capture
+    // holds. Wireshark decodes a command only in a SEND ONLY: an in-capsule
+    // write too large for one packet (SEND FIRST ... LAST) it does not reassemble.
+    const queues = cmQueues(capture);
+    const timed = truths.filter((t) => queues.has(`${t.host}|${t.target}|${t.target_qp}`) && t[e2e] !== null);
+    const onePacket = timed.filter((t) => !(t.in_capsule && 64 + t.bytes > DEFAULT_GENERATOR_OPTIONS.mtu));
+    const got = new Set(decoded.map((d) => d.key));
+    const share = (ts: IoTruth[]) => ts.filter((t) => got.has(ioTruthKey(t))).length / ts.length;
+    console.log(`${sw}: tshark paired ${decoded.length} reads and writes with their completions, every one equal to the record's ${e2e} to the ns; ` +
+      `of the ${timed.length} I/Os timed on the ${queues.size} queues set up in the capture, ${(100 * share(timed)).toFixed(1)} % decoded, ` +
+      `${(100 * share(onePacket)).toFixed(1)} % of the ${onePacket.length} whose command capsule is one packet`);
+    expect(queues.size).toBeGreaterThan(0);
+    expect(share(onePacket)).toBeGreaterThanOrEqual(0.95);
+  }
+}, 180_000);
