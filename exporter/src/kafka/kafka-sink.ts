@@ -489,6 +489,7 @@ export class KafkaSink implements RecordSink {
    * true when close()'s deadline has passed.
    */
   private async sendFailed(err: unknown, backoff: Backoff): Promise<boolean> {
+    if (this.stopped) return true;
     this.stats.sendFailures++;
     this.failed(err, "Kafka send failed; records stay buffered");
     if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return true;
