@@ -306,6 +306,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "replay": {
+      const brokers = brokerList();
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
       if (topologies.length === 0) throw new UsageError("replay needs --topology FILE");
@@ -318,7 +319,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(brokerList(), security, topics(), logger, client());
+      const kafka = await kafkaSink(brokers, security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
