@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { TopicNames } from "../../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../../exporter/src/kafka/kafka-sink.js";
-import type { RecordJson } from "../../contract/src/records.js";
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
 import { startCli } from "../support/cli.js";
 import { digestsSettled, ioFeeder, startSwitch, writeControllerConfig } from "../support/controller-restart.js";
@@ -151,7 +151,7 @@ describe("Kafka unreachable when a command ends", () => {
     // The records in the spill are those of the file; the rest are the raw digests.
     const records = spilled.filter((m) => m.h.type !== "rdma.telemetry.v1.RawDigest").map((m) => recordFromMessage(m.h.type, Buffer.from(m.v, "base64")));
     expect(records.length).toBe(run.records.length);
-    const ioKeys = (rs: RecordJson[]) => rs.flatMap((r) => (r.type === "io" ? [r.cmd_psn] : [])).sort((a, b) => a - b);
+    const ioKeys = (rs: ReadonlyArray<{ type: string }>) => rs.flatMap((r) => (r.type === "io" ? [(r as IoRecordJson).cmd_psn] : [])).sort((a, b) => a - b);
     expect(ioKeys(records)).toEqual(ioKeys(run.records));
     expect(ioKeys(records)).toEqual([...Array(60).keys()]);
     expect(spilled.length - records.length).toBeGreaterThanOrEqual(60 * 2);
@@ -179,6 +179,16 @@ describe("Kafka unreachable when a command ends", () => {
     expect(Number(m![1])).toBeGreaterThan(run.records.length);
     expect(run.out).not.toMatch(/not acknowledged/);
   }, 90_000);
+
+  test("a spill directory that cannot be used is refused before any work: exit 2, one line", async () => {
+    const cwd = workDir("unusable");
+    mkdirSync(join(cwd, ".cache"));
+    writeFileSync(join(cwd, ".cache/kafka-spill"), "");
+    const demo = startCli(["demo", "--duration-ms", "100", "--out-dir", "d", "--kafka-brokers", UNREACHABLE], cwd, children);
+    expect(await demo.exited).toBe(2);
+    expect(demo.out()).toBe("rdma-telemetry: Kafka spill .cache/kafka-spill: cannot use it (EEXIST)\n");
+    expect(existsSync(join(cwd, "d"))).toBe(false);
+  }, 30_000);
 });
 
 describe("a spill written under another topic prefix", () => {

@@ -10,6 +10,7 @@
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, truncateSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
+import { OutputError } from "../jsonl-sink.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
 import { PlatformaticTransport } from "./platformatic-transport.js";
@@ -155,12 +156,16 @@ export class KafkaSink implements RecordSink {
       },
     });
     if (options.spillDir) {
-      mkdirSync(options.spillDir, { recursive: true });
-      // Messages spilled by an earlier run go out first.
-      this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
-      for (const s of this.segments) {
-        this.spillBytes += statSync(s).size;
-        this.stats.spilledNow += countLines(s);
+      try {
+        mkdirSync(options.spillDir, { recursive: true });
+        // Messages spilled by an earlier run go out first.
+        this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
+        for (const s of this.segments) {
+          this.spillBytes += statSync(s).size;
+          this.stats.spilledNow += countLines(s);
+        }
+      } catch (err) {
+        throw new OutputError(`Kafka spill ${options.spillDir}: cannot use it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
       }
       this.segmentSeq = this.segments.length;
       this.accepted = this.stats.spilledNow;
