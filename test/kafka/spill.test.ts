@@ -180,6 +180,23 @@ describe("Kafka unreachable when a command ends", () => {
     expect(run.out).not.toMatch(/not acknowledged/);
   }, 90_000);
 
+  test("what is in memory at close goes to the spill before what was spilled during the run: the next run sends all in the order pushed", async () => {
+    const spillDir = join(workDir("order"), "spill");
+    const t = topicsOf(prefix("order"));
+    const away = new KafkaSink({ brokers: [UNREACHABLE], topics: t, partitions: 1, spillDir, maxBuffered: 10 });
+    await away.start();
+    for (let i = 0; i < 30; i++) away.push({ topic: t.io, key: "k", value: Buffer.from(String(i)), headers: { type: "test" } });
+    expect(away.stats.spilledNow).toBe(20);
+    expect(await away.close(5_000)).toBe(30);
+    expect(spillMessages(spillDir).map((l) => Buffer.from(asMessage(l).v, "base64").toString())).toEqual([...Array(30).keys()].map(String));
+    const back = new KafkaSink({ brokers: brokers.split(","), topics: t, partitions: 1, spillDir });
+    await back.start();
+    await back.flush(30_000);
+    expect(await back.close()).toBe(0);
+    const got = (await readTopics([t.io], 30)).map((id) => Buffer.from(id.split("|")[2]!, "base64").toString());
+    expect(got).toEqual([...Array(30).keys()].map(String));
+  }, 60_000);
+
   test("a spill directory that cannot be used is refused before any work: exit 2, one line", async () => {
     const cwd = workDir("unusable");
     mkdirSync(join(cwd, ".cache"));
