@@ -276,23 +276,28 @@ export class KafkaSink implements RecordSink {
     }
     let seg = front ? this.segments[0] : this.segments[this.segments.length - 1];
     let fresh = false;
-    if (front && seg) {
-      // Segments go out in the order of their names: this one sorts first.
-      const first = /^(\d{15})-/.exec(basename(seg));
-      seg = join(dir, `${String(Math.max(0, Number(first?.[1] ?? 0) - 1)).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
-      fresh = true;
-    } else if (!seg || statSync(seg, { throwIfNoEntry: false }) === undefined || statSync(seg).size > 16 << 20) {
-      seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
-      fresh = true;
-    }
-    const before = fresh ? 0 : statSync(seg).size;
+    let before = 0;
     try {
-      appendFileSync(seg, text);
+      if (front && seg) {
+        // Segments go out in the order of their names: this one sorts first.
+        const first = /^(\d{15})-/.exec(basename(seg));
+        seg = join(dir, `${String(Math.max(0, Number(first?.[1] ?? 0) - 1)).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
+        fresh = true;
+      } else {
+        const size = seg === undefined ? undefined : statSync(seg, { throwIfNoEntry: false })?.size;
+        if (size === undefined || size > 16 << 20) {
+          seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
+          fresh = true;
+        } else {
+          before = size;
+        }
+      }
+      appendFileSync(seg!, text);
     } catch (err) {
       // Nothing half-written stays behind: the segment is as it was.
       try {
-        if (fresh) rmSync(seg, { force: true });
-        else truncateSync(seg, before);
+        if (fresh) rmSync(seg!, { force: true });
+        else if (seg) truncateSync(seg, before);
       } catch {
         // the disk refuses this too; the next run reads what parses
       }
@@ -301,17 +306,22 @@ export class KafkaSink implements RecordSink {
       return;
     }
     if (fresh) {
-      if (front) this.segments.unshift(seg);
-      else this.segments.push(seg);
+      if (front) this.segments.unshift(seg!);
+      else this.segments.push(seg!);
     }
     this.spillBytes += text.length;
     this.stats.spilledNow += msgs.length;
     this.stats.spilledTotal += msgs.length;
   }
 
-  private drop(n: number, what: string, fields: Record<string, unknown> = {}): void {
+  /** the error of the last spill write that failed, once logged */
+  private loggedSpillError: unknown;
+
+  /** Counts messages lost; logged at the first, every 10,000th, and at each new reason the spill gives. */
+  private drop(n: number, what: string, fields: { spill?: string; error?: string } = {}): void {
     this.stats.dropped += n;
-    if (this.stats.dropped === n || this.stats.dropped % 10_000 < n || fields.error) {
+    if (this.stats.dropped === n || this.stats.dropped % 10_000 < n || (fields.error !== undefined && fields.error !== this.loggedSpillError)) {
+      this.loggedSpillError = fields.error;
       this.opts.logger?.error(what, { dropped: this.stats.dropped, ...fields });
     }
   }
