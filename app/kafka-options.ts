@@ -4,6 +4,7 @@
 // file, never from the command line.
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { isIPv4, isIPv6 } from "node:net";
 import type { SASLOptions } from "kafkajs";
 import type { KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
 import { ConfigError } from "@rdma-telemetry/controller";
@@ -16,6 +17,32 @@ import { ConfigError } from "@rdma-telemetry/controller";
 export function topicNames(prefix = "rdma", from = "--kafka-topic-prefix"): TopicNames {
   if (!/^[A-Za-z0-9._-]{1,200}$/.test(prefix)) throw new ConfigError(`${from}: a topic prefix is letters, digits, '.', '_' and '-' (got '${prefix}')`);
   return { io: `${prefix}.io.v1`, flow: `${prefix}.flow.v1`, alert: `${prefix}.alert.v1`, digest: `${prefix}.digest.v1` };
+}
+
+/** A host name (letters, digits, '-', '_', dot-separated labels) or an IPv4 address. */
+const HOST_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
+
+/**
+ * The brokers of a --kafka-brokers or KAFKA_BROKERS list: HOST:PORT entries,
+ * comma-separated, an IPv6 address in brackets ([::1]:9092). Throws
+ * ConfigError naming the entry at fault, so that a list that cannot work is
+ * refused before any work.
+ */
+export function kafkaBrokers(list: string, from = "--kafka-brokers"): string[] {
+  const entries = list.split(",").map((e) => e.trim());
+  if (entries.every((e) => e === "")) throw new ConfigError(`${from}: no broker given (got '${list}'); brokers are HOST:PORT,...`);
+  return entries.map((e) => {
+    if (e === "") throw new ConfigError(`${from}: an empty entry in '${list}'; brokers are HOST:PORT,...`);
+    const m = /^(?:\[([^\]]*)\]|([^:[\]]*)):([^:]*)$/.exec(e);
+    if (!m) {
+      const why = !e.includes(":") || /^\[[^\]]*\]$/.test(e) ? "has no port" : !e.includes("[") && e.indexOf(":") !== e.lastIndexOf(":") ? "is not HOST:PORT (an IPv6 address goes in brackets: [::1]:9092)" : "is not HOST:PORT";
+      throw new ConfigError(`${from}: broker '${e}' ${why}`);
+    }
+    const [, v6, host, port] = m;
+    if (v6 !== undefined ? !isIPv6(v6) : !(isIPv4(host!) || HOST_NAME.test(host!))) throw new ConfigError(`${from}: broker '${e}': '${v6 ?? host}' is not a host name or IP address`);
+    if (!/^\d{1,5}$/.test(port!) || Number(port) < 1 || Number(port) > 65535) throw new ConfigError(`${from}: broker '${e}': '${port}' is not a TCP port (1-65535)`);
+    return e;
+  });
 }
 
 /** parseArgs options of the Kafka security flags. */

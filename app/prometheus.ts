@@ -158,7 +158,8 @@ export class TelemetryMetrics {
     new Gauge({ name: "rdma_telemetry_kafka_spilled_messages", help: "Messages waiting in the spill files", registers: register, collect() { this.set(sink.stats.spilledNow); } });
     new Gauge({ name: "rdma_telemetry_kafka_spill_bytes", help: "Bytes in the spill files", registers: register, collect() { this.set(sink.spilledBytes); } });
     new Counter({ name: "rdma_telemetry_kafka_sent_total", help: "Messages acknowledged by Kafka", registers: register, collect() { this.reset(); this.inc(sink.stats.sent); } });
-    new Counter({ name: "rdma_telemetry_kafka_dropped_total", help: "Messages dropped because Kafka was away and the spill was full", registers: register, collect() { this.reset(); this.inc(sink.stats.dropped); } });
+    new Counter({ name: "rdma_telemetry_kafka_dropped_total", help: "Messages lost because Kafka was away and the spill was full or could not be written", registers: register, collect() { this.reset(); this.inc(sink.stats.dropped); } });
+    new Counter({ name: "rdma_telemetry_kafka_set_aside_total", help: "Spilled messages set aside, not sent: their spill segment did not parse, or names topics Kafka does not create", registers: register, collect() { this.reset(); this.inc(sink.stats.setAside); } });
     new Counter({ name: "rdma_telemetry_kafka_send_failures_total", help: "Failed attempts to connect or send", registers: register, collect() { this.reset(); this.inc(sink.stats.sendFailures); } });
   }
 

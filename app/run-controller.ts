@@ -16,6 +16,7 @@ import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import { startControlServer } from "./control-server.js";
+import { closeKafka } from "./kafka-close.js";
 
 export interface RunControllerOptions {
   configFile: string;
@@ -40,7 +41,8 @@ export interface RunControllerOptions {
   print: (t: string) => void;
 }
 
-export async function runController(o: RunControllerOptions): Promise<void> {
+/** Runs until SIGINT/SIGTERM; the exit code: 1 when records could be neither delivered to Kafka nor spilled. */
+export async function runController(o: RunControllerOptions): Promise<number> {
   const config = loadConfig(o.configFile);
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
@@ -156,11 +158,12 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());
   await jsonl?.close();
-  const undelivered = (await kafka?.close()) ?? 0;
+  const kept = !kafka || (await closeKafka(kafka, o.print));
   // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.
-  if (undelivered === 0) journal?.release(END_OF_TIME);
+  if (!kafka || kafka.pending + kafka.stats.dropped === 0) journal?.release(END_OF_TIME);
   journal?.close();
   await served?.close();
+  return kept ? 0 : 1;
 }
 
 const END_OF_TIME = 1n << 64n;

@@ -5,7 +5,8 @@ import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
-import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
+import { KAFKA_SECURITY_FLAGS, kafkaBrokers, kafkaSecurity, topicNames } from "../app/kafka-options.js";
+import { closeKafka } from "../app/kafka-close.js";
 import { runController } from "../app/run-controller.js";
 import { runDemo } from "../app/demo.js";
 import { parsePcapIn, parsePcapInStart, runSwitch, SwitchOptionError } from "../app/switch-command.js";
@@ -187,17 +188,9 @@ function untilSignal(): Promise<void> {
   });
 }
 
-/** Closes a Kafka sink and says what became of its records: published, or kept on disk for the next run. */
-async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise<void> {
-  const left = await kafka.close(5_000);
-  const sent = kafka.stats.sent;
-  if (left === 0) print(`Kafka: ${sent} records and digests published`);
-  else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
-}
-
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string[] | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), topics, logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers, client, ...security(), topics, logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -279,13 +272,19 @@ async function main(argv: string[]): Promise<number> {
     }
   };
 
+  /** --kafka-brokers, else KAFKA_BROKERS (unset or empty: no Kafka), each entry checked. */
+  const brokerList = (): string[] | undefined => {
+    if (values["kafka-brokers"] !== undefined) return kafkaBrokers(values["kafka-brokers"]);
+    return process.env.KAFKA_BROKERS ? kafkaBrokers(process.env.KAFKA_BROKERS, "KAFKA_BROKERS") : undefined;
+  };
+
   const topics = () =>
     values["kafka-topic-prefix"] !== undefined ? topicNames(values["kafka-topic-prefix"]) : topicNames(process.env.KAFKA_TOPIC_PREFIX || undefined, "KAFKA_TOPIC_PREFIX");
 
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
+      const kafka = await kafkaSink(brokerList(), security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
@@ -304,7 +303,7 @@ async function main(argv: string[]): Promise<number> {
         logger,
         print,
       });
-      if (kafka) await closeKafka(kafka, print);
+      const delivered = !kafka || (await closeKafka(kafka, print, 5_000));
       await metrics?.close();
       if (board) {
         board.store.setStatus({ state: "finished", detail: "the demo's run is over" });
@@ -312,11 +311,11 @@ async function main(argv: string[]): Promise<number> {
         await untilSignal();
         await board.server.close();
       }
-      return 0;
+      return delivered ? 0 : 1;
     }
     case "dashboard": {
-      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
-      if (!brokers.length) throw new UsageError("dashboard needs --kafka-brokers (or KAFKA_BROKERS); `demo --dashboard` shows one without Kafka");
+      const brokers = brokerList();
+      if (!brokers) throw new UsageError("dashboard needs --kafka-brokers (or KAFKA_BROKERS); `demo --dashboard` shows one without Kafka");
       const listen = values.listen ?? DEFAULT_LISTEN;
       parseListenArg(listen);
       const ac = new AbortController();
@@ -327,6 +326,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "replay": {
+      const brokers = brokerList();
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
@@ -340,7 +340,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
+      const kafka = await kafkaSink(brokers, security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
@@ -348,12 +348,12 @@ async function main(argv: string[]): Promise<number> {
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop());
-      if (kafka) await closeKafka(kafka, print);
+      const delivered = !kafka || (await closeKafka(kafka, print, 5_000));
       await metrics?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
-      return 0;
+      return delivered ? 0 : 1;
     }
     case "generate": {
       const dir = values["out-dir"];
@@ -369,14 +369,13 @@ async function main(argv: string[]): Promise<number> {
     }
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
-      const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
-      return 0;
+      const brokers = brokerList();
+      return await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
     }
     case "consume": {
       if (!values.topic) throw new UsageError("consume needs --topic TOPIC");
-      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
-      if (!brokers.length) throw new UsageError("consume needs --kafka-brokers (or KAFKA_BROKERS)");
+      const brokers = brokerList();
+      if (!brokers) throw new UsageError("consume needs --kafka-brokers (or KAFKA_BROKERS)");
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());

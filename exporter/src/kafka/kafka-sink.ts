@@ -5,10 +5,12 @@
 // queue that spills to disk; they go out in order when Kafka returns. If even
 // the disk bound is reached, what is dropped is counted and logged. Refused
 // credentials and untrusted certificates are logged as errors naming the
-// cause; records wait for them too.
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+// cause; records wait for them too. A spill goes out to the topics its
+// records name, whichever topics the sink itself publishes on.
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, truncateSync } from "node:fs";
+import { basename, join } from "node:path";
 import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
+import { OutputError } from "../jsonl-sink.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
 import { PlatformaticTransport } from "./platformatic-transport.js";
@@ -68,6 +70,38 @@ function countLines(file: string): number {
 /** A wait that does not keep the process alive by itself. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
+/** A wait that keeps the process alive: for close(), which must finish before the process may end. */
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `p`, or undefined once `ms` have passed; the process stays alive meanwhile. */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A topic name Kafka accepts. */
+const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+
+/** Where a spill segment goes when its records cannot be delivered (see setAside). */
+export const SET_ASIDE_DIR = "set-aside";
+
+type SpillLine = { t: string; k: string; v: string; h: Record<string, string> };
+
+function parseSpill(text: string): KafkaMessageOut[] {
+  const out: KafkaMessageOut[] = [];
+  for (const line of text.split("\n")) {
+    if (!line) continue;
+    const o = JSON.parse(line) as SpillLine;
+    if (typeof o.t !== "string" || typeof o.k !== "string" || typeof o.v !== "string") throw new Error("a line is not a spilled message");
+    out.push({ topic: o.t, key: o.k, value: Buffer.from(o.v, "base64"), headers: o.h ?? {} });
+  }
+  return out;
+}
+
 export class KafkaSink implements RecordSink {
   private readonly transport: KafkaTransport;
   private readonly topics: TopicNames;
@@ -82,7 +116,11 @@ export class KafkaSink implements RecordSink {
   /** set by close() once its deadline passed: the pump stops at its next step */
   private stopped = false;
   private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "batchBytes" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
-  readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, sendFailures: 0 };
+  readonly stats: KafkaSinkStats = { sent: 0, buffered: 0, spilledNow: 0, spilledTotal: 0, dropped: 0, setAside: 0, sendFailures: 0 };
+  /** topics known to exist on Kafka (created or found by connect) */
+  private readonly topicsThere = new Set<string>();
+  /** failed attempts to create the topics the oldest spill segment names */
+  private topicFailures = 0;
   /**
    * Messages taken so far (those of an earlier run's spill first). Messages
    * leave in the order they came, so message n is settled (in Kafka, or
@@ -118,12 +156,16 @@ export class KafkaSink implements RecordSink {
       },
     });
     if (options.spillDir) {
-      mkdirSync(options.spillDir, { recursive: true });
-      // Messages spilled by an earlier run go out first.
-      this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
-      for (const s of this.segments) {
-        this.spillBytes += statSync(s).size;
-        this.stats.spilledNow += countLines(s);
+      try {
+        mkdirSync(options.spillDir, { recursive: true });
+        // Messages spilled by an earlier run go out first.
+        this.segments = readdirSync(options.spillDir).filter((f) => f.endsWith(".spill")).sort().map((f) => join(options.spillDir!, f));
+        for (const s of this.segments) {
+          this.spillBytes += statSync(s).size;
+          this.stats.spilledNow += countLines(s);
+        }
+      } catch (err) {
+        throw new OutputError(`Kafka spill ${options.spillDir}: cannot use it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
       }
       this.segmentSeq = this.segments.length;
       this.accepted = this.stats.spilledNow;
@@ -134,10 +176,12 @@ export class KafkaSink implements RecordSink {
    * Messages that have left the sink in the order they came: every message
    * before this position is acknowledged by Kafka, or dropped (and counted)
    * because even the spill was full. (A batch acknowledged while an earlier
-   * one is still to be sent again counts once that one is through.)
+   * one is still to be sent again counts once that one is through.) Spilled
+   * messages set aside (see setAside) count as settled too: they are on disk,
+   * counted, and no longer on their way.
    */
   get settled(): number {
-    return this.stats.sent - this.aheadOfFailure + this.stats.dropped;
+    return this.stats.sent - this.aheadOfFailure + this.stats.dropped + this.stats.setAside;
   }
 
   /** the most produce requests this sink had in flight at once */
@@ -150,11 +194,13 @@ export class KafkaSink implements RecordSink {
   *spilledMessages(): Generator<KafkaMessageOut> {
     for (const seg of this.segments) {
       if (!existsSync(seg)) continue;
-      for (const line of readFileSync(seg, "utf8").split("\n")) {
-        if (!line) continue;
-        const o = JSON.parse(line) as { t: string; k: string; v: string; h: Record<string, string> };
-        yield { topic: o.t, key: o.k, value: Buffer.from(o.v, "base64"), headers: o.h };
+      let msgs: KafkaMessageOut[];
+      try {
+        msgs = parseSpill(readFileSync(seg, "utf8"));
+      } catch {
+        continue; // set aside when its turn comes
       }
+      yield* msgs;
     }
   }
 
@@ -184,7 +230,9 @@ export class KafkaSink implements RecordSink {
 
   /** Creates the topics (if missing) and connects the producer. */
   private async connect(): Promise<void> {
-    await this.transport.connect([...new Set(Object.values(this.topics))]);
+    const own = [...new Set(Object.values(this.topics))];
+    await this.transport.connect(own);
+    for (const t of own) this.topicsThere.add(t);
     this.connected = true;
   }
 
@@ -213,40 +261,148 @@ export class KafkaSink implements RecordSink {
     this.wake?.();
   }
 
-  private spill(msgs: KafkaMessageOut[]): void {
+  /**
+   * Writes messages to the spill: after what is spilled already, or (`front`)
+   * before it, for the messages in memory at close, which are older than any
+   * spilled one. What cannot be written (spill full, or the disk refuses) is
+   * dropped, counted and logged.
+   */
+  private spill(msgs: KafkaMessageOut[], front = false): void {
     const dir = this.opts.spillDir;
     const text = msgs.map((m) => JSON.stringify({ t: m.topic, k: m.key, v: m.value.toString("base64"), h: m.headers })).join("\n") + "\n";
     if (!dir || this.spillBytes + text.length > this.opts.maxSpillBytes) {
-      this.stats.dropped += msgs.length;
-      if (this.stats.dropped === msgs.length || this.stats.dropped % 10_000 < msgs.length) {
-        this.opts.logger?.error("Kafka unreachable and the buffer is full: records dropped", { dropped: this.stats.dropped });
-      }
+      this.drop(msgs.length, dir ? "Kafka unreachable and the spill is full: records dropped" : "Kafka unreachable and the buffer is full: records dropped");
       return;
     }
-    let seg = this.segments[this.segments.length - 1];
-    if (!seg || statSync(seg).size > 16 << 20) {
-      seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
-      this.segments.push(seg);
+    let seg = front ? this.segments[0] : this.segments[this.segments.length - 1];
+    let fresh = false;
+    let before = 0;
+    try {
+      if (front && seg) {
+        // Segments go out in the order of their names: this one sorts first.
+        const first = /^(\d{15})-/.exec(basename(seg));
+        seg = join(dir, `${String(Math.max(0, Number(first?.[1] ?? 0) - 1)).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
+        fresh = true;
+      } else {
+        const size = seg === undefined ? undefined : statSync(seg, { throwIfNoEntry: false })?.size;
+        if (size === undefined || size > 16 << 20) {
+          seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
+          fresh = true;
+        } else {
+          before = size;
+        }
+      }
+      appendFileSync(seg!, text);
+    } catch (err) {
+      // Nothing half-written stays behind: the segment is as it was.
+      try {
+        if (fresh) rmSync(seg!, { force: true });
+        else if (seg) truncateSync(seg, before);
+      } catch {
+        // the disk refuses this too; the next run reads what parses
+      }
+      this.stats.spillError = `${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      this.drop(msgs.length, "cannot write the Kafka spill: records dropped", { spill: dir, error: (err as Error).message });
+      return;
     }
-    appendFileSync(seg, text);
+    if (fresh) {
+      if (front) this.segments.unshift(seg!);
+      else this.segments.push(seg!);
+    }
     this.spillBytes += text.length;
     this.stats.spilledNow += msgs.length;
     this.stats.spilledTotal += msgs.length;
   }
 
-  /** Moves the oldest spilled segment back into memory. */
-  private unspill(): void {
-    const seg = this.segments.shift();
-    if (!seg) return;
-    const text = readFileSync(seg, "utf8");
-    this.spillBytes -= text.length;
-    for (const line of text.split("\n")) {
-      if (!line) continue;
-      const o = JSON.parse(line) as { t: string; k: string; v: string; h: Record<string, string> };
-      this.queue.push({ topic: o.t, key: o.k, value: Buffer.from(o.v, "base64"), headers: o.h });
-      this.stats.spilledNow--;
+  /** the error of the last spill write that failed, once logged */
+  private loggedSpillError: unknown;
+
+  /** Counts messages lost; logged at the first, every 10,000th, and at each new reason the spill gives. */
+  private drop(n: number, what: string, fields: { spill?: string; error?: string } = {}): void {
+    this.stats.dropped += n;
+    if (this.stats.dropped === n || this.stats.dropped % 10_000 < n || (fields.error !== undefined && fields.error !== this.loggedSpillError)) {
+      this.loggedSpillError = fields.error;
+      this.opts.logger?.error(what, { dropped: this.stats.dropped, ...fields });
     }
+  }
+
+  /**
+   * Moves the oldest spilled segment back into memory, once Kafka has the
+   * topics its records name (a spill written under another topic prefix
+   * names others than this sink's): they are created as the sink creates its
+   * own. A segment that does not parse, or names topics Kafka will not
+   * create, is set aside. Throws when Kafka cannot be reached.
+   */
+  private async unspill(): Promise<void> {
+    const seg = this.segments[0];
+    if (!seg) return;
+    let text: string;
+    let msgs: KafkaMessageOut[];
+    try {
+      text = readFileSync(seg, "utf8");
+      msgs = parseSpill(text);
+    } catch (err) {
+      this.setAside(seg, `it does not parse (${(err as Error).message})`);
+      return;
+    }
+    const missing = [...new Set(msgs.map((m) => m.topic))].filter((t) => !this.topicsThere.has(t));
+    const invalid = missing.filter((t) => !TOPIC_NAME.test(t));
+    if (invalid.length) {
+      this.setAside(seg, `Kafka takes no topic named ${invalid.map((t) => `'${t}'`).join(", ")}`);
+      return;
+    }
+    if (missing.length) {
+      if (!this.connected) await this.connect();
+      try {
+        await this.transport.connect(missing);
+        if (this.stopped) return; // close() has the segment where it is
+      } catch (err) {
+        if (this.stopped) return;
+        const f = this.transport.describe(err);
+        // Unreachable, or refusing this client: the sink's own records wait too. Anything else, three times: Kafka will not have these topics.
+        if (f.cause !== "other" || ++this.topicFailures < 3) throw err;
+        this.setAside(seg, `Kafka did not create its topics ${missing.join(", ")} (${f.message})`);
+        return;
+      }
+      for (const t of missing) this.topicsThere.add(t);
+      this.opts.logger?.info("records spilled for other topics go out to them", { topics: missing, segment: seg });
+    }
+    this.topicFailures = 0;
+    this.segments.shift();
+    this.spillBytes -= text.length;
+    for (const m of msgs) this.queue.push(m);
+    this.stats.spilledNow -= msgs.length;
     rmSync(seg, { force: true });
+  }
+
+  /**
+   * Takes a spill segment out of the way of the records after it: moved to
+   * the set-aside directory beside the spill, counted and logged, so that
+   * an operator can look at it (and move it back once Kafka can take it).
+   */
+  private setAside(seg: string, why: string): void {
+    this.segments.shift();
+    this.topicFailures = 0;
+    let n = 0;
+    let bytes = 0;
+    try {
+      n = countLines(seg);
+      bytes = statSync(seg).size;
+    } catch {
+      // unreadable: counted as nothing
+    }
+    const dir = join(this.opts.spillDir!, SET_ASIDE_DIR);
+    const to = join(dir, basename(seg));
+    try {
+      mkdirSync(dir, { recursive: true });
+      renameSync(seg, to);
+    } catch (err) {
+      this.opts.logger?.error("cannot set the spill segment aside; it stays where it is and is not sent", { segment: seg, error: (err as Error).message });
+    }
+    this.spillBytes -= bytes;
+    this.stats.spilledNow -= n;
+    this.stats.setAside += n;
+    this.opts.logger?.warn("spilled records set aside: they are not sent", { segment: to, records: n, why });
   }
 
   /**
@@ -263,7 +419,14 @@ export class KafkaSink implements RecordSink {
     for (;;) {
       if (this.stopped) return;
       if (inflight.length === 0) {
-        if (this.memoryLength === 0 && this.segments.length > 0) this.unspill();
+        if (this.memoryLength === 0 && this.segments.length > 0) {
+          try {
+            await this.unspill();
+          } catch (err) {
+            if (await this.sendFailed(err, backoff)) return;
+          }
+          continue;
+        }
         if (this.memoryLength === 0) {
           if (this.closing) return;
           await new Promise<void>((r) => (this.wake = r));
@@ -341,6 +504,7 @@ export class KafkaSink implements RecordSink {
    * true when close()'s deadline has passed.
    */
   private async sendFailed(err: unknown, backoff: Backoff): Promise<boolean> {
+    if (this.stopped) return true;
     this.stats.sendFailures++;
     this.failed(err, "Kafka send failed; records stay buffered");
     if (this.closing && this.closeDeadline !== undefined && Date.now() > this.closeDeadline) return true;
@@ -372,24 +536,35 @@ export class KafkaSink implements RecordSink {
 
   /**
    * Delivers what is buffered (up to `timeoutMs`), then disconnects. What
-   * Kafka has not acknowledged by then stays spilled (when a spill dir is
-   * set) and goes out first the next time a sink starts on that directory.
-   * Returns the number of messages left undelivered.
+   * Kafka has not acknowledged by then is spilled (when a spill dir is set)
+   * and goes out first the next time a sink starts on that directory; while
+   * Kafka fails, it is spilled at once rather than waited for. The process
+   * stays alive until this is done. Returns the number of messages not
+   * delivered: spilled, or dropped (stats.dropped) when even the spill could
+   * not take them.
    */
   async close(timeoutMs = 30_000): Promise<number> {
     this.closing = true;
     this.closeDeadline = Date.now() + timeoutMs;
     this.wake?.();
-    await Promise.race([this.pumping, sleep(timeoutMs + 1000)]);
+    let done = this.pumping === undefined;
+    void this.pumping?.then(() => (done = true), () => (done = true));
+    // The pump's waits do not keep the process alive; this one does.
+    while (!done && Date.now() < this.closeDeadline && !(this.opts.spillDir && this.stats.lastError !== undefined)) await wait(20);
     this.stopped = true;
     this.wake?.();
     if (this.memoryLength > 0) {
-      this.spill(this.queue.slice(this.head));
+      this.spill(this.queue.slice(this.head), true);
       this.head = this.queue.length;
     }
     this.stats.buffered = 0;
-    await Promise.race([this.transport.disconnect().catch(() => undefined), sleep(2000)]);
+    await within(this.transport.disconnect().catch(() => undefined), 2000);
     return this.stats.spilledNow + this.stats.dropped;
+  }
+
+  /** Where spilled messages are kept (undefined: no spill). */
+  get spillDir(): string | undefined {
+    return this.opts.spillDir;
   }
 
   /** Bytes in the spill files now. */

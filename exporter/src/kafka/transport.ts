@@ -11,8 +11,13 @@ export interface KafkaSinkStats {
   buffered: number;
   spilledNow: number;
   spilledTotal: number;
+  /** dropped: Kafka away and the spill full or unwritable */
   dropped: number;
+  /** spilled messages set aside, not sent: their segment did not parse, or names topics Kafka does not create */
+  setAside: number;
   sendFailures: number;
+  /** why the spill could not be written, when it could not */
+  spillError?: string;
   /** why the last attempt to connect or send failed; cleared by the next success */
   lastError?: string;
 }
