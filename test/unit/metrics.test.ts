@@ -255,9 +255,14 @@ const stats = (out: RecordJson[]) => out.filter((r): r is SwitchStatsJson => r.t
 
 describe("one record per I/O, totals per interval", () => {
 
-  test("a response after the I/O timeout is counted as late, never a second record of the I/O", () => {
+  test("a response after the I/O timeout is counted as late, never a second record of the I/O", async () => {
+    const { TelemetryMetrics } = await import("../../app/prometheus.js");
+    const prometheus = new TelemetryMetrics();
     const out: RecordJson[] = [];
-    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    const m = new MetricsEngine((r) => {
+      out.push(r);
+      prometheus.onRecord(r);
+    }); // I/O timeout 1 s
     m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
     m.onDigestList("tor", T0 + 1_500_000_000n, []); // nothing for 1.5 s
     m.onDigestList("tor", T0 + 1_500_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 1_500_000_000, e2e_ns: 1_500_000_000 })]);
@@ -267,6 +272,7 @@ describe("one record per I/O, totals per interval", () => {
     const s = stats(out);
     expect(s.at(-1)).toMatchObject({ late_responses: 1, digests_received: 2, digests_lost: 0 });
     expect(s.reduce((a, r) => a + r.incomplete_ios, 0)).toBe(1);
+    expect(await prometheus.registry.metrics()).toContain('rdma_telemetry_late_responses_total{switch="tor"} 1');
   });
 
   test("a restart counts from the interval in which it was seen on, not on the intervals before it", () => {
