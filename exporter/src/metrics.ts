@@ -523,13 +523,14 @@ export class MetricsEngine {
   private flushIntervals(closeBefore: bigint | undefined): void {
     const i = this.options.intervalNs;
     const buckets = this.intervals.starts();
-    const switches = this.health.switches();
-    const firsts = switches.map((sw) => this.health.firstInterval(sw)!);
+    const known = this.health.switches();
+    const firsts = known.map((sw) => this.health.firstInterval(sw)!);
     let from = this.closedBefore;
     if (from === -(1n << 62n)) from = [...buckets.slice(0, 1), ...firsts].reduce((a, b) => (b < a ? b : a), 1n << 62n);
-    // The end of a run: its last interval with anything, and at least the oldest open one (the final totals).
-    const last = buckets.at(-1);
-    const to = closeBefore ?? (switches.length ? [last === undefined ? this.closedBefore : last, this.closedBefore].reduce((a, b) => (b > a ? b : a)) + i : last === undefined ? from : last + i);
+    // The end of a run: up to its last interval with anything, and at least the oldest open one (a switch's final totals).
+    let lastStart = buckets.at(-1) ?? from - i;
+    if (known.length && this.closedBefore > lastStart) lastStart = this.closedBefore;
+    const to = closeBefore ?? lastStart + i;
     const starts = new Set(buckets.filter((s) => s + i <= to));
     if ((to - from) / i <= MAX_EMPTY_INTERVALS) for (let s = from; s + i <= to; s += i) starts.add(s);
     const ordered = [...starts].sort((a, b) => (a < b ? -1 : 1));
