@@ -116,13 +116,15 @@ export class MetricsEngine {
 
   /**
    * A switch that was running at `atUnixNs` (its own clock): it gets a
-   * switch_stats record for that interval even if it sent no digest at all
-   * (a capture of nothing the program measures still has counters to report).
+   * switch_stats record for that interval and the quiet ones before it even
+   * if it sent no digest at all (a capture of nothing the program measures
+   * still has counters to report).
    */
   noteSwitch(switchId: string, atUnixNs: bigint): void {
     const aligned = atUnixNs + this.align(switchId);
     this.note(switchId, aligned);
     this.switchInterval(switchId, aligned, this.health.mode(switchId) ?? 0);
+    if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
   }
 
   /**
@@ -518,7 +520,8 @@ export class MetricsEngine {
   /**
    * Emits the intervals that end by `closeBefore` (undefined: all, the end of
    * a run): every interval from a switch's first on gets its switch_stats,
-   * with or without digests (a quiet switch is not a gone one).
+   * with or without digests (a quiet switch is not a gone one), up to the
+   * last in which the switch was known to be up (a gone one gets none).
    */
   private flushIntervals(closeBefore: bigint | undefined): void {
     const i = this.options.intervalNs;
@@ -546,8 +549,10 @@ export class MetricsEngine {
       for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId)));
       for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null));
       for (const sw of this.health.switches()) {
-        if (start < this.health.firstInterval(sw)!) continue;
-        const rec = this.health.statsRecord(sw, own(sw), switches?.get(sw), start);
+        const si = switches?.get(sw);
+        // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).
+        if (start < this.health.firstInterval(sw)! || (!si && start > (this.watermarks.get(sw) ?? -(1n << 62n)))) continue;
+        const rec = this.health.statsRecord(sw, own(sw), si, start);
         if (rec) this.sink(rec);
       }
     }

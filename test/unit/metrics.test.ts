@@ -300,6 +300,20 @@ describe("one record per I/O, totals per interval", () => {
   });
 });
 
+test("a switch that is gone (no list, no sign of life) gets no switch_stats after the last interval it was up in", () => {
+  const out: RecordJson[] = [];
+  const m = new MetricsEngine((r) => out.push(r));
+  for (let i = 0; i < 70; i++) {
+    const at = T0 + BigInt(i) * 1_000_000_000n + 30_000n;
+    m.onDigestList("tor-a", at, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })]);
+    if (i < 3) m.onDigestList("tor-b", at, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })]);
+  }
+  m.finish();
+  const seconds = (sw: string) => stats(out).filter((s) => s.switch_id === sw).map((s) => Number((BigInt(s.interval_start_unix_ns) - T0) / 1_000_000_000n));
+  expect(seconds("tor-b")).toEqual([0, 1, 2]);
+  expect(seconds("tor-a")).toEqual([...Array(70).keys()]);
+});
+
 describe("totals across controller crashes", () => {
   /** Lists of a live switch: one digest every 10 ms, list by list, each list 10 ms after its digest. */
   const lists = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => ({ t: T0 + BigInt(from + k) * 10_000_000n + 10_000_000n, d: msg({ seq: from + k, first_ts: (from + k) * 10_000_000, fct_ns: 1_000 }) }));
