@@ -275,6 +275,20 @@ describe("one record per I/O, totals per interval", () => {
     expect(await prometheus.registry.metrics()).toContain('rdma_telemetry_late_responses_total{switch="tor"} 1');
   });
 
+  test("two switches: the compute side's response after its timeout joins nothing and is counted; the I/O keeps its one record", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-c", T0, [io({ seq: 0, event: 1, vantage: 1, ts: 0 })]);
+    m.onDigestList("tor-s", T0 + 400_000_000n, [io({ seq: 0, event: 2, vantage: 2, ts: 400_000_000, e2e_ns: 390_000_000 })]);
+    m.onDigestList("tor-c", T0 + 1_500_000_000n, []);
+    m.onDigestList("tor-s", T0 + 1_500_000_000n, []);
+    m.onDigestList("tor-c", T0 + 1_500_000_000n, [io({ seq: 1, event: 2, vantage: 1, ts: 1_500_000_000, e2e_ns: 1_500_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.incomplete, r.e2e_c_ns, r.e2e_s_ns])).toEqual([[true, null, 390_000_000]]);
+    expect(stats(out).filter((s) => s.switch_id === "tor-c").at(-1)).toMatchObject({ late_responses: 1 });
+  });
+
   test("a restart counts from the interval in which it was seen on, not on the intervals before it", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r));
