@@ -63,7 +63,7 @@ test("SIGKILL twice with the controller down each time: each gap counts as lost 
   // The first gap was counted before the second crash, in the first interval the second run had digests for.
   const secondRun = afterSecond.filter((r): r is SwitchStatsJson => r.type === "switch_stats" && r.digests_lost > 0);
   expect(secondRun[0]?.digests_lost).toBe(perIo * down[0]!);
-  expect(BigInt(secondRun[0]!.interval_end_unix_ns) > back && BigInt(secondRun[0]!.interval_start_unix_ns) <= back + 100_000_000n, `${secondRun[0]!.interval_start_unix_ns}, back at ${back}`).toBe(true);
+  expect(BigInt(secondRun[0]!.interval_end_unix_ns) > back && BigInt(secondRun[0]!.interval_start_unix_ns) <= back + 500_000_000n, `${secondRun[0]!.interval_start_unix_ns}, back at ${back}`).toBe(true);
   if (process.env.SHOW_FIGURES) console.log(JSON.stringify({ perIo, last, firstBack: secondRun[0] }));
   expect(new Set(stats.map((s) => s.totals_since_unix_ns)).size, "totals counted from the first run's start").toBe(1);
   const intervals = stats.map((s) => s.interval_start_unix_ns);
