@@ -123,6 +123,8 @@ export async function runController(o: RunControllerOptions): Promise<void> {
       exporter.onBatch(b);
       publishDigests(b);
     });
+    // From its last list replayed up to now, no controller listened to the switch.
+    exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
   controller.on("digests", (b) => {

@@ -94,6 +94,8 @@ export class MetricsEngine {
   private readonly givenUp = new Map<string, { cmdPsn: number; atAlignedNs: bigint }>();
   /** each switch's session as its latest list said: a new one has a new clock */
   private readonly sessions = new Map<string, number>();
+  /** per switch: times (common clock) when nothing listened to it (see unobserved) */
+  private readonly unobservedSpans = new Map<string, Array<[bigint, bigint]>>();
   private readonly halves = new Map<string, IoHalf[]>();
   // Interval buckets are keyed by their start on the common clock.
   private readonly intervals: IntervalAggregates;
@@ -137,6 +139,21 @@ export class MetricsEngine {
     this.note(switchId, aligned);
     if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
     this.advance(aligned);
+  }
+
+  /**
+   * Nothing is known of the switch from its latest list up to `untilUnixNs`
+   * (its own clock): no controller listened. The intervals of that time with
+   * nothing in them get no switch_stats (they would say the switch was quiet);
+   * what it sent meanwhile counts as lost in the first interval after.
+   */
+  unobserved(switchId: string, untilUnixNs: bigint): void {
+    const from = this.watermarks.get(switchId);
+    const until = untilUnixNs + this.align(switchId);
+    if (from === undefined || until <= from) return;
+    const spans = this.unobservedSpans.get(switchId) ?? [];
+    spans.push([from, until]);
+    this.unobservedSpans.set(switchId, spans);
   }
 
   private note(switchId: string, alignedNs: bigint): void {
@@ -523,6 +540,11 @@ export class MetricsEngine {
    * with or without digests (a quiet switch is not a gone one), up to the
    * last in which the switch was known to be up (a gone one gets none).
    */
+  private wasUnobserved(switchId: string, start: bigint): boolean {
+    const spans = this.unobservedSpans.get(switchId);
+    return spans !== undefined && spans.some(([a, b]) => start >= a && start + this.options.intervalNs <= b);
+  }
+
   private flushIntervals(closeBefore: bigint | undefined): void {
     const i = this.options.intervalNs;
     const buckets = this.intervals.starts();
@@ -551,7 +573,7 @@ export class MetricsEngine {
       for (const sw of this.health.switches()) {
         const si = switches?.get(sw);
         // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).
-        if (start < this.health.firstInterval(sw)! || (!si && start > (this.watermarks.get(sw) ?? -(1n << 62n)))) continue;
+        if (start < this.health.firstInterval(sw)! || (!si && (start > (this.watermarks.get(sw) ?? -(1n << 62n)) || this.wasUnobserved(sw, start)))) continue;
         const rec = this.health.statsRecord(sw, own(sw), si, start);
         if (rec) this.sink(rec);
       }

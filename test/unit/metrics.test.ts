@@ -335,7 +335,7 @@ describe("totals across controller crashes", () => {
     for (const x of l) m.onDigestList("tor", x.t, [x.d], 0, 7);
   };
 
-  test("the gap while the controller is down counts in the first interval it is back, after any number of crashes; replayed lists count once", () => {
+  test("the gap while the controller is down counts in the first interval it is back, after any number of crashes; replayed lists count once; no record for the time nobody listened", () => {
     const a: RecordJson[] = [];
     const m1 = new MetricsEngine((r) => a.push(r));
     run(m1, lists(0, 600)); // 6 s; then killed: intervals of its last 3 s are not out
@@ -346,10 +346,13 @@ describe("totals across controller crashes", () => {
     const m2 = new MetricsEngine((r) => b.push(r));
     for (const p of p1) m2.resumeSequence(p);
     run(m2, lists(p1[0]!.next - 50, 600));
+    m2.unobserved("tor", T0 + 8_000_000_000n); // back at 8 s
     run(m2, lists(800, 1500)); // 7 s; killed again
     const p2 = m2.sequencePositions();
     const firstBack = stats(b).find((s) => BigInt(s.interval_end_unix_ns) > T0 + 8_010_000_000n)!;
     expect(firstBack.digests_lost).toBe(200);
+    // The interval no controller listened in, with no list: no record saying the switch was quiet.
+    expect(stats(b).map((r) => BigInt(r.interval_start_unix_ns) - T0)).not.toContain(7_000_000_000n);
     // Down for 3 s (300 lost).
     const c: RecordJson[] = [];
     const m3 = new MetricsEngine((r) => c.push(r));
