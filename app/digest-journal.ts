@@ -56,12 +56,15 @@ export class DigestJournal {
   /**
    * Feeds the lists of earlier runs that are not yet settled to `feed`,
    * oldest first, and takes them into this run's journal (so that a crash
-   * now loses nothing either); then drops the earlier runs' segments.
-   * Returns the number of lists replayed.
+   * now loses nothing either); then drops the earlier runs' segments. A
+   * list found twice (in a segment and in the replay that took it) is fed
+   * once. Returns the number of lists replayed.
    */
   replayInto(feed: (b: DigestBatch) => void): number {
     const old = this.segments();
     let n = 0;
+    // A crash after the replayed lists were taken into this run's segment, before the old ones were removed, leaves them twice.
+    const replayed = new Set<string>();
     for (const f of old) {
       const text = readFileSync(join(this.dir, f), "utf8");
       for (const line of text.split("\n")) {
@@ -72,6 +75,9 @@ export class DigestJournal {
         } catch {
           continue; // a line cut short by the crash: its list was never acknowledged
         }
+        const key = `${e.s}|${e.t}|${e.d}|${e.n ?? 0}|${e.v.map((m) => m.join(",")).join(";")}`;
+        if (replayed.has(key)) continue;
+        replayed.add(key);
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
         const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
         feed(batch);

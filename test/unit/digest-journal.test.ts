@@ -50,3 +50,14 @@ test("a record an earlier run wrote is dropped every time it is replayed, and ea
   d.retire();
   expect(d.written(rec(1))).toBe(false);
 });
+
+test("a list left twice by a crash during a replay (in the old segment and in the replay's) is fed once", () => {
+  const d = join(dir, "twice");
+  new DigestJournal(d).close();
+  const list = (t: string) => JSON.stringify({ s: "tor", t, d: "flow_learn_digest", v: [], n: 7 }) + "\n";
+  writeFileSync(join(d, "0000000000.journal"), list("5") + list("6"));
+  writeFileSync(join(d, "0000000001.journal"), list("5") + list("6") + list("7"));
+  const fed: bigint[] = [];
+  expect(new DigestJournal(d).replayInto((b) => fed.push(b.listTimestampNs))).toBe(3);
+  expect(fed).toEqual([5n, 6n, 7n]);
+});
