@@ -11,7 +11,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeDigest } from "@rdma-telemetry/contract";
-import type { RawDigestJson } from "@rdma-telemetry/exporter";
+import type { RawDigestJson, SwitchPosition } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import { memberBytes, type DigestMember } from "@rdma-telemetry/p4runtime";
 import type { DigestBatch } from "@rdma-telemetry/contract";
@@ -24,12 +24,8 @@ interface Entry {
   n?: number; // switch session
 }
 
-/** Where a switch's digest sequence stood when a run stopped (see ExporterMetrics.sequencePositions). */
-export interface SequencePosition {
-  switchId: string;
-  session: number;
-  next: number;
-}
+/** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
+export type SequencePosition = SwitchPosition;
 
 const SEQUENCE_FILE = "sequence.json";
 
@@ -60,12 +56,15 @@ export class DigestJournal {
   /**
    * Feeds the lists of earlier runs that are not yet settled to `feed`,
    * oldest first, and takes them into this run's journal (so that a crash
-   * now loses nothing either); then drops the earlier runs' segments.
-   * Returns the number of lists replayed.
+   * now loses nothing either); then drops the earlier runs' segments. A
+   * list found twice (in a segment and in the replay that took it) is fed
+   * once. Returns the number of lists replayed.
    */
   replayInto(feed: (b: DigestBatch) => void): number {
     const old = this.segments();
     let n = 0;
+    // A crash after the replayed lists were taken into this run's segment, before the old ones were removed, leaves them twice.
+    const replayed = new Set<string>();
     for (const f of old) {
       const text = readFileSync(join(this.dir, f), "utf8");
       for (const line of text.split("\n")) {
@@ -76,6 +75,9 @@ export class DigestJournal {
         } catch {
           continue; // a line cut short by the crash: its list was never acknowledged
         }
+        const key = `${e.s}|${e.t}|${e.d}|${e.n ?? 0}|${e.v.map((m) => m.join(",")).join(";")}`;
+        if (replayed.has(key)) continue;
+        replayed.add(key);
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
         const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
         feed(batch);
@@ -141,18 +143,18 @@ export class DigestJournal {
     }
   }
 
-  /** Keeps where each switch's digest sequence stands (written whole, then renamed into place). */
+  /** Keeps where each switch's digest sequence and totals stand (written whole, then renamed into place). */
   saveSequence(positions: SequencePosition[]): void {
     const tmp = join(this.dir, `${SEQUENCE_FILE}.tmp`);
     writeFileSync(tmp, JSON.stringify(positions));
     renameSync(tmp, join(this.dir, SEQUENCE_FILE));
   }
 
-  /** Where the digest sequences stood when the last run stopped ([] when unknown). */
+  /** Where the digest sequences and totals stood after the last run's latest records, cleanly stopped or not ([] when unknown). */
   loadSequence(): SequencePosition[] {
     try {
       const v = JSON.parse(readFileSync(join(this.dir, SEQUENCE_FILE), "utf8")) as SequencePosition[];
-      return Array.isArray(v) ? v.filter((p) => typeof p.switchId === "string" && Number.isSafeInteger(p.session) && Number.isSafeInteger(p.next)) : [];
+      return Array.isArray(v) ? v.filter((p) => typeof p.switchId === "string" && Number.isSafeInteger(p.session) && Number.isSafeInteger(p.next)).map(checkedTotals) : [];
     } catch {
       return [];
     }
@@ -201,10 +203,14 @@ export function recordKey(r: RecordJson | RawDigestJson): string {
 
 /**
  * The records an earlier run already wrote to one sink, by key, so that a
- * run replaying the journal does not write them to that sink again.
+ * run replaying the journal does not write them to that sink again: each
+ * key is written at most once while the replayed lists settle (lists an
+ * earlier replay took into the journal may be replayed again), then the
+ * dedupe is retired (a key can come back in time: a PSN wraps).
  */
 export class RecordDedupe {
   private readonly seen = new Set<string>();
+  private retired = false;
   suppressed = 0;
 
   add(key: string): void {
@@ -241,15 +247,33 @@ export class RecordDedupe {
     return this.seen.size;
   }
 
-  /** True when the record was written before (and is dropped). */
+  /** True when the record was written before (and is dropped); otherwise it is taken as written now. */
   written(r: RecordJson | RawDigestJson): boolean {
-    if (this.seen.size === 0) return false;
+    if (this.retired) return false;
     const k = recordKey(r);
-    if (!this.seen.has(k)) return false;
-    this.seen.delete(k);
+    if (!this.seen.has(k)) {
+      this.seen.add(k);
+      return false;
+    }
     this.suppressed++;
     return true;
   }
+
+  /** Everything replayed is settled: records from here on are new, and pass. */
+  retire(): void {
+    this.retired = true;
+    this.seen.clear();
+  }
+}
+
+const DIGITS = /^\d+$/;
+
+/** A position's totals as far as they are well formed (a position written by an older version has none). */
+function checkedTotals(p: SequencePosition): SequencePosition {
+  const intervals = Array.isArray(p.intervals)
+    ? p.intervals.filter((i) => DIGITS.test(String(i?.start_unix_ns)) && typeof i.totals === "object" && i.totals !== null && Object.values(i.totals).every((n) => Number.isSafeInteger(n)))
+    : [];
+  return { switchId: p.switchId, session: p.session, next: p.next, since_unix_ns: DIGITS.test(String(p.since_unix_ns)) ? p.since_unix_ns : undefined, intervals };
 }
 
 function readSyncAt(fd: number, buf: Buffer, off: number, pos: number): number {

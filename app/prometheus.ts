@@ -25,7 +25,7 @@ export interface TelemetryMetricsOptions {
 
 /** The switch counters of switch_stats, by metric name. */
 const SWITCH_COUNTERS = ["untracked_ios", "untracked_flows", "io_references_lost", "parser_errors", "unknown_opcodes", "io_replaced", "io_unpaired_responses", "queue_pairs_learned", "cnp_untracked"] as const;
-const DIGEST_COUNTS = ["digests_received", "digests_lost", "digests_duplicated", "bad_digests", "switch_restarts", "late_records"] as const;
+const DIGEST_COUNTS = ["digests_received", "digests_lost", "digests_duplicated", "bad_digests", "switch_restarts", "late_records", "late_responses"] as const;
 const IO_FIGURES = [["e2e_c", "e2e_c_ns"], ["e2e_s", "e2e_s_ns"], ["rtt", "rtt_ns"], ["dal", "dal_ns"], ["dpl", "dpl_ns"]] as const;
 
 /** Label sets of a gauge family, the newest kept, the oldest removed beyond `max`. */
@@ -65,7 +65,7 @@ export class TelemetryMetrics {
     const stats = this.latestStats;
     for (const name of DIGEST_COUNTS) {
       new Counter({
-        name: `rdma_telemetry_${name}_total`, help: `switch_stats ${name}: counted by the exporter from the switch's digests, since it started`, labelNames: ["switch"], registers: [register],
+        name: `rdma_telemetry_${name}_total`, help: `switch_stats ${name}: counted by the exporter from the switch's digests, as of the latest closed interval, since its totals_since_unix_ns (continued across restarts on a journal)`, labelNames: ["switch"], registers: [register],
         collect() {
           this.reset();
           for (const [sw, s] of stats) this.inc({ switch: sw }, s[name] ?? 0);

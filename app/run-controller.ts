@@ -84,6 +84,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
     await kafka.start();
   }
+  /** the newest list replayed from the journal, until the records of what was replayed are settled */
+  let replayedTo: bigint | undefined;
   // A journal segment is let go once the records of its lists are in the file (synced) and delivered to Kafka.
   const releases: Array<{ settledBefore: bigint; kafkaMark: number }> = [];
   const release = () => {
@@ -101,6 +103,12 @@ export async function runController(o: RunControllerOptions): Promise<number> {
       journal.saveSequence(exporter.metrics.sequencePositions());
       releases.push({ settledBefore: exporter.metrics.settledBefore, kafkaMark: kafka?.accepted ?? 0 });
       release();
+      // What was replayed is settled: the records from here on are new.
+      if (replayedTo !== undefined && exporter.metrics.settledBefore > replayedTo) {
+        jsonlDedupe?.retire();
+        kafkaDedupe?.retire();
+        replayedTo = undefined;
+      }
     }
   });
   const publishDigests = (b: DigestBatch) => {
@@ -110,15 +118,16 @@ export async function runController(o: RunControllerOptions): Promise<number> {
       kafka.push(m);
     }
   };
-  if (journal && oldest === undefined) {
-    // Stopped cleanly before: continue each switch's digest sequence from where it stood, so that the gap counts as lost.
-    for (const p of journal.loadSequence()) exporter.metrics.resumeSequence(p.switchId, p.session, p.next);
-  }
   if (journal) {
+    // Continue each switch's totals and digest sequence from the earlier run's latest records (stopped cleanly or not): the gap counts as lost.
+    for (const p of journal.loadSequence()) exporter.metrics.resumeSequence(p);
     const n = journal.replayInto((b) => {
+      if (replayedTo === undefined || b.listTimestampNs > replayedTo) replayedTo = b.listTimestampNs;
       exporter.onBatch(b);
       publishDigests(b);
     });
+    // From its last list replayed up to now, no controller listened to the switch.
+    exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
   controller.on("digests", (b) => {
@@ -130,6 +139,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
   controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
   const tick = setInterval(() => {
+    // Connected, the switch's intervals close with time, digests or none.
+    if (controller.stats.primary) exporter.metrics.switchAlive(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n);
     release();
   }, 250);

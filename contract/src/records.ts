@@ -137,6 +137,10 @@ export interface SwitchStatsJson {
   switch_restarts: number;
   /** I/Os and messages that arrived for an interval already closed: in their event records, not in the aggregates */
   late_records: number;
+  /** responses that came after their I/O was reported incomplete (none within the I/O timeout): never a second I/O record */
+  late_responses: number;
+  /** the totals (digests_*, bad_digests, switch_restarts, late_*) count from the start of this interval on (the switch's clock) */
+  totals_since_unix_ns: string;
   incomplete_ios: number;
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;

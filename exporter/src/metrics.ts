@@ -20,10 +20,10 @@ import {
 import { modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
 import { flowIntervalRecord, IntervalAggregates, ioIntervalRecord, type SwitchInterval } from "./metrics/aggregates.js";
 import { SwitchClock } from "./metrics/switch-clock.js";
-import { SwitchHealth, type SwitchCounterFigures } from "./metrics/switch-health.js";
+import { SwitchHealth, type SwitchCounterFigures, type SwitchPosition } from "./metrics/switch-health.js";
 
 export { SwitchClock } from "./metrics/switch-clock.js";
-export type { SwitchCounterFigures } from "./metrics/switch-health.js";
+export type { SwitchCounterFigures, SwitchPosition, SwitchTotals } from "./metrics/switch-health.js";
 
 export interface MetricsOptions {
   intervalNs: bigint;
@@ -86,6 +86,16 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
+  /**
+   * Commands given up (reported incomplete), by the same key, until the CID
+   * is used again: a response that still comes is counted as late, never
+   * made a second record of the I/O.
+   */
+  private readonly givenUp = new Map<string, { cmdPsn: number; atAlignedNs: bigint }>();
+  /** each switch's session as its latest list said: a new one has a new clock */
+  private readonly sessions = new Map<string, number>();
+  /** per switch: times (common clock) when nothing listened to it (see unobserved) */
+  private readonly unobservedSpans = new Map<string, Array<[bigint, bigint]>>();
   private readonly halves = new Map<string, IoHalf[]>();
   // Interval buckets are keyed by their start on the common clock.
   private readonly intervals: IntervalAggregates;
@@ -108,12 +118,47 @@ export class MetricsEngine {
 
   /**
    * A switch that was running at `atUnixNs` (its own clock): it gets a
-   * switch_stats record for that interval even if it sent no digest at all
-   * (a capture of nothing the program measures still has counters to report).
+   * switch_stats record for that interval and the quiet ones before it even
+   * if it sent no digest at all (a capture of nothing the program measures
+   * still has counters to report).
    */
   noteSwitch(switchId: string, atUnixNs: bigint): void {
-    this.health.note(switchId);
-    this.switchInterval(switchId, atUnixNs + this.align(switchId), this.health.mode(switchId) ?? 0);
+    const aligned = atUnixNs + this.align(switchId);
+    this.note(switchId, aligned);
+    this.switchInterval(switchId, aligned, this.health.mode(switchId) ?? 0);
+    if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
+  }
+
+  /**
+   * A switch known to be up and reporting at `atUnixNs` (its own clock; a
+   * live controller connected to it), whether or not it sends digests: its
+   * intervals close as time passes, each with its switch_stats record.
+   */
+  switchAlive(switchId: string, atUnixNs: bigint): void {
+    const aligned = atUnixNs + this.align(switchId);
+    this.note(switchId, aligned);
+    if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
+    this.advance(aligned);
+  }
+
+  /**
+   * Nothing is known of the switch from its latest list up to `untilUnixNs`
+   * (its own clock): no controller listened. The intervals of that time with
+   * nothing in them get no switch_stats (they would say the switch was quiet);
+   * what it sent meanwhile counts as lost in the first interval after.
+   */
+  unobserved(switchId: string, untilUnixNs: bigint): void {
+    const from = this.watermarks.get(switchId);
+    const until = untilUnixNs + this.align(switchId);
+    if (from === undefined || until <= from) return;
+    const spans = this.unobservedSpans.get(switchId) ?? [];
+    spans.push([from, until]);
+    this.unobservedSpans.set(switchId, spans);
+  }
+
+  private note(switchId: string, alignedNs: bigint): void {
+    const start = this.intervalOf(alignedNs);
+    this.health.note(switchId, start, start - this.align(switchId));
   }
 
   /** The switch's mode as its controller set it (1 full, 2 polling). */
@@ -177,30 +222,36 @@ export class MetricsEngine {
    * (a new one: the switch restarted or reloaded its pipeline).
    */
   onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number): void {
+    const aligned = listTimestampNs + this.align(switchId);
+    this.note(switchId, aligned);
+    const si = this.switchInterval(switchId, aligned, this.health.mode(switchId) ?? 0);
     if (session !== undefined) this.checkSession(switchId, session, listTimestampNs);
-    this.health.addBad(switchId, badDigests);
-    this.health.note(switchId);
+    si.badDigests += badDigests;
+    this.health.list(switchId, session, this.intervalOf(aligned) < this.closedBefore ? this.closedBefore : this.intervalOf(aligned), si, digests);
     // (A digest of the switch's very first packet has timestamp 0: still a time.)
     const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : -1), -1);
     if (newest >= 0) this.clock(switchId).calibrate(listTimestampNs, newest);
     for (const d of digests) this.onDigest(switchId, d);
-    const aligned = listTimestampNs + this.align(switchId);
     if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
     this.advance(aligned);
   }
 
-  /** Where each switch's digest sequence stands, so that a later run can resume from it (resumeSequence). */
-  sequencePositions(): Array<{ switchId: string; session: number; next: number }> {
-    return this.health.sequencePositions();
+  /** Where each switch's totals stood after its latest switch_stats record, so that a later run can continue them (resumeSequence). */
+  sequencePositions(): SwitchPosition[] {
+    return this.health.positions();
   }
 
   /**
-   * Resumes a switch's digest sequence where an earlier run left it: what the
-   * switch sent while nothing listened counts as lost, and a switch that is
-   * found in another session has restarted meanwhile (counted, clock anew).
+   * Continues a switch's totals where an earlier run left them (a position
+   * it took): what the switch sent while nothing listened counts as lost in
+   * the first interval of this run, the lists of that run replayed from its
+   * journal are not counted twice, and a switch found in another session has
+   * restarted meanwhile (counted, clock anew). Before its first list.
    */
-  resumeSequence(switchId: string, session: number, next: number): void {
-    this.health.resume(switchId, session, next);
+  resumeSequence(p: SwitchPosition): void {
+    const last = p.intervals?.at(-1);
+    const through = last ? BigInt(last.start_unix_ns) + this.options.intervalNs + this.align(p.switchId) : -(1n << 62n);
+    this.health.resume(p, through);
   }
 
   /**
@@ -210,9 +261,12 @@ export class MetricsEngine {
    * are kept), and its open commands end as incomplete.
    */
   private checkSession(switchId: string, session: number, listTimestampNs: bigint): void {
-    if (!this.health.session(switchId, session)) return;
+    const was = this.sessions.get(switchId);
+    this.sessions.set(switchId, session);
+    if (was === undefined || was === session) return;
     this.clocks.delete(switchId);
     for (const [k, o] of [...this.outstanding]) if (o.switchId === switchId) this.timeOut(k, o, listTimestampNs);
+    for (const k of [...this.givenUp.keys()]) if (k.startsWith(`${switchId}|`)) this.givenUp.delete(k);
   }
 
   /**
@@ -227,8 +281,7 @@ export class MetricsEngine {
     return low;
   }
 
-  onDigest(switchId: string, d: TelemetryDigest): void {
-    this.health.digest(switchId, d);
+  private onDigest(switchId: string, d: TelemetryDigest): void {
     if (d.kind === "io") this.onIo(switchId, d);
     else if (d.kind === "msg") this.onMsg(switchId, d);
   }
@@ -266,6 +319,8 @@ export class MetricsEngine {
     if (d.event === IO_EVENT_CMD) {
       const open = this.outstanding.get(outKey);
       if (open && open.digest.cmd_psn === d.cmd_psn) return; // the same command reported twice
+      if (this.givenUp.get(outKey)?.cmdPsn === d.cmd_psn) return; // ... after it was given up
+      this.givenUp.delete(outKey);
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
       if (open) this.timeOut(outKey, open, at);
@@ -277,6 +332,11 @@ export class MetricsEngine {
     if (open && open.digest.cmd_psn === d.cmd_psn) {
       if (hostQp === 0) hostQp = open.digest.host_qp;
       this.outstanding.delete(outKey);
+    } else if (this.givenUp.get(outKey)?.cmdPsn === d.cmd_psn) {
+      // Its I/O was reported incomplete already (no response within the I/O timeout): counted, not recorded twice.
+      this.givenUp.delete(outKey);
+      this.switchInterval(switchId, at + align, d.mode).lateResponses++;
+      return;
     }
     const write = d.op === IO_OP_WRITE;
     const inCapsule = (d.flags & IO_FLAG_IN_CAPSULE) !== 0;
@@ -381,7 +441,7 @@ export class MetricsEngine {
   /** True (and counted) when an interval has been closed already: its aggregates are out and are not emitted again. */
   private isLate(switchId: string, bucketStart: bigint): boolean {
     if (bucketStart >= this.closedBefore) return false;
-    this.health.addLate(switchId);
+    this.switchInterval(switchId, this.closedBefore, this.health.mode(switchId) ?? 0).lateRecords++;
     return true;
   }
 
@@ -429,6 +489,7 @@ export class MetricsEngine {
     this.outstanding.delete(key);
     const d = o.digest;
     const atAligned = atUnixNs + this.align(o.switchId);
+    this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
     this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
@@ -449,6 +510,8 @@ export class MetricsEngine {
       const own = this.watermarks.get(o.switchId) ?? now;
       if (own - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
     }
+    // A response later than this is taken for an I/O of its own (its command's digest lost).
+    for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);
     for (const [k, list] of this.halves) {
       const keep = list.filter((h) => {
         if (low - h.atAlignedNs <= this.options.correlationWindowNs) return true;
@@ -460,23 +523,46 @@ export class MetricsEngine {
     }
     // An interval is closed once the correlation window past its end has passed.
     const closeBefore = low - this.options.correlationWindowNs - this.options.ioTimeoutNs;
-    this.flushIntervals((start) => start + this.options.intervalNs <= closeBefore);
+    if (closeBefore > this.closedBefore) this.flushIntervals(closeBefore);
   }
 
   /** Emits everything still pending (end of a replay). */
   finish(): void {
-    this.health.finish();
     for (const [k, o] of [...this.outstanding]) this.timeOut(k, o);
     for (const list of this.halves.values()) {
       for (const h of list) this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
     }
     this.halves.clear();
-    this.flushIntervals(() => true);
+    this.flushIntervals(undefined);
   }
 
-  private flushIntervals(closed: (start: bigint) => boolean): void {
-    for (const start of this.intervals.starts()) {
-      if (!closed(start)) continue;
+  /**
+   * Emits the intervals that end by `closeBefore` (undefined: all, the end of
+   * a run): every interval from a switch's first on gets its switch_stats,
+   * with or without digests (a quiet switch is not a gone one), up to the
+   * last in which the switch was known to be up (a gone one gets none).
+   */
+  private wasUnobserved(switchId: string, start: bigint): boolean {
+    const spans = this.unobservedSpans.get(switchId);
+    return spans !== undefined && spans.some(([a, b]) => start >= a && start + this.options.intervalNs <= b);
+  }
+
+  private flushIntervals(closeBefore: bigint | undefined): void {
+    const i = this.options.intervalNs;
+    const buckets = this.intervals.starts();
+    const known = this.health.switches();
+    const firsts = known.map((sw) => this.health.firstInterval(sw)!);
+    let from = this.closedBefore;
+    if (from === -(1n << 62n)) from = [...buckets.slice(0, 1), ...firsts].reduce((a, b) => (b < a ? b : a), 1n << 62n);
+    // The end of a run: up to its last interval with anything, and at least the oldest open one (a switch's final totals).
+    let lastStart = buckets.at(-1) ?? from - i;
+    if (known.length && this.closedBefore > lastStart) lastStart = this.closedBefore;
+    const to = closeBefore ?? lastStart + i;
+    const starts = new Set(buckets.filter((s) => s + i <= to));
+    if ((to - from) / i <= MAX_EMPTY_INTERVALS) for (let s = from; s + i <= to; s += i) starts.add(s);
+    const ordered = [...starts].sort((a, b) => (a < b ? -1 : 1));
+    for (const start of ordered) {
+      if (closeBefore === undefined && start === ordered.at(-1)) this.health.finish(); // every number still missing counts as lost
       if (start + this.options.intervalNs > this.closedBefore) this.closedBefore = start + this.options.intervalNs;
       // Each record in its switch's own clock.
       const own = (switchId: string) => {
@@ -486,7 +572,18 @@ export class MetricsEngine {
       const { ios, flows, cnps, switches } = this.intervals.take(start);
       for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId), this.pairCoverage?.(a.switchId) ?? null));
       for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null));
-      for (const sw of this.health.switches()) this.sink(this.health.statsRecord(sw, own(sw), switches?.get(sw)));
+      for (const sw of this.health.switches()) {
+        const si = switches?.get(sw);
+        // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).
+        if (start < this.health.firstInterval(sw)! || (!si && (start > (this.watermarks.get(sw) ?? -(1n << 62n)) || this.wasUnobserved(sw, start)))) continue;
+        const rec = this.health.statsRecord(sw, own(sw), si, start);
+        if (rec) this.sink(rec);
+      }
     }
   }
 }
+
+/** How long a command given up is remembered for its late response (digest time). */
+const LATE_RESPONSE_MEMORY_NS = 600_000_000_000n;
+/** Empty intervals are emitted (switch_stats only) up to this many at once; a longer silence (a replay's clocks far apart) gets none. */
+const MAX_EMPTY_INTERVALS = 100_000n;

@@ -1,6 +1,7 @@
 // What happens while no controller runs, as real processes (switch,
 // controller): the controller stopped cleanly and started again on its
-// journal counts the digests the switch sent meanwhile as lost, and tells a
+// journal counts the digests the switch sent meanwhile as lost and goes on
+// with the totals of the run before, and tells a
 // switch that restarted meanwhile (a new session: its clock, sequence and
 // registers start anew) from one that kept running.
 import type { ChildProcess } from "node:child_process";
@@ -44,6 +45,9 @@ test("a controller stopped cleanly and started again counts what the switch sent
   expect(s.digests_lost).toBeGreaterThanOrEqual(90);
   expect(s.digests_lost).toBeLessThanOrEqual(110);
   expect(s.switch_restarts).toBe(0);
+  // The totals go on from the first run's: each digest of the 250 I/Os fed (2 an I/O) received or lost.
+  expect(s.digests_received + s.digests_lost).toBe(500);
+  expect(s.totals_since_unix_ns).toBe(lastStats(read(out).slice(0, firstRun)).totals_since_unix_ns);
 }, 60_000);
 
 test("a switch that restarted while no controller ran: the new controller counts the restart, and its records keep the right time", async () => {

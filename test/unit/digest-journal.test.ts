@@ -39,3 +39,25 @@ test("replay passes over a line cut short by a crash and keeps the lists before 
   expect(fed).toEqual([5n]);
   expect(readdirSync(d).filter((f) => f.endsWith(".journal"))).toEqual(["0000000001.journal"]);
 });
+
+test("a record an earlier run wrote is dropped every time it is replayed, and each new one is written once, until the dedupe is retired", async () => {
+  const { RecordDedupe, recordKey } = await import("../../app/digest-journal.js");
+  const rec = (cmd_psn: number) => ({ type: "io", host: "10.0.1.1", target: "10.0.2.1", target_qp: 8, cid: 1, cmd_psn }) as Parameters<typeof recordKey>[0];
+  const d = new RecordDedupe();
+  d.add(recordKey(rec(1)));
+  expect([d.written(rec(1)), d.written(rec(1)), d.written(rec(1))]).toEqual([true, true, true]);
+  expect([d.written(rec(2)), d.written(rec(2))]).toEqual([false, true]);
+  d.retire();
+  expect(d.written(rec(1))).toBe(false);
+});
+
+test("a list left twice by a crash during a replay (in the old segment and in the replay's) is fed once", () => {
+  const d = join(dir, "twice");
+  new DigestJournal(d).close();
+  const list = (t: string) => JSON.stringify({ s: "tor", t, d: "flow_learn_digest", v: [], n: 7 }) + "\n";
+  writeFileSync(join(d, "0000000000.journal"), list("5") + list("6"));
+  writeFileSync(join(d, "0000000001.journal"), list("5") + list("6") + list("7"));
+  const fed: bigint[] = [];
+  expect(new DigestJournal(d).replayInto((b) => fed.push(b.listTimestampNs))).toBe(3);
+  expect(fed).toEqual([5n, 6n, 7n]);
+});

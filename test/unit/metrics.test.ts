@@ -250,3 +250,125 @@ describe("the digest contract", () => {
     }
   });
 });
+
+const stats = (out: RecordJson[]) => out.filter((r): r is SwitchStatsJson => r.type === "switch_stats");
+
+describe("one record per I/O, totals per interval", () => {
+
+  test("a response after the I/O timeout is counted as late, never a second record of the I/O", async () => {
+    const { TelemetryMetrics } = await import("../../app/prometheus.js");
+    const prometheus = new TelemetryMetrics();
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => {
+      out.push(r);
+      prometheus.onRecord(r);
+    }); // I/O timeout 1 s
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    m.onDigestList("tor", T0 + 1_500_000_000n, []); // nothing for 1.5 s
+    m.onDigestList("tor", T0 + 1_500_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 1_500_000_000, e2e_ns: 1_500_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cmd_psn, r.incomplete, r.e2e_c_ns])).toEqual([[1000, true, null]]);
+    const s = stats(out);
+    expect(s.at(-1)).toMatchObject({ late_responses: 1, digests_received: 2, digests_lost: 0 });
+    expect(s.reduce((a, r) => a + r.incomplete_ios, 0)).toBe(1);
+    expect(await prometheus.registry.metrics()).toContain('rdma_telemetry_late_responses_total{switch="tor"} 1');
+  });
+
+  test("two switches: the compute side's response after its timeout joins nothing and is counted; the I/O keeps its one record", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor-c", T0, [io({ seq: 0, event: 1, vantage: 1, ts: 0 })]);
+    m.onDigestList("tor-s", T0 + 400_000_000n, [io({ seq: 0, event: 2, vantage: 2, ts: 400_000_000, e2e_ns: 390_000_000 })]);
+    m.onDigestList("tor-c", T0 + 1_500_000_000n, []);
+    m.onDigestList("tor-s", T0 + 1_500_000_000n, []);
+    m.onDigestList("tor-c", T0 + 1_500_000_000n, [io({ seq: 1, event: 2, vantage: 1, ts: 1_500_000_000, e2e_ns: 1_500_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.incomplete, r.e2e_c_ns, r.e2e_s_ns])).toEqual([[true, null, 390_000_000]]);
+    expect(stats(out).filter((s) => s.switch_id === "tor-c").at(-1)).toMatchObject({ late_responses: 1 });
+  });
+
+  test("a restart counts from the interval in which it was seen on, not on the intervals before it", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    for (let i = 0; i < 10; i++) m.onDigestList("tor", T0 + BigInt(i) * 1_000_000_000n + 30_000n, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })], 0, 1);
+    const back = T0 + 40_000_000_000n;
+    for (let i = 0; i < 5; i++) m.onDigestList("tor", back + BigInt(i) * 1_000_000_000n + 30_000n, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })], 0, 2);
+    m.finish();
+    const wrong = stats(out).filter((s) => (BigInt(s.interval_end_unix_ns) <= back) !== (s.switch_restarts === 0));
+    expect(wrong.map((s) => `${BigInt(s.interval_start_unix_ns) - T0}: ${s.switch_restarts}`)).toEqual([]);
+    expect(stats(out).at(-1)).toMatchObject({ switch_restarts: 1, digests_received: 15, digests_lost: 0 });
+  });
+
+  test("every interval from the switch's first on has its switch_stats, digests or none, with the time its totals count from", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor", T0 + 30_000n, [msg({ seq: 0, first_ts: 0, fct_ns: 30_000 })]);
+    m.onDigestList("tor", T0 + 5_000_030_000n, [msg({ seq: 1, first_ts: 5_000_000_000, fct_ns: 30_000 })]);
+    m.finish();
+    const s = stats(out);
+    expect(s.map((r) => (BigInt(r.interval_start_unix_ns) - T0) / 1_000_000_000n)).toEqual([0n, 1n, 2n, 3n, 4n, 5n]);
+    expect(s.map((r) => r.digests_received)).toEqual([1, 1, 1, 1, 1, 2]);
+    expect(new Set(s.map((r) => r.totals_since_unix_ns))).toEqual(new Set([T0.toString()]));
+  });
+});
+
+test("a switch that is gone (no list, no sign of life) gets no switch_stats after the last interval it was up in", () => {
+  const out: RecordJson[] = [];
+  const m = new MetricsEngine((r) => out.push(r));
+  for (let i = 0; i < 70; i++) {
+    const at = T0 + BigInt(i) * 1_000_000_000n + 30_000n;
+    m.onDigestList("tor-a", at, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })]);
+    if (i < 3) m.onDigestList("tor-b", at, [msg({ seq: i, first_ts: i * 1_000_000_000, fct_ns: 30_000 })]);
+  }
+  m.finish();
+  const seconds = (sw: string) => stats(out).filter((s) => s.switch_id === sw).map((s) => Number((BigInt(s.interval_start_unix_ns) - T0) / 1_000_000_000n));
+  expect(seconds("tor-b")).toEqual([0, 1, 2]);
+  expect(seconds("tor-a")).toEqual([...Array(70).keys()]);
+});
+
+describe("totals across controller crashes", () => {
+  /** Lists of a live switch: one digest every 10 ms, list by list, each list 10 ms after its digest. */
+  const lists = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => ({ t: T0 + BigInt(from + k) * 10_000_000n + 10_000_000n, d: msg({ seq: from + k, first_ts: (from + k) * 10_000_000, fct_ns: 1_000 }) }));
+  const run = (m: MetricsEngine, l: ReturnType<typeof lists>) => {
+    for (const x of l) m.onDigestList("tor", x.t, [x.d], 0, 7);
+  };
+
+  test("the gap while the controller is down counts in the first interval it is back, after any number of crashes; replayed lists count once; no record for the time nobody listened", () => {
+    const a: RecordJson[] = [];
+    const m1 = new MetricsEngine((r) => a.push(r));
+    run(m1, lists(0, 600)); // 6 s; then killed: intervals of its last 3 s are not out
+    const p1 = m1.sequencePositions();
+    expect(p1[0]!.next).toBeLessThan(600);
+    // Down for 2 s (200 digests lost); the next run replays its journal first: the lists not yet in records, and some that were.
+    const b: RecordJson[] = [];
+    const m2 = new MetricsEngine((r) => b.push(r));
+    for (const p of p1) m2.resumeSequence(p);
+    run(m2, lists(p1[0]!.next - 50, 600));
+    m2.unobserved("tor", T0 + 8_000_000_000n); // back at 8 s
+    run(m2, lists(800, 1500)); // 7 s; killed again
+    const p2 = m2.sequencePositions();
+    const firstBack = stats(b).find((s) => BigInt(s.interval_end_unix_ns) > T0 + 8_010_000_000n)!;
+    expect(firstBack.digests_lost).toBe(200);
+    // The interval no controller listened in, with no list: no record saying the switch was quiet.
+    expect(stats(b).map((r) => BigInt(r.interval_start_unix_ns) - T0)).not.toContain(7_000_000_000n);
+    // Down for 3 s (300 lost).
+    const c: RecordJson[] = [];
+    const m3 = new MetricsEngine((r) => c.push(r));
+    for (const p of p2) m3.resumeSequence(p);
+    expect(p2[0]!.next).toBeGreaterThan(800);
+    run(m3, lists(p2[0]!.next - 50, 1500));
+    run(m3, lists(1800, 2500));
+    m3.finish();
+    const last = stats(c).at(-1)!;
+    expect(last).toMatchObject({ digests_lost: 500, digests_received: 2000, digests_duplicated: 0, totals_since_unix_ns: T0.toString() });
+    // Each interval's record is written once with the same figures, whichever run wrote it.
+    const byInterval = new Map<string, SwitchStatsJson>();
+    for (const s of [...stats(a), ...stats(b), ...stats(c)]) {
+      const have = byInterval.get(s.interval_start_unix_ns);
+      if (have) expect(s, s.interval_start_unix_ns).toEqual(have);
+      byInterval.set(s.interval_start_unix_ns, s);
+    }
+  });
+});

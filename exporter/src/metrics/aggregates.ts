@@ -67,6 +67,14 @@ export interface SwitchInterval {
   incomplete: number;
   untracked: number;
   mode: number;
+  badDigests: number;
+  /** new sessions of the switch seen in the interval's lists */
+  restarts: number;
+  lateRecords: number;
+  lateResponses: number;
+  /** the highest digest sequence number (unwrapped) seen by the end of the interval's lists, in session seqSession */
+  seqHighest: number;
+  seqSession: number | undefined;
 }
 
 /** The open intervals' aggregates, by interval start on the common clock. */
@@ -92,7 +100,7 @@ export class IntervalAggregates {
   switchInterval(start: bigint, switchId: string, mode: number): SwitchInterval {
     const sw = this.bucket(this.switches, start);
     let s = sw.get(switchId);
-    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode }));
+    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, seqHighest: -1, seqSession: undefined }));
     return s;
   }
 

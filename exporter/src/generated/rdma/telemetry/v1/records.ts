@@ -320,7 +320,11 @@ export interface DigestField {
   value: Buffer;
 }
 
-/** Switch-level statistics, published with every interval. */
+/**
+ * Switch-level statistics, published with every interval (also one with no
+ * digests). digests_*, bad_digests, switch_restarts and late_* are totals as
+ * of the interval's end, counted since totals_since_unix_ns.
+ */
 export interface SwitchStats {
   switchId: string;
   interval?: Interval | undefined;
@@ -361,6 +365,17 @@ export interface SwitchStats {
    * event records, not in the aggregates (closed intervals are never re-emitted).
    */
   lateRecords: bigint;
+  /**
+   * Responses that came after their I/O was reported incomplete (none within
+   * the I/O timeout): counted here, never a second I/O record.
+   */
+  lateResponses: bigint;
+  /**
+   * The totals (digests_*, bad_digests, switch_restarts, late_*) count from
+   * the start of this interval on: the exporter's start, or with a journal,
+   * the first run's on it.
+   */
+  totalsSinceUnixNs: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -3039,6 +3054,8 @@ function createBaseSwitchStats(): SwitchStats {
     incompleteIos: 0n,
     switchRestarts: 0n,
     lateRecords: 0n,
+    lateResponses: 0n,
+    totalsSinceUnixNs: 0n,
   };
 }
 
@@ -3148,6 +3165,18 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.lateRecords of type uint64 too large");
       }
       writer.uint32(152).uint64(message.lateRecords);
+    }
+    if (message.lateResponses !== 0n) {
+      if (BigInt.asUintN(64, message.lateResponses) !== message.lateResponses) {
+        throw new globalThis.Error("value provided for field message.lateResponses of type uint64 too large");
+      }
+      writer.uint32(160).uint64(message.lateResponses);
+    }
+    if (message.totalsSinceUnixNs !== 0n) {
+      if (BigInt.asUintN(64, message.totalsSinceUnixNs) !== message.totalsSinceUnixNs) {
+        throw new globalThis.Error("value provided for field message.totalsSinceUnixNs of type uint64 too large");
+      }
+      writer.uint32(168).uint64(message.totalsSinceUnixNs);
     }
     return writer;
   },
@@ -3317,6 +3346,22 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.lateRecords = reader.uint64() as bigint;
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.lateResponses = reader.uint64() as bigint;
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.totalsSinceUnixNs = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3418,6 +3463,16 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.late_records)
         ? BigInt(object.late_records)
         : 0n,
+      lateResponses: isSet(object.lateResponses)
+        ? BigInt(object.lateResponses)
+        : isSet(object.late_responses)
+        ? BigInt(object.late_responses)
+        : 0n,
+      totalsSinceUnixNs: isSet(object.totalsSinceUnixNs)
+        ? BigInt(object.totalsSinceUnixNs)
+        : isSet(object.totals_since_unix_ns)
+        ? BigInt(object.totals_since_unix_ns)
+        : 0n,
     };
   },
 
@@ -3480,6 +3535,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.lateRecords !== 0n) {
       obj.lateRecords = message.lateRecords.toString();
     }
+    if (message.lateResponses !== 0n) {
+      obj.lateResponses = message.lateResponses.toString();
+    }
+    if (message.totalsSinceUnixNs !== 0n) {
+      obj.totalsSinceUnixNs = message.totalsSinceUnixNs.toString();
+    }
     return obj;
   },
 
@@ -3540,6 +3601,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       : 0n;
     message.lateRecords = (object.lateRecords !== undefined && object.lateRecords !== null)
       ? BigInt(object.lateRecords)
+      : 0n;
+    message.lateResponses = (object.lateResponses !== undefined && object.lateResponses !== null)
+      ? BigInt(object.lateResponses)
+      : 0n;
+    message.totalsSinceUnixNs = (object.totalsSinceUnixNs !== undefined && object.totalsSinceUnixNs !== null)
+      ? BigInt(object.totalsSinceUnixNs)
       : 0n;
     return message;
   },
