@@ -125,7 +125,11 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   });
   controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
-  controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
+  controller.on("backup", ({ primaryElectionId }) => {
+    o.print(`backup on ${config.switch.address}`);
+    // A backup receives no digests: it writes no records until it takes over.
+    o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
+  });
   const tick = setInterval(() => {
     exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n);
     release();
