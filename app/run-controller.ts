@@ -41,6 +41,17 @@ export interface RunControllerOptions {
 }
 
 export async function runController(o: RunControllerOptions): Promise<void> {
+  // What is up when a failure ends the run is closed, newest first, before the error goes on.
+  const opened: Array<() => unknown> = [];
+  try {
+    await run(o, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promise<void> {
   const config = loadConfig(o.configFile);
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
@@ -57,6 +68,8 @@ export async function runController(o: RunControllerOptions): Promise<void> {
         throw new ConfigError(`--metrics-listen ${o.metricsListen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);
       })
     : undefined;
+  if (control) opened.push(() => control.listening && control.close());
+  if (served) opened.push(served.close);
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);
   const exporter = new Exporter();
@@ -68,7 +81,9 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     control?.close();
     throw err;
   }
+  if (jsonl) opened.push(() => jsonl.close());
   const journal = o.journal ? new DigestJournal(o.journal) : undefined;
+  if (journal) opened.push(() => journal.close());
   // What an earlier run left unsettled is replayed below; the records it had
   // already written (to the file, or to Kafka) are recognised and not written again.
   const oldest = journal?.oldestUnsettled();
@@ -78,6 +93,8 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
     kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    const sink = kafka;
+    opened.push(() => sink.close());
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
     await kafka.start();
   }

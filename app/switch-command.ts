@@ -76,24 +76,31 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   const tick = setInterval(() => sw.tick(), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
   // Each capture is replayed on its port at its own pace, from when the switch starts.
+  let closing = false;
   const replays = inputs.map(async ({ port: inPort, capture, file }) => {
     let first: bigint | undefined;
     const t0 = process.hrtime.bigint();
     let n = 0;
     for (const pkt of capture) {
-      if (o.signal.aborted) break;
+      if (o.signal.aborted || closing) break;
       first ??= pkt.timestampNs;
       const due = pkt.timestampNs - first;
       const ahead = due - (process.hrtime.bigint() - t0);
       if (ahead > 1_000_000n) await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
+      if (closing) break;
       sw.process({ port: inPort, data: pkt.data });
       n++;
     }
     o.print(`switch: ${n} packets of ${file} sent in on port ${inPort}`);
   });
-  await Promise.all(replays);
-  await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
-  clearInterval(tick);
-  await server.close();
-  for (const w of writers.values()) w.close();
+  try {
+    await Promise.all(replays);
+    await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
+  } finally {
+    // Also when a capture fails mid-way: the other replays stop, the listener closes, and the command ends with the error.
+    closing = true;
+    clearInterval(tick);
+    await server.close();
+    for (const w of writers.values()) w.close();
+  }
 }

@@ -268,8 +268,21 @@ async function main(argv: string[]): Promise<number> {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
-      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
-      const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
+      let metrics: Awaited<ReturnType<typeof metricsServer>>;
+      let board: Awaited<ReturnType<typeof demoDashboard>> | undefined;
+      // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
+      const failed = async (err: unknown): Promise<never> => {
+        await board?.server.close();
+        await metrics?.close();
+        if (kafka) await closeKafka(kafka, print);
+        throw err;
+      };
+      try {
+        metrics = await metricsServer(values["metrics-listen"], kafka, print);
+        board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
+      } catch (err) {
+        return failed(err);
+      }
       await runDemo({
         kafka,
         onRecord: metrics || board ? (r) => {
@@ -283,7 +296,7 @@ async function main(argv: string[]): Promise<number> {
         mode: mode(values.mode),
         logger,
         print,
-      });
+      }).catch(failed);
       if (kafka) await closeKafka(kafka, print);
       await metrics?.close();
       if (board) {
@@ -320,13 +333,20 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
-      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
+      let metrics: Awaited<ReturnType<typeof metricsServer>>;
+      // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
+      const failed = async (err: unknown): Promise<never> => {
+        await metrics?.close();
+        if (kafka) await closeKafka(kafka, print);
+        throw err;
+      };
+      metrics = await metricsServer(values["metrics-listen"], kafka, print).catch(failed);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
         mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
-      }).finally(() => progress?.stop());
+      }).finally(() => progress?.stop()).catch(failed);
       if (kafka) await closeKafka(kafka, print);
       await metrics?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
@@ -412,5 +432,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`rdma-telemetry: ${(err as Error).stack ?? String(err)}\n`);
       process.exitCode = 1;
     }
+    // The commands close what they opened before their error comes here; should anything
+    // still hold the process, it ends anyway, and a signal is not taken for a shutdown request.
+    process.removeAllListeners("SIGINT").removeAllListeners("SIGTERM");
+    setTimeout(() => process.exit(), 2_000).unref();
   },
 );
