@@ -15,7 +15,8 @@ import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
-import { startControlServer } from "./control-server.js";
+import { openControlServer } from "./control-server.js";
+import { defaultTokenFile, type TokenSource } from "./control-token.js";
 
 export interface RunControllerOptions {
   configFile: string;
@@ -36,6 +37,8 @@ export interface RunControllerOptions {
   kafkaClient?: KafkaClientName;
   /** the topics to publish on (default rdma.io.v1, ...) */
   topics?: TopicNames;
+  /** the control endpoint's token (config control_port): the variable's value, or a file made at first start */
+  controlToken?: TokenSource;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -55,12 +58,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const config = loadConfig(o.configFile);
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
-  const control = config.controlPort
-    ? await startControlServer(controller, config.controlPort).catch((err: unknown) => {
-        const code = (err as NodeJS.ErrnoException).code;
-        throw new ConfigError(`control_port ${config.controlPort}: ${code === "EADDRINUSE" ? "already in use (another controller?)" : (err as Error).message}`);
-      })
-    : undefined;
+  const control = config.controlPort ? await openControlServer(controller, config, o.controlToken ?? { file: defaultTokenFile({}) }, o.logger, o.print) : undefined;
   const metrics = o.metricsListen ? new TelemetryMetrics() : undefined;
   const served = metrics
     ? await metrics.listen(o.metricsListen!).catch((err: unknown) => {
@@ -68,7 +66,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
         throw new ConfigError(`--metrics-listen ${o.metricsListen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);
       })
     : undefined;
-  if (control) opened.push(() => control.listening && control.close());
+  if (control) opened.push(control.close);
   if (served) opened.push(served.close);
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);

@@ -21,6 +21,8 @@ import { loadOptions, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/tra
 import { ConfigError } from "@rdma-telemetry/controller";
 import { CaptureError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
+import { clientToken, ControlTokenError, defaultTokenFile, TOKEN_ENV, type TokenSource } from "../app/control-token.js";
+import { controlRequest, ControlUnreachableError, controlUrl } from "../app/control-client.js";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
@@ -42,18 +44,25 @@ Usage:
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
-                 [--kafka-brokers HOST:PORT,...]
+                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
       and a controller restarted on the same journal (and --out --append)
       replays what an earlier run had not settled, writing no record twice.
+      The config's control_port serves the mode command, with a token (env
+      RDMA_TELEMETRY_CONTROL_TOKEN, else the file of --control-token-file or the
+      default below, written 0600 at first start; the controller prints where).
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-out DIR]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
       for any controller; captures replayed in on ports, one capture out per port.
-  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
-      Switches the mode of a running controller (its config's control_port).
+  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
+                 [--control-token-file FILE]
+      Switches the mode of a running primary controller (its config's control_port),
+      with the control token the controller printed: env RDMA_TELEMETRY_CONTROL_TOKEN,
+      else --control-token-file, else $XDG_STATE_HOME/rdma-telemetry/control-token
+      (~/.local/state/...), the file a controller makes at its first start.
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
@@ -226,6 +235,8 @@ async function main(argv: string[]): Promise<number> {
       "pcap-out": { type: "string" },
       "kafka-client": { type: "string" },
       control: { type: "string" },
+      "control-token-file": { type: "string" },
+      "control-ca": { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
@@ -261,6 +272,7 @@ async function main(argv: string[]): Promise<number> {
     }
   };
 
+  const controlTokenSource = (): TokenSource => ({ value: process.env[TOKEN_ENV] || undefined, file: values["control-token-file"] ?? defaultTokenFile(process.env) });
   const topics = () =>
     values["kafka-topic-prefix"] !== undefined ? topicNames(values["kafka-topic-prefix"]) : topicNames(process.env.KAFKA_TOPIC_PREFIX || undefined, "KAFKA_TOPIC_PREFIX");
 
@@ -369,7 +381,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
       return 0;
     }
     case "consume": {
@@ -404,12 +416,20 @@ async function main(argv: string[]): Promise<number> {
       const m = rest[0];
       if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
       const target = values.control ?? "127.0.0.1:9660";
-      const res = await fetch(`http://${target}/mode`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ mode: m }) }).catch((err: unknown) => {
-        throw new UsageError(`no controller answers at ${target}: ${(err as Error).message}`);
-      });
-      const body = await res.text();
-      if (!res.ok) throw new UsageError(`controller refused: ${body.trim()}`);
-      print(body.trim());
+      const ca = values["control-ca"];
+      try {
+        controlUrl(target, ca);
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      const token = clientToken(controlTokenSource());
+      const res = await controlRequest({ target, token, ca, method: "POST", path: "/mode", body: { mode: m } });
+      if (res.status !== 200) {
+        // A controller that is not primary cannot take it now; anything else is a bad request.
+        process.stderr.write(`rdma-telemetry: controller refused (${res.status}): ${(JSON.parse(res.body || "{}") as { error?: string }).error ?? res.body}\n`);
+        return res.status === 409 || res.status >= 500 ? 1 : 2;
+      }
+      print(res.body);
       return 0;
     }
     default:
@@ -422,7 +442,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof ControlTokenError || err instanceof ControlUnreachableError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError || err instanceof ListenError) {
