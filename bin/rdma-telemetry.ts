@@ -108,7 +108,9 @@ Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).`;
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).
+A fatal error ends any command: it closes what it listens on, says why in one
+line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
