@@ -1,6 +1,5 @@
 // The `mode` command's side of the control endpoint: one JSON request with
 // the control token, over HTTP or HTTPS (verified by the system's CAs, or by `ca`).
-import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 
@@ -9,7 +8,7 @@ export interface ControlRequest {
   target: string;
   token: string;
   /** PEM CA that signed the controller's control_tls certificate (implies HTTPS) */
-  ca?: string;
+  ca?: Buffer;
   method: "GET" | "POST";
   path: string;
   body?: unknown;
@@ -21,7 +20,7 @@ export class ControlUnreachableError extends Error {
   override readonly name = "ControlUnreachableError";
 }
 
-export function controlUrl(target: string, ca?: string): URL {
+export function controlUrl(target: string, ca?: unknown): URL {
   const url = new URL(/^[a-z]+:\/\//i.test(target) ? target : `${ca ? "https" : "http"}://${target}`);
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new RangeError(`--control must be HOST:PORT or an http(s):// URL (got '${target}')`);
   if (ca && url.protocol !== "https:") throw new RangeError(`--control-ca is for an https:// control endpoint (got '${target}')`);
@@ -31,13 +30,12 @@ export function controlUrl(target: string, ca?: string): URL {
 export function controlRequest(r: ControlRequest): Promise<{ status: number; body: string }> {
   const url = new URL(r.path, controlUrl(r.target, r.ca));
   const body = r.body === undefined ? undefined : JSON.stringify(r.body);
-  const ca = r.ca ? readFileSync(r.ca) : undefined;
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = send(url, {
       method: r.method,
       headers: { authorization: `Bearer ${r.token}`, ...(body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }) },
-      ...(ca ? { ca } : {}),
+      ...(r.ca ? { ca: r.ca } : {}),
       timeout: r.timeoutMs ?? 30_000,
     }, (res) => {
       let text = "";

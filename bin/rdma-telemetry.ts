@@ -418,17 +418,24 @@ async function main(argv: string[]): Promise<number> {
       const m = rest[0];
       if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
       const target = values.control ?? "127.0.0.1:9660";
-      const ca = values["control-ca"];
+      let ca: Buffer | undefined;
       try {
-        controlUrl(target, ca);
+        controlUrl(target, values["control-ca"]);
+        ca = values["control-ca"] === undefined ? undefined : readFileSync(values["control-ca"]);
       } catch (err) {
-        throw new UsageError((err as Error).message);
+        throw new UsageError(`${values["control-ca"] && !(err instanceof RangeError) ? `--control-ca ${values["control-ca"]}: ` : ""}${(err as Error).message}`);
       }
       const token = clientToken(controlTokenSource());
       const res = await controlRequest({ target, token, ca, method: "POST", path: "/mode", body: { mode: m } });
       if (res.status !== 200) {
+        let why = res.body;
+        try {
+          why = (JSON.parse(res.body) as { error?: string }).error ?? why;
+        } catch {
+          // not the controller's JSON: said as it came
+        }
         // A controller that is not primary cannot take it now; anything else is a bad request.
-        process.stderr.write(`rdma-telemetry: controller refused (${res.status}): ${(JSON.parse(res.body || "{}") as { error?: string }).error ?? res.body}\n`);
+        process.stderr.write(`rdma-telemetry: controller refused (${res.status}): ${why.split("\n")[0]}\n`);
         return res.status === 409 || res.status >= 500 ? 1 : 2;
       }
       print(res.body);
