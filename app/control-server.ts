@@ -70,9 +70,8 @@ export async function startControlServer(controller: TelemetryController, o: Con
     };
     const refuse = (code: number, error: string, headers?: Record<string, string>) => {
       o.logger?.warn("control request refused", { status: code, error, method: req.method, path: req.url, from: req.socket.remoteAddress });
-      // The body of a refused request is not read: the connection is closed after the answer.
-      reply(code, { error }, { connection: "close", ...headers });
-      req.resume();
+      reply(code, { error }, headers);
+      req.resume(); // the body, if any, is let go unread
     };
     const host = hostOf(req.headers.host);
     if (host === undefined || !knownHost(host)) return refuse(403, `Host ${JSON.stringify(req.headers.host ?? "")} is not this controller's address`);
@@ -81,7 +80,7 @@ export async function startControlServer(controller: TelemetryController, o: Con
     if (auth === undefined || !timingSafeEqual(digest(auth), expected)) {
       return refuse(401, auth === undefined ? "the control token is required (Authorization: Bearer TOKEN)" : "wrong control token", { "www-authenticate": "Bearer" });
     }
-    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const path = URL.parse(req.url ?? "/", "http://x")?.pathname;
     if (path === "/status") {
       if (req.method !== "GET") return refuse(405, "GET /status", { allow: "GET" });
       reply(200, { ...controller.stats, coverage: controller.coverage() });

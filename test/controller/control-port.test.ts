@@ -39,12 +39,13 @@ interface Answer {
 /** One HTTP request as curl would send it: the headers given, nothing else but content-length. */
 function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, method, path, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
+    // A connection per request, as curl makes (a kept-alive one may be closed by the server as it is reused).
+    const req = request({ host: "127.0.0.1", port, method, path, agent: false, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
       let text = "";
       res.on("data", (c: Buffer) => (text += c.toString()));
       res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text || "{}") as Answer["body"] }));
     });
-    req.on("error", reject);
+    req.on("error", (err) => reject(new Error(`${method} ${path} ${JSON.stringify(headers)}: ${err.message}`)));
     req.end(body);
   });
 }
