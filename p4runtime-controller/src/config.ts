@@ -181,7 +181,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   const controlHost = str(o.control_host, "control_host", "127.0.0.1");
   const controlTlsRaw = o.control_tls === undefined ? undefined : obj(o.control_tls, "control_tls");
   if (controlTlsRaw) checkUnknown(controlTlsRaw, "control_tls", ["cert", "key"]);
-  const controlTls = controlTlsRaw && { cert: path(controlTlsRaw.cert, "control_tls.cert", ""), key: path(controlTlsRaw.key, "control_tls.key", "") };
+  const controlTls = controlTlsRaw && { cert: resolve(baseDir, str(controlTlsRaw.cert, "control_tls.cert")), key: resolve(baseDir, str(controlTlsRaw.key, "control_tls.key")) };
   const insecurePlaintext = o.control_insecure_plaintext ?? false;
   if (typeof insecurePlaintext !== "boolean") throw new ConfigError(`control_insecure_plaintext: must be true or false (got ${JSON.stringify(insecurePlaintext)})`);
   // The token would cross the network in clear: a non-loopback address needs TLS, or to be told.
