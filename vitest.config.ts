@@ -1,3 +1,5 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -13,5 +15,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: one worker for the pipeline-heavy tests, one for the rest.
     maxWorkers: 2,
+    // Controllers started by tests keep their control token here, not in the user's state directory.
+    env: { XDG_STATE_HOME: join(tmpdir(), `rdma-telemetry-test-state-${process.pid}`) },
   },
 });

@@ -40,6 +40,16 @@ export async function consume(o: ConsumeOptions): Promise<number> {
     throw new KafkaConnectError(describeKafkaError(err, o));
   }
   await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+  // A consumer that stopped for good (kafkajs restarts it after a retriable failure) ends the command with its error.
+  let crashed: ((err: Error) => void) | undefined;
+  const crash = new Promise<never>((_, reject) => (crashed = reject));
+  crash.catch(() => undefined);
+  consumer.on(consumer.events.CRASH, (e) => {
+    if (!e.payload.restart) {
+      const failure = describeKafkaError(e.payload.error, o);
+      crashed?.(new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` }));
+    }
+  });
   let n = 0;
   await consumer.run({
     eachMessage: async ({ partition, message }) => {
@@ -55,7 +65,10 @@ export async function consume(o: ConsumeOptions): Promise<number> {
       o.print(JSON.stringify({ partition, offset: message.offset, key: message.key?.toString(), type, value }));
     },
   });
-  await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
-  await consumer.disconnect();
+  try {
+    await Promise.race([crash, new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })))]);
+  } finally {
+    await consumer.disconnect();
+  }
   return n;
 }

@@ -169,6 +169,12 @@ export class TelemetryMetrics {
     const labels = { switch: switchId };
     new Gauge({ name: "rdma_telemetry_p4runtime_connected", help: "1 while the StreamChannel to the switch is up", labelNames: ["switch"], registers: register, collect() { this.set(labels, controller.stats.connected ? 1 : 0); } });
     new Gauge({ name: "rdma_telemetry_p4runtime_primary", help: "1 while this controller is the switch's primary", labelNames: ["switch"], registers: register, collect() { this.set(labels, controller.stats.primary ? 1 : 0); } });
+    new Gauge({
+      name: "rdma_telemetry_controller_role", help: "1 for this controller's role on the switch: primary, backup (another controller is primary) or disconnected", labelNames: ["switch", "role"], registers: register,
+      collect() {
+        for (const role of ["primary", "backup", "disconnected"]) this.set({ ...labels, role }, controller.stats.role === role ? 1 : 0);
+      },
+    });
     new Gauge({ name: "rdma_telemetry_mode", help: "The switch's mode: 1 full, 2 polling", labelNames: ["switch"], registers: register, collect() { this.set(labels, controller.currentMode === "polling" ? 2 : 1); } });
     new Gauge({
       name: "rdma_telemetry_watchlist_coverage_ratio", help: "Flows measured in the current polling window over the flows known (1 in full mode)", labelNames: ["switch"], registers: register,

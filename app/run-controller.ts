@@ -15,7 +15,8 @@ import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
-import { startControlServer } from "./control-server.js";
+import { openControlServer } from "./control-server.js";
+import { defaultTokenFile, type TokenSource } from "./control-token.js";
 import { closeKafka } from "./kafka-close.js";
 
 export interface RunControllerOptions {
@@ -37,21 +38,29 @@ export interface RunControllerOptions {
   kafkaClient?: KafkaClientName;
   /** the topics to publish on (default rdma.io.v1, ...) */
   topics?: TopicNames;
+  /** the control endpoint's token (config control_port): the variable's value, or a file made at first start */
+  controlToken?: TokenSource;
   logger: Logger;
   print: (t: string) => void;
 }
 
 /** Runs until SIGINT/SIGTERM; the exit code: 1 when records could be neither delivered to Kafka nor spilled. */
 export async function runController(o: RunControllerOptions): Promise<number> {
+  // What is up when a failure ends the run is closed, newest first, before the error goes on.
+  const opened: Array<() => unknown> = [];
+  try {
+    return await run(o, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) await Promise.resolve().then(close).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promise<number> {
   const config = loadConfig(o.configFile);
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
-  const control = config.controlPort
-    ? await startControlServer(controller, config.controlPort).catch((err: unknown) => {
-        const code = (err as NodeJS.ErrnoException).code;
-        throw new ConfigError(`control_port ${config.controlPort}: ${code === "EADDRINUSE" ? "already in use (another controller?)" : (err as Error).message}`);
-      })
-    : undefined;
+  const control = config.controlPort ? await openControlServer(controller, config, o.controlToken ?? { file: defaultTokenFile({}) }, o.logger, o.print) : undefined;
   const metrics = o.metricsListen ? new TelemetryMetrics() : undefined;
   const served = metrics
     ? await metrics.listen(o.metricsListen!).catch((err: unknown) => {
@@ -59,6 +68,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
         throw new ConfigError(`--metrics-listen ${o.metricsListen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);
       })
     : undefined;
+  if (control) opened.push(control.close);
+  if (served) opened.push(served.close);
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);
   const exporter = new Exporter();
@@ -71,7 +82,9 @@ export async function runController(o: RunControllerOptions): Promise<number> {
     control?.close();
     throw err;
   }
+  if (jsonl) opened.push(() => jsonl.close());
   const journal = o.journal ? new DigestJournal(o.journal) : undefined;
+  if (journal) opened.push(() => journal.close());
   // What an earlier run left unsettled is replayed below; the records it had
   // already written (to the file, or to Kafka) are recognised and not written again.
   const oldest = journal?.oldestUnsettled();
@@ -81,6 +94,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
     kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    const sink = kafka;
+    opened.push(() => sink.close());
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
     await kafka.start();
   }
@@ -137,7 +152,11 @@ export async function runController(o: RunControllerOptions): Promise<number> {
   });
   controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
-  controller.on("backup", () => o.print(`backup on ${config.switch.address}`));
+  controller.on("backup", ({ primaryElectionId }) => {
+    o.print(`backup on ${config.switch.address}`);
+    // A backup receives no digests: it writes no records until it takes over.
+    o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
+  });
   const tick = setInterval(() => {
     // Connected, the switch's intervals close with time, digests or none.
     if (controller.stats.primary) exporter.metrics.switchAlive(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);

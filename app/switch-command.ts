@@ -91,31 +91,35 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   }
   const tick = setInterval(() => sw.tick(inputs.length ? feed.now() : undefined), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
-  if (inputs.length && o.pcapInStart === "digests") {
-    await digestsConfigured(server, sw, o.signal);
-    if (!o.signal.aborted) o.print("switch: every digest is configured; the captures start");
+  try {
+    if (inputs.length && o.pcapInStart === "digests") {
+      await digestsConfigured(server, sw, o.signal);
+      if (!o.signal.aborted) o.print("switch: every digest is configured; the captures start");
+    }
+    // The ports' captures are merged on one clock, as `replay` merges captures
+    // (app/rig.ts feedMerged): packets go in in time order across ports, at the
+    // captures' pace from when they start, each stamped with its capture time
+    // moved to the switch's clock (so the figures are the capture's, however
+    // busy the host). Behind, it goes on at once but lets the P4Runtime server
+    // run every few packets.
+    if (inputs.length && !o.signal.aborted) {
+      const sent = await feedPorts(sw, feed, inputs, o.signal);
+      for (const { port: inPort, file } of inputs) o.print(`switch: ${sent.get(inPort) ?? 0} packets of ${file} sent in on port ${inPort}`);
+    }
+    if (inputs.length && !o.signal.aborted) {
+      sw.flushDigests();
+      o.print(`switch: the captures are in; ${sw.digests.sentSamples} digest samples sent in ${sw.digests.sentLists} lists`);
+      // Then once a controller has acknowledged them all (it has every digest of the captures).
+      while (!o.signal.aborted && sw.digests.unackedLists > 0) await new Promise((r) => setTimeout(r, 10));
+      if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
+    }
+    await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
+  } finally {
+    // Also when a capture fails mid-way: the listener closes, and the command ends with the error.
+    clearInterval(tick);
+    await server.close();
+    for (const w of writers.values()) w.close();
   }
-  // The ports' captures are merged on one clock, as `replay` merges captures
-  // (app/rig.ts feedMerged): packets go in in time order across ports, at the
-  // captures' pace from when they start, each stamped with its capture time
-  // moved to the switch's clock (so the figures are the capture's, however
-  // busy the host). Behind, it goes on at once but lets the P4Runtime server
-  // run every few packets.
-  if (inputs.length && !o.signal.aborted) {
-    const sent = await feedPorts(sw, feed, inputs, o.signal);
-    for (const { port: inPort, file } of inputs) o.print(`switch: ${sent.get(inPort) ?? 0} packets of ${file} sent in on port ${inPort}`);
-  }
-  if (inputs.length && !o.signal.aborted) {
-    sw.flushDigests();
-    o.print(`switch: the captures are in; ${sw.digests.sentSamples} digest samples sent in ${sw.digests.sentLists} lists`);
-    // Then once a controller has acknowledged them all (it has every digest of the captures).
-    while (!o.signal.aborted && sw.digests.unackedLists > 0) await new Promise((r) => setTimeout(r, 10));
-    if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
-  }
-  await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
-  clearInterval(tick);
-  await server.close();
-  for (const w of writers.values()) w.close();
 }
 
 /** Resolves once a pipeline is committed and every digest it declares is configured (or on abort). */

@@ -22,6 +22,8 @@ import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStre
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { CaptureError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
+import { clientToken, ControlTokenError, defaultTokenFile, TOKEN_ENV, type TokenSource } from "../app/control-token.js";
+import { controlRequest, ControlUnreachableError, controlUrl } from "../app/control-client.js";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
@@ -50,20 +52,27 @@ Usage:
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
-                 [--kafka-brokers HOST:PORT,...]
+                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
       and a controller restarted on the same journal (and --out --append)
       replays what an earlier run had not settled, writing no record twice.
+      The config's control_port serves the mode command, with a token (env
+      RDMA_TELEMETRY_CONTROL_TOKEN, else the file of --control-token-file or the
+      default below, written 0600 at first start; the controller prints where).
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
       for any controller; captures replayed in on ports, merged on one clock
       (they start at once, or with digests once a controller has configured
       every digest), one capture out per port.
-  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
-      Switches the mode of a running controller (its config's control_port).
+  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
+                 [--control-token-file FILE]
+      Switches the mode of a running primary controller (its config's control_port),
+      with the control token the controller printed: env RDMA_TELEMETRY_CONTROL_TOKEN,
+      else --control-token-file, else $XDG_STATE_HOME/rdma-telemetry/control-token
+      (~/.local/state/...), the file a controller makes at its first start.
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
@@ -109,7 +118,9 @@ Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).`;
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).
+A fatal error ends any command: it closes what it listens on, says why in one
+line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
@@ -236,6 +247,8 @@ async function main(argv: string[]): Promise<number> {
       "pcap-out": { type: "string" },
       "kafka-client": { type: "string" },
       control: { type: "string" },
+      "control-token-file": { type: "string" },
+      "control-ca": { type: "string" },
       topic: { type: "string" },
       "from-beginning": { type: "boolean" },
       forwarded: { type: "string" },
@@ -277,7 +290,7 @@ async function main(argv: string[]): Promise<number> {
     if (values["kafka-brokers"] !== undefined) return kafkaBrokers(values["kafka-brokers"]);
     return process.env.KAFKA_BROKERS ? kafkaBrokers(process.env.KAFKA_BROKERS, "KAFKA_BROKERS") : undefined;
   };
-
+  const controlTokenSource = (): TokenSource => ({ value: process.env[TOKEN_ENV] || undefined, file: values["control-token-file"] ?? defaultTokenFile(process.env) });
   const topics = () =>
     values["kafka-topic-prefix"] !== undefined ? topicNames(values["kafka-topic-prefix"]) : topicNames(process.env.KAFKA_TOPIC_PREFIX || undefined, "KAFKA_TOPIC_PREFIX");
 
@@ -285,8 +298,21 @@ async function main(argv: string[]): Promise<number> {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
       const kafka = await kafkaSink(brokerList(), security, topics(), logger, client());
-      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
-      const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
+      let metrics: Awaited<ReturnType<typeof metricsServer>>;
+      let board: Awaited<ReturnType<typeof demoDashboard>> | undefined;
+      // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
+      const failed = async (err: unknown): Promise<never> => {
+        await board?.server.close();
+        await metrics?.close();
+        if (kafka) await closeKafka(kafka, print, 5_000);
+        throw err;
+      };
+      try {
+        metrics = await metricsServer(values["metrics-listen"], kafka, print);
+        board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
+      } catch (err) {
+        return failed(err);
+      }
       await runDemo({
         kafka,
         onRecord: metrics || board ? (r) => {
@@ -302,7 +328,7 @@ async function main(argv: string[]): Promise<number> {
         mode: values.mode !== undefined || values.config === undefined ? mode(values.mode) : undefined,
         logger,
         print,
-      });
+      }).catch(failed);
       const delivered = !kafka || (await closeKafka(kafka, print, 5_000));
       await metrics?.close();
       if (board) {
@@ -341,13 +367,20 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const kafka = await kafkaSink(brokers, security, topics(), logger, client());
-      const metrics = await metricsServer(values["metrics-listen"], kafka, print);
+      let metrics: Awaited<ReturnType<typeof metricsServer>>;
+      // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
+      const failed = async (err: unknown): Promise<never> => {
+        await metrics?.close();
+        if (kafka) await closeKafka(kafka, print, 5_000);
+        throw err;
+      };
+      metrics = await metricsServer(values["metrics-listen"], kafka, print).catch(failed);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
         mode: values.mode !== undefined || !deployed ? mode(values.mode) : undefined, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
-      }).finally(() => progress?.stop());
+      }).finally(() => progress?.stop()).catch(failed);
       const delivered = !kafka || (await closeKafka(kafka, print, 5_000));
       await metrics?.close();
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
@@ -370,7 +403,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = brokerList();
-      return await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      return await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
     }
     case "consume": {
       if (!values.topic) throw new UsageError("consume needs --topic TOPIC");
@@ -405,12 +438,27 @@ async function main(argv: string[]): Promise<number> {
       const m = rest[0];
       if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
       const target = values.control ?? "127.0.0.1:9660";
-      const res = await fetch(`http://${target}/mode`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ mode: m }) }).catch((err: unknown) => {
-        throw new UsageError(`no controller answers at ${target}: ${(err as Error).message}`);
-      });
-      const body = await res.text();
-      if (!res.ok) throw new UsageError(`controller refused: ${body.trim()}`);
-      print(body.trim());
+      let ca: Buffer | undefined;
+      try {
+        controlUrl(target, values["control-ca"]);
+        ca = values["control-ca"] === undefined ? undefined : readFileSync(values["control-ca"]);
+      } catch (err) {
+        throw new UsageError(`${values["control-ca"] && !(err instanceof RangeError) ? `--control-ca ${values["control-ca"]}: ` : ""}${(err as Error).message}`);
+      }
+      const token = clientToken(controlTokenSource());
+      const res = await controlRequest({ target, token, ca, method: "POST", path: "/mode", body: { mode: m } });
+      if (res.status !== 200) {
+        let why = res.body;
+        try {
+          why = (JSON.parse(res.body) as { error?: string }).error ?? why;
+        } catch {
+          // not the controller's JSON: said as it came
+        }
+        // A controller that is not primary cannot take it now; anything else is a bad request.
+        process.stderr.write(`rdma-telemetry: controller refused (${res.status}): ${why.split("\n")[0]}\n`);
+        return res.status === 409 || res.status >= 500 ? 1 : 2;
+      }
+      print(res.body);
       return 0;
     }
     default:
@@ -423,7 +471,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof ControlTokenError || err instanceof ControlUnreachableError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError || err instanceof ListenError) {
@@ -433,5 +481,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`rdma-telemetry: ${(err as Error).stack ?? String(err)}\n`);
       process.exitCode = 1;
     }
+    // The commands close what they opened before their error comes here; should anything
+    // still hold the process, it ends anyway, and a signal is not taken for a shutdown request.
+    process.removeAllListeners("SIGINT").removeAllListeners("SIGTERM");
+    setTimeout(() => process.exit(), 2_000).unref();
   },
 );

@@ -39,8 +39,14 @@ export interface ControllerConfig {
   readonly polling: { readonly rotationPeriodMs: number; readonly flowCapacity: number; readonly ioPairCapacity: number };
   readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number };
   readonly digest: { readonly maxTimeoutUs: number; readonly maxListSize: number; readonly ackTimeoutMs: number };
-  /** loopback HTTP endpoint for status and run-time mode switches; 0 = off */
+  /** HTTP endpoint for status and run-time mode switches (token required); 0 = off */
   readonly controlPort: number;
+  /** where the control endpoint listens: loopback unless TLS is set (or plaintext is explicitly allowed) */
+  readonly control: {
+    readonly host: string;
+    readonly tls?: { readonly cert: string; readonly key: string };
+    readonly insecurePlaintext: boolean;
+  };
 }
 
 /** A configuration that cannot be used: the message names the field and what is wrong. */
@@ -150,7 +156,7 @@ export function parsePorts(v: unknown, path = "ports"): PortConfig[] {
 /** Validates a parsed config object; relative paths are resolved against `baseDir`. */
 export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerConfig {
   const o = obj(raw, "config");
-  checkUnknown(o, "", ["switch", "pipeline", "ports", "mode", "polling", "timeouts", "digest", "control_port"]);
+  checkUnknown(o, "", ["switch", "pipeline", "ports", "mode", "polling", "timeouts", "digest", "control_port", "control_host", "control_tls", "control_insecure_plaintext"]);
   const sw = obj(o.switch, "switch");
   checkUnknown(sw, "switch", ["address", "device_id", "election_id", "role", "switch_id", "timestamp_unit_ns", "tls"]);
   const address = str(sw.address, "switch.address", DEFAULTS.address);
@@ -172,6 +178,16 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   if (mode !== "full" && mode !== "polling") throw new ConfigError(`mode: must be full or polling (got ${JSON.stringify(mode)})`);
   const path = (v: unknown, p: string, def: string) => resolve(baseDir, str(v, p, def));
   const tlsPath = (v: unknown, p: string) => (v === undefined ? undefined : path(v, p, ""));
+  const controlHost = str(o.control_host, "control_host", "127.0.0.1");
+  const controlTlsRaw = o.control_tls === undefined ? undefined : obj(o.control_tls, "control_tls");
+  if (controlTlsRaw) checkUnknown(controlTlsRaw, "control_tls", ["cert", "key"]);
+  const controlTls = controlTlsRaw && { cert: resolve(baseDir, str(controlTlsRaw.cert, "control_tls.cert")), key: resolve(baseDir, str(controlTlsRaw.key, "control_tls.key")) };
+  const insecurePlaintext = o.control_insecure_plaintext ?? false;
+  if (typeof insecurePlaintext !== "boolean") throw new ConfigError(`control_insecure_plaintext: must be true or false (got ${JSON.stringify(insecurePlaintext)})`);
+  // The token would cross the network in clear: a non-loopback address needs TLS, or to be told.
+  if (!isLoopback(controlHost) && !controlTls && !insecurePlaintext) {
+    throw new ConfigError(`control_host: ${controlHost} is not a loopback address: set control_tls (cert, key), or control_insecure_plaintext: true to send the control token in clear`);
+  }
   return Object.freeze({
     switch: Object.freeze({
       address,
@@ -210,7 +226,14 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
       ackTimeoutMs: num(digest.ack_timeout_ms, "digest.ack_timeout_ms", DEFAULTS.ackTimeoutMs, 1, 3_600_000),
     }),
     controlPort: num(o.control_port, "control_port", 0, 0, 65535),
+    control: Object.freeze({ host: controlHost, ...(controlTls ? { tls: Object.freeze(controlTls) } : {}), insecurePlaintext }),
   });
+}
+
+/** 127.0.0.0/8, ::1 and localhost: reachable from this host only. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h);
 }
 
 /** The CPU port of the telemetry program's targets (packet-in/out), never a data port. */
@@ -221,6 +244,7 @@ export function checkConfigFiles(c: ControllerConfig): void {
   const files: Array<[string, string | undefined]> = [
     ["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.deviceConfig],
     ["switch.tls.ca", c.switch.tls?.ca], ["switch.tls.cert", c.switch.tls?.cert], ["switch.tls.key", c.switch.tls?.key],
+    ["control_tls.cert", c.control.tls?.cert], ["control_tls.key", c.control.tls?.key],
   ];
   for (const [what, f] of files) {
     if (f === undefined) continue;

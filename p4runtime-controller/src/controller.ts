@@ -38,7 +38,8 @@ export const RECIRCULATION_PORT: Readonly<Record<string, number>> = { tna: 68, t
 
 export interface ControllerEvents {
   primary: [];
-  backup: [];
+  /** another controller is primary (its election id, when the switch says) */
+  backup: [{ primaryElectionId: bigint | undefined }];
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
@@ -68,6 +69,8 @@ function bitwidthOf(b: P4BitstringLikeTypeSpec): number {
   return t?.$case === "varbit" ? t.value.maxBitwidth : (t?.value.bitwidth ?? 0);
 }
 
+export type ControllerRole = "primary" | "backup" | "disconnected";
+
 export interface ControllerStats {
   digestLists: number;
   digests: number;
@@ -80,6 +83,8 @@ export interface ControllerStats {
   primary: boolean;
   /** the StreamChannel is up (arbitrated), as primary or backup */
   connected: boolean;
+  /** primary (set up and writing), backup (another controller is primary), or disconnected */
+  role: ControllerRole;
   /** switch sessions seen (1 + pipeline pushes after the first) */
   sessions: number;
 }
@@ -146,7 +151,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.reportPort = defaultPort === undefined ? undefined : (config.pipeline.recirculationPort ?? defaultPort);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
-    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, sessions: 0 };
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0 };
     this.buildStaticState();
     this.connection = new SwitchConnection({
       address: config.switch.address,
@@ -172,6 +177,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     });
     this.connection.on("primary", () => {
       this.stats.primary = true;
+      this.stats.role = "primary";
       if (this.primaryOnce) {
         // Taking over again (reconnection, failover back): what this
         // controller learned before may be stale, and a switch that kept
@@ -183,10 +189,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.emit("primary");
       if (this.mode === "polling") this.startRotation();
     });
-    this.connection.on("backup", () => {
+    this.connection.on("backup", (info) => {
       this.stats.primary = false;
+      this.stats.role = "backup";
       this.stopRotation();
-      this.emit("backup");
+      this.emit("backup", info);
     });
     this.connection.on("channel-up", () => {
       this.stats.connected = true;
@@ -194,6 +201,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.connection.on("stream-error", () => {
       this.stats.connected = false;
       this.stats.primary = false;
+      this.stats.role = "disconnected";
       this.stopRotation();
     });
     this.connection.on("digest", (list) => this.onDigestList(list));

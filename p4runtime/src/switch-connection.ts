@@ -64,6 +64,8 @@ export interface ConnectionEvents {
   digest: [DigestList];
   "packet-in": [PacketIn];
   "stream-error": [P4RuntimeError];
+  /** the next attempt to reach the switch, in `inMs` (`attempt` counts since the switch last answered) */
+  retrying: [{ error: string; inMs: number; attempt: number }];
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -112,19 +114,36 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
 
   private async run(): Promise<void> {
     const backoff = new Backoff(this.options.backoff ?? { initialMs: 100, maxMs: 2000 });
+    let attempts = 0;
     while (!this.abort.signal.aborted) {
       this.failure = undefined;
+      this.ended = undefined;
       const ok = await this.session();
       if (this.abort.signal.aborted) break;
-      if (ok && this.failure === undefined) backoff.reset();
-      const wait = backoff.next(this.failure);
-      this.log.debug("reconnecting", { inMs: Math.round(wait) });
+      const up = ok && this.failure === undefined;
+      if (up) backoff.reset();
+      const wait = Math.round(backoff.next(this.failure));
+      attempts = up ? 1 : attempts + 1;
+      const ended = this.ended as P4RuntimeError | undefined; // set by session()
+      const error = (this.failure as Error | undefined)?.message ?? ended?.message ?? "stream ended";
+      // Said once per change (the switch lost, or a different failure), with the delay; each attempt is debug.
+      if (up || error !== this.retrying) {
+        this.log.warn(up ? "lost the switch; reconnecting" : "cannot reach the switch; retrying", { address: this.options.address, error, retry_in_ms: wait });
+        this.retrying = error;
+      } else {
+        this.log.debug("still cannot reach the switch; retrying", { address: this.options.address, attempt: attempts, retry_in_ms: wait });
+      }
+      this.emit("retrying", { error, inMs: wait, attempt: attempts });
       await sleep(wait, this.abort.signal);
     }
   }
 
   /** Why the last session ended, when setting up the switch failed. */
   private failure: unknown;
+  /** Why the last session's stream ended. */
+  private ended: P4RuntimeError | undefined;
+  /** The failure last reported while retrying; undefined while the switch answers. */
+  private retrying: string | undefined;
 
   /** One stream session; true when it reached the arbitration response. */
   private async session(): Promise<boolean> {
@@ -148,7 +167,11 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
         const u = msg.update;
         if (!u) continue;
         if (u.$case === "arbitration") {
-          if (!arbitrated) this.emit("channel-up");
+          if (!arbitrated) {
+            if (this.retrying !== undefined) this.log.info("reached the switch again", { address: this.options.address });
+            this.retrying = undefined;
+            this.emit("channel-up");
+          }
           arbitrated = true;
           const nowPrimary = u.value.status?.code === 0;
           if (nowPrimary && !this.isPrimary) {
@@ -173,13 +196,14 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
         }
       }
     } catch (err) {
-      this.log.warn("stream failed", { error: (err as Error).message });
+      this.log.debug("stream failed", { error: (err as Error).message });
     }
     const err = await ch.closed;
     this.isPrimary = false;
     if (!this.abort.signal.aborted) {
       const e = err ?? new P4RuntimeError("stream ended by the switch", "UNAVAILABLE", true);
-      this.log.warn("stream closed", { error: e.message });
+      this.ended = e;
+      this.log.debug("stream closed", { error: e.message });
       this.emit("stream-error", e);
     }
     return arbitrated;

@@ -15,6 +15,7 @@ beforeAll(async () => {
   writeTraffic(join(dir, "cap"), generateTraffic({ seed: 2, layout: "single", durationNs: 10_000_000, hosts: 1, targets: 1, ioRate: 1000 }));
   mkdirSync(join(dir, "a-directory"));
   writeFileSync(join(dir, "full.jsonl"), '{"type":"io"}\n');
+  writeFileSync(join(dir, "control-token"), "0123456789abcdef0123\n", { mode: 0o600 });
   await new Promise<void>((r) => busy.listen(0, "127.0.0.1", () => r()));
   busyPort = (busy.address() as { port: number }).port;
 });
@@ -45,7 +46,8 @@ describe("bad operator input", () => {
     ["controller with a 20-digit device id", () => ["controller", "--config", config("devid", { switch: { device_id: "99999999999999999999" } })], /switch\.device_id: at most/],
     ["controller whose control port is in use", () => ["controller", "--config", config("busy", { control_port: busyPort, switch: { address: "127.0.0.1:1" } })], /control_port \d+: already in use/],
     ["a topology with host bits set", () => { writeFileSync(join(dir, "topo.json"), JSON.stringify({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/24"] }] })); return ["replay", join(dir, "cap/tor.pcap"), "--topology", join(dir, "topo.json"), "--out", join(dir, "y.jsonl")]; }, /has host bits set/],
-    ["mode with no controller listening", () => ["mode", "polling", "--control", "127.0.0.1:1"], /no controller answers at 127\.0\.0\.1:1/],
+    ["mode with no controller listening", () => ["mode", "polling", "--control", "127.0.0.1:1", "--control-token-file", join(dir, "control-token")], /no controller answers at 127\.0\.0\.1:1/],
+    ["mode without a control token", () => ["mode", "polling", "--control", "127.0.0.1:1", "--control-token-file", join(dir, "no-token")], /no control token in .*no-token/],
   ])("%s", (_name, args, message) => {
     const r = run(...args());
     expect(r.status, r.stdout + r.stderr).toBe(2);

@@ -7,6 +7,18 @@ import { ConfigError, loadConfig, parseConfig } from "../../p4runtime-controller
 const ports = [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] }];
 
 describe("controller config", () => {
+  test("the control endpoint: loopback by default; another address needs TLS, or plaintext said outright", () => {
+    expect(parseConfig({ ports, control_port: 9660 }).control).toEqual({ host: "127.0.0.1", insecurePlaintext: false });
+    for (const host of ["127.0.0.2", "::1", "[::1]", "localhost"]) expect(parseConfig({ ports, control_host: host }).control.host).toBe(host);
+    for (const host of ["0.0.0.0", "::", "10.1.2.3", "controller.example"]) {
+      expect(() => parseConfig({ ports, control_host: host })).toThrow(new RegExp(`control_host: ${host.replace(/\./g, "\\.")} is not a loopback address: set control_tls`));
+    }
+    expect(parseConfig({ ports, control_host: "0.0.0.0", control_insecure_plaintext: true }).control.insecurePlaintext).toBe(true);
+    expect(parseConfig({ ports, control_host: "0.0.0.0", control_tls: { cert: "c.pem", key: "k.pem" } }, "/etc/rdma").control.tls).toEqual({ cert: "/etc/rdma/c.pem", key: "/etc/rdma/k.pem" });
+    expect(() => parseConfig({ ports, control_tls: { cert: "c.pem" } })).toThrow(/control_tls\.key: must be a non-empty string/);
+    expect(() => parseConfig({ ports, control_insecure_plaintext: "yes" })).toThrow(/control_insecure_plaintext: must be true or false/);
+  });
+
   test("defaults are filled in and the result is immutable", () => {
     const c = parseConfig({ ports });
     expect(c.mode).toBe("full");

@@ -12,11 +12,11 @@ export interface CliProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `rdma-telemetry ARGS` in `cwd` (KAFKA_BROKERS cleared: brokers are given as flags); `children` collects it for cleanup. */
-export function startCli(args: string[], cwd: string, children: ChildProcess[]): CliProcess {
+/** Starts `rdma-telemetry ARGS` in `cwd` (KAFKA_BROKERS cleared: brokers are given as flags; `env` added); `children` collects it for cleanup. */
+export function startCli(args: string[], cwd: string, children: ChildProcess[], env: NodeJS.ProcessEnv = {}): CliProcess {
   const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
   const child = spawn(process.execPath, ["--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), ...args], {
-    cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" },
+    cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "", ...env },
   });
   children.push(child);
   let out = "";
