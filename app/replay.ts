@@ -174,6 +174,8 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       // clock) instead: the exporter calibrates on the lists.
       if (r.controller.digestLayout === "full") exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
     }
+    // A rotation that takes pairs out of a switch's window: their open I/Os' responses go unwatched there.
+    for (const r of rigs) r.controller.on("rotated", (e) => exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs));
     opts.beforeFeed?.(rigs);
     packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), opts.onProgress);
     for (const r of rigs) await r.drain();

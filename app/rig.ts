@@ -47,6 +47,8 @@ export class Rig {
   }
   /** next polling rotation, capture time */
   nextRotationNs: bigint | undefined;
+  /** the capture time of the rotation being written: it takes effect before the packet of that time */
+  rotatingAtNs = 0n;
   /** control-plane actions to run at a capture time, before the packets that follow it */
   private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
 
@@ -113,6 +115,7 @@ export class Rig {
     const period = BigInt(this.controller.config.polling.rotationPeriodMs) * 1_000_000n;
     if (this.nextRotationNs === undefined) this.nextRotationNs = tsNs + period;
     while (tsNs >= this.nextRotationNs) {
+      this.rotatingAtNs = tsNs;
       await this.controller.rotate();
       this.nextRotationNs += period;
     }

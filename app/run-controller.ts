@@ -75,6 +75,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const exporter = new Exporter();
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
+  // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).
+  controller.on("rotated", (e) => exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs, BigInt(Date.now()) * 1_000_000n));
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;

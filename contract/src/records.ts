@@ -142,6 +142,8 @@ export interface SwitchStatsJson {
   /** the totals (digests_*, bad_digests, switch_restarts, late_*) count from the start of this interval on (the switch's clock) */
   totals_since_unix_ns: string;
   incomplete_ios: number;
+  /** polling: I/Os whose pair left the window between command and response, in this interval (that vantage's figures absent, not incomplete) */
+  ios_left_window: number;
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;
   untracked_ios: number | null;

@@ -73,6 +73,8 @@ interface Outstanding {
   switchId: string;
   digest: IoDigest;
   cmdUnixNs: bigint;
+  /** polling: when its pair left the switch's window (its response then goes unwatched) */
+  leftWindowUnixNs?: bigint;
 }
 
 /** Where the engine hands each record it emits. */
@@ -406,7 +408,8 @@ export class MetricsEngine {
     const at = first.atUnixNs;
     const interval = this.intervalOf(at);
     const switchId = first.switchId;
-    const complete = c && !c.incomplete ? c : s && !s.incomplete ? s : undefined;
+    // The half that saw the response (a half whose response went unwatched has no e2e).
+    const complete = c && !c.incomplete && c.e2e !== null ? c : s && !s.incomplete && s.e2e !== null ? s : undefined;
     const rec: IoRecordJson = {
       type: "io",
       switch_id: switchId,
@@ -490,12 +493,31 @@ export class MetricsEngine {
     const d = o.digest;
     const atAligned = atUnixNs + this.align(o.switchId);
     this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
-    this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
+    // Its pair left the polling window before the response could be seen:
+    // the response went unwatched, not missing. This vantage's figures are
+    // absent, and the I/O is not reported incomplete (SPEC §3: an I/O whose
+    // response crossed the switch never is).
+    const unwatched = o.leftWindowUnixNs !== undefined && o.leftWindowUnixNs < atUnixNs;
+    if (unwatched) this.switchInterval(o.switchId, atAligned, d.mode).leftWindow++;
+    else this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-      e2e: null, dal: null, dpl: null, incomplete: true, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
+      e2e: null, dal: null, dpl: null, incomplete: !unwatched, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
     });
+  }
+
+  /**
+   * A polling rotation took these host-target pairs out of the switch's
+   * window at `atUnixNs` (the switch's clock): the responses of their I/Os
+   * still open there are no longer watched.
+   */
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint): void {
+    if (!pairs.length) return;
+    const left = new Set(pairs.map((p) => `${p.host}|${p.target}`));
+    for (const o of this.outstanding.values()) {
+      if (o.switchId === switchId && o.leftWindowUnixNs === undefined && o.cmdUnixNs < atUnixNs && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowUnixNs = atUnixNs;
+    }
   }
 
   /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */

@@ -43,7 +43,7 @@ export interface ControllerEvents {
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
-  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number }];
+  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }> }];
   "bad-digest": [{ message: string }];
 }
 
@@ -340,12 +340,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   /** Moves the polling window to the next flows (round robin) and writes it. */
   async rotate(): Promise<void> {
     const t0 = performance.now();
+    const before = this.rotation.current().pairs;
     this.rotation.advance();
     this.applyWindow();
     await this.connection.sync();
     this.stats.rotations++;
     const w = this.rotation.current();
-    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0 });
+    const kept = new Set(w.pairs.map((p) => `${p.host}|${p.target}`));
+    const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target }) => ({ host, target }));
+    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs });
   }
 
   /**

@@ -60,7 +60,7 @@ describe("dashboard store", () => {
     const alert = (n: number): AlertJson => ({ type: "alert", switch_id: "tor-c", interval_start_unix_ns: start(4), metric: "fnr", scope: "flow", scope_key: `k${n}`, state: "raised", value: 1, raise_threshold: 0.5, clear_threshold: 0.1, at_unix_ns: start(5) });
     for (let n = 0; n < 3; n++) store.add(alert(n));
     expect(store.snapshot().alerts.map((a) => a.scope_key)).toEqual(["k1", "k2"]);
-    const sw = (id: string) => ({ type: "switch_stats" as const, switch_id: id, interval_start_unix_ns: start(4), interval_end_unix_ns: start(5), digests_received: 1, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0, io_replaced: 0, io_unpaired_responses: 0, queue_pairs_learned: 0, cnp_untracked: 0, mode: "full" as const });
+    const sw = (id: string) => ({ type: "switch_stats" as const, switch_id: id, interval_start_unix_ns: start(4), interval_end_unix_ns: start(5), digests_received: 1, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, ios_left_window: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0, io_replaced: 0, io_unpaired_responses: 0, queue_pairs_learned: 0, cnp_untracked: 0, mode: "full" as const });
     store.add(sw("tor-c"));
     store.add(sw("tor-s"));
     expect(Object.keys(store.snapshot().switches)).toEqual(["tor-c"]);

@@ -72,6 +72,8 @@ export interface SwitchInterval {
   restarts: number;
   lateRecords: number;
   lateResponses: number;
+  /** I/Os whose pair left the polling window before their response */
+  leftWindow: number;
   /** the highest digest sequence number (unwrapped) seen by the end of the interval's lists, in session seqSession */
   seqHighest: number;
   seqSession: number | undefined;
@@ -100,7 +102,7 @@ export class IntervalAggregates {
   switchInterval(start: bigint, switchId: string, mode: number): SwitchInterval {
     const sw = this.bucket(this.switches, start);
     let s = sw.get(switchId);
-    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, seqHighest: -1, seqSession: undefined }));
+    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, leftWindow: 0, seqHighest: -1, seqSession: undefined }));
     return s;
   }
 

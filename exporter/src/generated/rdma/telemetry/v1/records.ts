@@ -376,6 +376,12 @@ export interface SwitchStats {
    * the first run's on it.
    */
   totalsSinceUnixNs: bigint;
+  /**
+   * Polling mode: I/Os whose host-target pair left the window between their
+   * command and their response, in this interval: that vantage's figures are
+   * absent (the response was not watched), never reported incomplete.
+   */
+  iosLeftWindow: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -3056,6 +3062,7 @@ function createBaseSwitchStats(): SwitchStats {
     lateRecords: 0n,
     lateResponses: 0n,
     totalsSinceUnixNs: 0n,
+    iosLeftWindow: 0n,
   };
 }
 
@@ -3177,6 +3184,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.totalsSinceUnixNs of type uint64 too large");
       }
       writer.uint32(168).uint64(message.totalsSinceUnixNs);
+    }
+    if (message.iosLeftWindow !== 0n) {
+      if (BigInt.asUintN(64, message.iosLeftWindow) !== message.iosLeftWindow) {
+        throw new globalThis.Error("value provided for field message.iosLeftWindow of type uint64 too large");
+      }
+      writer.uint32(176).uint64(message.iosLeftWindow);
     }
     return writer;
   },
@@ -3362,6 +3375,14 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.totalsSinceUnixNs = reader.uint64() as bigint;
             continue;
           }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.iosLeftWindow = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3473,6 +3494,11 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.totals_since_unix_ns)
         ? BigInt(object.totals_since_unix_ns)
         : 0n,
+      iosLeftWindow: isSet(object.iosLeftWindow)
+        ? BigInt(object.iosLeftWindow)
+        : isSet(object.ios_left_window)
+        ? BigInt(object.ios_left_window)
+        : 0n,
     };
   },
 
@@ -3541,6 +3567,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.totalsSinceUnixNs !== 0n) {
       obj.totalsSinceUnixNs = message.totalsSinceUnixNs.toString();
     }
+    if (message.iosLeftWindow !== 0n) {
+      obj.iosLeftWindow = message.iosLeftWindow.toString();
+    }
     return obj;
   },
 
@@ -3607,6 +3636,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       : 0n;
     message.totalsSinceUnixNs = (object.totalsSinceUnixNs !== undefined && object.totalsSinceUnixNs !== null)
       ? BigInt(object.totalsSinceUnixNs)
+      : 0n;
+    message.iosLeftWindow = (object.iosLeftWindow !== undefined && object.iosLeftWindow !== null)
+      ? BigInt(object.iosLeftWindow)
       : 0n;
     return message;
   },
