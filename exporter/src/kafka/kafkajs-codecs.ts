@@ -3,7 +3,10 @@
 // same WebAssembly and zlib codecs the default client uses. Imported for its
 // effect by every module that uses kafkajs, producing or consuming.
 import { compressionsAlgorithms } from "@platformatic/kafka";
-import { CompressionCodecs, CompressionTypes } from "kafkajs";
+import kafkajs from "kafkajs";
+
+// CompressionCodecs is not among the names Node finds in kafkajs's CommonJS exports: read off the module.
+const { CompressionCodecs, CompressionTypes } = kafkajs;
 
 for (const [type, name] of [[CompressionTypes.Snappy, "snappy"], [CompressionTypes.LZ4, "lz4"], [CompressionTypes.ZSTD, "zstd"]] as const) {
   const codec = compressionsAlgorithms[name];
