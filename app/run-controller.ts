@@ -4,7 +4,7 @@ import { JsonlSink } from "@rdma-telemetry/exporter";
 import { rawDigestMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import type { KafkaClientName, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
+import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { join } from "node:path";
 import { recordFromMessage } from "@rdma-telemetry/exporter";
@@ -36,6 +36,7 @@ export interface RunControllerOptions {
   metricsListen?: string;
   /** the Kafka client (default: KAFKA_CLIENT, else kafkajs) */
   kafkaClient?: KafkaClientName;
+  kafkaCompression?: KafkaCompression;
   /** the topics to publish on (default rdma.io.v1, ...) */
   topics?: TopicNames;
   /** the control endpoint's token (config control_port): the variable's value, or a file made at first start */
@@ -95,7 +96,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   let kafkaDedupe: RecordDedupe | undefined;
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
-    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
     const sink = kafka;
     opened.push(() => sink.close());
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);

@@ -1,5 +1,5 @@
 // `npm run bench -- kafka`: records/s from the exporter into Kafka with each
-// Kafka client, gzip and uncompressed, on each broker version, beside Kafka's
+// Kafka client and each codec (none, gzip, snappy, lz4, zstd), on each broker version, beside Kafka's
 // Java producer on the same broker, in one run. The exporter is measured as it
 // runs: each record encoded (encodeRecord) and pushed into the real sink,
 // timed until Kafka acknowledged the last one (acks=all, idempotent). Each
@@ -10,8 +10,8 @@
 // record size) is printed too.
 //
 // Environment: BENCH_KAFKA_VERSIONS (default 4.4.0,3.9.1), BENCH_KAFKA_CLIENTS
-// (default kafkajs,platformatic), BENCH_KAFKA_COMPRESSION (gzip or none; default
-// both), BENCH_KAFKA_RECORDS (default 300000), BENCH_KAFKA_REPEAT (runs of
+// (default kafkajs,platformatic), BENCH_KAFKA_COMPRESSION (codecs, comma-separated;
+// default all five), BENCH_KAFKA_RECORDS (default 300000), BENCH_KAFKA_REPEAT (runs of
 // each, best kept; default 2), BENCH_KAFKA_BATCH (records per produce request;
 // default: the sink's), KAFKA_MAX_IN_FLIGHT (the sink's requests in flight; default 5), BENCH_KAFKA_JAVA=0 (no Java producer), BENCH_CPU_PROF (a directory: CPU profiles of the
 // exporter processes), KAFKA_BROKERS (use that broker, of any version, instead).
@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
-import { encodeRecord, KafkaSink, kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type TopicNames } from "@rdma-telemetry/exporter";
+import { encodeRecord, KAFKA_COMPRESSIONS, KafkaSink, kafkaClientName, kafkaCompression, kafkaMaxInFlight, type KafkaClientName, type KafkaCompression, type TopicNames } from "@rdma-telemetry/exporter";
 import type { IoRecordJson } from "@rdma-telemetry/contract";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,7 +50,7 @@ interface ExporterResult {
 }
 
 /** One exporter measurement (in this process): n records encoded and pushed through the sink until acknowledged. */
-async function measureExporter(brokers: string, client: KafkaClientName, compression: "gzip" | "none", n: number, batchSize: number | undefined): Promise<ExporterResult> {
+async function measureExporter(brokers: string, client: KafkaClientName, compression: KafkaCompression, n: number, batchSize: number | undefined): Promise<ExporterResult> {
   const topics = topicsOf(`bench-${client}-${compression}-${Date.now()}-${process.pid}`);
   const sink = new KafkaSink({ brokers: [brokers], client, topics, partitions: PARTITIONS, compression, maxBuffered: n + 1, ...(batchSize ? { batchSize } : {}) });
   await sink.start();
@@ -77,7 +77,7 @@ async function measureExporter(brokers: string, client: KafkaClientName, compres
 }
 
 /** Runs measureExporter in a child process (this file, "exporter" mode). */
-function exporterProcess(brokers: string, client: KafkaClientName, compression: "gzip" | "none", n: number): Promise<ExporterResult> {
+function exporterProcess(brokers: string, client: KafkaClientName, compression: KafkaCompression, n: number): Promise<ExporterResult> {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=exporter-${client}-${compression}-${Date.now()}.cpuprofile`] : [];
   const child = fork(fileURLToPath(import.meta.url), ["exporter", brokers, client, compression, String(n)], { execArgv: [...profile, ...(compiled ? [] : ["--import", "tsx"])], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
@@ -140,7 +140,7 @@ function javaRate(out: string): number {
 
 interface Row {
   version: string;
-  compression: "gzip" | "none";
+  compression: KafkaCompression;
   producer: string;
   recordsPerS: number;
   cpuUsPerRecord?: number;
@@ -153,8 +153,8 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   };
   const n = Number(process.env.BENCH_KAFKA_RECORDS ?? 300_000);
   const repeat = Math.max(1, Number(process.env.BENCH_KAFKA_REPEAT ?? 2));
-  const only = process.env.BENCH_KAFKA_COMPRESSION as "gzip" | "none" | undefined;
-  const codecs = only ? [only] : (["gzip", "none"] as const);
+  const only = process.env.BENCH_KAFKA_COMPRESSION;
+  const codecs: readonly KafkaCompression[] = only ? only.split(",").map((c) => kafkaCompression(c, "BENCH_KAFKA_COMPRESSION")) : KAFKA_COMPRESSIONS;
   const clients = (process.env.BENCH_KAFKA_CLIENTS ?? "kafkajs,platformatic").split(",").map((c) => kafkaClientName(c, "BENCH_KAFKA_CLIENTS"));
   const external = process.env.KAFKA_BROKERS;
   const versions = external ? [process.env.KAFKA_VERSION ?? "4.4.0"] : (process.env.BENCH_KAFKA_VERSIONS ?? "4.4.0,3.9.1").split(",");
@@ -165,7 +165,7 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
   const rows: Row[] = [];
   const add = (r: Row) => {
     rows.push(r);
-    print(`kafka ${r.version} ${r.compression.padEnd(4)} ${r.producer.padEnd(34)} ${Math.round(r.recordsPerS).toLocaleString("en").padStart(9)} records/s${r.cpuUsPerRecord ? `, ${r.cpuUsPerRecord.toFixed(1)} µs CPU/record` : ""}`);
+    print(`kafka ${r.version} ${r.compression.padEnd(6)} ${r.producer.padEnd(34)} ${Math.round(r.recordsPerS).toLocaleString("en").padStart(9)} records/s${r.cpuUsPerRecord ? `, ${r.cpuUsPerRecord.toFixed(1)} µs CPU/record` : ""}`);
   };
   try {
     for (const version of versions) {
@@ -217,6 +217,6 @@ export async function benchKafkaMatrix(print: (s: string) => void): Promise<void
 if (process.argv[2] === "exporter" && process.send) {
   const [, , , brokers, client, compression, n] = process.argv;
   const batch = process.env.BENCH_KAFKA_BATCH ? Number(process.env.BENCH_KAFKA_BATCH) : undefined;
-  const r = await measureExporter(brokers!, client as KafkaClientName, compression as "gzip" | "none", Number(n), batch);
+  const r = await measureExporter(brokers!, client as KafkaClientName, compression as KafkaCompression, Number(n), batch);
   process.send(r, () => process.disconnect());
 }

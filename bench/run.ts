@@ -2,7 +2,7 @@
 //   pipeline   packets/s through the telemetry program on the software switch (one core)
 //   digests    digests/s from the switch through P4Runtime to the exporter
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
-//   kafka      records/s from the exporter into Kafka with each client, both codecs, Kafka 4.4 and 3.9, beside the Java producer (bench/kafka.ts)
+//   kafka      records/s from the exporter into Kafka with each client, each codec (none, gzip, snappy, lz4, zstd), Kafka 4.4 and 3.9, beside the Java producer (bench/kafka.ts)
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 //   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
 //   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600) at BENCH_SOAK_LOAD (default 0.3), its RSS every 10 s

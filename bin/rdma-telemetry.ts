@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
-import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
+import { kafkaClientName, kafkaCompression, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaCompression, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
 import { KAFKA_SECURITY_FLAGS, kafkaBrokers, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { closeKafka } from "../app/kafka-close.js";
 import { runController } from "../app/run-controller.js";
@@ -199,9 +199,9 @@ function untilSignal(): Promise<void> {
   });
 }
 
-async function kafkaSink(brokers: string[] | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string[] | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName, compression: KafkaCompression): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers, client, ...security(), topics, logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers, client, compression, ...security(), topics, logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -246,6 +246,7 @@ async function main(argv: string[]): Promise<number> {
       "pcap-in-start": { type: "string" },
       "pcap-out": { type: "string" },
       "kafka-client": { type: "string" },
+      "kafka-compression": { type: "string" },
       control: { type: "string" },
       "control-token-file": { type: "string" },
       "control-ca": { type: "string" },
@@ -276,6 +277,13 @@ async function main(argv: string[]): Promise<number> {
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
+  const compression = (): KafkaCompression => {
+    try {
+      return values["kafka-compression"] !== undefined ? kafkaCompression(values["kafka-compression"], "--kafka-compression") : kafkaCompression(process.env.KAFKA_COMPRESSION);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  };
   const client = (): KafkaClientName => {
     try {
       kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT); // refused here, before anything starts
@@ -297,7 +305,7 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
-      const kafka = await kafkaSink(brokerList(), security, topics(), logger, client());
+      const kafka = await kafkaSink(brokerList(), security, topics(), logger, client(), compression());
       let metrics: Awaited<ReturnType<typeof metricsServer>>;
       let board: Awaited<ReturnType<typeof demoDashboard>> | undefined;
       // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
@@ -366,7 +374,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(brokers, security, topics(), logger, client());
+      const kafka = await kafkaSink(brokers, security, topics(), logger, client(), compression());
       let metrics: Awaited<ReturnType<typeof metricsServer>>;
       // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
       const failed = async (err: unknown): Promise<never> => {
@@ -403,7 +411,7 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = brokerList();
-      return await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      return await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
     }
     case "consume": {
       if (!values.topic) throw new UsageError("consume needs --topic TOPIC");

@@ -1,5 +1,5 @@
 // The exporter's Produce v11 encoder gives the bytes of @platformatic/kafka's
-// own, uncompressed and gzipped, for requests of several topics and
+// own, uncompressed and with every codec, for requests of several topics and
 // partitions, null and empty keys and values, keys as strings (ASCII or not,
 // short or long) or bytes, headers, timestamps, idempotent sequence numbers,
 // record lengths on each side of a varint boundary.
@@ -36,7 +36,7 @@ async function bytes(w: Writer | Promise<Writer>): Promise<Buffer> {
 }
 
 describe("Produce request encoder", () => {
-  for (const compression of ["none", "gzip"] as const) {
+  for (const compression of ["none", "gzip", "snappy", "lz4", "zstd"] as const) {
     test(`the client's bytes, ${compression}`, async () => {
       for (const [n, seed] of [[1, 0], [7, 1], [400, 2], [3000, 3]] as const) {
         const ms = messages(n, seed);

@@ -2,6 +2,7 @@
 // compute-side and a storage-side switch meet in one exporter: I/O digests
 // are keyed by host|target, message digests by src|dst|dest_qp. Exporters
 // consume the topic as one consumer group and scale out by partitions.
+import "./kafkajs-codecs.js";
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 import { memberBytes } from "@rdma-telemetry/p4runtime";

@@ -15,7 +15,7 @@ import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.
 import { KafkajsTransport } from "./kafkajs-transport.js";
 import { PlatformaticTransport } from "./platformatic-transport.js";
 import type { KafkaSecurity } from "./security.js";
-import { kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
+import { DEFAULT_KAFKA_COMPRESSION, kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaCompression, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 
 export type { KafkaSinkStats, RecordSink } from "./transport.js";
 
@@ -27,7 +27,8 @@ export interface KafkaSinkOptions extends KafkaSecurity {
   topics?: TopicNames;
   partitions?: number;
   replicationFactor?: number;
-  compression?: "gzip" | "none";
+  /** the record batches' codec (default: DEFAULT_KAFKA_COMPRESSION) */
+  compression?: KafkaCompression;
   /** messages per produce request, at most */
   batchSize?: number;
   /**
@@ -139,7 +140,7 @@ export class KafkaSink implements RecordSink {
       clientId: options.clientId ?? "rdma-telemetry-exporter",
       ssl: options.ssl,
       sasl: options.sasl,
-      compression: this.opts.compression ?? "gzip",
+      compression: this.opts.compression ?? DEFAULT_KAFKA_COMPRESSION,
       partitions: this.opts.partitions,
       replicationFactor: this.opts.replicationFactor,
       maxInFlight: options.maxInFlight !== undefined ? kafkaMaxInFlight(options.maxInFlight, "maxInFlight") : kafkaMaxInFlight(process.env.KAFKA_MAX_IN_FLIGHT),

@@ -2,11 +2,14 @@
 // in flight, sequence numbers kept across retries, so a batch sent again after
 // a broker restart is not duplicated), keyed records partitioned as Kafka's
 // Java client does.
+import "./kafkajs-codecs.js";
 import { CompressionTypes, Kafka, logLevel, type KafkaConfig, type Message, type Producer } from "kafkajs";
 import type { KafkaMessageOut } from "./encode.js";
 import { KeyedPartitioner } from "./partitioner.js";
 import { describeKafkaError } from "./security.js";
 import { headerBytes, type KafkaTransport, type TransportOptions } from "./transport.js";
+
+const KAFKAJS_CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD } as const;
 
 export class KafkajsTransport implements KafkaTransport {
   readonly name = "kafkajs" as const;
@@ -33,7 +36,7 @@ export class KafkajsTransport implements KafkaTransport {
     // Idempotent: kafkajs retries a request with its sequence numbers, so the
     // broker drops what it already has (also across a broker restart).
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: KeyedPartitioner, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 2000 } });
-    this.compression = opts.compression === "none" ? CompressionTypes.None : CompressionTypes.GZIP;
+    this.compression = KAFKAJS_CODECS[opts.compression];
   }
 
   async connect(topics: string[]): Promise<void> {

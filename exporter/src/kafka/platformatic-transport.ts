@@ -125,7 +125,7 @@ export class PlatformaticTransport implements KafkaTransport {
       ...this.base,
       maxInflights: this.maxInFlight,
       acks: -1,
-      compression: this.opts.compression === "none" ? "none" : "gzip",
+      compression: this.opts.compression,
       partitioner: javaPartitioner,
       autocreateTopics: false,
       retries: true,

@@ -9,7 +9,7 @@
 // part of the exporter's CPU time after the records themselves.
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import { crc32c, findErrorBy, GenericError, produceV11, Writer } from "@platformatic/kafka";
+import { compressionsAlgorithms, crc32c, findErrorBy, GenericError, produceV11, Writer } from "@platformatic/kafka";
 
 /** A message as the producer hands it to the Produce API. */
 export interface ProduceMessage {
@@ -32,7 +32,8 @@ export interface ProduceRequestOptions {
 }
 
 const IS_TRANSACTIONAL = 1 << 4;
-const GZIP = 1;
+/** The record batch's codec bits (attributes 0-2), as Kafka numbers them. */
+const CODEC_BITS: Record<string, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 /** baseOffset to the record count, inclusive */
 const BATCH_HEADER = 61;
 
@@ -160,9 +161,12 @@ function recordBatch(topic: string, part: PartitionBatch, options: ProduceReques
     b.writeUInt32BE(crc32c(b.subarray(21)), 17);
     return b;
   };
-  if ((options.compression ?? "none") === "none") return finish(records);
-  attributes |= GZIP;
-  return new Promise((resolve, reject) => gzip(records, (err, out) => (err ? reject(err) : resolve(finish(out)))));
+  const codec = options.compression ?? "none";
+  if (codec === "none") return finish(records);
+  attributes |= CODEC_BITS[codec]!;
+  if (codec === "gzip") return new Promise((resolve, reject) => gzip(records, (err, out) => (err ? reject(err) : resolve(finish(out)))));
+  // snappy and lz4 (the client's WebAssembly codecs, as Kafka frames them) and zstd (Node's zlib) are quick enough to run inline.
+  return finish(compressionsAlgorithms[codec as "snappy" | "lz4" | "zstd"].compressSync(records) as Buffer);
 }
 
 /**
@@ -224,7 +228,7 @@ export function withBufferKeys<F extends (connection: never, acks: number, timeo
 }
 
 /** Codecs this encoder writes; for any other the client's own encoder is used. */
-export const FAST_CODECS = new Set(["none", "gzip"]);
+export const FAST_CODECS = new Set(["none", "gzip", "snappy", "lz4", "zstd"]);
 
 interface SendingConnection {
   send(apiKey: number, apiVersion: number, createPayload: () => Writer | Promise<Writer>, parse: typeof produceV11.parseResponse, requestTagged: boolean, responseTagged: boolean, callback: (err: Error | null, response: unknown) => void): void;

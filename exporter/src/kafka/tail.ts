@@ -2,6 +2,7 @@
 // point in time up to their current end. A restarted exporter uses it to
 // learn which records an earlier run had published, so that replaying its
 // journal publishes none of them twice.
+import "./kafkajs-codecs.js";
 import { Kafka, logLevel } from "kafkajs";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 

@@ -68,10 +68,23 @@ export function kafkaMaxInFlight(v: number | string | undefined, from = "KAFKA_M
   return n;
 }
 
+/** Kafka's compression.type values: the record batches' codec. */
+export const KAFKA_COMPRESSIONS = ["none", "gzip", "snappy", "lz4", "zstd"] as const;
+export type KafkaCompression = (typeof KAFKA_COMPRESSIONS)[number];
+/** The default codec: lz4, the one that gave the most records/s here (docs/operations.md, "Kafka compression"). */
+export const DEFAULT_KAFKA_COMPRESSION: KafkaCompression = "lz4";
+
+/** The codec from an option or KAFKA_COMPRESSION (default when not given). */
+export function kafkaCompression(v: string | undefined, from = "KAFKA_COMPRESSION"): KafkaCompression {
+  if (v === undefined || v === "") return DEFAULT_KAFKA_COMPRESSION;
+  if ((KAFKA_COMPRESSIONS as readonly string[]).includes(v)) return v as KafkaCompression;
+  throw new Error(`${from} must be ${KAFKA_COMPRESSIONS.join(", ")} (got '${v}')`);
+}
+
 export interface TransportOptions extends KafkaSecurity {
   brokers: string[];
   clientId: string;
-  compression: "gzip" | "none";
+  compression: KafkaCompression;
   partitions: number;
   replicationFactor: number;
   /** produce requests in flight at most (the transport may allow fewer) */
