@@ -29,7 +29,9 @@ export const TNA_TARGETS = [
   { name: "Tofino 2", target: "tofino2", arch: "t2na", dir: "p4/build/t2na", stages: 20 },
 ];
 const manifestPath = (t) => `${t.dir}/manifest.json`;
-const VENV = "/opt/p4-src/venv/bin";
+const P4_PREFIX = process.env.P4_PREFIX || "/opt/p4";
+/** The Python environment the toolchain's build made (its compiler calls python3 with jsl), where there is one. */
+const VENV = join(P4_PREFIX, "venv/bin");
 
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
 
@@ -59,7 +61,7 @@ function sourceHash(files, base = root) {
 }
 
 export function findBarefoot() {
-  const candidates = [process.env.P4C_BAREFOOT, ...((process.env.PATH ?? "").split(":").map((d) => join(d, "p4c-barefoot"))), "/opt/p4/bin/p4c-barefoot"];
+  const candidates = [process.env.P4C_BAREFOOT, ...((process.env.PATH ?? "").split(":").map((d) => join(d, "p4c-barefoot"))), join(P4_PREFIX, "bin/p4c-barefoot")];
   return candidates.find((c) => c && existsSync(c));
 }
 
@@ -304,7 +306,7 @@ function fitStatus(target, error, resources) {
 export function buildTna() {
   const p4c = findBarefoot();
   if (!p4c) {
-    console.error("p4:build: p4c-barefoot not found (set $P4C_BAREFOOT, put it on PATH, or install it under /opt/p4/bin); P4_SKIP_TNA=1 builds BMv2 only");
+    console.error("p4:build: p4c-barefoot not found (set $P4C_BAREFOOT, put it on PATH, or install it under $P4_PREFIX/bin, default /opt/p4/bin); P4_SKIP_TNA=1 builds BMv2 only");
     process.exit(2);
   }
   const files = tnaSources();

@@ -14,8 +14,8 @@
 //                                      compare (the Tofino compiles take about
 //                                      a minute: only with P4_CHECK_TNA=1)
 //
-// p4c is found through $P4C, then PATH, then /opt/p4/bin; p4c-barefoot through
-// $P4C_BAREFOOT, then PATH, then /opt/p4/bin.
+// p4c is found through $P4C, then PATH, then $P4_PREFIX/bin (default
+// /opt/p4/bin); p4c-barefoot through $P4C_BAREFOOT, then PATH, then $P4_PREFIX/bin.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -74,7 +74,7 @@ export function sourceHash(files = p4Sources(), base = root) {
 }
 
 function findP4c() {
-  const candidates = [process.env.P4C, ...((process.env.PATH ?? "").split(":").map((d) => join(d, "p4c-bm2-ss"))), "/opt/p4/bin/p4c-bm2-ss"];
+  const candidates = [process.env.P4C, ...((process.env.PATH ?? "").split(":").map((d) => join(d, "p4c-bm2-ss"))), join(process.env.P4_PREFIX || "/opt/p4", "bin/p4c-bm2-ss")];
   return candidates.find((c) => c && existsSync(c));
 }
 
@@ -119,7 +119,7 @@ function outputsHashes(dir) {
 function build() {
   const p4c = findP4c();
   if (!p4c) {
-    console.error("p4:build: p4c-bm2-ss not found (set $P4C, put it on PATH, or install it under /opt/p4/bin)");
+    console.error("p4:build: p4c-bm2-ss not found (set $P4C, put it on PATH, or install it under $P4_PREFIX/bin, default /opt/p4/bin)");
     process.exit(2);
   }
   const buildDir = join(root, BUILD);

@@ -7,9 +7,12 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { freePort, waitForPort } from "./net.js";
 
-/** simple_switch_grpc from SIMPLE_SWITCH_GRPC, PATH or /opt/p4/bin. */
+/** Where the P4 toolchain (p4c, BMv2, PI) is installed: $P4_PREFIX, default /opt/p4; PATH is searched too. */
+export const P4_PREFIX = process.env.P4_PREFIX || "/opt/p4";
+
+/** simple_switch_grpc from SIMPLE_SWITCH_GRPC, PATH or $P4_PREFIX/bin (default /opt/p4). */
 export function findBmv2(): string | undefined {
-  const candidates = [process.env.SIMPLE_SWITCH_GRPC, ...(process.env.PATH ?? "").split(":").map((d) => join(d, "simple_switch_grpc")), "/opt/p4/bin/simple_switch_grpc"];
+  const candidates = [process.env.SIMPLE_SWITCH_GRPC, ...(process.env.PATH ?? "").split(":").map((d) => join(d, "simple_switch_grpc")), join(P4_PREFIX, "bin/simple_switch_grpc")];
   return candidates.find((c) => c && existsSync(c));
 }
 
@@ -17,7 +20,7 @@ const works = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: "ig
 
 /** Why BMv2 cannot be started here, or undefined when it can. */
 export function bmv2Unavailable(): string | undefined {
-  return !findBmv2() ? "simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC, put it on PATH, or install BMv2 under /opt/p4)"
+  return !findBmv2() ? "simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC, put it on PATH, or install BMv2 under $P4_PREFIX, default /opt/p4)"
     : process.getuid?.() !== 0 ? "creating veth pairs needs root"
     : !works("ip", ["-V"]) ? "the 'ip' command (iproute2) is missing"
     : !works("python3", ["--version"]) ? "python3 (binds the switch to this process) is missing"

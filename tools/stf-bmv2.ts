@@ -14,14 +14,15 @@ import { join, resolve } from "node:path";
 import { checkExpectations, parseStf, StfNames, type Bmv2Json, type ReceivedPacket, type ResolvedMatch, type StfCommand } from "@rdma-telemetry/switch";
 import { encodePcap } from "@rdma-telemetry/traffic";
 import { freePort, waitForPort } from "./net.js";
+import { P4_PREFIX } from "./bmv2.js";
 
-const BIN = ["/opt/p4/bin", ...(process.env.PATH ?? "").split(":")];
+const BIN = [join(P4_PREFIX, "bin"), ...(process.env.PATH ?? "").split(":")];
 const find = (name: string) => BIN.map((d) => join(d, name)).find((p) => existsSync(p));
 
 /** Why simple_switch cannot run an STF test here, or undefined when it can. */
 export function bmv2StfUnavailable(): string | undefined {
-  if (!find("simple_switch")) return "simple_switch not found on PATH or in /opt/p4/bin";
-  if (!find("simple_switch_CLI")) return "simple_switch_CLI not found on PATH or in /opt/p4/bin";
+  if (!find("simple_switch")) return `simple_switch not found on PATH or in ${P4_PREFIX}/bin`;
+  if (!find("simple_switch_CLI")) return `simple_switch_CLI not found on PATH or in ${P4_PREFIX}/bin`;
   if (spawnSync("mkfifo", ["--version"], { stdio: "ignore" }).status !== 0) return "mkfifo is missing";
   return undefined;
 }

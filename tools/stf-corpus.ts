@@ -17,6 +17,7 @@ import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { CompiledProgram, InvalidProgramError, UnsupportedProgramError, runStf, StfUnsupportedError, type Bmv2Json } from "@rdma-telemetry/switch";
 import { bmv2StfUnavailable, runStfOnBmv2 } from "./stf-bmv2.js";
+import { P4_PREFIX } from "./bmv2.js";
 
 type Outcome =
   | { kind: "pass" }
@@ -27,9 +28,9 @@ type Outcome =
 
 const { values: opts, positionals: filters } = parseArgs({
   options: {
-    "p4c-src": { type: "string", default: "/opt/p4-src/p4c" },
+    "p4c-src": { type: "string", default: process.env.P4C_SRC ?? join(P4_PREFIX, "src/p4c") },
     cache: { type: "string", default: join(tmpdir(), "rdma-telemetry-stf-corpus") },
-    p4c: { type: "string", default: existsSync("/opt/p4/bin/p4c-bm2-ss") ? "/opt/p4/bin/p4c-bm2-ss" : "p4c-bm2-ss" },
+    p4c: { type: "string", default: existsSync(join(P4_PREFIX, "bin/p4c-bm2-ss")) ? join(P4_PREFIX, "bin/p4c-bm2-ss") : "p4c-bm2-ss" },
     bmv2: { type: "boolean", default: false },
     "parser-inline": { type: "boolean", default: false },
     jobs: { type: "string", default: "2" },
