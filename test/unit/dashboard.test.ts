@@ -1,5 +1,6 @@
 // The dashboard's store (merging the switches' aggregates, its bounds) and
 // its server (assets from the package, snapshot and live updates by SSE).
+import { runInNewContext } from "node:vm";
 import { describe, expect, test } from "vitest";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, StatsJson } from "../../contract/src/records.js";
 import { DashboardStore, foldPair, mergePair, type PairChoice, type PairPoint } from "../../app/dashboard/store.js";
@@ -120,6 +121,37 @@ describe("dashboard server", () => {
       const u = await next("update");
       expect((u.pairs as Array<[string, PairPoint]>).map(([k, p]) => [k, p.dal_p50])).toContainEqual(["10.0.1.1|10.0.2.1|read", 2000]);
       ac.abort();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("dashboard alert markers", () => {
+  test("each alert is marked on its own figure's chart only: RTT on RTT, DAL on DAL, a flow's gap on the gap chart", async () => {
+    const server = await startDashboardServer({ store: new DashboardStore("test"), listen: { host: "127.0.0.1", port: 0 } });
+    try {
+      // The script as the page loads it (before app.js).
+      expect(await (await fetch(server.url)).text()).toMatch(/<script src="\/alert-charts.js"><\/script>\s*<script src="\/app.js">/);
+      const code = await (await fetch(new URL("/alert-charts.js", server.url))).text();
+      const alertChart = runInNewContext(`${code}; alertChart`) as (a: Pick<AlertJson, "metric" | "scope">) => string;
+      const PAIR_CHARTS = ["e2e", "rtt", "dal", "dpl"];
+      const FLOW_CHARTS = ["fct", "fet", "fnr", "ecn", "gap"];
+      const on = (metric: string, scope: AlertJson["scope"]) => (scope === "flow" ? FLOW_CHARTS : PAIR_CHARTS).filter((id) => alertChart({ metric, scope }) === id);
+      // The exporter's default rules (exporter/src/alerts.ts), and the other figures an alert may name.
+      expect(on("rtt_ns.p99", "pair")).toEqual(["rtt"]);
+      expect(on("dal_ns.p99", "target")).toEqual(["dal"]);
+      expect(on("dpl_ns.p99", "host")).toEqual(["dpl"]);
+      expect(on("incomplete", "pair")).toEqual(["e2e"]);
+      expect(on("e2e_c_ns.p50", "pair")).toEqual(["e2e"]);
+      expect(on("fnr", "flow")).toEqual(["fnr"]);
+      expect(on("gap_ns.p50", "flow")).toEqual(["gap"]);
+      expect(on("fct_ns.p99", "flow")).toEqual(["fct"]);
+      expect(on("fet_bps.p50", "flow")).toEqual(["fet"]);
+      expect(on("cnp_packets", "flow")).toEqual(["ecn"]);
+      // A figure no chart shows: on its scope's first chart, not lost.
+      expect(on("something_new", "pair")).toEqual(["e2e"]);
+      expect(on("something_new", "flow")).toEqual(["fct"]);
     } finally {
       await server.close();
     }
