@@ -172,9 +172,12 @@ function alertMarkers(kind, id) {
         ctx.save();
         ctx.font = `${10 * devicePixelRatio}px sans-serif`;
         let n = 0;
+        // The metrics marked on this chart at its last draw (the page's checks read them).
+        u.alertsDrawn = [];
         for (const a of alertsFor(kind).filter((x) => alertChart(x) === id)) {
           const x = secs(a.interval_start_unix_ns);
           if (x < lo || x > hi) continue;
+          u.alertsDrawn.push(a.metric);
           const px = Math.round(u.valToPos(x, "x", true));
           ctx.strokeStyle = a.state === "raised" ? "#e74c3c" : "#27ae60";
           ctx.fillStyle = ctx.strokeStyle;
