@@ -3,8 +3,9 @@
 // client loads the pipeline with a plain SetForwardingPipelineConfig, as
 // Stratum, an orchestrator or a second controller would. Records flow; a
 // switch running another P4Info is refused with one message and left
-// untouched; a switch restarted (and loaded again, with the same cookie)
-// under the attached controller is detected and counted.
+// untouched; a switch restarted (and loaded again, with the same cookie or
+// a new one) under the attached controller is detected and counted. The
+// switch command started with its own pipeline (no cookie) is attached to too.
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +19,8 @@ import { GetForwardingPipelineConfigRequest_ResponseType, SetForwardingPipelineC
 import { P4RuntimeClient, toUint128, type Logger } from "../../p4runtime/src/index.js";
 import { startSwitch as startSwitchProcess } from "../support/controller-restart.js";
 import { readIoFrames } from "../support/nvme-frames.js";
-import { exited, until } from "../support/wait.js";
+import { startCli } from "../support/cli.js";
+import { exited, until, waitFor } from "../support/wait.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const P4INFO = join(root, "p4/build/telemetry.p4info.json");
@@ -112,6 +114,18 @@ test("attached to a pipeline another client loaded: tables and digests set up, r
   expect(controller.stats.sessions).toBe(1);
 }, 30_000);
 
+test("the switch started with its pipeline (rdma-telemetry switch --p4info --device-config, no cookie): attached and set up, nothing pushed", async () => {
+  const sw = startCli(["switch", "--listen", "127.0.0.1:0", "--p4info", P4INFO, "--device-config", join(root, "p4/build/telemetry.json")], root, children);
+  const port = Number(await waitFor(() => /P4Runtime on [\d.]+:(\d+)/.exec(sw.out())?.[1], 30_000, "the switch's port"));
+  const controller = attachedController(port);
+  controller.start();
+  await controller.ready(10_000);
+  const held = await switchHolds(port);
+  expect(held.cookie, "no cookie written: the pipeline is the switch's own").toBeUndefined();
+  expect(held.entries).toBeGreaterThan(0);
+  expect(controller.stats).toMatchObject({ primary: true, sessions: 1 });
+}, 60_000);
+
 test("a switch running another P4Info: refused with one message naming the difference, nothing written", async () => {
   const sw = await startSwitchProcess(children);
   await loadPipeline(sw.port, 7n);
@@ -132,11 +146,13 @@ test("a switch running another P4Info: refused with one message naming the diffe
   expect(await switchHolds(sw.port)).toEqual({ cookie: 7n, entries: 0 });
 }, 30_000);
 
-test("a switch restarted and loaded again with the same cookie under an attached controller: a new session, counted, records on its clock", async () => {
+test.each([
+  ["the same cookie (the controller's entries gone tell it)", 0x1234n],
+  ["a new cookie", 0x5678n],
+])("a switch restarted and loaded again with %s under an attached controller: a new session, counted, records on its clock", async (_how, cookie) => {
   const first = await startSwitchProcess(children);
   const port = first.port;
-  const cookie = 0x1234n;
-  await loadPipeline(port, cookie);
+  await loadPipeline(port, 0x1234n);
   const controller = attachedController(port);
   const records = withExporter(controller);
   controller.start();
