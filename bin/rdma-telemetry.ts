@@ -12,6 +12,7 @@ import { runDemo } from "../app/demo.js";
 import { parsePcapIn, parsePcapInStart, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
 import { runDashboard } from "../app/dashboard/run.js";
+import { DASHBOARD_BOUND_FLAGS, DashboardFlagError, dashboardFlags } from "../app/dashboard/flags.js";
 import { ListenError, parseListen, startDashboardServer, type DashboardServer } from "../app/dashboard/server.js";
 import { DashboardStore } from "../app/dashboard/store.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
@@ -76,13 +77,18 @@ Usage:
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
       Tails a topic and prints its records decoded, one JSON object a line.
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
-                 [--from-beginning] [--group ID]
+                 [--from-beginning] [--group ID] [--intervals N] [--max-pairs N]
+                 [--max-flows N] [--max-switches N] [--max-alerts N] [--reread-seconds S]
       Web dashboard of rdma.io.v1, rdma.flow.v1 and rdma.alert.v1 (or those of
       --kafka-topic-prefix): per pair
       and flow percentiles over time, where the time went, alerts, switch
       health, updated live. Reads in a consumer group of its own (default
-      rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
-      beginning; keeps the last 300 intervals, 128 pairs and 128 flows in memory.
+      rdma-telemetry-dashboard-HOST-PID); at start it reads the last
+      --reread-seconds (default: --intervals × 1 s) of each topic again, so a
+      restarted dashboard is not empty, or the topics from their beginning
+      (--from-beginning). Keeps the last --intervals intervals (300),
+      --max-pairs pair series (128), --max-flows flows (128), --max-switches
+      switches (32) and --max-alerts alerts (500) in memory.
 
 Demo, replay and controller take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
@@ -261,6 +267,7 @@ async function main(argv: string[]): Promise<number> {
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
       snaplen: { type: "string" },
+      ...Object.fromEntries([...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds"].map((f) => [f, { type: "string" as const }])),
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -356,8 +363,15 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
+      let flags;
+      try {
+        flags = dashboardFlags(values);
+      } catch (err) {
+        if (err instanceof DashboardFlagError) throw new UsageError(err.message);
+        throw err;
+      }
       const t = topics();
-      await runDashboard({ brokers, ...security(), topics: [t.io, t.flow, t.alert], listen, fromBeginning: values["from-beginning"], groupId: values.group, print, signal: ac.signal });
+      await runDashboard({ brokers, ...security(), topics: [t.io, t.flow, t.alert], listen, fromBeginning: values["from-beginning"], groupId: values.group, bounds: flags.bounds, rereadMs: flags.rereadMs, print, signal: ac.signal });
       return 0;
     }
     case "replay": {

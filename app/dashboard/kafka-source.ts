@@ -19,6 +19,13 @@ export interface KafkaSourceOptions extends KafkaSecurity {
   groupId?: string;
   /** topics there at start are read from their beginning, not from now (topics made later always are) */
   fromBeginning?: boolean;
+  /**
+   * How far back, in ms, the topics there at start are read again when the
+   * dashboard starts (each partition sought to the offset of the first
+   * message at or after now − rereadMs), so that a restarted dashboard shows
+   * the window it kept before; 0 or absent: from the group's offsets, or now.
+   */
+  rereadMs?: number;
   signal: AbortSignal;
 }
 
@@ -56,6 +63,8 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
   /** topics present when the dashboard first reached the broker: read from now (or the beginning, if asked) */
   let atStart: Set<string> | undefined;
   let failures = 0;
+  /** the window before the start, read again once (the first consumer only: later ones carry on from the group's offsets) */
+  let reread = !o.fromBeginning && (o.rereadMs ?? 0) > 0 ? Date.now() - o.rereadMs! : undefined;
   status({ state: "starting", detail: `connecting to ${where}` });
 
   while (!o.signal.aborted) {
@@ -100,6 +109,10 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
           if (r) o.store.add(r);
         },
       });
+      if (reread !== undefined && older.length) {
+        await seekToTime(kafka, consumer, older, reread);
+        reread = undefined;
+      }
       failures = 0;
       // Consuming from its first fetch on (the FETCH handler above).
       status({ state: "starting", detail: `joining group ${groupId} on ${where}` });
@@ -133,6 +146,19 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
     }
   }
   status({ state: "finished", detail: "stopped" });
+}
+
+/** Seeks each partition of `topics` to its first message at or after `timestampMs` (the end, if none). */
+async function seekToTime(kafka: Kafka, consumer: Consumer, topics: readonly string[], timestampMs: number): Promise<void> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    for (const topic of topics) {
+      for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(topic, timestampMs)) consumer.seek({ topic, partition, offset });
+    }
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }
 
 async function listTopics(kafka: Kafka): Promise<Set<string>> {

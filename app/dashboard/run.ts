@@ -12,6 +12,8 @@ export interface DashboardOptions extends KafkaSecurity {
   fromBeginning?: boolean;
   groupId?: string;
   bounds?: Partial<DashboardBounds>;
+  /** how far back, in ms, the topics are read again at start (kafka-source.ts) */
+  rereadMs?: number;
   print: (t: string) => void;
   signal: AbortSignal;
 }
@@ -21,7 +23,7 @@ export async function runDashboard(o: DashboardOptions): Promise<void> {
   const server = await startDashboardServer({ store, listen: parseListen(o.listen) });
   o.print(`dashboard: ${server.url} (records from Kafka ${o.brokers.join(",")}; Ctrl-C to stop)`);
   try {
-    await runKafkaSource({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, store, topics: o.topics, fromBeginning: o.fromBeginning, groupId: o.groupId, signal: o.signal });
+    await runKafkaSource({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, store, topics: o.topics, fromBeginning: o.fromBeginning, rereadMs: o.rereadMs, groupId: o.groupId, signal: o.signal });
   } finally {
     await server.close();
   }

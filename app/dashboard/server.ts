@@ -60,6 +60,7 @@ function assets(): Map<string, Asset> {
   return new Map([
     ["/", file(`${dir}index.html`, "text/html; charset=utf-8")],
     ["/app.js", file(`${dir}app.js`, "text/javascript; charset=utf-8")],
+    ["/alert-charts.js", file(`${dir}alert-charts.js`, "text/javascript; charset=utf-8")],
     ["/app.css", file(`${dir}app.css`, "text/css; charset=utf-8")],
     ["/vendor/uPlot.iife.min.js", file(require.resolve("uplot/dist/uPlot.iife.min.js"), "text/javascript; charset=utf-8")],
     ["/vendor/uPlot.min.css", file(require.resolve("uplot/dist/uPlot.min.css"), "text/css; charset=utf-8")],

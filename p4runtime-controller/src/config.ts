@@ -29,6 +29,12 @@ export interface ControllerConfig {
     readonly p4info: string;
     readonly deviceConfig: string;
     /**
+     * false: attach to the pipeline already on the switch (loaded by Stratum,
+     * an orchestrator or another controller) instead of pushing one; its
+     * P4Info must be pipeline.p4info. device_config is then not used.
+     */
+    readonly push: boolean;
+    /**
      * Tofino (a tna or t2na P4Info): the port the flow tracker's report mirror
      * session sends to; by default the chip's recirculation port (68 on Tofino 1, 6 on Tofino 2).
      */
@@ -167,7 +173,10 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   if (tlsRaw) checkUnknown(tlsRaw, "switch.tls", ["ca", "cert", "key", "server_name"]);
   if (tlsRaw && (tlsRaw.cert === undefined) !== (tlsRaw.key === undefined)) throw new ConfigError("switch.tls: cert and key go together (mutual TLS)");
   const pipe = obj(o.pipeline, "pipeline");
-  checkUnknown(pipe, "pipeline", ["p4info", "device_config", "recirculation_port"]);
+  checkUnknown(pipe, "pipeline", ["p4info", "device_config", "push", "recirculation_port"]);
+  const push = pipe.push ?? true;
+  if (typeof push !== "boolean") throw new ConfigError(`pipeline.push: must be true or false (got ${JSON.stringify(push)})`);
+  if (!push && pipe.device_config !== undefined) throw new ConfigError("pipeline.device_config: not used with pipeline.push false (the controller attaches to the pipeline on the switch); remove it");
   const polling = obj(o.polling, "polling");
   checkUnknown(polling, "polling", ["rotation_period_ms", "flow_capacity", "io_pair_capacity"]);
   const timeouts = obj(o.timeouts, "timeouts");
@@ -206,6 +215,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
     pipeline: Object.freeze({
       p4info: path(pipe.p4info, "pipeline.p4info", DEFAULTS.p4info),
       deviceConfig: path(pipe.device_config, "pipeline.device_config", DEFAULTS.deviceConfig),
+      push,
       // A Tofino port number (9 bits); whether the P4Info has a report session is checked with the P4Info.
       ...(pipe.recirculation_port === undefined ? {} : { recirculationPort: num(pipe.recirculation_port, "pipeline.recirculation_port", 0, 0, 511) }),
     }),
@@ -242,7 +252,7 @@ export const CPU_PORT = 510;
 /** Files a config names must exist and be readable now, not at the first connection. */
 export function checkConfigFiles(c: ControllerConfig): void {
   const files: Array<[string, string | undefined]> = [
-    ["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.deviceConfig],
+    ["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.push ? c.pipeline.deviceConfig : undefined],
     ["switch.tls.ca", c.switch.tls?.ca], ["switch.tls.cert", c.switch.tls?.cert], ["switch.tls.key", c.switch.tls?.key],
     ["control_tls.cert", c.control.tls?.cert], ["control_tls.key", c.control.tls?.key],
   ];
@@ -254,7 +264,7 @@ export function checkConfigFiles(c: ControllerConfig): void {
       throw new ConfigError(`${what}: cannot read ${f}`);
     }
   }
-  for (const [what, f] of [["pipeline.p4info", c.pipeline.p4info], ["pipeline.device_config", c.pipeline.deviceConfig]] as const) {
+  for (const [what, f] of [["pipeline.p4info", c.pipeline.p4info], ...(c.pipeline.push ? [["pipeline.device_config", c.pipeline.deviceConfig] as const] : [])] as const) {
     try {
       JSON.parse(readFileSync(f, "utf8"));
     } catch (err) {

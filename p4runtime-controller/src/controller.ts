@@ -133,10 +133,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.deferAck = opts.deferAck ?? false;
     this.listClock = opts.listClock === "switch" ? undefined : new ListClock();
     const p4infoText = readFileSync(config.pipeline.p4info, "utf8");
-    const deviceConfig = readFileSync(config.pipeline.deviceConfig);
+    // Attached (pipeline.push false), the switch's own pipeline is used: no device config.
+    const deviceConfig = config.pipeline.push ? readFileSync(config.pipeline.deviceConfig) : undefined;
     this.schema = P4Schema.fromJson(p4infoText);
     const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
-    const cookie = createHash("sha256").update(deviceConfig).update(p4infoText).digest().readBigUInt64BE(0);
+    const cookie = createHash("sha256").update(deviceConfig ?? "").update(p4infoText).digest().readBigUInt64BE(0);
     for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);
     // A P4Info from another build of the program would be decoded wrongly: refuse it now.
     const layout = digestLayoutOf(digestSchemas(this.schema.p4info));
@@ -165,14 +166,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
         serverName: config.switch.tls.serverName,
       },
       pipeline: { p4info, deviceConfig, cookie },
+      attach: !config.pipeline.push,
       state: this.state,
       logger: this.log,
     });
-    this.connection.on("session", ({ session, pushed }) => {
+    this.connection.on("session", ({ session, pushed, reloaded }) => {
       // A push means a switch without our pipeline: new, restarted, or
-      // reloaded. Its clock, digest sequence and registers start anew.
+      // reloaded (attached: a new cookie, or the switch lost our entries).
+      // Its clock, digest sequence and registers start anew.
       if (session !== this.session) this.stats.sessions++;
-      if (pushed && this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session });
+      if ((pushed || reloaded) && this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session });
       this.session = session;
     });
     this.connection.on("primary", () => {

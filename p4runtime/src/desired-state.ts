@@ -128,6 +128,12 @@ export class DesiredState {
     }
   }
 
+  /** Whether the switch (as last observed or written) holds any of the desired entries that are not a table's default. */
+  holdsAny(): boolean {
+    for (const [k, te] of this.desired) if (!te.isDefaultAction && this.installed.has(k)) return true;
+    return false;
+  }
+
   /** The updates that take the switch from `installed` to `desired`: deletes first, then modifies, then inserts. */
   diff(): Update[] {
     const deletes: Update[] = [];

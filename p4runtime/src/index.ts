@@ -10,6 +10,7 @@ export * from "./digest-decoding.js";
 export * from "./entities.js";
 export * from "./errors.js";
 export * from "./logger.js";
+export * from "./p4info-compare.js";
 export * from "./schema.js";
 export * from "./switch-connection.js";
 export * from "./values.js";

@@ -16,11 +16,13 @@ import { fromUint128, toUint128 } from "./wire.js";
 import type { DesiredState } from "./desired-state.js";
 import { Backoff, isRetriable, type BackoffOptions } from "./backoff.js";
 import { P4RuntimeError } from "./errors.js";
+import { p4infoDifferences } from "./p4info-compare.js";
 import { silentLogger, type Logger } from "./logger.js";
 
 export interface PipelineSpec {
   p4info: P4Info;
-  deviceConfig: Buffer;
+  /** absent when attaching: the pipeline is the one on the switch */
+  deviceConfig?: Buffer;
   /**
    * Names the program: its high 32 bits are compared with the switch's
    * cookie; the low 32 are replaced at each push by a fresh session number
@@ -42,6 +44,15 @@ export interface ConnectionOptions extends ClientOptions {
   electionId: bigint;
   role?: string;
   pipeline: PipelineSpec;
+  /**
+   * Attach to the pipeline already on the switch instead of pushing one: its
+   * P4Info must be `pipeline.p4info` (else set-up fails, not retriable,
+   * naming what differs). The session then comes from the switch's cookie,
+   * read on every reconnection, and moves on when the cookie changes or the
+   * switch has lost the entries written here (a restart that loaded the same
+   * pipeline with the same cookie).
+   */
+  attach?: boolean;
   state: DesiredState;
   logger?: Logger;
   /** reconnection backoff; a set-up failure that is not retriable waits `notRetriableMs` */
@@ -59,7 +70,7 @@ export interface ConnectionEvents {
    * one started later, tells a switch that kept running from one that
    * restarted and lost its pipeline.
    */
-  session: [{ session: number; pushed: boolean }];
+  session: [{ session: number; pushed: boolean; reloaded?: boolean }];
   reconciled: [{ updates: number }];
   digest: [DigestList];
   "packet-in": [PacketIn];
@@ -210,9 +221,59 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private async becamePrimary(): Promise<void> {
-    await this.ensurePipeline();
-    await this.reconcile();
+    if (this.options.attach) {
+      const cookie = await this.attachPipeline();
+      await this.reconcile(() => this.attachedSession(cookie));
+    } else {
+      await this.ensurePipeline();
+      await this.reconcile();
+    }
     this.emit("primary");
+  }
+
+  /** Attached: the switch's cookie when the session was last decided, and that session. */
+  private attached: { cookie: bigint; session: number } | undefined;
+
+  /** Reads the switch's P4Info and cookie; throws unless the P4Info is ours. */
+  private async attachPipeline(): Promise<bigint> {
+    const none = "the switch has no pipeline to attach to (pipeline.push is false): waiting for one to be loaded";
+    const have = await this.client.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.P4INFO_AND_COOKIE, this.abort.signal).catch((err: unknown) => {
+      if (err instanceof P4RuntimeError && err.code === "FAILED_PRECONDITION") throw new P4RuntimeError(none, "FAILED_PRECONDITION", true);
+      throw err;
+    });
+    const p4info = have.config?.p4info;
+    if (!p4info) throw new P4RuntimeError(none, "FAILED_PRECONDITION", true);
+    const diff = p4infoDifferences(this.options.pipeline.p4info, p4info);
+    if (diff.length > 0) {
+      throw new P4RuntimeError(`refusing to attach: the switch's pipeline is not the one in pipeline.p4info: ${diff.slice(0, 3).join("; ")}${diff.length > 3 ? ` (and ${diff.length - 3} more)` : ""}`, "FAILED_PRECONDITION", false);
+    }
+    return have.config?.cookie?.cookie ?? 0n;
+  }
+
+  /**
+   * Attached: the session, once the switch's entries are read. The first is
+   * the cookie folded to 32 bits (so a controller restarted on a running
+   * switch finds the same one); a new one when the cookie changed, or when
+   * the switch no longer holds any entry written here (restarted and loaded
+   * again with the same cookie).
+   */
+  private attachedSession(cookie: bigint): void {
+    const folded = Number((cookie ^ (cookie >> 32n)) & SESSION_MASK) || 1;
+    const was = this.attached;
+    let session = folded;
+    let reloaded = false;
+    if (was !== undefined) {
+      const lost = !this.options.state.holdsAny();
+      if (was.cookie !== cookie || lost) {
+        reloaded = true;
+        session = was.cookie !== cookie && folded !== was.session ? folded : (was.session % 0xffffffff) + 1;
+      } else {
+        session = was.session;
+      }
+    }
+    this.attached = { cookie, session };
+    if (reloaded) this.log.info("the switch's pipeline was loaded anew", { cookie: cookie.toString(), session });
+    this.emit("session", { session, pushed: false, reloaded });
   }
 
   private async ensurePipeline(): Promise<void> {
@@ -233,7 +294,7 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
       role: this.options.role ?? "",
       electionId: toUint128(this.options.electionId),
       action: SetForwardingPipelineConfigRequest_Action.VERIFY_AND_COMMIT,
-      config: { p4info: pipeline.p4info, p4DeviceConfig: pipeline.deviceConfig, cookie: { cookie } },
+      config: { p4info: pipeline.p4info, p4DeviceConfig: pipeline.deviceConfig ?? Buffer.alloc(0), cookie: { cookie } },
     }, this.abort.signal);
     state.resetInstalled();
     this.log.info("pipeline pushed", { cookie: cookie.toString() });
@@ -242,7 +303,7 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   }
 
   /** Reads what the switch has and writes the difference to the desired state. */
-  async reconcile(): Promise<number> {
+  async reconcile(observed?: () => void): Promise<number> {
     return this.serial(async () => {
       const state = this.options.state;
       const entities = await this.client.readAll([
@@ -276,6 +337,7 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
       const digests = digestEntities.flatMap((e) => (e.entity?.$case === "digestEntry" ? [e.entity.value] : []));
       const clones = cloneEntities.flatMap((e) => (e.entity?.$case === "packetReplicationEngineEntry" && e.entity.value.type?.$case === "cloneSessionEntry" ? [e.entity.value.type.value] : []));
       state.observe(tables, digests, clones);
+      observed?.();
       const n = await this.writeDiff();
       this.emit("reconciled", { updates: n });
       return n;

@@ -50,6 +50,18 @@ describe("controller config", () => {
     expect(() => parseConfig(raw)).toThrow(message);
   });
 
+  test("pipeline.push: pushed by default; false attaches, takes no device_config, and only true or false", () => {
+    expect(parseConfig({ ports }).pipeline.push).toBe(true);
+    expect(parseConfig({ ports, pipeline: { push: false } }).pipeline.push).toBe(false);
+    expect(() => parseConfig({ ports, pipeline: { push: "no" } })).toThrow(/^pipeline\.push: must be true or false \(got "no"\)$/);
+    expect(() => parseConfig({ ports, pipeline: { push: false, device_config: "x.json" } })).toThrow(/^pipeline\.device_config: not used with pipeline\.push false/);
+    // Attached, the device config is not read: one that is not there is no error.
+    const dir = mkdtempSync(join(tmpdir(), "config-"));
+    const f = join(dir, "attach.json");
+    writeFileSync(f, JSON.stringify({ ports, pipeline: { p4info: new URL("../../p4/build/telemetry.p4info.json", import.meta.url).pathname, push: false } }));
+    expect(loadConfig(f).pipeline.push).toBe(false);
+  });
+
   test("files the config names are checked when it is loaded", () => {
     const dir = mkdtempSync(join(tmpdir(), "config-"));
     const write = (o: unknown) => {

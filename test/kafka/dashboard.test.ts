@@ -104,6 +104,13 @@ test.skipIf(!chromium)(
     })()`, 10_000, "the raised alert's row and link");
     expect(link, "the raised alert's row and link").toBeTruthy();
     await page.waitFor(`dashboard.view.pair && location.hash === ${JSON.stringify(link)}`, 5_000, "the alert's pair selected");
+    // Its marker on its own figure's chart only (an RTT alert on the RTT chart, not on DAL's or DPL's).
+    const own = { rtt_ns: "rtt", dal_ns: "dal", dpl_ns: "dpl" }[alert.metric.split(".")[0]!] ?? "e2e";
+    const drawn = `Object.fromEntries(["e2e", "rtt", "dal", "dpl"].map((id) => [id, dashboard.charts[id].alertsDrawn || []]))`;
+    await page.waitFor(`${drawn}[${JSON.stringify(own)}].includes(${JSON.stringify(alert.metric)})`, 10_000, `the ${alert.metric} alert marked on the ${own} chart`);
+    for (const [id, metrics] of Object.entries(await page.evaluate<Record<string, string[]>>(drawn))) {
+      if (id !== own) expect(metrics, `alerts marked on the ${id} chart`).not.toContain(alert.metric);
+    }
     const pair = await page.evaluate<string>("dashboard.view.pair");
     if (alert.scope === "pair") expect(pair.startsWith(`${alert.scope_key}|`)).toBe(true);
     await new Promise((r) => setTimeout(r, 300)); // the page renders within 100 ms of a change

@@ -1,10 +1,15 @@
 // The dashboard's store (merging the switches' aggregates, its bounds) and
 // its server (assets from the package, snapshot and live updates by SSE).
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { runInNewContext } from "node:vm";
 import { describe, expect, test } from "vitest";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, StatsJson } from "../../contract/src/records.js";
 import { DashboardStore, foldPair, mergePair, type PairChoice, type PairPoint } from "../../app/dashboard/store.js";
 import { parseListen, startDashboardServer } from "../../app/dashboard/server.js";
 import { topicNames } from "../../app/kafka-options.js";
+import { dashboardFlags } from "../../app/dashboard/flags.js";
 
 const stats = (count: number, p50: number): StatsJson => ({ count, min: p50 / 2, mean: p50 * 1.1, p50, p99: p50 * 3, max: p50 * 4 });
 const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
@@ -123,5 +128,62 @@ describe("dashboard server", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("dashboard alert markers", () => {
+  test("each alert is marked on its own figure's chart only: RTT on RTT, DAL on DAL, a flow's gap on the gap chart", async () => {
+    const server = await startDashboardServer({ store: new DashboardStore("test"), listen: { host: "127.0.0.1", port: 0 } });
+    try {
+      // The script as the page loads it (before app.js).
+      expect(await (await fetch(server.url)).text()).toMatch(/<script src="\/alert-charts.js"><\/script>\s*<script src="\/app.js">/);
+      const code = await (await fetch(new URL("/alert-charts.js", server.url))).text();
+      const alertChart = runInNewContext(`${code}; alertChart`) as (a: Pick<AlertJson, "metric" | "scope">) => string;
+      const PAIR_CHARTS = ["e2e", "rtt", "dal", "dpl"];
+      const FLOW_CHARTS = ["fct", "fet", "fnr", "ecn", "gap"];
+      const on = (metric: string, scope: AlertJson["scope"]) => (scope === "flow" ? FLOW_CHARTS : PAIR_CHARTS).filter((id) => alertChart({ metric, scope }) === id);
+      // The exporter's default rules (exporter/src/alerts.ts), and the other figures an alert may name.
+      expect(on("rtt_ns.p99", "pair")).toEqual(["rtt"]);
+      expect(on("dal_ns.p99", "target")).toEqual(["dal"]);
+      expect(on("dpl_ns.p99", "host")).toEqual(["dpl"]);
+      expect(on("incomplete", "pair")).toEqual(["e2e"]);
+      expect(on("e2e_c_ns.p50", "pair")).toEqual(["e2e"]);
+      expect(on("fnr", "flow")).toEqual(["fnr"]);
+      expect(on("gap_ns.p50", "flow")).toEqual(["gap"]);
+      expect(on("fct_ns.p99", "flow")).toEqual(["fct"]);
+      expect(on("fet_bps.p50", "flow")).toEqual(["fet"]);
+      expect(on("cnp_packets", "flow")).toEqual(["ecn"]);
+      // A figure no chart shows: on its scope's first chart, not lost.
+      expect(on("something_new", "pair")).toEqual(["e2e"]);
+      expect(on("something_new", "flow")).toEqual(["fct"]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("dashboard flags", () => {
+  test("the bounds and the window read again at start, defaulted, each set by its flag", () => {
+    expect(dashboardFlags({})).toEqual({ bounds: { intervals: 300, pairSeries: 128, flowSeries: 128, switches: 32, alerts: 500 }, rereadMs: 300_000 });
+    expect(dashboardFlags({ intervals: "60", "max-pairs": "8", "max-flows": "9", "max-switches": "2", "max-alerts": "50" })).toEqual({ bounds: { intervals: 60, pairSeries: 8, flowSeries: 9, switches: 2, alerts: 50 }, rereadMs: 60_000 });
+    expect(dashboardFlags({ "reread-seconds": "0" }).rereadMs).toBe(0);
+    expect(dashboardFlags({ "reread-seconds": "90", intervals: "10" }).rereadMs).toBe(90_000);
+  });
+
+  const root = join(import.meta.dirname, "../..");
+  test.each([
+    [["--max-pairs", "0"], /^rdma-telemetry: --max-pairs must be an integer from 1 to 100000 \(got '0'\)/],
+    [["--intervals", "1e3"], /--intervals must be an integer from 1 to 100000 \(got '1e3'\)/],
+    [["--max-flows=-4"], /--max-flows must be an integer from 1 to 100000 \(got '-4'\)/],
+    [["--max-alerts", "many"], /--max-alerts must be an integer from 1 to 1000000 \(got 'many'\)/],
+    [["--reread-seconds", "2.5"], /--reread-seconds must be an integer from 0 to 604800 \(got '2.5'\)/],
+  ])("rdma-telemetry dashboard %j: one line naming the flag, exit 2, nothing started", (flags, message) => {
+    const r = spawnSync(process.execPath, ["--conditions=source", "--import", pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href, join(root, "bin/rdma-telemetry.ts"), "dashboard", "--kafka-brokers", "127.0.0.1:1", "--listen", "127.0.0.1:0", ...flags], {
+      encoding: "utf8", timeout: 30_000, env: { ...process.env, KAFKA_BROKERS: "" },
+    });
+    expect(r.status, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).toBe("");
   });
 });

@@ -162,8 +162,8 @@ function alertsFor(kind) {
 
 // ---- charts -------------------------------------------------------------------
 
-/** Draws each alert of the chart's kind as a vertical line at its interval, with its metric. */
-function alertMarkers(kind) {
+/** Draws each alert of the chart's figure (alert-charts.js) as a vertical line at its interval, with its metric. */
+function alertMarkers(kind, id) {
   return {
     hooks: {
       draw: (u) => {
@@ -172,9 +172,12 @@ function alertMarkers(kind) {
         ctx.save();
         ctx.font = `${10 * devicePixelRatio}px sans-serif`;
         let n = 0;
-        for (const a of alertsFor(kind)) {
+        // The metrics marked on this chart at its last draw (the page's checks read them).
+        u.alertsDrawn = [];
+        for (const a of alertsFor(kind).filter((x) => alertChart(x) === id)) {
           const x = secs(a.interval_start_unix_ns);
           if (x < lo || x > hi) continue;
+          u.alertsDrawn.push(a.metric);
           const px = Math.round(u.valToPos(x, "x", true));
           ctx.strokeStyle = a.state === "raised" ? "#e74c3c" : "#27ae60";
           ctx.fillStyle = ctx.strokeStyle;
@@ -220,7 +223,7 @@ function makeChart(id, title, unit, series, kind) {
     scales: { x: { time: true } },
     axes: [{}, { label: unit, size: 60 }],
     series: [{}, ...series.map(([label, stroke, dash]) => ({ label, stroke, width: 1.5, dash, points: { show: true, size: 5 }, spanGaps: false }))],
-    plugins: kind ? [alertMarkers(kind), selectedMarker()] : [selectedMarker()],
+    plugins: kind ? [alertMarkers(kind, id), selectedMarker()] : [selectedMarker()],
   };
   const u = new uPlot(opts, [[], ...series.map(() => [])], el);
   u.over.addEventListener("click", () => {
