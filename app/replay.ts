@@ -160,7 +160,11 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       if (r.controller.digestLayout === "full") exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
     }
     opts.beforeFeed?.(rigs);
-    packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), opts.onProgress);
+    packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), (done, total, tsNs) => {
+      // An output that can no longer be written (disk full) ends the run; closing the sink says what was kept and lost.
+      if (sink?.failed) throw new OutputError(`cannot write ${sink.path}: ${sink.failed.message}`);
+      opts.onProgress?.(done, total, tsNs);
+    });
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
     for (const r of rigs) {

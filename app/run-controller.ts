@@ -84,9 +84,11 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   // A journal segment is let go once the records of its lists are in the file (synced) and delivered to Kafka.
   const releases: Array<{ settledBefore: bigint; kafkaMark: number }> = [];
   const release = () => {
-    while (releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
+    while (!jsonl?.failed && releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
   };
   if (kafka) metrics?.watchKafka(kafka);
+  // An --out file that can no longer be written (disk full) stops the controller.
+  let stop = () => {};
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
@@ -99,6 +101,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
       releases.push({ settledBefore: exporter.metrics.settledBefore, kafkaMark: kafka?.accepted ?? 0 });
       release();
     }
+    if (jsonl?.failed) stop();
   });
   const publishDigests = (b: DigestBatch) => {
     if (!kafka) return;
@@ -146,6 +149,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
+    stop = resolve;
   });
   clearInterval(tick);
   clearInterval(counters);
@@ -154,12 +158,13 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   exporter.finish();
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());
-  await jsonl?.close();
+  const outError = await jsonl?.close().then(() => undefined, (err: unknown) => err);
   const undelivered = (await kafka?.close()) ?? 0;
   // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.
-  if (undelivered === 0) journal?.release(END_OF_TIME);
+  if (undelivered === 0 && !outError) journal?.release(END_OF_TIME);
   journal?.close();
   await served?.close();
+  if (outError) throw outError;
 }
 
 const END_OF_TIME = 1n << 64n;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
@@ -21,11 +21,12 @@ import { loadOptions, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/tra
 import { ConfigError } from "@rdma-telemetry/controller";
 import { CaptureError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
+import { prepareOutDir } from "../app/output-dir.js";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
 Usage:
-  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
+  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
                  [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -39,7 +40,7 @@ Usage:
       topology belongs to the i-th capture (one serves all when only one is
       given). RTT needs a compute-side and a storage-side capture. Switches
       are named after their capture files unless --switch-id names them.
-  rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
+  rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...]
@@ -73,6 +74,14 @@ An --out file that already holds records is refused unless --append is given
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
+An --out-dir (the demo's default: demo-out) that already holds files is
+refused unless --force is given, which overwrites the files the command writes
+(npm start passes it).
+
+Numbers: --duration-ms 1 to 86400000 (24 h), --seed 0 to 4294967295, --load
+above 0 and at most 10, --device-id 0 to 18446744073709551615, --cpu-port 0 to
+511 (ports are 9 bits), each in decimal digits.
+
 The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIENT;
 default platformatic, i.e. @platformatic/kafka; see docs/operations.md), with
 up to KAFKA_MAX_IN_FLIGHT produce requests in flight (1 to 5, default 5;
@@ -99,7 +108,8 @@ Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).`;
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology, an
+output that cannot be written).`;
 
 class UsageError extends Error {}
 
@@ -120,16 +130,35 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-function int(v: string | undefined, name: string, def: number): number {
+/** The limits of the numeric options (USAGE lists them). */
+const LIMITS = {
+  "duration-ms": { min: 1, max: 86_400_000, unit: " (24 h)" },
+  seed: { min: 0, max: 0xffff_ffff, unit: "" },
+  "cpu-port": { min: 0, max: 511, unit: " (ports are 9 bits)" },
+} as const;
+
+/** A whole number within the option's limits, written in decimal digits. */
+function int(v: string | undefined, name: keyof typeof LIMITS, def: number): number {
   if (v === undefined) return def;
+  const { min, max, unit } = LIMITS[name];
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer (got '${v}')`);
+  if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}${unit} (got '${v}')`);
   return n;
 }
 
-function positive(n: number, name: string): number {
-  if (n <= 0) throw new UsageError(`--${name} must be at least 1 (got ${n})`);
-  return n;
+function deviceId(v: string | undefined): bigint {
+  if (v === undefined) return 1n;
+  if (!/^\d+$/.test(v) || BigInt(v) >= 1n << 64n) throw new UsageError(`--device-id must be a whole number from 0 to 18446744073709551615 (got '${v}')`);
+  return BigInt(v);
+}
+
+/** The broker list of --kafka-brokers, else KAFKA_BROKERS; undefined when neither is given. */
+function brokerList(flag: string | undefined, env: string | undefined): string[] | undefined {
+  const [text, source] = flag !== undefined ? [flag, "--kafka-brokers"] : [env || undefined, "KAFKA_BROKERS"];
+  if (text === undefined) return undefined;
+  const list = text.split(",").map((b) => b.trim()).filter(Boolean);
+  if (!list.length) throw new UsageError(`${source} names no broker (got '${text}'): give HOST:PORT[,HOST:PORT...]`);
+  return list;
 }
 
 function load(v: string | undefined): number {
@@ -179,9 +208,9 @@ async function closeKafka(kafka: KafkaSink, print: (t: string) => void): Promise
   else print(`Kafka: ${sent} records and digests published; ${kafka.stats.spilledNow} not acknowledged${kafka.stats.lastError ? ` (${kafka.stats.lastError})` : ""} are kept in ${SPILL_DIR} and go out first the next time a command reaches Kafka${kafka.stats.dropped ? `; ${kafka.stats.dropped} dropped (spill full)` : ""}`);
 }
 
-async function kafkaSink(brokers: string | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
+async function kafkaSink(brokers: string[] | undefined, security: () => KafkaSecurity, topics: TopicNames, logger: ReturnType<typeof createLogger>, client: KafkaClientName): Promise<KafkaSink | undefined> {
   if (!brokers) return undefined;
-  const sink = new KafkaSink({ brokers: brokers.split(",").filter(Boolean), client, ...security(), topics, logger, spillDir: SPILL_DIR });
+  const sink = new KafkaSink({ brokers, client, ...security(), topics, logger, spillDir: SPILL_DIR });
   await sink.start();
   return sink;
 }
@@ -198,8 +227,50 @@ async function metricsServer(listen: string | undefined, kafka: KafkaSink | unde
   return { metrics, close: served.close };
 }
 
+/**
+ * The command line parsed, every problem one UsageError naming the option: a
+ * value missing or empty, a value given to a flag, an unknown option. A
+ * negative number after an option is its value (`--seed -1`), refused by the
+ * option's own check.
+ */
+function parseCommandLine<T extends ParseArgsConfig & { args: string[] }>(config: T): ReturnType<typeof parseArgs<T>> {
+  const argv = config.args;
+  const takesValue = (a: string) => a.startsWith("--") && !a.includes("=") && config.options?.[a.slice(2)]?.type === "string";
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") {
+      args.push(...argv.slice(i));
+      break;
+    }
+    const next = argv[i + 1];
+    if (takesValue(a) && next !== undefined && /^-\.?\d/.test(next)) args.push(`${a}=${argv[++i]}`);
+    else args.push(a);
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ ...config, args });
+  } catch (err) {
+    const { code, message } = err as { code?: string; message: string };
+    const option = /'(-[^' ]+)/.exec(message)?.[1] ?? "an option";
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unknown option '${option}' (see --help)`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(/does not take/.test(message) ? `${option} takes no value` : needsValue(option));
+    throw err;
+  }
+  for (const [name, v] of Object.entries(parsed.values)) {
+    if (v === "" || (Array.isArray(v) && v.includes(""))) throw new UsageError(needsValue(`--${name}`));
+  }
+  return parsed;
+}
+
+/** "--out-dir needs a value (--out-dir DIR)": the placeholder as USAGE writes it. */
+function needsValue(option: string): string {
+  const placeholder = new RegExp(`${option} ([A-Z][A-Za-z0-9.:,_]*|[a-z0-9-]+(?:\\|[a-z0-9-]+)+|127[0-9.:A-Z]+)`).exec(USAGE)?.[1];
+  return `${option} needs a value${placeholder ? ` (${option} ${placeholder})` : ""}`;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     allowPositionals: true,
     options: {
@@ -235,6 +306,7 @@ async function main(argv: string[]): Promise<number> {
       dashboard: { type: "boolean" },
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
+      force: { type: "boolean" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -267,7 +339,13 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
+      const seed = int(values.seed, "seed", 1);
+      const durationMs = int(values["duration-ms"], "duration-ms", 3000);
+      const demoLoad = load(values.load);
+      const demoMode = mode(values.mode);
+      const outDir = values["out-dir"] ?? "demo-out";
+      prepareOutDir(outDir, values.force ?? false);
+      const kafka = await kafkaSink(brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS), security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
@@ -276,11 +354,11 @@ async function main(argv: string[]): Promise<number> {
           metrics?.metrics.onRecord(r);
           board?.store.add(r);
         } : undefined,
-        seed: int(values.seed, "seed", 1),
-        durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
-        load: load(values.load),
-        outDir: values["out-dir"] ?? "demo-out",
-        mode: mode(values.mode),
+        seed,
+        durationMs,
+        load: demoLoad,
+        outDir,
+        mode: demoMode,
         logger,
         print,
       });
@@ -319,11 +397,12 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
-      const kafka = await kafkaSink(values["kafka-brokers"] ?? process.env.KAFKA_BROKERS, security, topics(), logger, client());
+      const replayMode = mode(values.mode);
+      const kafka = await kafkaSink(brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS), security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: mode(values.mode), out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: replayMode, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop());
@@ -339,17 +418,20 @@ async function main(argv: string[]): Promise<number> {
       if (!dir) throw new UsageError("generate needs --out-dir DIR");
       const layout = values.layout ?? "two-tor";
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
-      const durationNs = positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000;
+      const durationNs = int(values["duration-ms"], "duration-ms", 2000) * 1_000_000;
+      const seed = int(values.seed, "seed", 1);
+      const generateLoad = loadOptions(load(values.load));
+      prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout, ...loadOptions(load(values.load)) }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
     }
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
-      const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      const brokers = brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS);
+      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
       return 0;
     }
     case "consume": {
@@ -368,7 +450,7 @@ async function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", () => ac.abort());
       await runSwitch({
         listen: values.listen ?? "127.0.0.1:9559",
-        deviceId: BigInt(int(values["device-id"], "device-id", 1)),
+        deviceId: deviceId(values["device-id"]),
         cpuPort: int(values["cpu-port"], "cpu-port", 510),
         p4info: values.p4info,
         deviceConfig: values["device-config"],
