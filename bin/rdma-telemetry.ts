@@ -385,6 +385,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "replay": {
+      const brokers = brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS);
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
       if (topologies.length === 0) throw new UsageError("replay needs --topology FILE");
@@ -398,7 +399,7 @@ async function main(argv: string[]): Promise<number> {
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
       const replayMode = mode(values.mode);
-      const kafka = await kafkaSink(brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS), security, topics(), logger, client());
+      const kafka = await kafkaSink(brokers, security, topics(), logger, client());
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
