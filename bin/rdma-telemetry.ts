@@ -19,7 +19,7 @@ import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { loadOptions, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
 import { ConfigError } from "@rdma-telemetry/controller";
-import { CaptureError } from "@rdma-telemetry/traffic";
+import { CaptureError, WriteError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
 import { prepareOutDir } from "../app/output-dir.js";
 
@@ -485,7 +485,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof WriteError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError || err instanceof ListenError) {

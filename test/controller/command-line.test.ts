@@ -208,6 +208,13 @@ describe("outputs that cannot be written, and pipelines that are not what they s
     expect(existsSync(`${out}.lock`)).toBe(false);
   });
 
+  test.skipIf(!hasPrlimit)("generate into a disk that fills up: one line naming the file, exit 2, the files keep what was written", { timeout: 120_000 }, async () => {
+    const out = join(dir, "filled-captures");
+    const r = await run(["generate", "--out-dir", out, "--duration-ms", "300"], dir, 100_000);
+    expectOneLineNaming(r, `cannot write ${out}/tor-c.pcap`, "generate into a filled-up disk");
+    expect(readFileSync(join(out, "tor-c.pcap")).length).toBe(100_000);
+  });
+
   test("a controller config whose P4Info is the BMv2 JSON, or whose device config is the P4Info, is named", { timeout: 120_000 }, async () => {
     const build = join(root, "p4/build");
     const config = (name: string, pipeline: object) => {

@@ -22,6 +22,7 @@ export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, 
 import { PcapWriter, writePcap } from "./pcap.js";
 import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
 import { buildFrame, Opcode, type RoceFrame } from "./roce.js";
+import { WriteError } from "./errors.js";
 
 export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   seed: 1,
@@ -242,7 +243,8 @@ class LineWriter {
   private readonly fd: number;
   private parts: string[] = [];
   private size = 0;
-  constructor(path: string) {
+  private failed = false;
+  constructor(private readonly path: string) {
     this.fd = openSync(path, "w");
   }
   write(line: string): void {
@@ -251,13 +253,23 @@ class LineWriter {
     if (this.size > 1 << 20) this.flush();
   }
   flush(): void {
-    if (this.parts.length) writeSync(this.fd, this.parts.join(""));
+    const data = Buffer.from(this.parts.join(""));
     this.parts = [];
     this.size = 0;
+    if (this.failed) return;
+    try {
+      for (let off = 0; off < data.length;) off += writeSync(this.fd, data, off, data.length - off);
+    } catch (err) {
+      this.failed = true;
+      throw new WriteError(`cannot write ${this.path}: ${(err as Error).message}; it keeps the lines written before`, { cause: err });
+    }
   }
   close(): void {
-    this.flush();
-    closeSync(this.fd);
+    try {
+      this.flush();
+    } finally {
+      closeSync(this.fd);
+    }
   }
 }
 
@@ -281,6 +293,8 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
   let ios = 0;
   let messages = 0;
   let n = 0;
+  // A write that fails (a full disk) ends the run; every file is closed with what it holds, and the first failure is thrown.
+  let failure: unknown;
   try {
     for (const item of stream) {
       if (item.kind === "packet") {
@@ -294,10 +308,17 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
         messages++;
       }
     }
-  } finally {
-    for (const w of writers.values()) w.close();
-    truth.close();
+  } catch (err) {
+    failure = err;
   }
+  for (const w of [...writers.values(), truth]) {
+    try {
+      w.close();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure) throw failure;
   return {
     switches: stream.switches.map((sw) => ({ name: sw.name, packets: writers.get(sw)!.packets, capture: join(dir, `${sw.name}.pcap`), topology: join(dir, `${sw.name}.topology.json`) })),
     ios,
