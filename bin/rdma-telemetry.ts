@@ -344,8 +344,10 @@ async function main(argv: string[]): Promise<number> {
       const demoLoad = load(values.load);
       const demoMode = mode(values.mode);
       const outDir = values["out-dir"] ?? "demo-out";
+      const brokers = brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS);
+      const [kafkaTopics, kafkaClient, kafkaSecurity] = [topics(), client(), brokers ? security() : undefined];
       prepareOutDir(outDir, values.force ?? false);
-      const kafka = await kafkaSink(brokerList(values["kafka-brokers"], process.env.KAFKA_BROKERS), security, topics(), logger, client());
+      const kafka = await kafkaSink(brokers, () => kafkaSecurity!, kafkaTopics, logger, kafkaClient);
       const metrics = await metricsServer(values["metrics-listen"], kafka, print);
       const board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       await runDemo({
