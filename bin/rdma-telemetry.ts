@@ -265,7 +265,7 @@ function parseCommandLine<T extends ParseArgsConfig & { args: string[] }>(config
 
 /** "--out-dir needs a value (--out-dir DIR)": the placeholder as USAGE writes it. */
 function needsValue(option: string): string {
-  const placeholder = new RegExp(`${option} ([A-Z][A-Za-z0-9.:,_]*|[a-z0-9-]+(?:\\|[a-z0-9-]+)+|127[0-9.:A-Z]+)`).exec(USAGE)?.[1];
+  const placeholder = new RegExp(`${option} ([A-Z][A-Za-z0-9.:,_=]*|[a-z0-9-]+(?:\\|[a-z0-9-]+)+|127[0-9.:A-Z]+)`).exec(USAGE)?.[1];
   return `${option} needs a value${placeholder ? ` (${option} ${placeholder})` : ""}`;
 }
 

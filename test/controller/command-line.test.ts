@@ -124,7 +124,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("an --out-dir that is a file or cannot be made, and a broker list that names no broker", { timeout: 120_000 }, async () => {
+  test("an --out-dir that is a file or cannot be made, a broker list that names no broker, a port out of range", { timeout: 120_000 }, async () => {
     writeFileSync(join(dir, "a-file"), "kept\n");
     const cases = [
       { args: ["generate", "--out-dir", "a-file"], says: "a-file is a file, not a directory" },
@@ -134,6 +134,10 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: ["demo", "--out-dir", "fresh-demo", "--kafka-brokers", ","], says: "--kafka-brokers names no broker" },
       { args: ["replay", "x.pcap", "--topology", "t.json", "--out", "r.jsonl", "--kafka-brokers", " , "], says: "--kafka-brokers names no broker" },
       { args: ["controller", "--config", "c.json", "--kafka-brokers", ","], says: "--kafka-brokers names no broker" },
+      // Ports beyond 65535 in the addresses commands listen on or talk to.
+      { args: ["demo", "--out-dir", "fresh-demo", "--metrics-listen", "127.0.0.1:99999"], says: "--metrics-listen" },
+      { args: ["switch", "--listen", "127.0.0.1:99999"], says: "--listen" },
+      { args: ["mode", "full", "--control", "127.0.0.1:99999"], says: "127.0.0.1:99999" },
     ];
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));
