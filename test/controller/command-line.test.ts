@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
+import { digestsSettled, ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import type { ChildProcess } from "node:child_process";
 
 const root = new URL("../..", import.meta.url).pathname;
 const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
@@ -217,6 +219,39 @@ describe("outputs that cannot be written, and pipelines that are not what they s
     const r = await run(["generate", "--out-dir", out, "--duration-ms", "300"], dir, 100_000);
     expectOneLineNaming(r, `cannot write ${out}/tor-c.pcap`, "generate into a filled-up disk");
     expect(readFileSync(join(out, "tor-c.pcap")).length).toBe(100_000);
+  });
+
+  test.skipIf(!hasPrlimit)("controller --out into a disk that fills up: stopped at the signal with one line, exit 2, the file keeps its whole records", { timeout: 120_000 }, async () => {
+    const children: ChildProcess[] = [];
+    try {
+      const sw = await startSwitch(children);
+      const config = writeControllerConfig(dir, sw.port, "filled");
+      const out = join(dir, "controller-filled.jsonl");
+      const node = [process.execPath, "--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), "controller", "--config", config, "--out", out];
+      const c = spawn("prlimit", ["--fsize=3000", ...node], { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" } });
+      children.push(c);
+      let stdout = "";
+      let stderr = "";
+      c.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      await new Promise<void>((resolve, reject) => {
+        c.stdout.on("data", (d: Buffer) => (stdout += d.toString()).includes("primary on") && resolve());
+        c.once("exit", (code) => reject(new Error(`controller exited (${code}): ${stdout}${stderr}`)));
+      });
+      await ioFeeder()(sw.child, 60);
+      await digestsSettled(sw.child);
+      const status = new Promise<number | null>((r) => c.once("exit", r));
+      c.kill("SIGTERM");
+      expectOneLineNaming({ status: await status, stdout, stderr }, `cannot write ${out}`, "controller into a filled-up file");
+      const m = /; (\d+) records written before it are kept, (\d+) records were not written/.exec(stderr);
+      expect(m, stderr).not.toBeNull();
+      const lines = readFileSync(out, "utf8").split("\n");
+      expect(lines.pop()).toBe("");
+      expect(lines.length).toBe(Number(m![1]));
+      expect(Number(m![2])).toBeGreaterThan(0);
+      expect(existsSync(`${out}.lock`)).toBe(false);
+    } finally {
+      for (const ch of children) await stop(ch, "SIGKILL");
+    }
   });
 
   test("a controller config whose P4Info is the BMv2 JSON, or whose device config is the P4Info, is named", { timeout: 120_000 }, async () => {
