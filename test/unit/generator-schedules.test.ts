@@ -1,5 +1,5 @@
 // The generator's schedules are streamed: the same seed and options give the
-// same traffic, byte for byte, and memory does not grow with the run's length.
+// same traffic, packet for packet, and memory does not grow with the run's length.
 import { createHash } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
