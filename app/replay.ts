@@ -177,7 +177,11 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     // A rotation that takes pairs out of a switch's window: their open I/Os' responses go unwatched there.
     for (const r of rigs) r.controller.on("rotated", (e) => exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs));
     opts.beforeFeed?.(rigs);
-    packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), opts.onProgress);
+    packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), (done, total, tsNs) => {
+      // An output that can no longer be written (disk full) ends the run; closing the sink says what was kept and lost.
+      if (sink?.failed) throw new OutputError(`cannot write ${sink.path}: ${sink.failed.message}`);
+      opts.onProgress?.(done, total, tsNs);
+    });
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
     for (const r of rigs) {

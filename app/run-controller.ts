@@ -107,9 +107,11 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // A journal segment is let go once the records of its lists are in the file (synced) and delivered to Kafka.
   const releases: Array<{ settledBefore: bigint; kafkaMark: number }> = [];
   const release = () => {
-    while (releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
+    while (!jsonl?.failed && releases.length && (!kafka || kafka.settled >= releases[0]!.kafkaMark)) journal?.release(releases.shift()!.settledBefore);
   };
   if (kafka) metrics?.watchKafka(kafka);
+  // An --out file that can no longer be written (disk full) stops the controller.
+  let stop = () => {};
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
@@ -128,6 +130,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
         replayedTo = undefined;
       }
     }
+    if (jsonl?.failed) stop();
   });
   const publishDigests = (b: DigestBatch) => {
     if (!kafka) return;
@@ -182,6 +185,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
+    stop = resolve;
   });
   clearInterval(tick);
   clearInterval(counters);
@@ -190,12 +194,13 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   exporter.finish();
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());
-  await jsonl?.close();
+  const outError = await jsonl?.close().then(() => undefined, (err: unknown) => err);
   const kept = !kafka || (await closeKafka(kafka, o.print));
   // Stopped cleanly with everything written and delivered: the journal holds nothing to replay.
-  if (!kafka || kafka.pending + kafka.stats.dropped === 0) journal?.release(END_OF_TIME);
+  if ((!kafka || kafka.pending + kafka.stats.dropped === 0) && !outError) journal?.release(END_OF_TIME);
   journal?.close();
   await served?.close();
+  if (outError) throw outError;
   return kept ? 0 : 1;
 }
 

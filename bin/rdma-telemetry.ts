@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import { kafkaClientName, kafkaCompression, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaCompression, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
@@ -21,15 +21,16 @@ import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
-import { CaptureError } from "@rdma-telemetry/traffic";
+import { CaptureError, WriteError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
 import { clientToken, ControlTokenError, defaultTokenFile, TOKEN_ENV, type TokenSource } from "../app/control-token.js";
 import { controlRequest, ControlUnreachableError, controlUrl } from "../app/control-client.js";
+import { prepareOutDir } from "../app/output-dir.js";
 
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
 Usage:
-  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR] [--mode full|polling]
+  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
                  [--snaplen BYTES] [--config FILE] [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -48,7 +49,7 @@ Usage:
       --config takes a deployed controller's config file: its mode, polling
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
-  rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
+  rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
@@ -98,6 +99,14 @@ An --out file that already holds records is refused unless --append is given
 records on Kafka; replay takes --forwarded FILE.pcap to write the packets the
 switch forwarded.
 
+An --out-dir (the demo's default: demo-out) that already holds files is
+refused unless --force is given, which overwrites the files the command writes
+(npm start passes it).
+
+Numbers: --duration-ms 1 to 86400000 (24 h), --seed 0 to 4294967295, --load
+above 0 and at most 10, --device-id 0 to 18446744073709551615, --cpu-port 0 to
+511 (ports are 9 bits), each in decimal digits.
+
 The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIENT;
 default platformatic, i.e. @platformatic/kafka; see docs/operations.md), with
 up to KAFKA_MAX_IN_FLIGHT produce requests in flight (1 to 5, default 5;
@@ -125,9 +134,9 @@ Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology).
-A fatal error ends any command: it closes what it listens on, says why in one
-line, and exits non-zero; no signal is needed.`;
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology, an
+output that cannot be written). A fatal error ends any command: it closes what it
+listens on, says why in one line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
@@ -148,23 +157,32 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-function int(v: string | undefined, name: string, def: number): number {
+/** The limits of the numeric options (USAGE lists them). */
+const LIMITS = {
+  "duration-ms": { min: 1, max: 86_400_000, unit: " (24 h)" },
+  seed: { min: 0, max: 0xffff_ffff, unit: "" },
+  "cpu-port": { min: 0, max: 510, unit: " (ports are 9 bits; 511 is the drop port)" },
+  snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
+} as const;
+
+/** A whole number within the option's limits, written in decimal digits. */
+function int(v: string | undefined, name: keyof typeof LIMITS, def: number): number {
   if (v === undefined) return def;
+  const { min, max, unit } = LIMITS[name];
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer (got '${v}')`);
+  if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}${unit} (got '${v}')`);
   return n;
 }
 
 /** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
 function snaplen(v: string | undefined): number {
-  const n = int(v, "snaplen", DEFAULT_SNAPLEN);
-  if (n < MIN_SNAPLEN || n > 262_144) throw new UsageError(`--snaplen must be ${MIN_SNAPLEN} to 262144 bytes (got '${v}'): ${MIN_SNAPLEN} keeps every header the switch reads`);
-  return n;
+  return int(v, "snaplen", DEFAULT_SNAPLEN);
 }
 
-function positive(n: number, name: string): number {
-  if (n <= 0) throw new UsageError(`--${name} must be at least 1 (got ${n})`);
-  return n;
+function deviceId(v: string | undefined): bigint {
+  if (v === undefined) return 1n;
+  if (!/^\d+$/.test(v) || BigInt(v) >= 1n << 64n) throw new UsageError(`--device-id must be a whole number from 0 to 18446744073709551615 (got '${v}')`);
+  return BigInt(v);
 }
 
 function load(v: string | undefined): number {
@@ -225,8 +243,50 @@ async function metricsServer(listen: string | undefined, kafka: KafkaSink | unde
   return { metrics, close: served.close };
 }
 
+/**
+ * The command line parsed, every problem one UsageError naming the option: a
+ * value missing or empty, a value given to a flag, an unknown option. A
+ * negative number after an option is its value (`--seed -1`), refused by the
+ * option's own check.
+ */
+function parseCommandLine<T extends ParseArgsConfig & { args: string[] }>(config: T): ReturnType<typeof parseArgs<T>> {
+  const argv = config.args;
+  const takesValue = (a: string) => a.startsWith("--") && !a.includes("=") && config.options?.[a.slice(2)]?.type === "string";
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") {
+      args.push(...argv.slice(i));
+      break;
+    }
+    const next = argv[i + 1];
+    if (takesValue(a) && next !== undefined && /^-\.?\d/.test(next)) args.push(`${a}=${argv[++i]}`);
+    else args.push(a);
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ ...config, args });
+  } catch (err) {
+    const { code, message } = err as { code?: string; message: string };
+    const option = /'(-[^' ]+)/.exec(message)?.[1] ?? "an option";
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unknown option '${option}' (see --help)`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(/does not take/.test(message) ? `${option} takes no value` : needsValue(option));
+    throw err;
+  }
+  for (const [name, v] of Object.entries(parsed.values)) {
+    if (v === "" || (Array.isArray(v) && v.includes(""))) throw new UsageError(needsValue(`--${name}`));
+  }
+  return parsed;
+}
+
+/** "--out-dir needs a value (--out-dir DIR)": the placeholder as USAGE writes it. */
+function needsValue(option: string): string {
+  const placeholder = new RegExp(`${option} ([A-Z][A-Za-z0-9.:,_=]*|[a-z0-9-]+(?:\\|[a-z0-9-]+)+|127[0-9.:A-Z]+)`).exec(USAGE)?.[1];
+  return `${option} needs a value${placeholder ? ` (${option} ${placeholder})` : ""}`;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     allowPositionals: true,
     options: {
@@ -268,6 +328,7 @@ async function main(argv: string[]): Promise<number> {
       "kafka-topic-prefix": { type: "string" },
       snaplen: { type: "string" },
       ...Object.fromEntries([...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds"].map((f) => [f, { type: "string" as const }])),
+      force: { type: "boolean" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -313,7 +374,17 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
-      const kafka = await kafkaSink(brokerList(), security, topics(), logger, client(), compression());
+      const seed = int(values.seed, "seed", 1);
+      const durationMs = int(values["duration-ms"], "duration-ms", 3000);
+      const demoLoad = load(values.load);
+      const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
+      const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
+      const demoSnaplen = snaplen(values.snaplen);
+      const outDir = values["out-dir"] ?? "demo-out";
+      const brokers = brokerList();
+      const [kafkaTopics, kafkaClient, kafkaCompression, kafkaSecurity] = [topics(), client(), compression(), brokers ? security() : undefined];
+      prepareOutDir(outDir, values.force ?? false);
+      const kafka = await kafkaSink(brokers, () => kafkaSecurity!, kafkaTopics, logger, kafkaClient, kafkaCompression);
       let metrics: Awaited<ReturnType<typeof metricsServer>>;
       let board: Awaited<ReturnType<typeof demoDashboard>> | undefined;
       // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
@@ -335,13 +406,13 @@ async function main(argv: string[]): Promise<number> {
           metrics?.metrics.onRecord(r);
           board?.store.add(r);
         } : undefined,
-        seed: int(values.seed, "seed", 1),
-        durationMs: positive(int(values["duration-ms"], "duration-ms", 3000), "duration-ms"),
-        load: load(values.load),
-        outDir: values["out-dir"] ?? "demo-out",
-        snaplen: snaplen(values.snaplen),
-        deployed: values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined,
-        mode: values.mode !== undefined || values.config === undefined ? mode(values.mode) : undefined,
+        seed,
+        durationMs,
+        load: demoLoad,
+        outDir,
+        snaplen: demoSnaplen,
+        deployed,
+        mode: demoMode,
         logger,
         print,
       }).catch(failed);
@@ -389,6 +460,7 @@ async function main(argv: string[]): Promise<number> {
       if (ids.length > 0 && ids.length !== rest.length) throw new UsageError(`replay got ${rest.length} captures and ${ids.length} --switch-id: give one per capture`);
       const captures = rest.map((path, i) => ({ path, topology: topos[topos.length === 1 ? 0 : i]!, switchId: ids[i] }));
       const t0 = Date.now();
+      const replayMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const kafka = await kafkaSink(brokers, security, topics(), logger, client(), compression());
       let metrics: Awaited<ReturnType<typeof metricsServer>>;
       // A failure ends the command: what is up is closed first (the Kafka sink says what became of its records).
@@ -400,7 +472,7 @@ async function main(argv: string[]): Promise<number> {
       metrics = await metricsServer(values["metrics-listen"], kafka, print).catch(failed);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: values.mode !== undefined || !deployed ? mode(values.mode) : undefined, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: replayMode, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop()).catch(failed);
@@ -416,9 +488,13 @@ async function main(argv: string[]): Promise<number> {
       if (!dir) throw new UsageError("generate needs --out-dir DIR");
       const layout = values.layout ?? "two-tor";
       if (layout !== "two-tor" && layout !== "single") throw new UsageError(`--layout must be two-tor or single (got '${layout}')`);
-      const durationNs = positive(int(values["duration-ms"], "duration-ms", 2000), "duration-ms") * 1_000_000;
+      const durationNs = int(values["duration-ms"], "duration-ms", 2000) * 1_000_000;
+      const seed = int(values.seed, "seed", 1);
+      const generateLoad = loadOptions(load(values.load));
+      const genSnaplen = snaplen(values.snaplen);
+      prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed: int(values.seed, "seed", 1), durationNs, layout, snaplen: snaplen(values.snaplen), ...loadOptions(load(values.load)) }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
@@ -444,7 +520,7 @@ async function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", () => ac.abort());
       await runSwitch({
         listen: values.listen ?? "127.0.0.1:9559",
-        deviceId: BigInt(int(values["device-id"], "device-id", 1)),
+        deviceId: deviceId(values["device-id"]),
         cpuPort: int(values["cpu-port"], "cpu-port", 510),
         p4info: values.p4info,
         deviceConfig: values["device-config"],
@@ -494,7 +570,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof UsageError || err instanceof ControlTokenError || err instanceof ControlUnreachableError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (err instanceof UsageError || err instanceof ControlTokenError || err instanceof ControlUnreachableError || err instanceof SwitchOptionError || err instanceof ConfigError || err instanceof CaptureError || err instanceof OutputError || err instanceof WriteError || err instanceof NoSuchTopicError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`rdma-telemetry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else if (err instanceof KafkaConnectError || err instanceof ListenError) {

@@ -5,7 +5,10 @@
 // starts it anew, for output the caller owns, like the demo's). A lock file
 // beside it refuses a second writer. Lines are buffered and written in
 // blocks; `sync()` (called when an interval closes) writes and fsyncs them.
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+// A write that fails (the disk is full) keeps the whole lines already in the
+// file, cuts off a partial one, and counts every record not written from
+// then on; `close()` then throws an OutputError that says how many of each.
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import { ExporterError } from "./errors.js";
 
@@ -35,7 +38,15 @@ export class JsonlSink {
   private readonly lock: string;
   private buffered: string[] = [];
   private bufferedBytes = 0;
+  /** the file's length: where the next block lands */
+  private size = 0;
+  private failure: NodeJS.ErrnoException | undefined;
+  /** records given to the sink */
   written = 0;
+  /** records in the file */
+  inFile = 0;
+  /** records not written because the file could not be written */
+  lost = 0;
 
   /** Opens `path` at once: a path that cannot be written, or a file in use, is an OutputError before any work starts. */
   constructor(readonly path: string, mode: OutputMode = "create") {
@@ -46,6 +57,7 @@ export class JsonlSink {
         throw new OutputError(`${path} already holds records: choose another file, or append to it`);
       }
       this.fd = openSync(path, mode === "replace" ? "w" : "a");
+      this.size = fstatSync(this.fd).size;
     } catch (err) {
       this.releaseLock();
       if (err instanceof OutputError) throw err;
@@ -87,25 +99,71 @@ export class JsonlSink {
     if (this.bufferedBytes >= BLOCK) this.flush();
   }
 
-  /** Writes the buffered lines. */
+  /** The write error that stopped the output (then every later record is lost), if any. */
+  get failed(): NodeJS.ErrnoException | undefined {
+    return this.failure;
+  }
+
+  /** Writes the buffered lines; after a failed write, counts them as lost. */
   flush(): void {
     if (this.fd === undefined || this.buffered.length === 0) return;
-    writeSync(this.fd, this.buffered.join(""));
+    const lines = this.buffered;
     this.buffered = [];
     this.bufferedBytes = 0;
+    if (this.failure) {
+      this.lost += lines.length;
+      return;
+    }
+    const data = Buffer.from(lines.join(""));
+    let done = 0;
+    try {
+      while (done < data.length) done += writeSync(this.fd, data, done, data.length - done);
+      this.size += data.length;
+      this.inFile += lines.length;
+    } catch (err) {
+      this.failure = err as NodeJS.ErrnoException;
+      // The whole lines that landed stay; a partial last line is cut off.
+      let whole = 0;
+      let end = 0;
+      for (let i = data.indexOf(0x0a); i >= 0 && i < done; i = data.indexOf(0x0a, i + 1)) {
+        whole++;
+        end = i + 1;
+      }
+      try {
+        if (end < done) ftruncateSync(this.fd, this.size + end);
+      } catch {
+        // not a regular file: nothing to cut
+      }
+      this.size += end;
+      this.inFile += whole;
+      this.lost += lines.length - whole;
+    }
   }
 
   /** Writes the buffered lines and makes them durable. */
   sync(): void {
     this.flush();
-    if (this.fd !== undefined) fsyncSync(this.fd);
+    if (this.fd === undefined || this.failure) return;
+    try {
+      fsyncSync(this.fd);
+    } catch (err) {
+      this.failure = err as NodeJS.ErrnoException;
+    }
   }
 
+  /** Writes what is buffered and closes the file; throws an OutputError if a write failed, with what was kept and lost. */
   async close(): Promise<void> {
     if (this.fd === undefined) return;
-    this.sync();
-    closeSync(this.fd);
-    this.fd = undefined;
-    this.releaseLock();
+    try {
+      this.sync();
+      closeSync(this.fd);
+    } finally {
+      this.fd = undefined;
+      this.releaseLock();
+    }
+    if (this.failure) {
+      const { code, message } = this.failure;
+      throw new OutputError(`cannot write ${this.path}: ${code === "ENOSPC" ? "no space left on device (ENOSPC)" : message}; ${this.inFile} records written before it are kept, ${this.lost} records were not written`);
+    }
   }
 }

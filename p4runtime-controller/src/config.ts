@@ -264,13 +264,32 @@ export function checkConfigFiles(c: ControllerConfig): void {
       throw new ConfigError(`${what}: cannot read ${f}`);
     }
   }
-  for (const [what, f] of [["pipeline.p4info", c.pipeline.p4info], ...(c.pipeline.push ? [["pipeline.device_config", c.pipeline.deviceConfig] as const] : [])] as const) {
+  const named: Array<readonly [string, string]> = [["pipeline.p4info", c.pipeline.p4info], ...(c.pipeline.push ? [["pipeline.device_config", c.pipeline.deviceConfig] as const] : [])];
+  const kinds = named.map(([what, f]) => {
     try {
-      JSON.parse(readFileSync(f, "utf8"));
+      return compiledKind(JSON.parse(readFileSync(f!, "utf8")));
     } catch (err) {
       throw new ConfigError(`${what}: ${f} is not JSON (${(err as Error).message}); it must be p4c's BMv2 JSON and P4Info JSON`);
     }
+  });
+  const p4infoKind = kinds[0];
+  if (p4infoKind === "bmv2" || p4infoKind === "bfrt") {
+    throw new ConfigError(`pipeline.p4info: ${c.pipeline.p4info} is ${p4infoKind === "bmv2" ? "a BMv2 JSON" : "a BfRt JSON"} (a device config), not a P4Info; p4c writes the P4Info beside it (*.p4info.json)`);
   }
+  if (kinds[1] === "p4info") {
+    throw new ConfigError(`pipeline.device_config: ${c.pipeline.deviceConfig} is a P4Info, not a device config (the BMv2 JSON, or bfrt.json on Tofino)`);
+  }
+}
+
+/** What a file of a compiled program is, by its top-level keys: a P4Info, a BMv2 JSON, a BfRt JSON, or something else. */
+function compiledKind(v: unknown): "p4info" | "bmv2" | "bfrt" | "other" {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return "other";
+  const o = v as Record<string, unknown>;
+  if ("header_types" in o || "pipelines" in o) return "bmv2";
+  if ("schema_version" in o && "tables" in o) return "bfrt";
+  const hasPreambles = (k: string) => Array.isArray(o[k]) && (o[k] as unknown[]).some((e) => typeof e === "object" && e !== null && "preamble" in e);
+  if ("pkgInfo" in o || ["tables", "actions", "digests"].some(hasPreambles)) return "p4info";
+  return "other";
 }
 
 /**

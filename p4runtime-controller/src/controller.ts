@@ -135,7 +135,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const p4infoText = readFileSync(config.pipeline.p4info, "utf8");
     // Attached (pipeline.push false), the switch's own pipeline is used: no device config.
     const deviceConfig = config.pipeline.push ? readFileSync(config.pipeline.deviceConfig) : undefined;
-    this.schema = P4Schema.fromJson(p4infoText);
+    try {
+      this.schema = P4Schema.fromJson(p4infoText);
+    } catch (err) {
+      throw new ConfigError(`pipeline.p4info: ${config.pipeline.p4info} is not a usable P4Info: ${(err as Error).message}`);
+    }
     const p4info = P4Info.fromJSON(JSON.parse(p4infoText));
     const cookie = createHash("sha256").update(deviceConfig ?? "").update(p4infoText).digest().readBigUInt64BE(0);
     for (const d of this.schema.p4info.digests) this.digestNames.set(d.preamble!.id, d.preamble!.name);

@@ -40,4 +40,20 @@ describe("JSON lines output", () => {
   test("a path that cannot be written is refused at once, naming it", () => {
     expect(() => new JsonlSink(join(dir, "no/such/dir/x.jsonl"))).toThrow(/cannot write .*no\/such\/dir/);
   });
+
+  test.skipIf(!existsSync("/dev/full"))("a full disk: the write fails once, every record after it is counted, close says how many and lets the lock go", async () => {
+    let sink: JsonlSink;
+    try {
+      sink = new JsonlSink("/dev/full", "append");
+    } catch {
+      return; // no right to lock beside /dev/full (not root): refused at once, as any unwritable path
+    }
+    sink.write(rec(1));
+    sink.write(rec(2));
+    sink.sync(); // an interval closed: ENOSPC
+    expect(sink.failed?.code).toBe("ENOSPC");
+    sink.write(rec(3));
+    await expect(sink.close()).rejects.toThrow("cannot write /dev/full: no space left on device (ENOSPC); 0 records written before it are kept, 3 records were not written");
+    expect(existsSync("/dev/full.lock")).toBe(false);
+  });
 });

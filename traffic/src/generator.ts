@@ -15,13 +15,14 @@ import { closeSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } fr
 import { join } from "node:path";
 import { WriteFlow } from "./gradient-workload.js";
 import { Heap } from "./heap.js";
-import { createNvmeQueues, type FabricModel } from "./nvme-workload.js";
+import { createNvmeQueues, type FabricModel, type Source } from "./nvme-workload.js";
 import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture } from "./types.js";
 
 export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture, Topology } from "./types.js";
 import { PcapWriter, writePcap } from "./pcap.js";
 import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
 import { buildFrame, Opcode, type RoceFrame } from "./roce.js";
+import { WriteError } from "./errors.js";
 
 /**
  * Captures keep whole packets by default, so that Wireshark decodes every
@@ -74,16 +75,30 @@ export function loadOptions(load: number): Pick<GeneratorOptions, "ioRate" | "gr
   };
 }
 
-/** mulberry32: small, fast, seeded. */
-function rng(seed: number): () => number {
+/** A seeded random sequence that can set numbers aside for later: `fork` continues from here, `skip` jumps past what it takes. */
+interface Random {
+  (): number;
+  fork(): Random;
+  skip(n: number): void;
+}
+
+const MULBERRY_STEP = 0x6d2b79f5;
+
+/** mulberry32: small, fast, seeded; its state moves by a constant step per number, so skipping n is one multiplication. */
+function rng(seed: number): Random {
   let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
+  const next = (() => {
+    a = (a + MULBERRY_STEP) >>> 0;
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }) as Random;
+  next.fork = () => rng(a);
+  next.skip = (n) => {
+    a = (a + Math.imul(n, MULBERRY_STEP)) >>> 0;
   };
+  return next;
 }
 
 /** What the generator produces, in capture-time order. */
@@ -103,12 +118,6 @@ interface Row {
   t: number;
   seq: number;
   frame: RoceFrame;
-}
-
-/** An event source of the loop: an NVMe queue or a gradient-sync flow. */
-interface Source {
-  nextTime(): number | undefined;
-  step(): void;
 }
 
 /**
@@ -134,22 +143,36 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
   const switches = single ? [torC] : [torC, torS];
 
   function* items(): Generator<TrafficItem> {
-    const rand = rng(o.seed);
     const rows = new Heap<Row>((x, y) => x.t < y.t || (x.t === y.t && x.seq < y.seq));
     let seq = 0;
-    const emit = (sw: SwitchCapture, t: number, frame: RoceFrame) => {
-      const row = { sw, t: Math.round(t), seq: seq++, frame };
-      rows.push(row);
-      return row;
-    };
     const ser = (bytes: number) => Math.ceil(((bytes + 78) * 8 * 1e9) / o.linkBps);
     const active = <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) =>
       o.faults.filter((f): f is Extract<Fault, { kind: K }> => f.kind === kind && t >= f.fromNs && t < f.toNs && (!match || match(f as Extract<Fault, { kind: K }>)));
-    const fabric = (t: number) => (single ? 0 : o.fabricDelayNs + Math.floor(rand() * 200) + active("congestion", t).reduce((a, f) => a + f.extraNs, 0));
     const abs = (t: number) => o.epochNs + BigInt(Math.round(t));
-    const model: FabricModel = { single, torC, torS, rand, emit, fabric, ser, active, abs };
+    /** The fabric as seen by a source drawing from `rand` and placing its packets with `place` (the next sequence number). */
+    const fabricModel = (rand: Random, place: () => number): FabricModel => ({
+      single, torC, torS, rand, ser, active, abs,
+      emit: (sw, t, frame) => {
+        const row = { sw, t: Math.round(t), seq: place(), frame };
+        rows.push(row);
+        return row;
+      },
+      fabric: (t) => (single ? 0 : o.fabricDelayNs + Math.floor(rand() * 200) + active("congestion", t).reduce((a, f) => a + f.extraNs, 0)),
+      ahead: (draws, emits) => {
+        // The numbers and packet places are the ones the work would take now; the shared sequence goes on past them.
+        const r = rand.fork();
+        rand.skip(draws);
+        let next = seq;
+        const end = (seq += emits);
+        return fabricModel(r, () => {
+          if (next >= end) throw new Error("generator: a deferred source sent more packets than it set aside");
+          return next++;
+        });
+      },
+    });
+    const model = fabricModel(rng(o.seed), () => seq++);
 
-    const queues = createNvmeQueues(model, o, hostIp, targetIp);
+    const { queues, keepAlives } = createNvmeQueues(model, o, hostIp, targetIp);
     const messages: MessageTruth[] = [];
     const flows = o.hosts >= 2 ? Array.from({ length: o.hosts }, (_, i) => new WriteFlow(model, o, i, hostIp(i), hostIp((i + 1) % o.hosts), (m) => messages.push(m))) : [];
     const sources = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);
@@ -164,17 +187,34 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
       if (!b) built.set(r.frame, (b = buildFrame(r.frame, o.snaplen)));
       return { kind: "packet", sw: r.sw, timestampNs: abs(r.t), data: b.data, originalLength: b.wireLength };
     };
+    // Keep-alives draw nothing from the shared sequence (their numbers were set
+    // aside): they only need to run before any packet they could precede leaves.
+    const deferred = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);
+    for (const s of keepAlives) {
+      const t = s.nextTime();
+      if (t !== undefined) deferred.push({ s, t });
+    }
+    const runDeferred = (before: number) => {
+      while (deferred.size && deferred.peek()!.t < before) {
+        const d = deferred.pop()!;
+        d.s.step();
+        const t = d.s.nextTime();
+        if (t !== undefined) deferred.push({ s: d.s, t });
+      }
+    };
     let steps = 0;
     for (let top = sources.pop(); top; top = sources.pop()) {
       const now = top.t;
       top.s.step();
       const t = top.s.nextTime();
       if (t !== undefined) sources.push({ s: top.s, t });
+      runDeferred(now);
       // Nothing still to run sends before `now`.
       while (rows.size && rows.peek()!.t < now) yield packet(rows.pop()!);
       for (const m of messages.splice(0)) yield { kind: "message", truth: m };
       if (++steps % 256 === 0) for (const q of queues) for (const truth of q.takeTruths(now)) yield { kind: "io", truth };
     }
+    runDeferred(Infinity);
     while (rows.size) yield packet(rows.pop()!);
     for (const m of messages.splice(0)) yield { kind: "message", truth: m };
     for (const q of queues) for (const truth of q.takeTruths(Infinity)) yield { kind: "io", truth };
@@ -211,7 +251,8 @@ class LineWriter {
   private readonly fd: number;
   private parts: string[] = [];
   private size = 0;
-  constructor(path: string) {
+  private failed = false;
+  constructor(private readonly path: string) {
     this.fd = openSync(path, "w");
   }
   write(line: string): void {
@@ -220,13 +261,23 @@ class LineWriter {
     if (this.size > 1 << 20) this.flush();
   }
   flush(): void {
-    if (this.parts.length) writeSync(this.fd, this.parts.join(""));
+    const data = Buffer.from(this.parts.join(""));
     this.parts = [];
     this.size = 0;
+    if (this.failed) return;
+    try {
+      for (let off = 0; off < data.length;) off += writeSync(this.fd, data, off, data.length - off);
+    } catch (err) {
+      this.failed = true;
+      throw new WriteError(`cannot write ${this.path}: ${(err as Error).message}; it keeps the lines written before`, { cause: err });
+    }
   }
   close(): void {
-    this.flush();
-    closeSync(this.fd);
+    try {
+      this.flush();
+    } finally {
+      closeSync(this.fd);
+    }
   }
 }
 
@@ -250,6 +301,8 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
   let ios = 0;
   let messages = 0;
   let n = 0;
+  // A write that fails (a full disk) ends the run; every file is closed with what it holds, and the first failure is thrown.
+  let failure: unknown;
   try {
     for (const item of stream) {
       if (item.kind === "packet") {
@@ -263,10 +316,17 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
         messages++;
       }
     }
-  } finally {
-    for (const w of writers.values()) w.close();
-    truth.close();
+  } catch (err) {
+    failure = err;
   }
+  for (const w of [...writers.values(), truth]) {
+    try {
+      w.close();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure) throw failure;
   return {
     switches: stream.switches.map((sw) => ({ name: sw.name, packets: writers.get(sw)!.packets, capture: join(dir, `${sw.name}.pcap`), topology: join(dir, `${sw.name}.topology.json`) })),
     ios,

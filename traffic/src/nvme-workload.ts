@@ -60,7 +60,21 @@ export interface FabricModel {
   ser: (bytes: number) => number;
   active: <K extends Fault["kind"]>(kind: K, t: number, match?: (f: Extract<Fault, { kind: K }>) => boolean) => Array<Extract<Fault, { kind: K }>>;
   abs: (t: number) => bigint;
+  /**
+   * The model for work that runs later but must draw the random numbers and
+   * take the packet places it would take now: the next `draws` numbers and
+   * `emits` places are set aside for it, and the shared sequence goes on past them.
+   */
+  ahead: (draws: number, emits: number) => FabricModel;
 }
+
+/** An event source of the generator's loop: an NVMe queue, a gradient-sync flow, an admin queue's keep-alives. */
+export interface Source {
+  nextTime(): number | undefined;
+  step(): void;
+}
+
+const KEEP_ALIVE_PERIOD_NS = 2_500_000_000;
 
 const PSN_MASK = 0xffffff;
 const before = (a: RowRef | undefined, b: RowRef): boolean => a !== undefined && (a.t < b.t || (a.t === b.t && a.seq < b.seq));
@@ -148,7 +162,7 @@ export class Queue {
   private sqhd = 0;
 
   constructor(
-    private readonly m: FabricModel,
+    private m: FabricModel,
     private readonly o: GeneratorOptions,
     readonly hostIndex: number,
     readonly targetIndex: number,
@@ -249,8 +263,28 @@ export class Queue {
     return this.sqhd;
   }
 
+  /**
+   * The admin queue's keep-alives, every 2.5 s from `first` until `endNs`, as
+   * an event source. Each is two packets, each seen by both ToRs (once on a
+   * single switch) and crossing the fabric once (a random number each): the
+   * numbers and packet places of all of them are set aside now, so the
+   * traffic is the same as if they were all sent now, and none is held.
+   */
+  keepAlives(first: number, endNs: number): Source {
+    const n = first < endNs ? Math.ceil((endNs - first) / KEEP_ALIVE_PERIOD_NS) : 0;
+    this.m = this.m.ahead(this.m.single ? 0 : 2 * n, (this.m.single ? 2 : 4) * n);
+    let t = first;
+    return {
+      nextTime: () => (t < endNs ? t : undefined),
+      step: () => {
+        this.keepAlive(t, 0x10 + Math.floor(t / 1e9));
+        t += KEEP_ALIVE_PERIOD_NS;
+      },
+    };
+  }
+
   /** A keep-alive on the admin queue: a command without data and its response. */
-  keepAlive(t: number, cid: number): void {
+  private keepAlive(t: number, cid: number): void {
     const cmd = this.up(t, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: nvmeSqe(0x18, cid, 0, 0n, 0, 0) });
     this.down(cmd.atS + 15_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(cid, 0, this.sqHead(), 0, 0) });
   }
@@ -549,8 +583,9 @@ export class Queue {
  * Controllers set up during the capture show their RDMA CM exchange; all
  * admin queues send keep-alives.
  */
-export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): Queue[] {
+export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): { queues: Queue[]; keepAlives: Source[] } {
   const all: Queue[] = [];
+  const keepAlives: Source[] = [];
   const connectedInCapture = Math.round(o.hosts * o.connectDuringCapture);
   for (let i = 0; i < o.hosts; i++) {
     const style: HostStyle = i % 2 === 0 ? "linux" : "spdk";
@@ -563,7 +598,7 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
         const queue = new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff);
         const ready = connects ? queue.connect(200_000 + i * 150_000 + j * 60_000 + q * 20_000, ((i + 1) << 20 | (j + 1) << 12 | q) >>> 0) : 0;
         if (q === 0) {
-          for (let t = 1_000_000_000 + i * 37_000_000 + j * 11_000_000; t < o.durationNs; t += 2_500_000_000) queue.keepAlive(t, 0x10 + Math.floor(t / 1e9));
+          keepAlives.push(queue.keepAlives(1_000_000_000 + i * 37_000_000 + j * 11_000_000, o.durationNs));
         } else {
           queue.startBursts(ready);
           all.push(queue);
@@ -571,5 +606,5 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
       }
     }
   }
-  return all;
+  return { queues: all, keepAlives };
 }

@@ -1,7 +1,7 @@
 // pcap and pcapng reading (µs and ns resolution, either byte order, truncated
 // snap lengths), whole or as a stream in bounded memory, and pcap writing (ns
 // resolution), whole or as a stream.
-import { TrafficError } from "./errors.js";
+import { TrafficError, WriteError } from "./errors.js";
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 
 export interface CapturedPacket {
@@ -411,6 +411,7 @@ export class PcapWriter {
 
   write(p: PcapRecord): void {
     if (this.fd === undefined) throw new Error(`${this.path}: written after close`);
+    if (this.failed) throw new WriteError(`cannot write ${this.path}: an earlier write failed`);
     const size = 16 + Math.min(p.data.length, this.snaplen);
     if (this.used + size > this.block.length) this.flush();
     this.used = putRecord(this.block, this.used, p, this.snaplen);
@@ -418,17 +419,20 @@ export class PcapWriter {
     this.bytes += size;
   }
 
-  /** Writes out what the block holds. */
+  /** Writes out what the block holds; a failed write is a WriteError, and the writer takes no more. */
   flush(): void {
-    if (this.fd === undefined) return;
+    if (this.fd === undefined || this.failed) return;
     let off = 0;
     try {
       while (off < this.used) off += writeSync(this.fd, this.block, off, this.used - off);
     } catch (err) {
-      throw new Error(`cannot write ${this.path}: ${(err as Error).message}`);
+      this.failed = true;
+      throw new WriteError(`cannot write ${this.path}: ${(err as Error).message}; it keeps the packets written before`, { cause: err });
     }
     this.used = 0;
   }
+
+  private failed = false;
 
   close(): void {
     if (this.fd === undefined) return;
