@@ -134,11 +134,15 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
   const targetIp = (j: number) => ipv4(single ? `10.0.1.${101 + j}` : `10.0.2.${j + 1}`);
   const torC: SwitchCapture = { name: single ? "tor" : "tor-c", topology: { ports: [] }, packets: [] };
   const torS: SwitchCapture = single ? torC : { name: "tor-s", topology: { ports: [] }, packets: [] };
+  // Hosts on ports 1..; targets from 33 and the uplink on 64 while they fit, after the hosts beyond.
+  const small = o.hosts <= 32 && o.targets <= 31;
+  const storagePort = (j: number) => (small ? 33 + j : o.hosts + 1 + j);
+  const fabricPort = small ? 64 : o.hosts + o.targets + 1;
   for (let i = 0; i < o.hosts; i++) torC.topology.ports.push({ port: i + 1, role: "compute", prefixes: [`${ipv4Text(hostIp(i))}/32`] });
-  for (let j = 0; j < o.targets; j++) torS.topology.ports.push({ port: 33 + j, role: "storage", prefixes: [`${ipv4Text(targetIp(j))}/32`] });
+  for (let j = 0; j < o.targets; j++) torS.topology.ports.push({ port: storagePort(j), role: "storage", prefixes: [`${ipv4Text(targetIp(j))}/32`] });
   if (!single) {
-    torC.topology.ports.push({ port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] });
-    torS.topology.ports.push({ port: 64, role: "fabric", prefixes: ["0.0.0.0/0"] });
+    torC.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: ["0.0.0.0/0"] });
+    torS.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: ["0.0.0.0/0"] });
   }
   const switches = single ? [torC] : [torC, torS];
 

@@ -590,9 +590,12 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
   for (let i = 0; i < o.hosts; i++) {
     const style: HostStyle = i % 2 === 0 ? "linux" : "spdk";
     for (let j = 0; j < o.targets; j++) {
-      // QPNs come from each side's HCA: unique per host, unique per target.
-      const hostQpn = (q: number) => 0x100 + ((j * 16 + q) * 7 + i) % 0xf00 + 0x40 * j;
-      const targetQpn = (q: number) => 0x4000 + i * 64 + q * 3 + j * 0x1000;
+      // QPNs come from each side's HCA: unique per host, unique per target
+      // (beyond 15 queues per host or 64 hosts, allocated in sequence).
+      const small = o.queuesPerHost < 16 && o.hosts <= 64;
+      const perTarget = o.queuesPerHost + 1;
+      const hostQpn = (q: number) => (small ? 0x100 + ((j * 16 + q) * 7 + i) % 0xf00 + 0x40 * j : 0x100 + j * perTarget + q);
+      const targetQpn = (q: number) => (small ? 0x4000 + i * 64 + q * 3 + j * 0x1000 : 0x4000 + i * perTarget + q);
       const connects = i < connectedInCapture;
       for (let q = 0; q <= o.queuesPerHost; q++) {
         const queue = new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff);
