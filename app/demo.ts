@@ -21,6 +21,8 @@ export interface DemoOptions {
   outDir: string;
   /** bytes of each packet the captures keep (default: whole packets) */
   snaplen?: number;
+  /** the fabric's size: hosts, targets, I/O queues per host on each target (the generator's defaults where omitted) */
+  scale?: { hosts?: number; targets?: number; queuesPerHost?: number };
   /** full or polling; from `deployed` when omitted */
   mode?: "full" | "polling";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
@@ -50,7 +52,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // Generated straight into the captures and the ground truth, then replayed
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
-  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}) }, (simNs) => {
+  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...o.scale }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -31,7 +31,8 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
-                 [--snaplen BYTES] [--config FILE] [--dashboard [--listen 127.0.0.1:8080]]
+                 [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N]
+                 [--dashboard [--listen 127.0.0.1:8080]]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
@@ -50,9 +51,12 @@ Usage:
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
-                 [--snaplen BYTES]
+                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
+      --hosts, --targets and --queues-per-host size the fabric (default 4, 2
+      and 4: each host has a controller on every target, with an admin queue
+      and that many I/O queues; 2,000 I/Os per second per host at load 1).
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
@@ -162,6 +166,9 @@ const LIMITS = {
   "duration-ms": { min: 1, max: 86_400_000, unit: " (24 h)" },
   seed: { min: 0, max: 0xffff_ffff, unit: "" },
   "cpu-port": { min: 0, max: 510, unit: " (ports are 9 bits; 511 is the drop port)" },
+  hosts: { min: 1, max: 200, unit: " (10.0.1.1 on)" },
+  targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
+  "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
   snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
 } as const;
 
@@ -177,6 +184,15 @@ function int(v: string | undefined, name: keyof typeof LIMITS, def: number): num
 /** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
 function snaplen(v: string | undefined): number {
   return int(v, "snaplen", DEFAULT_SNAPLEN);
+}
+
+/** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
+function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number } {
+  const out: { hosts?: number; targets?: number; queuesPerHost?: number } = {};
+  if (values.hosts !== undefined) out.hosts = int(values.hosts, "hosts", 0);
+  if (values.targets !== undefined) out.targets = int(values.targets, "targets", 0);
+  if (values["queues-per-host"] !== undefined) out.queuesPerHost = int(values["queues-per-host"], "queues-per-host", 0);
+  return out;
 }
 
 function deviceId(v: string | undefined): bigint {
@@ -294,6 +310,9 @@ async function main(argv: string[]): Promise<number> {
       version: { type: "boolean" },
       "log-level": { type: "string" },
       "duration-ms": { type: "string" },
+      hosts: { type: "string" },
+      targets: { type: "string" },
+      "queues-per-host": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
       "out-dir": { type: "string" },
@@ -380,6 +399,7 @@ async function main(argv: string[]): Promise<number> {
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
+      const demoScale = scale(values);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
       const [kafkaTopics, kafkaClient, kafkaCompression, kafkaSecurity] = [topics(), client(), compression(), brokers ? security() : undefined];
@@ -411,6 +431,7 @@ async function main(argv: string[]): Promise<number> {
         load: demoLoad,
         outDir,
         snaplen: demoSnaplen,
+        scale: demoScale,
         deployed,
         mode: demoMode,
         logger,
@@ -492,9 +513,11 @@ async function main(argv: string[]): Promise<number> {
       const seed = int(values.seed, "seed", 1);
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
+      const genScale = scale(values);
+      if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
       prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
