@@ -16,6 +16,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 import type { TelemetryController } from "@rdma-telemetry/controller";
 import { DEFAULT_TOPICS, type KafkaSink, type TopicNames } from "@rdma-telemetry/exporter";
+import { LabeledHistogram } from "./prometheus-histogram.js";
 
 export interface TelemetryMetricsOptions {
   /** host–target pairs (with op) whose latest interval quantiles are kept as gauges */
@@ -63,8 +64,8 @@ export class TelemetryMetrics {
   private readonly records: Counter<"type" | "topic">;
   private readonly latestStats = new Map<string, SwitchStatsJson>();
   private readonly incomplete = new Map<string, number>();
-  private readonly ioLatency: Histogram<"switch" | "host" | "target" | "op" | "figure">;
-  private readonly flowLatency: Record<"fct" | "gap", Histogram<string>>;
+  private readonly ioLatency: LabeledHistogram;
+  private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
   private readonly flowGauges: Record<"fet" | "fnr", Gauge<string>>;
   private readonly flowCounters: Record<"ecn" | "cnp" | "messages", Counter<string>>;
   private readonly pairs: BoundedSeries;
@@ -103,12 +104,12 @@ export class TelemetryMetrics {
         for (const [sw, n] of incomplete) this.inc({ switch: sw }, n);
       },
     });
-    const buckets = [...LATENCY_BUCKETS_SECONDS];
-    this.ioLatency = new Histogram({ name: "rdma_telemetry_io_latency_seconds", help: "I/O figures (figure: e2e_c, e2e_s, rtt, dal, dpl) of every I/O record, per host–target pair and op", labelNames: ["switch", "host", "target", "op", "figure"], buckets, registers: [register] });
+    const buckets = LATENCY_BUCKETS_SECONDS;
+    this.ioLatency = new LabeledHistogram("rdma_telemetry_io_latency_seconds", "I/O figures (figure: e2e_c, e2e_s, rtt, dal, dpl) of every I/O record, per host–target pair and op", ["switch", "host", "target", "op", "figure"], buckets);
     const flowLabels = ["switch", "src", "dst", "dest_qp"];
     this.flowLatency = {
-      fct: new Histogram({ name: "rdma_telemetry_flow_fct_seconds", help: "FCT of every message record, per flow", labelNames: flowLabels, buckets, registers: [register] }),
-      gap: new Histogram({ name: "rdma_telemetry_flow_gap_seconds", help: "Gap (GPU idle) before every message record that has one, per flow", labelNames: flowLabels, buckets, registers: [register] }),
+      fct: new LabeledHistogram("rdma_telemetry_flow_fct_seconds", "FCT of every message record, per flow", flowLabels, buckets),
+      gap: new LabeledHistogram("rdma_telemetry_flow_gap_seconds", "Gap (GPU idle) before every message record that has one, per flow", flowLabels, buckets),
     };
     this.flowGauges = {
       fet: new Gauge({ name: "rdma_telemetry_flow_fet_bytes_per_second", help: "Latest closed interval's median FET per flow", labelNames: flowLabels, registers: [register] }),
@@ -124,6 +125,17 @@ export class TelemetryMetrics {
       for (const m of [...Object.values(this.flowLatency), ...Object.values(this.flowGauges), ...Object.values(this.flowCounters)]) m.remove(l);
     });
     this.rotation = new Histogram({ name: "rdma_telemetry_rotation_duration_seconds", help: "Polling rotation: the window's move to the switch's acknowledgement", labelNames: ["switch"], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [register] });
+  }
+
+  /** The text format of every metric: prom-client's registry, then the latency histograms. */
+  async text(): Promise<string> {
+    return (await this.registry.metrics()) + [this.ioLatency, this.flowLatency.fct, this.flowLatency.gap].map((h) => h.text()).join("");
+  }
+
+  /** Every metric family served, with its type and label names. */
+  async families(): Promise<Array<{ name: string; type: string; labelNames: string[] }>> {
+    const own = (await this.registry.getMetricsAsJSON()).map((f) => ({ name: f.name, type: String(f.type), labelNames: [...((this.registry.getSingleMetric(f.name) as unknown as { labelNames?: string[] }).labelNames ?? [])] }));
+    return [...own, ...[this.ioLatency, this.flowLatency.fct, this.flowLatency.gap].map((h) => ({ name: h.name, type: "histogram", labelNames: [...h.labelNames] }))];
   }
 
   private topicOf(r: RecordJson): string {
@@ -210,7 +222,7 @@ export class TelemetryMetrics {
         res.writeHead(404).end("only /metrics here\n");
         return;
       }
-      this.registry.metrics().then(
+      this.text().then(
         (text) => res.writeHead(200, { "content-type": this.registry.contentType }).end(text),
         (err: unknown) => res.writeHead(500).end(String(err)),
       );
