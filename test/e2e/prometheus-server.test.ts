@@ -66,9 +66,11 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   const samples = async (metric: string) =>
     ((await api(`${metric}{job="demo"}[${window}]`, to))[0]?.values ?? []).filter(([t]) => t >= from).map(([t, v]) => [t, Number(v)] as const);
   const up = await samples("up");
-  const durations = (await samples("scrape_duration_seconds")).map(([, v]) => v).sort((a, b) => a - b);
+  const timed = await samples("scrape_duration_seconds");
+  const durations = timed.map(([, v]) => v).sort((a, b) => a - b);
+  const slow = timed.filter(([, v]) => v > 0.1).map(([t, v]) => `${(v * 1000).toFixed(0)} ms at ${(t - from).toFixed(0)} s (${t < generated ? "generating" : "replaying"})`);
   const q = (p: number) => durations[Math.min(durations.length - 1, Math.ceil(p * durations.length) - 1)]!;
-  console.log(`prometheus: ${up.length} scrapes of the demo (${up.filter(([t]) => t < generated).length} while it generated), scrape_duration_seconds p50 ${(q(0.5) * 1000).toFixed(1)} ms, p99 ${(q(0.99) * 1000).toFixed(1)} ms, max ${(durations.at(-1)! * 1000).toFixed(1)} ms`);
+  console.log(`prometheus: ${up.length} scrapes of the demo (${up.filter(([t]) => t < generated).length} while it generated), scrape_duration_seconds p50 ${(q(0.5) * 1000).toFixed(1)} ms, p99 ${(q(0.99) * 1000).toFixed(1)} ms, max ${(durations.at(-1)! * 1000).toFixed(1)} ms; over 100 ms: ${slow.join(", ") || "none"}; the replay ended at ${(to + 1 - from).toFixed(0)} s`);
   expect(up.length).toBeGreaterThanOrEqual(3);
   expect(up.filter(([t]) => t < generated).length).toBeGreaterThan(0);
   expect(up.filter(([, v]) => v !== 1), promLog).toEqual([]);
