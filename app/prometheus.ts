@@ -19,9 +19,9 @@ import { DEFAULT_TOPICS, type KafkaSink, type TopicNames } from "@rdma-telemetry
 import { LabeledHistogram } from "./prometheus-histogram.js";
 
 export interface TelemetryMetricsOptions {
-  /** host–target pairs (with op) whose latest interval quantiles are kept as gauges */
+  /** host–target pairs (with op) whose latency histograms are kept (the newest) */
   maxPairs?: number;
-  /** flows whose latest interval figures are kept as gauges */
+  /** flows whose histograms, gauges and counters are kept (the newest) */
   maxFlows?: number;
   topics?: TopicNames;
 }
