@@ -45,21 +45,47 @@ function* prefix(packets: Iterable<FeedPacket>): Generator<FeedPacket> {
  * read: a capture may be an array or a stream opened for this scan alone.
  */
 export function estimateAlignments(captures: ReadonlyArray<Iterable<FeedPacket>>): bigint[] {
+  const steps = alignmentSteps(captures);
+  for (;;) {
+    const s = steps.next();
+    if (s.done) return s.value;
+  }
+}
+
+/** estimateAlignments giving the event loop a turn every `sliceMs` of scanning (a process serving /metrics keeps answering). */
+export async function estimateAlignmentsAsync(captures: ReadonlyArray<Iterable<FeedPacket>>, sliceMs = 10): Promise<bigint[]> {
+  const steps = alignmentSteps(captures);
+  let since = performance.now();
+  for (;;) {
+    const s = steps.next();
+    if (s.done) return s.value;
+    if (performance.now() - since >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+  }
+}
+
+/** The scan of estimateAlignments, pausing (yield) every 1024 packets. */
+function* alignmentSteps(captures: ReadonlyArray<Iterable<FeedPacket>>): Generator<void, bigint[]> {
+  let n = 0;
   const first = captures[0];
   if (!first || captures.length === 1) return captures.map(() => 0n);
   const seen = new Map<string, bigint>();
   let firstStart: bigint | undefined;
   for (const p of prefix(first)) {
+    if ((++n & 1023) === 0) yield;
     firstStart ??= p.timestampNs;
     const k = roceKey(p.data);
     if (k !== undefined && !seen.has(k)) seen.set(k, p.timestampNs);
   }
-  return captures.map((packets, idx) => {
-    if (idx === 0) return 0n;
+  const out: bigint[] = [0n];
+  for (const packets of captures.slice(1)) {
     const diffs: bigint[] = [];
     const used = new Set<string>();
     let start: bigint | undefined;
     for (const p of prefix(packets)) {
+      if ((++n & 1023) === 0) yield;
       start ??= p.timestampNs;
       const k = roceKey(p.data);
       if (k === undefined || used.has(k)) continue;
@@ -67,8 +93,12 @@ export function estimateAlignments(captures: ReadonlyArray<Iterable<FeedPacket>>
       const t0 = seen.get(k);
       if (t0 !== undefined) diffs.push(t0 - p.timestampNs);
     }
-    if (diffs.length === 0) return (firstStart ?? 0n) - (start ?? 0n);
+    if (diffs.length === 0) {
+      out.push((firstStart ?? 0n) - (start ?? 0n));
+      continue;
+    }
     diffs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return diffs[diffs.length >> 1]!;
-  });
+    out.push(diffs[diffs.length >> 1]!);
+  }
+  return out;
 }

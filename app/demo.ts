@@ -4,7 +4,7 @@
 // with a live summary. The captures, topologies and ground truth are written
 // beside the records, so the run can be replayed and checked.
 import { join } from "node:path";
-import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStream, type Fault } from "@rdma-telemetry/traffic";
+import { loadOptions, readTruth, TRUTH_FILE, writeTrafficStreamAsync, type Fault } from "@rdma-telemetry/traffic";
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 import type { RecordSink } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
@@ -52,7 +52,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // Generated straight into the captures and the ground truth, then replayed
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
-  const traffic = writeTrafficStream(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...o.scale }, (simNs) => {
+  // Generation gives the event loop a turn every few ms: /metrics answers meanwhile.
+  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...o.scale }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);

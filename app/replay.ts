@@ -9,7 +9,7 @@ import { JsonlSink, OutputError, type OutputMode } from "@rdma-telemetry/exporte
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { ControllerConfig, Mode } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
-import { ALIGNMENT_SCAN_PACKETS, estimateAlignments } from "./clock-alignment.js";
+import { ALIGNMENT_SCAN_PACKETS, estimateAlignmentsAsync } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
 import type { Topology } from "./topology.js";
 
@@ -106,7 +106,7 @@ function readAhead(packets: Iterable<FeedPacket>, n: number): { head: FeedPacket
  * clock, from the first packets of each. A stream is scanned through its
  * `rescan`, else its first packets are read ahead (and replayed from memory).
  */
-function alignSwitches(switches: readonly ReplaySwitch[]): { alignments: bigint[]; packets: Array<Iterable<FeedPacket>> } {
+async function alignSwitches(switches: readonly ReplaySwitch[]): Promise<{ alignments: bigint[]; packets: Array<Iterable<FeedPacket>> }> {
   const packets = switches.map((s): Iterable<FeedPacket> => s.packets);
   if (switches.length < 2) return { alignments: switches.map(() => 0n), packets };
   const scans = switches.map((s, i): Iterable<FeedPacket> => {
@@ -118,7 +118,7 @@ function alignSwitches(switches: readonly ReplaySwitch[]): { alignments: bigint[
     packets[i] = ahead.all;
     return ahead.head;
   });
-  return { alignments: estimateAlignments(scans), packets };
+  return { alignments: await estimateAlignmentsAsync(scans), packets };
 }
 
 /** Replays one or more switches' captures (merged by time) and exports records. */
@@ -162,7 +162,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     // Each capture is a switch with its own clock: records keep it exactly (the
     // switch's clock starts at its first packet), and the switches are
     // compared on a common clock read off the packets they share.
-    const aligned = alignSwitches(switches);
+    const aligned = await alignSwitches(switches);
     rigs.forEach((r, i) => exporter.metrics.setClockAlignment(r.options.name, aligned.alignments[i]!));
     for (const r of rigs) {
       await r.start((b) => {

@@ -297,6 +297,33 @@ export interface WrittenTraffic {
  * memory bounded by what is in flight, whatever the duration.
  */
 export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void): WrittenTraffic {
+  const steps = writeSteps(dir, opts, onProgress);
+  for (;;) {
+    const s = steps.next();
+    if (s.done) return s.value;
+  }
+}
+
+/**
+ * writeTrafficStream that gives the event loop a turn every `sliceMs` of
+ * generation, so that a process serving requests meanwhile (/metrics, the
+ * control socket) keeps answering.
+ */
+export async function writeTrafficStreamAsync(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void, sliceMs = 10): Promise<WrittenTraffic> {
+  const steps = writeSteps(dir, opts, onProgress);
+  let since = performance.now();
+  for (;;) {
+    const s = steps.next();
+    if (s.done) return s.value;
+    if (performance.now() - since >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+  }
+}
+
+/** The writing of writeTrafficStream, pausing (yield) every 256 items. */
+function* writeSteps(dir: string, opts: Partial<GeneratorOptions>, onProgress?: (simulatedNs: number) => void): Generator<void, WrittenTraffic> {
   mkdirSync(dir, { recursive: true });
   const stream = streamTraffic(opts);
   const writers = new Map(stream.switches.map((sw) => [sw, new PcapWriter(join(dir, `${sw.name}.pcap`), { snaplen: stream.options.snaplen })]));
@@ -307,6 +334,7 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
   let n = 0;
   // A write that fails (a full disk) ends the run; every file is closed with what it holds, and the first failure is thrown.
   let failure: unknown;
+  let items = 0;
   try {
     for (const item of stream) {
       if (item.kind === "packet") {
@@ -319,6 +347,7 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
         truth.write(truthLine("message", item.truth));
         messages++;
       }
+      if ((++items & 0xff) === 0) yield;
     }
   } catch (err) {
     failure = err;

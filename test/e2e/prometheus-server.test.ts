@@ -1,0 +1,80 @@
+// Debian's Prometheus server scrapes a demo's /metrics every second (scrape
+// timeout 1 s) while the demo generates its traffic and replays it: no
+// scrape fails (`up` is 1 at every scrape), and the served histograms answer
+// histogram_quantile through its HTTP API. It prints the scrape durations'
+// p50, p99 and max as Prometheus measured them (scrape_duration_seconds).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, expect, test } from "vitest";
+import { startCli } from "../support/cli.js";
+import { freePort, waitForPort } from "../support/net.js";
+import { until } from "../support/wait.js";
+
+const have = spawnSync("prometheus", ["--version"], { encoding: "utf8" }).status === 0;
+// CI installs Debian's prometheus (.ci/run): there the test must run, never skip.
+if (!have && process.env.CI) throw new Error("prometheus not found: .ci/run installs Debian's prometheus package");
+
+const dir = mkdtempSync(join(tmpdir(), "prometheus-server-"));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Vector = Array<{ metric: Record<string, string>; value?: [number, string]; values?: Array<[number, string]> }>;
+
+test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape failed, during generation and replay", async () => {
+  const metricsPort = await freePort();
+  const apiPort = await freePort();
+  const config = join(dir, "prometheus.yml");
+  writeFileSync(config, [
+    "global:",
+    "  scrape_interval: 1s",
+    "  scrape_timeout: 1s",
+    "scrape_configs:",
+    "  - job_name: demo",
+    "    static_configs:",
+    `      - targets: ["127.0.0.1:${metricsPort}"]`,
+    "",
+  ].join("\n"));
+  const prom = spawn("prometheus", [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, "tsdb")}`, `--web.listen-address=127.0.0.1:${apiPort}`, "--log.level=warn"], { stdio: ["ignore", "ignore", "pipe"] });
+  children.push(prom);
+  let promLog = "";
+  prom.stderr!.on("data", (d: Buffer) => (promLog += d.toString()));
+  await waitForPort(apiPort, 30_000);
+  const api = async (query: string, time: number): Promise<Vector> => {
+    const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/query?query=${encodeURIComponent(query)}&time=${time}`);
+    const body = (await res.json()) as { status: string; data: { result: Vector } };
+    expect(body.status, query).toBe("success");
+    return body.data.result;
+  };
+
+  const demo = startCli(["demo", "--duration-ms", "2000", "--out-dir", join(dir, "demo"), "--metrics-listen", `127.0.0.1:${metricsPort}`], dir, children);
+  await until(() => demo.out().includes("metrics: "), 30_000, () => demo.out());
+  const from = Date.now() / 1000;
+  await until(() => demo.out().includes("generated "), 120_000, () => demo.out());
+  const generated = Date.now() / 1000;
+  await until(() => demo.out().includes("records: "), 300_000, () => demo.out());
+  // The last scrapes while the demo still serves: those that began a second before it closed its listener.
+  const to = Date.now() / 1000 - 1;
+  expect(await demo.exited).toBe(0);
+  // Prometheus stores a scrape's samples at its start; give the last ones time to land.
+  await new Promise((r) => setTimeout(r, 1500));
+  const window = `${Math.floor(to - from) + 2}s`;
+  const samples = async (metric: string) =>
+    ((await api(`${metric}{job="demo"}[${window}]`, to))[0]?.values ?? []).filter(([t]) => t >= from).map(([t, v]) => [t, Number(v)] as const);
+  const up = await samples("up");
+  const timed = await samples("scrape_duration_seconds");
+  const durations = timed.map(([, v]) => v).sort((a, b) => a - b);
+  const slow = timed.filter(([, v]) => v > 0.1).map(([t, v]) => `${(v * 1000).toFixed(0)} ms at ${(t - from).toFixed(0)} s (${t < generated ? "generating" : "replaying"})`);
+  const q = (p: number) => durations[Math.min(durations.length - 1, Math.ceil(p * durations.length) - 1)]!;
+  console.log(`prometheus: ${up.length} scrapes of the demo (${up.filter(([t]) => t < generated).length} while it generated), scrape_duration_seconds p50 ${(q(0.5) * 1000).toFixed(1)} ms, p99 ${(q(0.99) * 1000).toFixed(1)} ms, max ${(durations.at(-1)! * 1000).toFixed(1)} ms; over 100 ms: ${slow.join(", ") || "none"}; the replay ended at ${(to + 1 - from).toFixed(0)} s`);
+  expect(up.length).toBeGreaterThanOrEqual(3);
+  expect(up.filter(([t]) => t < generated).length).toBeGreaterThan(0);
+  expect(up.filter(([, v]) => v !== 1), promLog).toEqual([]);
+  // The histograms as Prometheus users read them: p99 DAL over the fabric.
+  const p99 = await api(`histogram_quantile(0.99, sum by (le) (rdma_telemetry_io_latency_seconds_bucket{figure="dal"}))`, to);
+  expect(Number(p99[0]?.value?.[1])).toBeGreaterThan(0);
+}, 600_000);
