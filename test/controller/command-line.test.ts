@@ -133,9 +133,9 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: ["generate", "--out-dir", "a-file/sub"], says: "a-file is a file, not a directory" },
       { args: ["generate", "--out-dir", "/proc/rdma-telemetry-test/out"], says: "cannot create /proc/rdma-telemetry-test" },
       { args: ["demo", "--out-dir", "a-file"], says: "a-file is a file, not a directory" },
-      { args: ["demo", "--out-dir", "fresh-demo", "--kafka-brokers", ","], says: "--kafka-brokers names no broker" },
-      { args: ["replay", "x.pcap", "--topology", "t.json", "--out", "r.jsonl", "--kafka-brokers", " , "], says: "--kafka-brokers names no broker" },
-      { args: ["controller", "--config", "c.json", "--kafka-brokers", ","], says: "--kafka-brokers names no broker" },
+      { args: ["demo", "--out-dir", "fresh-demo", "--kafka-brokers", ","], says: "--kafka-brokers: no broker given" },
+      { args: ["replay", "x.pcap", "--topology", "t.json", "--out", "r.jsonl", "--kafka-brokers", " , "], says: "--kafka-brokers: no broker given" },
+      { args: ["controller", "--config", "c.json", "--kafka-brokers", ","], says: "--kafka-brokers: no broker given" },
       // Ports beyond 65535 in the addresses commands listen on or talk to.
       { args: ["demo", "--out-dir", "fresh-demo", "--metrics-listen", "127.0.0.1:99999"], says: "--metrics-listen" },
       { args: ["switch", "--listen", "127.0.0.1:99999"], says: "--listen" },
