@@ -21,7 +21,13 @@ export class ControlUnreachableError extends Error {
 }
 
 export function controlUrl(target: string, ca?: unknown): URL {
-  const url = new URL(/^[a-z]+:\/\//i.test(target) ? target : `${ca ? "https" : "http"}://${target}`);
+  let url: URL;
+  try {
+    url = new URL(/^[a-z]+:\/\//i.test(target) ? target : `${ca ? "https" : "http"}://${target}`);
+  } catch {
+    // e.g. a port beyond 65535
+    throw new RangeError(`--control must be HOST:PORT (a port 1-65535) or an http(s):// URL (got '${target}')`);
+  }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new RangeError(`--control must be HOST:PORT or an http(s):// URL (got '${target}')`);
   if (ca && url.protocol !== "https:") throw new RangeError(`--control-ca is for an https:// control endpoint (got '${target}')`);
   return url;
