@@ -36,12 +36,19 @@ export interface RunControllerOptions {
   kafkaClient?: KafkaClientName;
   /** the topics to publish on (default rdma.io.v1, ...) */
   topics?: TopicNames;
+  /**
+   * Publish the raw digests and the switch's switch_stats only: the records
+   * made from digests come from an exporter group (`rdma-telemetry exporter`).
+   */
+  digestsOnly?: boolean;
   logger: Logger;
   print: (t: string) => void;
 }
 
 export async function runController(o: RunControllerOptions): Promise<void> {
   const config = loadConfig(o.configFile);
+  if (o.digestsOnly && !o.brokers?.length) throw new ConfigError("--digests-only publishes on Kafka: it needs --kafka-brokers (or KAFKA_BROKERS)");
+  if (o.digestsOnly && o.out) throw new ConfigError("--digests-only writes no records: drop --out (the exporter group makes the records)");
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
   const control = config.controlPort
@@ -59,7 +66,9 @@ export async function runController(o: RunControllerOptions): Promise<void> {
     : undefined;
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);
-  const exporter = new Exporter();
+  // Digests only: this controller still tracks its switch's sequence, losses and
+  // counters (it alone sees the whole sequence) and publishes them as switch_stats.
+  const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false } : {});
   exporter.metrics.coverage = () => controller.coverage();
   let jsonl: JsonlSink | undefined;
   try {
@@ -90,7 +99,7 @@ export async function runController(o: RunControllerOptions): Promise<void> {
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
-    if (kafka && !kafkaDedupe?.written(r)) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
+    if (kafka && !kafkaDedupe?.written(r) && (!o.digestsOnly || r.type === "switch_stats")) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
     if (r.type === "switch_stats" && journal) {
       // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();

@@ -7,6 +7,7 @@ import { KafkaSink } from "@rdma-telemetry/exporter";
 import { kafkaClientName, kafkaMaxInFlight, KafkaConnectError, type KafkaClientName, type KafkaSecurity, type TopicNames } from "@rdma-telemetry/exporter";
 import { KAFKA_SECURITY_FLAGS, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { runController } from "../app/run-controller.js";
+import { runExporterGroup } from "../app/exporter-command.js";
 import { runDemo } from "../app/demo.js";
 import { parsePcapIn, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
@@ -42,12 +43,22 @@ Usage:
   rdma-telemetry generate --out-dir DIR [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
       Writes generated captures, topologies and their ground truth.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
-                 [--kafka-brokers HOST:PORT,...]
+                 [--kafka-brokers HOST:PORT,...] [--digests-only]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
       and a controller restarted on the same journal (and --out --append)
       replays what an earlier run had not settled, writing no record twice.
+      With --digests-only it publishes the raw digests (rdma.digest.v1) and
+      its switch's switch_stats, and no other record: an exporter group makes
+      them (for fabrics whose I/Os cross switches driven by other controllers).
+  rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...]
+      A member of an exporter group: consumes the digests that controllers
+      publish with --digests-only (rdma.digest.v1) in consumer group ID
+      (default rdma-telemetry-exporter), joins both vantages of each I/O and
+      publishes the records exactly once (Kafka transactions). Run as many as
+      the digest topic has partitions. With --switch-id, digests of other
+      switches are counted and dropped. Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-out DIR]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
@@ -65,7 +76,7 @@ Usage:
       rdma-telemetry-dashboard-HOST-PID) from now on, or from the topics'
       beginning; keeps the last 300 intervals, 128 pairs and 128 flows in memory.
 
-Demo, replay and controller take --metrics-listen HOST:PORT to serve
+Demo, replay, controller and exporter take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
 
 An --out file that already holds records is refused unless --append is given
@@ -103,7 +114,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology
 
 class UsageError extends Error {}
 
-const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume", "dashboard"] as const;
+const COMMANDS = ["demo", "replay", "generate", "controller", "exporter", "mode", "consume", "dashboard"] as const;
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -235,6 +246,7 @@ async function main(argv: string[]): Promise<number> {
       dashboard: { type: "boolean" },
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
+      "digests-only": { type: "boolean" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -349,7 +361,18 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = values["kafka-brokers"] ?? process.env.KAFKA_BROKERS;
-      await runController({ configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      await runController({ digestsOnly: values["digests-only"], configFile: values.config, metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers: brokers ? brokers.split(",") : undefined, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, topics: topics(), logger, print });
+      return 0;
+    }
+    case "exporter": {
+      if (rest.length) throw new UsageError(`exporter takes no arguments (got '${rest[0]}')`);
+      const brokers = (values["kafka-brokers"] ?? process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+      if (!brokers.length) throw new UsageError("exporter needs --kafka-brokers (or KAFKA_BROKERS)");
+      if (values.group !== undefined && !/^[A-Za-z0-9._-]{1,200}$/.test(values.group)) throw new UsageError(`--group: a group id is letters, digits, '.', '_' and '-' (got '${values.group}')`);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], logger, print, signal: ac.signal });
       return 0;
     }
     case "consume": {
