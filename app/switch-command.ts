@@ -10,6 +10,7 @@ import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { P4RuntimeServer, SoftwareSwitch } from "@rdma-telemetry/switch";
 import { openCapture, PcapWriter } from "@rdma-telemetry/traffic";
 import type { Logger } from "@rdma-telemetry/p4runtime";
+import { ipv4Source, type Topology } from "./topology.js";
 
 export interface SwitchCommandOptions {
   listen: string;
@@ -18,8 +19,19 @@ export interface SwitchCommandOptions {
   /** a pipeline to start with (both or neither) */
   p4info?: string;
   deviceConfig?: string;
-  pcapIn: Array<{ port: number; file: string }>;
+  /** a capture per port, or (port undefined) a capture whose packets enter on the port their source address sits behind in `topology` */
+  pcapIn: Array<{ port?: number; file: string }>;
   pcapOut?: string;
+  /** where each address sits, for captures given without a port */
+  topology?: Topology;
+  /**
+   * The switch's clock is the captures' (a packet is measured at its capture
+   * time, the clock moving on in real time between packets), so that its
+   * measurements are those of `replay`; otherwise the host's clock.
+   */
+  captureClock?: boolean;
+  /** captures are replayed once the switch has a pipeline, and this long after (default 0) */
+  pcapDelayMs?: number;
   logger: Logger;
   print: (t: string) => void;
   signal: AbortSignal;
@@ -30,8 +42,9 @@ export class SwitchOptionError extends Error {
   override readonly name = "SwitchOptionError";
 }
 
-/** "PORT=FILE" */
-export function parsePcapIn(v: string): { port: number; file: string } {
+/** "PORT=FILE", or "FILE" (ports from --topology) */
+export function parsePcapIn(v: string): { port?: number; file: string } {
+  if (!v.includes("=") && v.length > 0) return { file: v };
   const m = /^(\d+)=(.+)$/.exec(v);
   const port = m ? Number(m[1]) : NaN;
   if (!m || !Number.isInteger(port) || port < 0 || port > 511) throw new SwitchOptionError(`--pcap-in must be PORT=FILE with a port 0-511 (got '${v}')`);
@@ -40,10 +53,12 @@ export function parsePcapIn(v: string): { port: number; file: string } {
 
 export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   if ((o.p4info === undefined) !== (o.deviceConfig === undefined)) throw new SwitchOptionError("--p4info and --device-config go together");
+  const byAddress = o.pcapIn.find((p) => p.port === undefined);
+  if (byAddress && !o.topology) throw new SwitchOptionError(`--pcap-in ${byAddress.file}: without a PORT= it needs --topology FILE (each packet enters on the port of its source address)`);
   // Everything that can be refused is, before the switch listens.
   const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });
-  const sw = new SoftwareSwitch({ clock: "live" });
+  const sw = new SoftwareSwitch({ clock: o.captureClock ? "virtual" : "live" });
   const server = new P4RuntimeServer(sw, { deviceId: o.deviceId, cpuPort: o.cpuPort, logger: (level, msg, fields) => o.logger[level](msg, fields) });
   if (o.p4info && o.deviceConfig) {
     let p4info: P4Info;
@@ -73,23 +88,43 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   } catch (err) {
     throw new SwitchOptionError(`--listen ${o.listen}: ${(err as Error).message}`);
   }
-  const tick = setInterval(() => sw.tick(), 1);
+  // On the captures' clock, the switch's time runs on in real time from the first packet replayed.
+  let clockAt: { captureNs: bigint; hr: bigint } | undefined;
+  const tick = setInterval(() => sw.tick(clockAt ? clockAt.captureNs + (process.hrtime.bigint() - clockAt.hr) : undefined), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
+  if (inputs.length) {
+    // A controller sets the pipeline (and writes its entries meanwhile): the captures wait for it.
+    while (!sw.program && !o.signal.aborted) await new Promise((r) => setTimeout(r, 20));
+    if (o.pcapDelayMs) await new Promise((r) => setTimeout(r, o.pcapDelayMs));
+  }
   // Each capture is replayed on its port at its own pace, from when the switch starts.
   const replays = inputs.map(async ({ port: inPort, capture, file }) => {
     let first: bigint | undefined;
     const t0 = process.hrtime.bigint();
     let n = 0;
+    let unrouted = 0;
     for (const pkt of capture) {
       if (o.signal.aborted) break;
-      first ??= pkt.timestampNs;
+      if (first === undefined) {
+        first = pkt.timestampNs;
+        if (o.captureClock) clockAt ??= { captureNs: first, hr: t0 };
+      }
       const due = pkt.timestampNs - first;
       const ahead = due - (process.hrtime.bigint() - t0);
       if (ahead > 1_000_000n) await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
-      sw.process({ port: inPort, data: pkt.data });
+      let port = inPort;
+      if (port === undefined) {
+        const src = ipv4Source(pkt.data);
+        port = src === undefined ? undefined : o.topology!.portOf(src);
+        if (port === undefined) {
+          unrouted++;
+          continue;
+        }
+      }
+      sw.process({ port, data: pkt.data, unixNs: o.captureClock ? pkt.timestampNs : undefined });
       n++;
     }
-    o.print(`switch: ${n} packets of ${file} sent in on port ${inPort}`);
+    o.print(`switch: ${n} packets of ${file} sent in ${inPort === undefined ? "on the ports of their source addresses" : `on port ${inPort}`}${unrouted ? `; ${unrouted} with a source address outside the topology left out` : ""}`);
   });
   await Promise.all(replays);
   await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));

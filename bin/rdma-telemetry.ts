@@ -61,8 +61,13 @@ Usage:
       switches are counted and dropped. Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-out DIR]
+                 [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
       for any controller; captures replayed in on ports, one capture out per port.
+      A capture given without PORT= enters on the ports of its packets' source
+      addresses in --topology (a capture of generate). Captures are replayed
+      once a pipeline is set, --pcap-delay-ms after; with --capture-clock the
+      switch measures on the captures' clock (as replay does).
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT]
       Switches the mode of a running controller (its config's control_port).
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
@@ -247,6 +252,8 @@ async function main(argv: string[]): Promise<number> {
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
       "digests-only": { type: "boolean" },
+      "capture-clock": { type: "boolean" },
+      "pcap-delay-ms": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -396,6 +403,9 @@ async function main(argv: string[]): Promise<number> {
         p4info: values.p4info,
         deviceConfig: values["device-config"],
         pcapIn: (values["pcap-in"] ?? []).map(parsePcapIn),
+        topology: values.topology?.length ? Topology.load(values.topology[0]!) : undefined,
+        captureClock: values["capture-clock"],
+        pcapDelayMs: int(values["pcap-delay-ms"], "pcap-delay-ms", 0),
         pcapOut: values["pcap-out"],
         logger,
         print,

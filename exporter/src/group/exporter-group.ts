@@ -52,8 +52,6 @@ export interface ExporterGroupOptions extends KafkaSecurity {
   logger?: Logger;
   /** how long a caught-up partition with no new digest waits before its engine is moved on by the wall clock (default 500 ms) */
   idleMs?: number;
-  /** the wall clock, ns (tests) */
-  nowNs?: () => bigint;
 }
 
 /** What the member did since it started; all counters. */
@@ -106,6 +104,8 @@ class PartitionTask {
   /** partition end as last fetched */
   highWatermark = -1n;
   lastDigestAt = Date.now();
+  /** the newest digest list time seen (the switches' clocks) */
+  newestListNs = 0n;
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
   closed = false;
@@ -201,6 +201,7 @@ export class ExporterGroupMember {
   private async take(partition: number): Promise<{ task: PartitionTask; from: bigint }> {
     const producer = this.kafka.producer({ transactionalId: this.transactionalId(partition), idempotent: true, maxInFlightRequests: 1, createPartitioner: KeyedPartitioner, transactionTimeout: 30_000, allowAutoTopicCreation: false });
     await producer.connect(); // InitProducerId: the earlier owner's producer is fenced, its open transaction aborted
+    const fencedAt = Date.now();
     const task = new PartitionTask(partition, producer, this.o.engine ?? {});
     this.tasks.set(partition, task);
     const offsets = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topics.digest] });
@@ -222,19 +223,37 @@ export class ExporterGroupMember {
     if (r < committed) {
       // Open digests to re-read: what earlier owners committed from them on is not published again.
       this.stats.takeovers++;
-      const seen = new Set<string>();
-      const t = [...new Set([this.topics.io, this.topics.flow, this.topics.alert])];
-      await readTopicTails({ brokers: this.o.brokers, ssl: this.o.ssl, sasl: this.o.sasl, topics: t, sinceMs: state!.t - 5_000, onMessage: (m) => {
-        try {
-          seen.add(recordKey(recordFromMessage(m.headers.type, m.value)));
-        } catch {
-          // not a record of ours
-        }
-      } });
+      const seen = await this.committedSince(state!.t - 5_000, fencedAt);
       task.committed = seen;
       this.o.logger?.info("exporter group: took a partition over", { partition, reread_from: String(r), committed: String(committed), records_committed_since: seen.size });
     }
     return { task, from: r };
+  }
+
+  /** A read-back of the records committed since a time, shared by the partitions taken over together. */
+  private readBack: { sinceMs: number; startedAt: number; keys: Promise<Set<string>> } | undefined;
+
+  /**
+   * The keys of the records committed since `sinceMs`, read read_committed
+   * after `fencedAt` (so that nothing an earlier owner commits can come later).
+   */
+  private committedSince(sinceMs: number, fencedAt: number): Promise<Set<string>> {
+    const r = this.readBack;
+    if (r && r.startedAt >= fencedAt && r.sinceMs <= sinceMs) return r.keys;
+    const keys = new Set<string>();
+    const topics = [...new Set([this.topics.io, this.topics.flow, this.topics.alert])];
+    const read = readTopicTails({ brokers: this.o.brokers, ssl: this.o.ssl, sasl: this.o.sasl, topics, sinceMs, onMessage: (m) => {
+      try {
+        keys.add(recordKey(recordFromMessage(m.headers.type, m.value)));
+      } catch {
+        // not a record of ours
+      }
+    } }).then(() => keys);
+    this.readBack = { sinceMs, startedAt: Date.now(), keys: read };
+    read.catch(() => {
+      if (this.readBack?.keys === read) this.readBack = undefined;
+    });
+    return read;
   }
 
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
@@ -264,7 +283,7 @@ export class ExporterGroupMember {
       }
       if (last === undefined) return;
       t.next = last + 1n;
-      await this.commit(t, last + 1n);
+      if (!(await this.commit(t, last + 1n))) return;
       resolveOffset(String(last));
       await heartbeat();
     });
@@ -289,6 +308,7 @@ export class ExporterGroupMember {
         return;
       }
       if (raw.listTimestampNs < t.exporter.metrics.settledBefore) this.stats.lateDigests++;
+      if (raw.listTimestampNs > t.newestListNs) t.newestListNs = raw.listTimestampNs;
       this.stats.digests++;
       t.exporter.onBatch(b);
     } catch (err) {
@@ -298,7 +318,7 @@ export class ExporterGroupMember {
   }
 
   /** Publishes what the engine made and commits `offset` with it, in one transaction. */
-  private async commit(t: PartitionTask, offset: bigint): Promise<void> {
+  private async commit(t: PartitionTask, offset: bigint): Promise<boolean> {
     const m = t.exporter.metrics;
     t.open.prune(m.settledBefore);
     const records = t.out;
@@ -334,14 +354,15 @@ export class ExporterGroupMember {
       await tx.abort().catch(() => undefined);
       // The engine has moved on past what is not committed: start this partition over from its committed state.
       this.o.logger?.warn("exporter group: a transaction failed; the partition is taken on again from its last commit", { partition: t.partition, error: (err as Error).message });
-      await this.release(t);
+      void this.release(t, true);
       if (!this.stopping && this.assigned.has(t.partition)) this.consumer.seek({ topic: this.topics.digest, partition: t.partition, offset: String(t.committedOffset >= 0n ? t.committedOffset : 0n) });
-      throw err;
+      return false;
     }
     t.committedOffset = offset;
     this.stats.transactions++;
     this.stats.records += publish.length;
     for (const r of publish) this.o.onRecord?.(r);
+    return true;
   }
 
   /** Moves caught-up, idle partitions on by the wall clock: halves whose other vantage never comes, intervals that are over. */
@@ -352,7 +373,8 @@ export class ExporterGroupMember {
       if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
       void t.run(async () => {
         if (t.closed || this.stopping) return;
-        t.exporter.metrics.advance(this.o.nowNs?.() ?? BigInt(Date.now()) * 1_000_000n);
+        // The switches' time moves on as the wall clock does since the newest digest: their clocks need not be this host's.
+        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.lastDigestAt) * 1_000_000n);
         if (t.out.length === 0 && t.open.size === 0) return;
         const before = t.open.oldest();
         t.open.prune(t.exporter.metrics.settledBefore);
@@ -363,11 +385,11 @@ export class ExporterGroupMember {
   }
 
   /** Lets a partition go: its producer disconnects (its state is in Kafka: offsets and where the open digests begin). */
-  private async release(t: PartitionTask): Promise<void> {
+  private async release(t: PartitionTask, fromItsChain = false): Promise<void> {
     if (t.closed) return;
     t.closed = true;
     if (this.tasks.get(t.partition) === t) this.tasks.delete(t.partition);
-    await t.chain;
+    if (!fromItsChain) await t.chain;
     await t.producer.disconnect().catch(() => undefined);
   }
 
