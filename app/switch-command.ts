@@ -88,9 +88,11 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   } catch (err) {
     throw new SwitchOptionError(`--listen ${o.listen}: ${(err as Error).message}`);
   }
-  // On the captures' clock, the switch's time runs on in real time from the first packet replayed.
+  // On the captures' clock, the switch's time is the last packet's while captures are replayed (it never runs
+  // ahead of a replay that falls behind), and runs on in real time from the last one once they are over.
   let clockAt: { captureNs: bigint; hr: bigint } | undefined;
-  const tick = setInterval(() => sw.tick(clockAt ? clockAt.captureNs + (process.hrtime.bigint() - clockAt.hr) : undefined), 1);
+  let replaying = 0;
+  const tick = setInterval(() => sw.tick(clockAt && replaying === 0 ? clockAt.captureNs + (process.hrtime.bigint() - clockAt.hr) : undefined), 1);
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
   if (inputs.length) {
     // A controller sets the pipeline (and writes its entries meanwhile): the captures wait for it.
@@ -98,6 +100,7 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
     if (o.pcapDelayMs) await new Promise((r) => setTimeout(r, o.pcapDelayMs));
   }
   // Each capture is replayed on its port at its own pace, from when the switch starts.
+  replaying = inputs.length;
   const replays = inputs.map(async ({ port: inPort, capture, file }) => {
     let first: bigint | undefined;
     const t0 = process.hrtime.bigint();
@@ -105,10 +108,7 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
     let unrouted = 0;
     for (const pkt of capture) {
       if (o.signal.aborted) break;
-      if (first === undefined) {
-        first = pkt.timestampNs;
-        if (o.captureClock) clockAt ??= { captureNs: first, hr: t0 };
-      }
+      first ??= pkt.timestampNs;
       const due = pkt.timestampNs - first;
       const ahead = due - (process.hrtime.bigint() - t0);
       if (ahead > 1_000_000n) await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
@@ -122,8 +122,10 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
         }
       }
       sw.process({ port, data: pkt.data, unixNs: o.captureClock ? pkt.timestampNs : undefined });
+      if (o.captureClock && (!clockAt || pkt.timestampNs > clockAt.captureNs)) clockAt = { captureNs: pkt.timestampNs, hr: process.hrtime.bigint() };
       n++;
     }
+    replaying--;
     o.print(`switch: ${n} packets of ${file} sent in ${inPort === undefined ? "on the ports of their source addresses" : `on port ${inPort}`}${unrouted ? `; ${unrouted} with a source address outside the topology left out` : ""}`);
   });
   await Promise.all(replays);

@@ -54,7 +54,7 @@ export function exporter(dir: string, brokers: string, prefix: string, children:
 }
 
 export function controller(dir: string, brokers: string, prefix: string, config: string, journal: string, children: ChildProcess[]): CliProcess {
-  return startCli(["controller", "--config", config, "--journal", journal, "--digests-only", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix], dir, children);
+  return startCli(["controller", "--config", config, "--journal", journal, "--digests-only", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--log-level", "info"], dir, children);
 }
 
 /**
@@ -104,6 +104,15 @@ export interface IoCheck {
   withRtt: number;
   /** records whose only difference is a DAL or DPL the switch could not measure (it counts them) */
   referenceLost: number;
+  /**
+   * I/Os with a command unanswered when the traffic stopped: the vantage that
+   * saw the response gives its half; the other's half would time out once
+   * its switch's clock moved on past the I/O timeout, which a switch that
+   * sends nothing more never does.
+   */
+  unansweredAtEnd: number;
+  /** records of keys the truth does not have */
+  extra: number;
   mismatches: string[];
 }
 
@@ -120,6 +129,9 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   let withRtt = 0;
   let referenceLost = 0;
   let lost = 0;
+  let unansweredAtEnd = 0;
+  const keys = new Set(truth.map(ioTruthKey));
+  const extra = [...byKey.keys()].filter((k) => !keys.has(k)).length;
   const mismatches: string[] = [];
   for (const t of truth) {
     const r = byKey.get(ioTruthKey(t));
@@ -131,7 +143,8 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
     const m = ioMismatches(t, r).filter((x) => !x.startsWith("cmd_unix_ns"));
     if (m.length === 0) exact++;
     else if (onlyReferenceLost(m)) referenceLost++;
-    else if (mismatches.length < 10) mismatches.push(`${ioTruthKey(t)}: ${m.join("; ")}`);
+    else if (t.incomplete && m.every((x) => /^(incomplete: got false, want true|compute_side: got false, want true|storage_side: got false, want true)$/.test(x))) unansweredAtEnd++;
+    else if (mismatches.length < 10) mismatches.push(`${ioTruthKey(t)}: ${m.join("; ")} [records of the key: ${records.filter((x) => ioRecordKey(x) === ioTruthKey(t)).map((x) => `${x.switch_id} c=${x.c_switch_id} s=${x.s_switch_id} incomplete=${x.incomplete}`).join(", ")}]`);
   }
-  return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, mismatches };
+  return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, unansweredAtEnd, extra, mismatches };
 }
