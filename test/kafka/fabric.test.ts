@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { afterAll, afterEach, beforeAll, expect, inject, test } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, inject, onTestFailed, test } from "vitest";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import { checkIos, controller, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos, type IoCheck } from "../support/fabric.js";
@@ -59,6 +59,7 @@ test("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal t
   const members = [0, 1].map(() => exporter(dir, brokers, p, children, ["--switch-id", "tor-c", "--switch-id", "tor-s"]));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
+  onTestFailed(() => console.log([...members, ...fabric.controllers].map((m) => m.out().slice(-6000)).join("\n----\n")));
   // Killed once the first records are out: it holds open halves, and maybe a transaction under way.
   let killedAt = 0;
   const { ios, completeAt } = await allIos(p, (n) => {
@@ -68,7 +69,8 @@ test("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal t
     }
   });
   const c = checkIos(truth, ios);
-  note("kill -9 of one of two exporters", { truth: truth.length, ...c, recovery_ms: completeAt - killedAt });
+  note("kill -9 of one of two exporters", { truth: truth.length, ...c, recovery_ms: completeAt - killedAt, killed_at: new Date(killedAt).toISOString() });
+  console.log(members[1]!.out().split("\n").filter((l) => /took a partition over|partitions assigned/.test(l)).join("\n"));
   expectExactlyOnce(c);
   expect(c.extra).toBe(0);
   expect(members[1]!.out()).toMatch(/took a partition over/);
@@ -112,6 +114,7 @@ test("a third exporter joins mid-run and leaves cleanly, a controller is killed 
   const members = [0, 1].map(() => exporter(dir, brokers, p, children));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
+  onTestFailed(() => console.log([...members, third, ...fabric.controllers, restarted].map((m) => m?.out().slice(-6000)).join("\n----\n")));
   let third: ReturnType<typeof exporter> | undefined;
   let restarted: ReturnType<typeof controller> | undefined;
   const { ios } = await allIos(p, (n) => {

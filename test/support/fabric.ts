@@ -136,7 +136,7 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   for (const t of truth) {
     const r = byKey.get(ioTruthKey(t));
     if (!r) {
-      lost++;
+      if (lost++ < 5) mismatches.push(`${ioTruthKey(t)}: no record (truth: ${JSON.stringify(t, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))})`);
       continue;
     }
     if (r.rtt_ns !== null) withRtt++;
