@@ -104,8 +104,9 @@ class PartitionTask {
   /** partition end as last fetched */
   highWatermark = -1n;
   lastDigestAt = Date.now();
-  /** the newest digest list time seen (the switches' clocks) */
+  /** the newest digest list time seen (the switches' clocks), and when it came (wall clock, ms) */
   newestListNs = 0n;
+  newestAt = Date.now();
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
   closed = false;
@@ -134,6 +135,7 @@ export class ExporterGroupMember {
   private readonly topics: TopicNames;
   private readonly groupId: string;
   private readonly tasks = new Map<number, PartitionTask>();
+  private readonly taking = new Map<number, Promise<{ task: PartitionTask; from: bigint }>>();
   private readonly switchIds: Set<string> | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -260,7 +262,16 @@ export class ExporterGroupMember {
     const partition = batch.partition;
     let task = this.tasks.get(partition);
     if (!task || task.closed) {
-      const taken = await this.take(partition);
+      // One take per partition, however many batches of it come meanwhile.
+      let taking = this.taking.get(partition);
+      if (!taking) {
+        taking = this.take(partition).finally(() => this.taking.delete(partition));
+        this.taking.set(partition, taking);
+      } else {
+        await taking.catch(() => undefined);
+        return; // the take seeks where to read from
+      }
+      const taken = await taking;
       task = taken.task;
       const first = BigInt(batch.firstOffset() ?? "-1");
       if (taken.from >= 0n && taken.from !== first) {
@@ -308,7 +319,10 @@ export class ExporterGroupMember {
         return;
       }
       if (raw.listTimestampNs < t.exporter.metrics.settledBefore) this.stats.lateDigests++;
-      if (raw.listTimestampNs > t.newestListNs) t.newestListNs = raw.listTimestampNs;
+      if (raw.listTimestampNs > t.newestListNs) {
+        t.newestListNs = raw.listTimestampNs;
+        t.newestAt = Date.now();
+      }
       this.stats.digests++;
       t.exporter.onBatch(b);
     } catch (err) {
@@ -373,8 +387,9 @@ export class ExporterGroupMember {
       if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
       void t.run(async () => {
         if (t.closed || this.stopping) return;
-        // The switches' time moves on as the wall clock does since the newest digest: their clocks need not be this host's.
-        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.lastDigestAt) * 1_000_000n);
+        // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
+        // hold it back): their clocks need not be this host's.
+        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
         if (t.out.length === 0 && t.open.size === 0) return;
         const before = t.open.oldest();
         t.open.prune(t.exporter.metrics.settledBefore);
