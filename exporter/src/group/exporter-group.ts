@@ -314,11 +314,14 @@ export class ExporterGroupMember {
         return;
       }
       const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
-      if (!t.open.add(offset, raw.listTimestampNs, key, timestampMs)) {
+      // A digest far out of order may still open a half: it stays open for a window past what is settled now.
+      const settled = t.exporter.metrics.settledBefore;
+      const openNs = raw.listTimestampNs < settled ? settled + t.open.slackNs : raw.listTimestampNs;
+      if (!t.open.add(offset, openNs, key, timestampMs)) {
         this.stats.duplicateDigests++;
         return;
       }
-      if (raw.listTimestampNs < t.exporter.metrics.settledBefore) this.stats.lateDigests++;
+      if (raw.listTimestampNs < settled) this.stats.lateDigests++;
       if (raw.listTimestampNs > t.newestListNs) {
         t.newestListNs = raw.listTimestampNs;
         t.newestAt = Date.now();

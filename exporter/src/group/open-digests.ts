@@ -23,7 +23,7 @@ export class OpenDigests {
   private head = 0;
   private readonly keys = new Set<string>();
 
-  constructor(private readonly slackNs: bigint) {}
+  constructor(readonly slackNs: bigint) {}
 
   /** Notes a digest; false when the same digest (switch, name, list, sequence number) is still among the open ones: a duplicate. */
   add(offset: bigint, listNs: bigint, key: string, timestampMs: number): boolean {
