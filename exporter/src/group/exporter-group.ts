@@ -104,7 +104,7 @@ class PartitionTask {
   /** partition end as last fetched */
   highWatermark = -1n;
   lastDigestAt = Date.now();
-  /** the newest digest list time seen (the switches' clocks), and when it came (wall clock, ms) */
+  /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
   newestListNs = 0n;
   newestAt = Date.now();
   /** transactions of this partition, one at a time */
@@ -324,7 +324,8 @@ export class ExporterGroupMember {
       if (raw.listTimestampNs < settled) this.stats.lateDigests++;
       if (raw.listTimestampNs > t.newestListNs) {
         t.newestListNs = raw.listTimestampNs;
-        t.newestAt = Date.now();
+        // When it was published (the message's timestamp): the same for whichever member holds the partition.
+        t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
       }
       this.stats.digests++;
       t.exporter.onBatch(b);
