@@ -8,7 +8,7 @@
 // The digests are those of the demo's two-ToR workload (BENCH_GROUP_MS of
 // traffic at BENCH_GROUP_LOAD, default 2000 ms at load 1), made by replaying
 // it through both switches and controllers in process, and published on a
-// digest topic of 8 partitions before the members start.
+// digest topic of 8 partitions once the members share its partitions.
 //
 // Environment: KAFKA_BROKERS (use that broker; otherwise one is started),
 // BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_MEMBERS (default 1,2),
@@ -86,17 +86,32 @@ async function publish(brokers: string, w: Workload, topics: TopicNames, compres
   await sink.close();
 }
 
-/** `members` group members, each a process, on the digest topic: digests/s from the first digest consumed to the last. */
-async function measureGroup(brokers: string, topics: TopicNames, members: number, total: number): Promise<{ perS: number; perMember: number[] }> {
+/**
+ * `members` group members, each a process, on a digest topic of their own:
+ * once they share its partitions, the digests are published, and digests/s
+ * is counted from the first digest consumed to the last.
+ */
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[] }> {
+  const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
+  const total = w.messages.length;
+  // The topics first, so that the members share its partitions before a digest comes.
+  const setup = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS });
+  await setup.start();
+  await setup.close();
   const group = `bench-group-${Date.now()}`;
   const workers = Array.from({ length: members }, () =>
     fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], { execArgv: compiled ? [] : ["--conditions=source", "--import", "tsx"] }));
   const digests = workers.map(() => 0);
+  const assigned = workers.map(() => 0);
   let first = 0;
   let last = 0;
-  await new Promise<void>((resolve, reject) => {
+  let shared!: () => void;
+  const ready = new Promise<void>((r) => (shared = r));
+  const done = new Promise<void>((resolve, reject) => {
     workers.forEach((wk, i) => {
-      wk.on("message", (m: { digests: number; at: number }) => {
+      wk.on("message", (m: { digests: number; assigned: number; at: number }) => {
+        assigned[i] = m.assigned;
+        if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) shared();
         if (m.digests > 0 && !first) first = m.at;
         if (m.digests > digests[i]!) last = m.at;
         digests[i] = m.digests;
@@ -105,6 +120,10 @@ async function measureGroup(brokers: string, topics: TopicNames, members: number
       wk.on("exit", (code) => code && reject(new Error(`exporter group worker exited (${code})`)));
     });
   });
+  await ready;
+  await new Promise((r) => setTimeout(r, 2000)); // the group settles
+  await publish(brokers, w, topics, compression);
+  await done;
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
   const s = (last - first) / 1000;
@@ -129,10 +148,8 @@ export async function benchExporterGroup(): Promise<void> {
     const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
     const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
     for (const compression of compressions) {
-      const topics = topicsOf(`bench-group-${compression}-${Date.now()}`);
-      await publish(brokers, w, topics, compression);
       for (const n of counts) {
-        const r = await measureGroup(brokers, topics, n, w.messages.length);
+        const r = await measureGroup(brokers, w, compression, n);
         print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x) => Math.round(x).toLocaleString("en")).join(", ")})`);
       }
     }
