@@ -54,7 +54,7 @@ export function parsePcapIn(v: string): { port?: number; file: string } {
 export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   if ((o.p4info === undefined) !== (o.deviceConfig === undefined)) throw new SwitchOptionError("--p4info and --device-config go together");
   const byAddress = o.pcapIn.find((p) => p.port === undefined);
-  if (byAddress && !o.topology) throw new SwitchOptionError(`--pcap-in ${byAddress.file}: without a PORT= it needs --topology FILE (each packet enters on the port of its source address)`);
+  if (byAddress && !o.topology) throw new SwitchOptionError(`--pcap-in must be PORT=FILE, or FILE with --topology FILE (each packet then enters on the port of its source address) (got '${byAddress.file}')`);
   // Everything that can be refused is, before the switch listens.
   const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });

@@ -22,7 +22,7 @@ test.each([
     return ["controller", "--config", f, "--digests-only"];
   }, /--digests-only publishes on Kafka: it needs --kafka-brokers/],
   ["controller --digests-only with --out", () => ["controller", "--config", join(dir, "c.json"), "--digests-only", "--kafka-brokers", "127.0.0.1:1", "--out", join(dir, "r.jsonl")], /--digests-only writes no records: drop --out/],
-  ["switch --pcap-in FILE without --topology", () => ["switch", "--listen", "127.0.0.1:0", "--pcap-in", join(dir, "x.pcap")], /without a PORT= it needs --topology FILE/],
+  ["switch --pcap-in FILE without --topology", () => ["switch", "--listen", "127.0.0.1:0", "--pcap-in", join(dir, "x.pcap")], /--pcap-in must be PORT=FILE, or FILE with --topology FILE/],
 ])("%s", (_name, args, message) => {
   const r = run(...args());
   expect(r.status, r.stderr).toBe(2);
