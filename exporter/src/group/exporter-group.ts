@@ -205,7 +205,20 @@ export class ExporterGroupMember {
     await producer.connect(); // InitProducerId: the earlier owner's producer is fenced, its open transaction aborted
     const fencedAt = Date.now();
     const task = new PartitionTask(partition, producer, this.o.engine ?? {});
-    this.tasks.set(partition, task);
+    try {
+      const taken = await this.restore(task, fencedAt);
+      this.tasks.set(partition, task);
+      return taken;
+    } catch (err) {
+      // Not taken: the next batch of the partition tries again from the start.
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Where the partition's committed state stands: the offset to read from, and the records committed since its open digests. */
+  private async restore(task: PartitionTask, fencedAt: number): Promise<{ task: PartitionTask; from: bigint }> {
+    const partition = task.partition;
     const offsets = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topics.digest] });
     const mine = offsets[0]?.partitions.find((p) => p.partition === partition);
     const committed = mine && Number(mine.offset) >= 0 ? BigInt(mine.offset) : undefined;
