@@ -12,7 +12,8 @@
 //
 // Environment: KAFKA_BROKERS (use that broker; otherwise one is started),
 // BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_MEMBERS (default 1,2),
-// BENCH_GROUP_COMPRESSION (gzip, none or both; default both).
+// BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_CPU_PROF (a
+// directory: CPU profiles of the members).
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -100,7 +101,9 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   await setup.close();
   const group = `bench-group-${Date.now()}`;
   const workers = Array.from({ length: members }, () =>
-    fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], { execArgv: compiled ? [] : ["--conditions=source", "--import", "tsx"] }));
+    fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], {
+      execArgv: [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [])],
+    }));
   const digests = workers.map(() => 0);
   const assigned = workers.map(() => 0);
   let first = 0;
