@@ -116,7 +116,7 @@ test("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal t
 
 test("a third exporter joins mid-run and leaves cleanly, a controller is killed -9 and restarted on its journal: every I/O once", async () => {
   const p = prefix("rebalance");
-  const members = [0, 1].map(() => exporter(dir, brokers, p, children));
+  const members = [0, 1].map((i) => exporter(dir, brokers, p, children, i === 0 ? ["--metrics-listen", "127.0.0.1:0"] : []));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
   onTestFailed(() => console.log([...members, third, ...fabric.controllers, restarted].map((m) => m?.out().slice(-6000)).join("\n----\n")));
@@ -138,6 +138,14 @@ test("a third exporter joins mid-run and leaves cleanly, a controller is killed 
   expect(c.extra).toBe(0);
   expect(third!.out()).toMatch(/exporter: \d+ digests/); // stopped cleanly, with its summary
   expect(restarted!.out()).toMatch(/primary on/);
+  // The member's counters, where an operator looks.
+  const url = /metrics: (http:\S+)/.exec(members[0]!.out())![1]!;
+  const metrics = await (await fetch(url)).text();
+  const counter = (name: string) => Number(new RegExp(`^rdma_telemetry_exporter_group_${name}_total (\\d+)`, "m").exec(metrics)?.[1]);
+  expect(counter("digests")).toBeGreaterThan(0);
+  expect(counter("records")).toBeGreaterThan(0);
+  expect(counter("bad_digests")).toBe(0);
+  expect(metrics).toMatch(/^rdma_telemetry_exporter_group_partitions \d+/m);
   for (const s of [restarted!, fabric.controllers[0]!, ...fabric.switches, ...members]) s.child.kill("SIGTERM");
 }, 280_000);
 
