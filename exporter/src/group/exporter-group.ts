@@ -295,6 +295,13 @@ export class ExporterGroupMember {
       }
     }
     const t = task;
+    // A rebalance that left this partition here drops a seek not yet done: the client then reads on from the
+    // committed offset, past the open digests still to re-read. Seek again.
+    const fetched = BigInt((batch as unknown as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset() ?? "-1");
+    if (t.next >= 0n && fetched > t.next) {
+      this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
+      return;
+    }
     await t.run(async () => {
       if (t.closed || !isRunning() || isStale()) return;
       t.highWatermark = BigInt(batch.highWatermark);
