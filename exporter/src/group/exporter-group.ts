@@ -157,6 +157,11 @@ export class ExporterGroupMember {
       this.assigned.clear();
       for (const p of now) this.assigned.add(p);
       for (const [p, t] of this.tasks) if (!now.has(p)) void this.release(t);
+      // Taken on now, not at their first batch: a partition may have nothing new, and still open digests to re-read.
+      for (const p of now) {
+        if (this.tasks.has(p) || this.stopping) continue;
+        this.ensureTaken(p).catch((err: unknown) => this.o.logger?.warn("exporter group: taking a partition on failed; tried again at its next batch", { partition: p, error: (err as Error).message }));
+      }
       this.o.logger?.info("exporter group: partitions assigned", { group: this.groupId, partitions: [...now].sort((a, b) => a - b).join(",") });
     });
   }
@@ -245,6 +250,28 @@ export class ExporterGroupMember {
     return { task, from: r };
   }
 
+  /**
+   * Takes a partition on once, however many batches of it come meanwhile (or
+   * none: a partition with nothing new still has open digests to re-read),
+   * and seeks to where its engine starts.
+   */
+  private ensureTaken(partition: number): Promise<{ task: PartitionTask; from: bigint }> {
+    let taking = this.taking.get(partition);
+    if (!taking) {
+      taking = this.take(partition)
+        .then((taken) => {
+          if (taken.from >= 0n) {
+            taken.task.next = taken.from;
+            this.consumer.seek({ topic: this.topics.digest, partition, offset: String(taken.from) });
+          }
+          return taken;
+        })
+        .finally(() => this.taking.delete(partition));
+      this.taking.set(partition, taking);
+    }
+    return taking;
+  }
+
   /** A read-back of the records committed since a time, shared by the partitions taken over together. */
   private readBack: { sinceMs: number; startedAt: number; keys: Promise<Set<string>> } | undefined;
 
@@ -274,29 +301,10 @@ export class ExporterGroupMember {
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const partition = batch.partition;
     let task = this.tasks.get(partition);
-    if (!task || task.closed) {
-      // One take per partition, however many batches of it come meanwhile.
-      let taking = this.taking.get(partition);
-      if (!taking) {
-        taking = this.take(partition).finally(() => this.taking.delete(partition));
-        this.taking.set(partition, taking);
-      } else {
-        await taking.catch(() => undefined);
-        return; // the take seeks where to read from
-      }
-      const taken = await taking;
-      task = taken.task;
-      const first = BigInt(batch.firstOffset() ?? "-1");
-      if (taken.from >= 0n && taken.from !== first) {
-        // Start where the open digests begin (or where the last commit left off).
-        task.next = taken.from;
-        this.consumer.seek({ topic: batch.topic, partition, offset: String(taken.from) });
-        return;
-      }
-    }
+    if (!task || task.closed) task = (await this.ensureTaken(partition)).task;
     const t = task;
-    // A rebalance that left this partition here drops a seek not yet done: the client then reads on from the
-    // committed offset, past the open digests still to re-read. Seek again.
+    // Where the client reads from must be where this partition's engine stands: after a take (the open digests
+    // begin there), and after a rebalance that left the partition here but dropped a seek not yet done.
     const fetched = BigInt((batch as unknown as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset() ?? "-1");
     if (t.next >= 0n && fetched > t.next) {
       this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
