@@ -381,6 +381,7 @@ async function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", () => ac.abort());
       await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], logger, print, signal: ac.signal });
       // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
+      await new Promise((r) => process.stdout.write("", r));
       process.exit(0);
     }
     case "consume": {
