@@ -423,7 +423,7 @@ async function main(argv: string[]): Promise<number> {
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
       const [kafkaTopics, kafkaClient, kafkaCompression, kafkaSecurity] = [topics(), client(), compression(), brokers ? security() : undefined];
-      prepareOutDir(outDir, values.force ?? false);
+      // The Kafka sink first: a spill directory it cannot use is refused before anything is written.
       const kafka = await kafkaSink(brokers, () => kafkaSecurity!, kafkaTopics, logger, kafkaClient, kafkaCompression);
       let metrics: Awaited<ReturnType<typeof metricsServer>>;
       let board: Awaited<ReturnType<typeof demoDashboard>> | undefined;
@@ -435,6 +435,7 @@ async function main(argv: string[]): Promise<number> {
         throw err;
       };
       try {
+        prepareOutDir(outDir, values.force ?? false);
         metrics = await metricsServer(values["metrics-listen"], kafka, print);
         board = values.dashboard ? await demoDashboard(values.listen ?? DEFAULT_LISTEN, print) : undefined;
       } catch (err) {
