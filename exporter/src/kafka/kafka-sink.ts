@@ -423,6 +423,8 @@ export class KafkaSink implements RecordSink {
         if (this.memoryLength === 0 && this.segments.length > 0) {
           try {
             await this.unspill();
+            // Delivered: Kafka is not failing now (close() waits for what is in flight again).
+            this.stats.lastError = undefined;
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
           }
@@ -437,6 +439,7 @@ export class KafkaSink implements RecordSink {
         if (!this.connected) {
           try {
             await this.connect();
+            this.stats.lastError = undefined;
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
             continue;
