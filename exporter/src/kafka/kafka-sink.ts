@@ -89,6 +89,8 @@ const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
 /** Where a spill segment goes when its records cannot be delivered (see setAside). */
 export const SET_ASIDE_DIR = "set-aside";
+/** Kafka failing this long (ms) counts as away at close: what is left is spilled at once. */
+const FAILING_MS = 3000;
 
 type SpillLine = { t: string; k: string; v: string; h: Record<string, string> };
 
@@ -114,6 +116,8 @@ export class KafkaSink implements RecordSink {
   private pumping: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private closing = false;
+  /** when the current run of failures began (undefined: the last attempt went through) */
+  private failingSince: number | undefined;
   /** set by close() once its deadline passed: the pump stops at its next step */
   private stopped = false;
   private readonly opts: Required<Pick<KafkaSinkOptions, "batchSize" | "batchBytes" | "maxBuffered" | "maxSpillBytes" | "partitions" | "replicationFactor">> & KafkaSinkOptions;
@@ -224,6 +228,7 @@ export class KafkaSink implements RecordSink {
   private failed(err: unknown, what: string): void {
     const f = this.transport.describe(err);
     this.stats.lastError = f.message;
+    this.failingSince ??= Date.now();
     const fields = { cause: f.cause, error: f.message, buffered: this.memoryLength, spilled: this.stats.spilledNow };
     if (f.cause === "authentication" || f.cause === "tls") this.opts.logger?.error(what, fields);
     else this.opts.logger?.warn(what, fields);
@@ -425,6 +430,7 @@ export class KafkaSink implements RecordSink {
             await this.unspill();
             // Delivered: Kafka is not failing now (close() waits for what is in flight again).
             this.stats.lastError = undefined;
+            this.failingSince = undefined;
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
           }
@@ -440,6 +446,7 @@ export class KafkaSink implements RecordSink {
           try {
             await this.connect();
             this.stats.lastError = undefined;
+            this.failingSince = undefined;
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
             continue;
@@ -471,6 +478,7 @@ export class KafkaSink implements RecordSink {
         }
         this.stats.buffered = this.memoryLength;
         this.stats.lastError = undefined;
+        this.failingSince = undefined;
         backoff.reset();
         continue;
       }
@@ -554,7 +562,9 @@ export class KafkaSink implements RecordSink {
     let done = this.pumping === undefined;
     void this.pumping?.then(() => (done = true), () => (done = true));
     // The pump's waits do not keep the process alive; this one does.
-    while (!done && Date.now() < this.closeDeadline && !(this.opts.spillDir && this.stats.lastError !== undefined)) await wait(20);
+    // Kafka failing for a while (away, refusing): what is left goes to the spill at once; a passing error is waited out.
+    const failing = () => this.opts.spillDir !== undefined && this.failingSince !== undefined && Date.now() - this.failingSince > FAILING_MS;
+    while (!done && Date.now() < this.closeDeadline && !failing()) await wait(20);
     this.stopped = true;
     this.wake?.();
     if (this.memoryLength > 0) {
