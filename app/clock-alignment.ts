@@ -6,6 +6,7 @@
 // captures merged on the common clock this gives, and the exporter compares
 // switches' progress on it; records keep each capture's own clock.
 import type { FeedPacket } from "./rig.js";
+import { runInSlices } from "@rdma-telemetry/traffic";
 
 /** How many packets of each capture are looked at. */
 export const ALIGNMENT_SCAN_PACKETS = 200_000;
@@ -53,17 +54,8 @@ export function estimateAlignments(captures: ReadonlyArray<Iterable<FeedPacket>>
 }
 
 /** estimateAlignments giving the event loop a turn every `sliceMs` of scanning (a process serving /metrics keeps answering). */
-export async function estimateAlignmentsAsync(captures: ReadonlyArray<Iterable<FeedPacket>>, sliceMs = 10): Promise<bigint[]> {
-  const steps = alignmentSteps(captures);
-  let since = performance.now();
-  for (;;) {
-    const s = steps.next();
-    if (s.done) return s.value;
-    if (performance.now() - since >= sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      since = performance.now();
-    }
-  }
+export function estimateAlignmentsAsync(captures: ReadonlyArray<Iterable<FeedPacket>>, sliceMs = 10): Promise<bigint[]> {
+  return runInSlices(alignmentSteps(captures), sliceMs);
 }
 
 /** The scan of estimateAlignments, pausing (yield) every 1024 packets. */

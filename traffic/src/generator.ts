@@ -309,8 +309,12 @@ export function writeTrafficStream(dir: string, opts: Partial<GeneratorOptions> 
  * generation, so that a process serving requests meanwhile (/metrics, the
  * control socket) keeps answering.
  */
-export async function writeTrafficStreamAsync(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void, sliceMs = 10): Promise<WrittenTraffic> {
-  const steps = writeSteps(dir, opts, onProgress);
+export function writeTrafficStreamAsync(dir: string, opts: Partial<GeneratorOptions> = {}, onProgress?: (simulatedNs: number) => void, sliceMs = 10): Promise<WrittenTraffic> {
+  return runInSlices(writeSteps(dir, opts, onProgress), sliceMs);
+}
+
+/** Runs a generator of steps to its end, giving the event loop a turn every `sliceMs` of work. */
+export async function runInSlices<T>(steps: Generator<void, T>, sliceMs = 10): Promise<T> {
   let since = performance.now();
   for (;;) {
     const s = steps.next();

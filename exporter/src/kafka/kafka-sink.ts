@@ -234,6 +234,12 @@ export class KafkaSink implements RecordSink {
     else this.opts.logger?.warn(what, fields);
   }
 
+  /** An attempt went through: Kafka is not failing now (close() waits for what is in flight again). */
+  private wentThrough(): void {
+    this.stats.lastError = undefined;
+    this.failingSince = undefined;
+  }
+
   /** Creates the topics (if missing) and connects the producer. */
   private async connect(): Promise<void> {
     const own = [...new Set(Object.values(this.topics))];
@@ -428,9 +434,7 @@ export class KafkaSink implements RecordSink {
         if (this.memoryLength === 0 && this.segments.length > 0) {
           try {
             await this.unspill();
-            // Delivered: Kafka is not failing now (close() waits for what is in flight again).
-            this.stats.lastError = undefined;
-            this.failingSince = undefined;
+            this.wentThrough();
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
           }
@@ -445,8 +449,7 @@ export class KafkaSink implements RecordSink {
         if (!this.connected) {
           try {
             await this.connect();
-            this.stats.lastError = undefined;
-            this.failingSince = undefined;
+            this.wentThrough();
           } catch (err) {
             if (await this.sendFailed(err, backoff)) return;
             continue;
@@ -477,8 +480,7 @@ export class KafkaSink implements RecordSink {
           this.head = 0;
         }
         this.stats.buffered = this.memoryLength;
-        this.stats.lastError = undefined;
-        this.failingSince = undefined;
+        this.wentThrough();
         backoff.reset();
         continue;
       }
