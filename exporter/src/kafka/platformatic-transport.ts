@@ -151,12 +151,7 @@ export class PlatformaticTransport implements KafkaTransport {
           // Another exporter created it meanwhile.
           if (!/TOPIC_ALREADY_EXISTS|already exists/i.test(String((err as { errors?: unknown[] }).errors?.map(String) ?? err))) throw err;
         });
-        // Until every new partition has a leader, a send would fail and retry.
-        for (let attempt = 0; attempt < 50; attempt++) {
-          const md = await admin.metadata({ topics: wanted, forceUpdate: true });
-          if (wanted.every((t) => md.topics.get(t)?.partitions.every((p) => p.leader >= 0))) break;
-          await new Promise((r) => setTimeout(r, 100));
-        }
+        await waitForLeaders((t) => admin.metadata({ topics: t, forceUpdate: true }), wanted);
       }
     } finally {
       await admin.close().catch(() => undefined);
@@ -200,5 +195,29 @@ export class PlatformaticTransport implements KafkaTransport {
       }
     }
     return f;
+  }
+}
+
+/** The client's answer for a topic the broker does not know (yet): "Unknown topic NAME." */
+export function isUnknownTopic(err: unknown): boolean {
+  return /^Unknown topic /.test((err as Error | undefined)?.message ?? "");
+}
+
+type TopicLeaders = { topics: Map<string, { partitions: Array<{ leader: number }> }> };
+
+/**
+ * Waits (up to 50 looks, 100 ms apart) until every partition of `wanted` has
+ * a leader: until then a send would fail and retry. Just after CreateTopics
+ * the broker may not know a topic yet and answers UNKNOWN_TOPIC_OR_PARTITION,
+ * which is no refusal: it looks again.
+ */
+export async function waitForLeaders(metadata: (topics: string[]) => Promise<TopicLeaders>, wanted: string[], looks = 50, pauseMs = 100): Promise<void> {
+  for (let attempt = 0; attempt < looks; attempt++) {
+    const md = await metadata(wanted).catch((err: unknown) => {
+      if (attempt < looks - 1 && isUnknownTopic(err)) return undefined;
+      throw err;
+    });
+    if (md && wanted.every((t) => md.topics.get(t)?.partitions.every((p) => p.leader >= 0))) return;
+    await new Promise((r) => setTimeout(r, pauseMs));
   }
 }
