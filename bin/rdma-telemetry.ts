@@ -115,7 +115,7 @@ The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIEN
 default platformatic, i.e. @platformatic/kafka; see docs/operations.md), with
 up to KAFKA_MAX_IN_FLIGHT produce requests in flight (1 to 5, default 5;
 kafkajs takes one at a time), record batches compressed with
---kafka-compression none|gzip|snappy|lz4|zstd (env KAFKA_COMPRESSION; default gzip).
+--kafka-compression none|gzip|snappy|lz4|zstd (env KAFKA_COMPRESSION; default zstd).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):

@@ -9,6 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFi
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { TopicNames } from "../../exporter/src/kafka/encode.js";
