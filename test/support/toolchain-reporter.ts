@@ -13,7 +13,7 @@ export default class ToolchainReporter implements Reporter {
     for (const m of modules) {
       for (const t of m.children.allTests()) {
         if (t.result().state !== "skipped") continue;
-        const why = /\(SKIPPED: (.*)\)/.exec(t.fullName)?.[1];
+        const why = /\(SKIPPED: (.*?)\)(?= >|$)/.exec(t.fullName)?.[1];
         if (why === undefined || !TOOLCHAIN.test(t.fullName)) continue;
         skipped++;
         reasons.add(why);
