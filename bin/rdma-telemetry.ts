@@ -558,7 +558,7 @@ async function main(argv: string[]): Promise<number> {
       const genScale = scale(values);
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
-      if (layout === "single" && genIp !== 6 && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
+      if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
       prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
       const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ip: genIp, ...genReorder, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));

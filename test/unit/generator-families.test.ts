@@ -162,5 +162,13 @@ describe("the generator over IPv6 and mixed families", () => {
     expect(storage.map((p) => p.prefixes)).toEqual([["10.0.2.1/32", "2001:db8:0:2::1/128"], ["10.0.2.2/32", "2001:db8:0:2::2/128"]]);
     expect(g.switches[0]!.topology.ports.find((p) => p.role === "fabric")!.prefixes).toEqual(["0.0.0.0/0", "::/0"]);
     for (const sw of g.switches) for (const p of sw.packets) expect(p.data.toString("hex", parseRoce(p.data)!.icrcOffset)).toBe(icrcOf(p.data));
+    // A dual-stack target is one NIC: one MAC in both families (and one HCA GUID in its CM messages).
+    const macs = new Map<string, Set<string>>();
+    for (const p of g.switches[1]!.packets) {
+      const f = parseRoce(p.data)!;
+      const target = ipText(f.src).replace(/^2001:db8:0:2::/, "10.0.2.");
+      if (target.startsWith("10.0.2.")) (macs.get(target) ?? macs.set(target, new Set()).get(target)!).add(p.data.toString("hex", 6, 12));
+    }
+    expect([...macs.values()].map((s) => s.size)).toEqual([1, 1]);
   });
 });

@@ -70,9 +70,10 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
 /**
  * Where the generator puts hosts and targets. IPv4: hosts 10.0.1.N, targets
  * 10.0.2.N (one switch: 10.0.1.101 on). IPv6, in the documentation prefix:
- * hosts 2001:db8:0:1::N, targets 2001:db8:0:2::N (one switch:
- * 2001:db8:0:1::101 on), N in hex. "mixed": hosts alternate (even-numbered
- * IPv4, odd-numbered IPv6) and targets have both addresses.
+ * the endpoint of 10.0.S.N is 2001:db8:0:S::N, N in hex (hosts
+ * 2001:db8:0:1::1 on, targets 2001:db8:0:2::1 on, or 2001:db8:0:1::65 on one
+ * switch). "mixed": hosts alternate (even-numbered IPv4, odd-numbered IPv6)
+ * and targets have both addresses.
  */
 export function addressPlan(o: Pick<GeneratorOptions, "ip" | "layout">): { host: (i: number) => IpAddress; target: (j: number, family: 4 | 6) => IpAddress; hostFamily: (i: number) => 4 | 6 } {
   const single = o.layout === "single";
@@ -80,7 +81,7 @@ export function addressPlan(o: Pick<GeneratorOptions, "ip" | "layout">): { host:
   const v4Host = (i: number) => ipv4(`10.0.1.${i + 1}`);
   const v4Target = (j: number) => ipv4(single ? `10.0.1.${101 + j}` : `10.0.2.${j + 1}`);
   const v6Host = (i: number) => ipv6(`2001:db8:0:1::${(i + 1).toString(16)}`);
-  const v6Target = (j: number) => (single ? ipv6(`2001:db8:0:1::${(0x101 + j).toString(16)}`) : ipv6(`2001:db8:0:2::${(j + 1).toString(16)}`));
+  const v6Target = (j: number) => (single ? ipv6(`2001:db8:0:1::${(101 + j).toString(16)}`) : ipv6(`2001:db8:0:2::${(j + 1).toString(16)}`));
   return {
     hostFamily,
     host: (i) => (hostFamily(i) === 6 ? v6Host(i) : v4Host(i)),

@@ -49,8 +49,14 @@ export const ipText = (a: IpAddress): string => (typeof a === "bigint" ? ipv6Tex
 /** Text of either family to an address. */
 export const ipParse = (text: string): IpAddress => (text.includes(":") ? ipv6(text) : ipv4(text));
 
-/** The low 32 bits of an address (an IPv4 address itself): what the generator derives MACs and HCA GUIDs from. */
-export const low32 = (a: IpAddress): number => (typeof a === "bigint" ? Number(a & 0xffffffffn) : a >>> 0);
+/**
+ * What the generator derives an endpoint's MAC and HCA GUID from: an IPv4
+ * address itself; for 2001:db8:0:S::N, the IPv4 address 10.0.S.N (the same
+ * endpoint's in the address plan), so that a dual-stack endpoint has one MAC
+ * and one GUID in both families.
+ */
+export const endpointKey = (a: IpAddress): number =>
+  typeof a === "bigint" ? (0x0a000000 + (Number((a >> 64n) & 0xffn) << 8) + Number(a & 0xffffn)) >>> 0 : a >>> 0;
 
 /** The 16 bytes of a RoCEv2 GID: an IPv6 address itself, an IPv4 address in its IPv4-mapped form (::ffff:a.b.c.d). */
 export function gidOf(a: IpAddress): Buffer {

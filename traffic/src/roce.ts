@@ -2,7 +2,7 @@
 // UDP 4791 / BTH and its extension headers / payload / ICRC, and NVMe command
 // and response capsules.
 import { crc32 } from "node:zlib";
-import { gidOf, low32, type IpAddress } from "./ip.js";
+import { endpointKey, gidOf, type IpAddress } from "./ip.js";
 
 export const ROCEV2_PORT = 4791;
 
@@ -58,7 +58,7 @@ export interface RoceFrame {
 function macFor(ip: IpAddress): Buffer {
   const m = Buffer.alloc(6);
   m[0] = 0x02;
-  m.writeUInt32BE(low32(ip), 2);
+  m.writeUInt32BE(endpointKey(ip), 2);
   return m;
 }
 
