@@ -6,8 +6,12 @@
 // seen; FCT from the first sighting of the first PSN to the first sighting of
 // the last; the message holds every packet seen up to then, later ones count
 // for the flow only.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { generateTraffic } from "../../traffic/src/generator.js";
+import { generateTraffic, readTruth } from "../../traffic/src/generator.js";
 import { ipText } from "../../traffic/src/ip.js";
 import { parseRoce } from "../../traffic/src/roce.js";
 import type { GeneratedTraffic, MessageTruth } from "../../traffic/src/types.js";
@@ -66,7 +70,7 @@ const truthFields = (m: MessageTruth) => ({
 });
 
 describe("reordering paths", () => {
-  const base = { seed: 13, durationNs: 300_000_000, hosts: 4, targets: 1, ioRate: 200, gradientGapNs: 1_000_000, faults: [{ kind: "congestion" as const, fromNs: 0, toNs: 300_000_000, extraNs: 0, ecnFraction: 0.05 }] };
+  const base = { seed: 13, durationNs: 200_000_000, hosts: 4, targets: 1, ioRate: 200, gradientGapNs: 1_000_000, faults: [{ kind: "congestion" as const, fromNs: 0, toNs: 200_000_000, extraNs: 0, ecnFraction: 0.05 }] };
 
   test("a share of the messages displaced 1..N places, no loss: the truth is what the capture shows by SPEC §4, nothing counted as retransmitted", () => {
     const g = generateTraffic({ ...base, reorderShare: 0.4, reorderMaxDisplacement: 6 });
@@ -119,4 +123,20 @@ describe("reordering paths", () => {
     expect(b.messages).toEqual(a.messages);
     expect(b.switches[0]!.packets.map((p) => p.timestampNs)).toEqual(a.switches[0]!.packets.map((p) => p.timestampNs));
   });
+
+  test("generate --reorder writes the reordering truth into ground-truth.jsonl", () => {
+    const out = mkdtempSync(join(tmpdir(), "reorder-"));
+    try {
+      const root = new URL("../..", import.meta.url).pathname;
+      const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "generate", "--out-dir", out, "--force", "--duration-ms", "80", "--layout", "single", "--hosts", "2", "--targets", "1", "--reorder", "0.5:3", "--reorder-loss", "1"], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+      expect(r.status, r.stderr).toBe(0);
+      const messages = [...readTruth(join(out, "ground-truth.jsonl"))].flatMap((l) => (l.type === "message" ? [l.truth] : []));
+      const reordered = messages.filter((m) => m.reordered);
+      expect(reordered.length).toBeGreaterThan(0);
+      expect(reordered.every((m) => m.retransmitted + m.late_retransmitted >= 1)).toBe(true);
+      expect(messages.every((m) => typeof m.late_packets === "number" && typeof m.firstNs === "bigint")).toBe(true);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
