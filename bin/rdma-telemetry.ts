@@ -51,12 +51,20 @@ Usage:
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
-                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N]
+                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
       and 4: each host has a controller on every target, with an admin queue
       and that many I/O queues; 2,000 I/Os per second per host at load 1).
+      --ip 6 puts every host and target on IPv6 (2001:db8:0:1::N hosts,
+      2001:db8:0:2::N targets); mixed makes odd-numbered hosts IPv6, the
+      others IPv4, and gives targets both (default 4). --reorder 0.2:6 sends
+      a fifth of the RDMA WRITE messages over reordering paths, packets
+      displaced 1 to 6 places (default 6); --reorder-loss 0.5 also loses one
+      packet after the switch in half of those, resent go-back-N. Demo does
+      not take --ip 6, mixed or --reorder: the switch does not measure them yet.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
@@ -184,6 +192,33 @@ function int(v: string | undefined, name: keyof typeof LIMITS, def: number): num
 /** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
 function snaplen(v: string | undefined): number {
   return int(v, "snaplen", DEFAULT_SNAPLEN);
+}
+
+/** --ip: the address families of the generated hosts and targets. */
+function ipFamilies(v: string | undefined): 4 | 6 | "mixed" {
+  if (v === undefined || v === "4") return 4;
+  if (v === "6") return 6;
+  if (v === "mixed") return "mixed";
+  throw new UsageError(`--ip must be 4, 6 or mixed (got '${v}')`);
+}
+
+/** --reorder SHARE[:MAXDISP] and --reorder-loss SHARE: reordering paths for the generated RDMA WRITE messages. */
+function reorder(v: string | undefined, loss: string | undefined): { reorderShare?: number; reorderMaxDisplacement?: number; reorderLoss?: number } {
+  if (v === undefined) {
+    if (loss !== undefined) throw new UsageError("--reorder-loss needs --reorder (the losses are among the reordered messages)");
+    return {};
+  }
+  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
+  const share = m ? Number(m[1]) : NaN;
+  const disp = m?.[2] !== undefined ? Number(m[2]) : 6;
+  if (!(share > 0 && share <= 1) || !(disp >= 1 && disp <= 64)) throw new UsageError(`--reorder must be SHARE[:MAXDISP]: a share of messages above 0 and at most 1, and at most 1 to 64 places of displacement (got '${v}')`);
+  const out = { reorderShare: share, reorderMaxDisplacement: disp, reorderLoss: 0 };
+  if (loss !== undefined) {
+    const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
+    if (!(l >= 0 && l <= 1)) throw new UsageError(`--reorder-loss must be a share from 0 to 1 of the reordered messages (got '${loss}')`);
+    out.reorderLoss = l;
+  }
+  return out;
 }
 
 /** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
@@ -346,6 +381,9 @@ async function main(argv: string[]): Promise<number> {
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
       snaplen: { type: "string" },
+      ip: { type: "string" },
+      reorder: { type: "string" },
+      "reorder-loss": { type: "string" },
       ...Object.fromEntries([...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds"].map((f) => [f, { type: "string" as const }])),
       force: { type: "boolean" },
       ...KAFKA_SECURITY_FLAGS,
@@ -393,6 +431,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
+      // The data plane measures IPv4 RoCEv2 on paths that keep order: a demo of anything else could not check itself.
+      if (ipFamilies(values.ip) !== 4) throw new UsageError(`demo takes --ip 4 only: the switch does not measure RoCEv2 over IPv6 yet (generate --ip ${values.ip} writes such captures)`);
+      if (values.reorder !== undefined || values["reorder-loss"] !== undefined) throw new UsageError("demo does not take --reorder: the switch does not measure reordered paths yet (generate --reorder writes such captures)");
       const seed = int(values.seed, "seed", 1);
       const durationMs = int(values["duration-ms"], "duration-ms", 3000);
       const demoLoad = load(values.load);
@@ -515,10 +556,12 @@ async function main(argv: string[]): Promise<number> {
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
       const genScale = scale(values);
+      const genIp = ipFamilies(values.ip);
+      const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
       prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ip: genIp, ...genReorder, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
