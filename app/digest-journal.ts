@@ -11,7 +11,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeDigest } from "@rdma-telemetry/contract";
-import type { RawDigestJson, SwitchPosition } from "@rdma-telemetry/exporter";
+import { recordKey, type RawDigestJson, type SwitchPosition } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import { memberBytes, type DigestMember } from "@rdma-telemetry/p4runtime";
 import type { DigestBatch } from "@rdma-telemetry/contract";
@@ -187,19 +187,7 @@ export class DigestJournal {
   }
 }
 
-/** The key that names a record: the same record written twice has the same key. */
-export function recordKey(r: RecordJson | RawDigestJson): string {
-  switch (r.type) {
-    // (Not by time: a restarted exporter places a switch's clock again, to within a digest list's delay.)
-    case "io": return `io|${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`;
-    case "message": return `message|${r.switch_id}|${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`;
-    case "io_interval": return `io_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.host}|${r.target}|${r.op}`;
-    case "flow_interval": return `flow_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
-    case "alert": return `alert|${r.switch_id}|${r.metric}|${r.scope_key}|${r.state}|${r.at_unix_ns}`;
-    case "switch_stats": return `switch_stats|${r.switch_id}|${r.interval_start_unix_ns}`;
-    case "raw_digest": return `raw_digest|${r.switch_id}|${r.digest}|${r.list_timestamp_ns}|${r.seq}`;
-  }
-}
+export { recordKey };
 
 /**
  * The records an earlier run already wrote to one sink, by key, so that a

@@ -41,6 +41,11 @@ export interface RunControllerOptions {
   topics?: TopicNames;
   /** the control endpoint's token (config control_port): the variable's value, or a file made at first start */
   controlToken?: TokenSource;
+  /**
+   * Publish the raw digests and the switch's switch_stats only: the records
+   * made from digests come from an exporter group (`rdma-telemetry exporter`).
+   */
+  digestsOnly?: boolean;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -59,6 +64,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
 
 async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promise<number> {
   const config = loadConfig(o.configFile);
+  if (o.digestsOnly && !o.brokers?.length) throw new ConfigError("--digests-only publishes on Kafka: it needs --kafka-brokers (or KAFKA_BROKERS)");
+  if (o.digestsOnly && o.out) throw new ConfigError("--digests-only writes no records: drop --out (the exporter group makes the records)");
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
   const control = config.controlPort ? await openControlServer(controller, config, o.controlToken ?? { file: defaultTokenFile({}) }, o.logger, o.print) : undefined;
@@ -73,7 +80,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   if (served) opened.push(served.close);
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);
-  const exporter = new Exporter();
+  // Digests only: this controller still tracks its switch's sequence, losses and
+  // counters (it alone sees the whole sequence) and publishes them as switch_stats.
+  const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false } : {});
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
   // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).
@@ -115,7 +124,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
-    if (kafka && !kafkaDedupe?.written(r)) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
+    if (kafka && !kafkaDedupe?.written(r) && (!o.digestsOnly || r.type === "switch_stats")) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
     if (r.type === "switch_stats" && journal) {
       // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();

@@ -204,6 +204,13 @@ export class MetricsEngine {
     this.alignments.set(switchId, q * i);
   }
 
+  /** Each switch's clock start as placed so far (see setClockStart): an engine that takes over from this one places them the same. */
+  clockStarts(): Map<string, bigint> {
+    const out = new Map<string, bigint>();
+    for (const [sw, c] of this.clocks) if (c.start !== undefined) out.set(sw, c.start);
+    return out;
+  }
+
   private align(switchId: string): bigint {
     return this.alignments.get(switchId) ?? 0n;
   }

@@ -76,7 +76,8 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
           if (m.value) o.onMessage({ topic: batch.topic, headers, value: m.value });
           read++;
         }
-        const last = batch.messages.length ? BigInt(batch.messages[batch.messages.length - 1]!.offset) : -1n;
+        // (The batch's last offset counts transaction markers, which are never messages: a partition may end with one.)
+        const last = BigInt(batch.lastOffset());
         if (last + 1n >= range.end || BigInt(batch.highWatermark) <= range.from) {
           open.delete(key);
           if (open.size === 0) finish();
