@@ -142,6 +142,8 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
       if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
     }
     await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
+    // P4Runtime sends a digest list to the primary controller only: with none, the list is gone.
+    if (server.digestListsDropped) o.print(`switch: ${server.digestListsDropped} digest lists dropped: no controller was primary to take them`);
   } finally {
     // Also when a capture fails mid-way: the listener closes, and the command ends with the error.
     clearInterval(tick);

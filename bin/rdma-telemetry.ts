@@ -71,13 +71,15 @@ Usage:
       With --digests-only it publishes the raw digests (rdma.digest.v1) and
       its switch's switch_stats, and no other record: an exporter group makes
       them (for fabrics whose I/Os cross switches driven by other controllers).
-  rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...]
+  rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
       A member of an exporter group: consumes the digests that controllers
       publish with --digests-only (rdma.digest.v1) in consumer group ID
       (default rdma-telemetry-exporter), joins both vantages of each I/O and
       publishes the records exactly once (Kafka transactions). Run as many as
       the digest topic has partitions. With --switch-id, digests of other
-      switches are counted and dropped. Prints a summary line at SIGTERM.
+      switches are counted and dropped. Halves wait for their other vantage
+      while its switch is silent for up to --silent-switch-ms (default 60000;
+      1000 to 3600000), then go out alone. Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
                  [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
@@ -186,6 +188,7 @@ const LIMITS = {
   targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
   "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
+  "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
   snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
 } as const;
 
@@ -368,6 +371,7 @@ async function main(argv: string[]): Promise<number> {
       "digests-only": { type: "boolean" },
       "capture-clock": { type: "boolean" },
       "pcap-delay-ms": { type: "string" },
+      "silent-switch-ms": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -556,7 +560,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], logger, print, signal: ac.signal });
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: values["silent-switch-ms"] !== undefined ? int(values["silent-switch-ms"], "silent-switch-ms", 0) : undefined, logger, print, signal: ac.signal });
       // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
       await new Promise((r) => process.stdout.write("", r));
       process.exit(0);

@@ -33,6 +33,12 @@ export interface MetricsOptions {
   correlationWindowNs: bigint;
   /** per-I/O and per-message records, besides the interval aggregates */
   perEventRecords: boolean;
+  /**
+   * A switch with no digest list for this long (digest time, which an idle
+   * exporter group partition moves on by the wall clock) no longer holds the
+   * others up: the halves waiting for it go out alone, intervals close.
+   */
+  silentSwitchNs: bigint;
   sketchAccuracy: number;
 }
 
@@ -41,6 +47,7 @@ export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
   ioTimeoutNs: 1_000_000_000n,
   correlationWindowNs: 2_000_000_000n,
   perEventRecords: true,
+  silentSwitchNs: 60_000_000_000n,
   sketchAccuracy: 0.005,
 };
 
@@ -286,7 +293,7 @@ export class MetricsEngine {
    */
   private lowWatermark(): bigint {
     let low = this.watermark;
-    for (const w of this.watermarks.values()) if (w < low && this.watermark - w < 60_000_000_000n) low = w;
+    for (const w of this.watermarks.values()) if (w < low && this.watermark - w < this.options.silentSwitchNs) low = w;
     return low;
   }
 

@@ -25,9 +25,21 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/**
+ * The 4 I/Os whose command was unanswered when the traffic stopped go out once the switch that did not see the
+ * response is taken for silent (60 s by default); 30 s still outlasts a controller's restart on this loaded machine.
+ */
+const SILENCE = ["--silent-switch-ms", "30000"];
+
+// The group member is kafkajs in every run of the CI matrix (only the controllers' producer follows KAFKA_CLIENT, and
+// both clients put a key in the same partition: test/unit/partitioner.test.ts): the fabric runs on the default client
+// only, every scenario on Kafka 4.4, the kill -9 one on 3.9.
+const KAFKAJS_RUN = process.env.KAFKA_CLIENT === "kafkajs";
+const OLD_BROKER = (process.env.KAFKA_VERSION ?? "4").startsWith("3.");
 let workload: string;
 let truth: IoTruth[];
 beforeAll(async () => {
+  if (KAFKAJS_RUN) return;
   workload = await generateWorkload(dir, children);
   truth = truthIos(workload);
 }, 120_000);
@@ -55,9 +67,9 @@ async function allIos(p: string, onRecords?: (got: IoRecordJson[]) => void): Pro
   return { ios, completeAt };
 }
 
-test("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal to the ground truth with its RTT; the bad ones counted", async () => {
+test.skipIf(KAFKAJS_RUN)("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal to the ground truth with its RTT; the bad ones counted", async () => {
   const p = prefix("kill");
-  const members = [0, 1].map(() => exporter(dir, brokers, p, children, ["--switch-id", "tor-c", "--switch-id", "tor-s"]));
+  const members = [0, 1].map(() => exporter(dir, brokers, p, children, ["--switch-id", "tor-c", "--switch-id", "tor-s", ...SILENCE]));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
   onTestFailed(() => console.log([...members, ...fabric.controllers].map((m) => m.out().slice(-6000)).join("\n----\n")));
@@ -114,24 +126,29 @@ test("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal t
   expect(Number(summary![5])).toBeGreaterThanOrEqual(1);
 }, 280_000);
 
-test("a third exporter joins mid-run and leaves cleanly, a controller is killed -9 and restarted on its journal: every I/O once", async () => {
+test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leaves cleanly, a controller is killed -9 and restarted on its journal: every I/O once", async () => {
   const p = prefix("rebalance");
-  const members = [0, 1].map((i) => exporter(dir, brokers, p, children, i === 0 ? ["--metrics-listen", "127.0.0.1:0"] : []));
+  const members = [0, 1].map((i) => exporter(dir, brokers, p, children, i === 0 ? ["--metrics-listen", "127.0.0.1:0", ...SILENCE] : SILENCE));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
   onTestFailed(() => console.log([...members, third, ...fabric.controllers, restarted].map((m) => m?.out().slice(-6000)).join("\n----\n")));
   let third: ReturnType<typeof exporter> | undefined;
   let restarted: ReturnType<typeof controller> | undefined;
-  const { ios } = await allIos(p, (got) => {
-    if (!third && got.length > 0) {
-      // Mid-run: the storage-side controller dies with lists journaled and not yet settled; a member joins.
-      fabric.controllers[1]!.child.kill("SIGKILL");
-      restarted = controller(dir, brokers, p, fabric.configs[1]!, fabric.journals[1]!, children);
-      third = exporter(dir, brokers, p, children);
-      void printed(third, /partitions assigned/).then(() => third!.child.kill("SIGTERM"));
-    }
+  // Mid-run: the storage-side controller dies with every list of its switch journaled (acknowledged), most not yet
+  // settled nor all published; a member joins at the same moment. (Killed before its switch has sent everything, the
+  // lists sent meanwhile would be gone: P4Runtime gives a digest list to the primary controller only.)
+  const killed = printed(fabric.switches[1]!, /every digest list acknowledged/, 150_000).then(() => {
+    fabric.controllers[1]!.child.kill("SIGKILL");
+    restarted = controller(dir, brokers, p, fabric.configs[1]!, fabric.journals[1]!, children);
+    third = exporter(dir, brokers, p, children, SILENCE);
+    void printed(third, /partitions assigned/).then(() => third!.child.kill("SIGTERM"));
   });
+  const { ios } = await allIos(p);
+  await killed;
   const c = checkIos(truth, ios);
+  for (const s of fabric.switches) s.child.kill("SIGTERM");
+  await Promise.all(fabric.switches.map((s) => s.exited));
+  expect(fabric.switches.map((s) => s.out()).join("")).not.toMatch(/digest lists dropped/);
   await third!.exited;
   note("a member joins and leaves, a controller restarts on its journal", { truth: truth.length, ...c });
   expectExactlyOnce(c);
@@ -146,7 +163,7 @@ test("a third exporter joins mid-run and leaves cleanly, a controller is killed 
   expect(counter("records")).toBeGreaterThan(0);
   expect(counter("bad_digests")).toBe(0);
   expect(metrics).toMatch(/^rdma_telemetry_exporter_group_partitions \d+/m);
-  for (const s of [restarted!, fabric.controllers[0]!, ...fabric.switches, ...members]) s.child.kill("SIGTERM");
+  for (const s of [restarted!, fabric.controllers[0]!, ...members]) s.child.kill("SIGTERM");
 }, 280_000);
 
 /** The first I/O response digest on the topic: its key, value and list time. */

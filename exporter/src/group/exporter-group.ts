@@ -212,6 +212,8 @@ export class ExporterGroupMember {
     const task = new PartitionTask(partition, producer, this.o.engine ?? {});
     try {
       const taken = await this.restore(task, fencedAt);
+      // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
+      if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
       this.tasks.set(partition, task);
       return taken;
     } catch (err) {
@@ -300,6 +302,7 @@ export class ExporterGroupMember {
 
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const partition = batch.partition;
+    if (!this.assigned.has(partition) || isStale()) return;
     let task = this.tasks.get(partition);
     if (!task || task.closed) task = (await this.ensureTaken(partition)).task;
     const t = task;
