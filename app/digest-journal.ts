@@ -22,6 +22,7 @@ interface Entry {
   d: string; // digest name
   v: string[][]; // samples, members as hex
   n?: number; // switch session
+  h?: number; // when this host first journaled the list, ms (the list's time is the switch's clock)
 }
 
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
@@ -81,7 +82,7 @@ export class DigestJournal {
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
         const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
         feed(batch);
-        this.append(batch);
+        this.append(batch, e.h);
         n++;
       }
     }
@@ -91,8 +92,8 @@ export class DigestJournal {
   }
 
   /** Journals a list; `batch.ack` is called once it is fsync'd (group commit, within one event-loop turn). */
-  append(batch: DigestBatch): void {
-    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session };
+  append(batch: DigestBatch, journaledAtMs = Date.now()): void {
+    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session, h: journaledAtMs };
     this.lines.push(JSON.stringify(e) + "\n");
     const seg = this.segmentName(this.segment);
     if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);
@@ -176,6 +177,20 @@ export class DigestJournal {
     for (const f of this.segments()) {
       const m = /"t":"(\d+)"/.exec(firstLine(join(this.dir, f)));
       if (m && (oldest === undefined || BigInt(m[1]!) < oldest)) oldest = BigInt(m[1]!);
+    }
+    return oldest;
+  }
+
+  /**
+   * When this host first journaled the oldest list an earlier run left
+   * (ms since the epoch, on this host's clock, as Kafka's timestamps are),
+   * or undefined (none left, or journaled by a version that did not say).
+   */
+  oldestUnsettledJournaledAtMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const f of this.segments()) {
+      const m = /"h":(\d+)/.exec(firstLine(join(this.dir, f)));
+      if (m && (oldest === undefined || Number(m[1]) < oldest)) oldest = Number(m[1]);
     }
     return oldest;
   }

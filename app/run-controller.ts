@@ -108,7 +108,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
     const sink = kafka;
     opened.push(() => sink.close());
-    if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
+    if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, journal?.oldestUnsettledJournaledAtMs(), o);
     await kafka.start();
   }
   /** the newest list replayed from the journal, until the records of what was replayed are settled */
@@ -219,7 +219,7 @@ const END_OF_TIME = 1n << 64n;
  * The records an earlier run published: those Kafka has from a little before
  * the oldest unsettled digest list on, and those waiting in the spill.
  */
-async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, o: RunControllerOptions): Promise<RecordDedupe> {
+async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, journaledAtMs: number | undefined, o: RunControllerOptions): Promise<RecordDedupe> {
   const dedupe = new RecordDedupe();
   const add = (m: { headers: Record<string, string>; value: Buffer }) => {
     try {
@@ -230,8 +230,10 @@ async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, o: RunCont
     }
   };
   for (const m of kafka.spilledMessages()) add(m);
-  // Records are published after their lists arrive; the margin covers the switch's and this host's clocks disagreeing.
-  const sinceMs = Number(oldestListNs / 1_000_000n) - 120_000;
+  // Records are published after their lists arrive, stamped by this host's clock: from when the oldest list was
+  // journaled here (its own time is the switch's clock, which may be a capture's), less a margin for the broker's
+  // clock; a journal that did not say when, from the list's time, the margin covering the clocks disagreeing.
+  const sinceMs = (journaledAtMs ?? Number(oldestListNs / 1_000_000n)) - 120_000;
   try {
     const n = await readTopicTails({ brokers: o.brokers!, ...o.kafkaSecurity, topics: [...new Set(Object.values(kafka.topicNames))], sinceMs, onMessage: add });
     o.logger.info("read back what an earlier run published", { messages: n, since: new Date(sinceMs).toISOString() });
