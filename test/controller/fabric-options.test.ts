@@ -16,6 +16,7 @@ test.each([
   ["exporter without brokers", () => ["exporter"], /exporter needs --kafka-brokers/],
   ["exporter with a group id Kafka would refuse", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--group", "a group"], /--group: a group id is letters/],
   ["exporter with an argument", () => ["exporter", "extra", "--kafka-brokers", "127.0.0.1:1"], /exporter takes no arguments \(got 'extra'\)/],
+  ["exporter with a silence shorter than a second", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--silent-switch-ms", "500"], /--silent-switch-ms must be a whole number from 1000 to 3600000 \(1 h\) \(got '500'\)/],
   ["controller --digests-only without brokers", () => {
     const f = join(dir, "c.json");
     writeFileSync(f, JSON.stringify({ switch: { address: "127.0.0.1:1", switch_id: "s" }, ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }] }));
