@@ -72,8 +72,8 @@ async function allIos(p: string, onRecords?: (got: IoRecordJson[]) => void): Pro
 test.skipIf(KAFKAJS_RUN)("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal to the ground truth with its RTT; the bad ones counted", async () => {
   const p = prefix("kill");
   const members = [0, 1].map(() => exporter(dir, brokers, p, children, ["--switch-id", "tor-c", "--switch-id", "tor-s", ...SILENCE]));
-  await Promise.all(members.map((m) => printed(m, /member of group/)));
-  const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
+  // The members join while the fabric starts (its captures wait for the controllers' pipelines, then 1.5 s).
+  const [fabric] = await Promise.all([startFabric({ dir, workload, brokers, prefix: p, children }), ...members.map((m) => printed(m, /member of group/))]);
   onTestFailed(() => console.log([...members, ...fabric.controllers].map((m) => m.out().slice(-6000)).join("\n----\n")));
   // Killed once the first records are out: it holds open halves, and maybe a transaction under way.
   let killedAt = 0;
@@ -134,8 +134,8 @@ test.skipIf(KAFKAJS_RUN)("two exporters, one killed -9 mid-run; bad digests: eve
 test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leaves cleanly, a controller is killed -9 and restarted on its journal: every I/O once", async () => {
   const p = prefix("rebalance");
   const members = [0, 1].map((i) => exporter(dir, brokers, p, children, i === 0 ? ["--metrics-listen", "127.0.0.1:0", ...SILENCE_RESTART] : SILENCE_RESTART));
-  await Promise.all(members.map((m) => printed(m, /member of group/)));
-  const fabric = await startFabric({ dir, workload, brokers, prefix: p, children });
+  // The members join while the fabric starts (its captures wait for the controllers' pipelines, then 1.5 s).
+  const [fabric] = await Promise.all([startFabric({ dir, workload, brokers, prefix: p, children }), ...members.map((m) => printed(m, /member of group/))]);
   onTestFailed(() => console.log([...members, third, ...fabric.controllers, restarted].map((m) => m?.out().slice(-6000)).join("\n----\n")));
   let third: ReturnType<typeof exporter> | undefined;
   let restarted: ReturnType<typeof controller> | undefined;
