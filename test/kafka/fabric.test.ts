@@ -36,7 +36,8 @@ const SILENCE = ["--silent-switch-ms", "30000"];
 
 // The group member is kafkajs in every run of the CI matrix (only the controllers' producer follows KAFKA_CLIENT, and
 // both clients put a key in the same partition: test/unit/partitioner.test.ts): the fabric runs on the default client
-// only, every scenario on Kafka 4.4, the kill -9 one on 3.9.
+// only, each scenario once: the rebalance and the controller's restart on Kafka 4.4, the kill -9 on 3.9 (npm run
+// test:kafka-3.9, or KAFKA_VERSION=3.9.1); both take the group through fencing, offsets with metadata and takeovers.
 const KAFKAJS_RUN = process.env.KAFKA_CLIENT === "kafkajs";
 const OLD_BROKER = (process.env.KAFKA_VERSION ?? "4").startsWith("3.");
 let workload: string;
@@ -70,7 +71,7 @@ async function allIos(p: string, onRecords?: (got: IoRecordJson[]) => void): Pro
   return { ios, completeAt };
 }
 
-test.skipIf(KAFKAJS_RUN)("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal to the ground truth with its RTT; the bad ones counted", async () => {
+test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; bad digests: every I/O once, equal to the ground truth with its RTT; the bad ones counted", async () => {
   const p = prefix("kill");
   const members = [0, 1].map(() => exporter(dir, brokers, p, children, ["--switch-id", "tor-c", "--switch-id", "tor-s", ...SILENCE]));
   await Promise.all(members.map((m) => printed(m, /member of group/)));
@@ -101,7 +102,9 @@ test.skipIf(KAFKAJS_RUN)("two exporters, one killed -9 mid-run; bad digests: eve
   const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-bad-digests" });
   const producer = kafka.producer();
   await producer.connect();
-  const sample = await firstIoDigest(kafka, `${p}.digest.v1`);
+  // Of a pair that had an I/O unanswered at the end: its partition has gone out to the end (the switch that did not
+  // see the response taken for silent, its intervals closed), so a digest a minute old is late there.
+  const sample = await firstIoDigest(kafka, `${p}.digest.v1`, new Set(truth.filter((t) => t.incomplete).map((t) => `${t.host}|${t.target}`)));
   const variant = (switchId: string, listTimestampNs: bigint) => {
     const d = RawDigest.decode(sample.value);
     d.switchId = switchId;
@@ -178,8 +181,8 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leave
   expect(duplicated).toEqual([0, 0, 0]);
 }, 280_000);
 
-/** The first I/O response digest on the topic: its key, value and list time. */
-async function firstIoDigest(kafka: Kafka, topic: string): Promise<{ key: string; value: Buffer; listTimestampNs: bigint }> {
+/** The first I/O response digest on the topic keyed by one of `keys`: its key, value and list time. */
+async function firstIoDigest(kafka: Kafka, topic: string, keys: Set<string>): Promise<{ key: string; value: Buffer; listTimestampNs: bigint }> {
   const consumer = kafka.consumer({ groupId: `sample-${topic}` });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -188,7 +191,7 @@ async function firstIoDigest(kafka: Kafka, topic: string): Promise<{ key: string
       eachMessage: async ({ message }) => {
         const d = RawDigest.decode(message.value!);
         // A response (event 2): it makes a half, which a command alone does not.
-        if (d.digest.startsWith("io") && d.fields.find((f) => f.name === "event")?.value.at(-1) === 2) resolve({ key: message.key!.toString(), value: message.value!, listTimestampNs: d.listTimestampNs });
+        if (keys.has(message.key!.toString()) && d.digest.startsWith("io") && d.fields.find((f) => f.name === "event")?.value.at(-1) === 2) resolve({ key: message.key!.toString(), value: message.value!, listTimestampNs: d.listTimestampNs });
       },
     });
   });
