@@ -4,6 +4,7 @@
 import { Kafka, logLevel } from "kafkajs";
 import { expect, inject, test } from "vitest";
 import { readTopicTails } from "../../exporter/src/kafka/tail.js";
+import { until } from "../support/wait.js";
 
 const brokers = inject("kafkaBrokers");
 
@@ -20,6 +21,10 @@ test("a topic whose partition ends with a commit marker is read back to its end"
   await tx.send({ topic, messages: [1, 2, 3].map((i) => ({ key: "k", value: `m${i}` })) });
   await tx.commit();
   await producer.disconnect();
+  // The commit returns before its marker is written: the partition ends with it (the last stable offset is past it) a moment later.
+  await admin.connect();
+  await until(async () => (await admin.fetchTopicOffsets(topic))[0]?.high === "4", 15_000, "the commit marker written", 50);
+  await admin.disconnect();
   const got: string[] = [];
   const n = await readTopicTails({ brokers: [brokers], topics: [topic], sinceMs: 0, timeoutMs: 15_000, onMessage: (m) => got.push(m.value.toString()) });
   expect(n).toBe(3);
