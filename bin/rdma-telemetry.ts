@@ -8,6 +8,7 @@ import { kafkaClientName, kafkaCompression, kafkaMaxInFlight, KafkaConnectError,
 import { KAFKA_SECURITY_FLAGS, kafkaBrokers, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { closeKafka } from "../app/kafka-close.js";
 import { runController } from "../app/run-controller.js";
+import { runExporterGroup } from "../app/exporter-command.js";
 import { runDemo } from "../app/demo.js";
 import { parsePcapIn, parsePcapInStart, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
@@ -66,7 +67,7 @@ Usage:
       packet after the switch in half of those, resent go-back-N. Demo does
       not take --ip 6, mixed or --reorder: the switch does not measure them yet.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
-                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
+                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
@@ -75,12 +76,29 @@ Usage:
       The config's control_port serves the mode command, with a token (env
       RDMA_TELEMETRY_CONTROL_TOKEN, else the file of --control-token-file or the
       default below, written 0600 at first start; the controller prints where).
+      With --digests-only it publishes the raw digests (rdma.digest.v1) and
+      its switch's switch_stats, and no other record: an exporter group makes
+      them (for fabrics whose I/Os cross switches driven by other controllers).
+  rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
+      A member of an exporter group: consumes the digests that controllers
+      publish with --digests-only (rdma.digest.v1) in consumer group ID
+      (default rdma-telemetry-exporter), joins both vantages of each I/O and
+      publishes the records exactly once (Kafka transactions). Run as many as
+      the digest topic has partitions. With --switch-id, digests of other
+      switches are counted and dropped. Halves wait for their other vantage
+      while its switch is silent for up to --silent-switch-ms (default 60000;
+      1000 to 3600000), then go out alone. Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
+                 [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
       for any controller; captures replayed in on ports, merged on one clock
       (they start at once, or with digests once a controller has configured
-      every digest), one capture out per port.
+      every digest), one capture out per port. A capture given without PORT=
+      enters on the ports of its packets' source addresses in --topology (a
+      capture of generate). With --capture-clock the switch measures on the
+      captures' clock (as replay does); with it or --pcap-delay-ms the
+      captures wait for a pipeline, then that long.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
                  [--control-token-file FILE]
       Switches the mode of a running primary controller (its config's control_port),
@@ -103,7 +121,7 @@ Usage:
       --max-pairs pair series (128), --max-flows flows (128), --max-switches
       switches (32) and --max-alerts alerts (500) in memory.
 
-Demo, replay and controller take --metrics-listen HOST:PORT to serve
+Demo, replay, controller and exporter take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
 
 An --out file that already holds records is refused unless --append is given
@@ -152,7 +170,7 @@ listens on, says why in one line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
-const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume", "dashboard"] as const;
+const COMMANDS = ["demo", "replay", "generate", "controller", "exporter", "mode", "consume", "dashboard"] as const;
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -177,6 +195,8 @@ const LIMITS = {
   hosts: { min: 1, max: 200, unit: " (10.0.1.1 on)" },
   targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
+  "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
+  "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
   snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
 } as const;
 
@@ -386,6 +406,10 @@ async function main(argv: string[]): Promise<number> {
       "reorder-loss": { type: "string" },
       ...Object.fromEntries([...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds"].map((f) => [f, { type: "string" as const }])),
       force: { type: "boolean" },
+      "digests-only": { type: "boolean" },
+      "capture-clock": { type: "boolean" },
+      "pcap-delay-ms": { type: "string" },
+      "silent-switch-ms": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -569,7 +593,20 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = brokerList();
-      return await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
+      return await runController({ digestsOnly: values["digests-only"], configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
+    }
+    case "exporter": {
+      if (rest.length) throw new UsageError(`exporter takes no arguments (got '${rest[0]}')`);
+      const brokers = brokerList();
+      if (!brokers) throw new UsageError("exporter needs --kafka-brokers (or KAFKA_BROKERS)");
+      if (values.group !== undefined && !/^[A-Za-z0-9._-]{1,200}$/.test(values.group)) throw new UsageError(`--group: a group id is letters, digits, '.', '_' and '-' (got '${values.group}')`);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: values["silent-switch-ms"] !== undefined ? int(values["silent-switch-ms"], "silent-switch-ms", 0) : undefined, logger, print, signal: ac.signal });
+      // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
+      await new Promise((r) => process.stdout.write("", r));
+      process.exit(0);
     }
     case "consume": {
       if (!values.topic) throw new UsageError("consume needs --topic TOPIC");
@@ -593,6 +630,9 @@ async function main(argv: string[]): Promise<number> {
         deviceConfig: values["device-config"],
         pcapIn: (values["pcap-in"] ?? []).map(parsePcapIn),
         pcapInStart: parsePcapInStart(values["pcap-in-start"]),
+        topology: values.topology?.length ? Topology.load(values.topology[0]!) : undefined,
+        captureClock: values["capture-clock"],
+        pcapDelayMs: int(values["pcap-delay-ms"], "pcap-delay-ms", 0),
         pcapOut: values["pcap-out"],
         logger,
         print,

@@ -98,7 +98,8 @@ async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end:
           if (m.value) o.onMessage({ topic: batch.topic, headers, value: m.value });
           read++;
         }
-        const last = batch.messages.length ? BigInt(batch.messages[batch.messages.length - 1]!.offset) : -1n;
+        // (The batch's last offset counts transaction markers, which are never messages: a partition may end with one.)
+        const last = BigInt(batch.lastOffset());
         if (last + 1n >= range.end || BigInt(batch.highWatermark) <= range.from) {
           open.delete(key);
           if (open.size === 0) finish();
