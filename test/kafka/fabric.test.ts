@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, afterEach, beforeAll, expect, inject, onTestFailed, test } from "vitest";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
@@ -186,7 +187,9 @@ async function firstIoDigest(kafka: Kafka, topic: string, keys: Set<string>): Pr
   const consumer = kafka.consumer({ groupId: `sample-${topic}` });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  const found = await new Promise<{ key: string; value: Buffer; listTimestampNs: bigint }>((resolve) => {
+  let timer: NodeJS.Timeout | undefined;
+  const found = await new Promise<{ key: string; value: Buffer; listTimestampNs: bigint }>((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no response digest of ${[...keys].join(", ")} on ${topic} within 60 s`)), 60_000);
     void consumer.run({
       eachMessage: async ({ message }) => {
         const d = RawDigest.decode(message.value!);
@@ -194,7 +197,9 @@ async function firstIoDigest(kafka: Kafka, topic: string, keys: Set<string>): Pr
         if (keys.has(message.key!.toString()) && d.digest.startsWith("io") && d.fields.find((f) => f.name === "event")?.value.at(-1) === 2) resolve({ key: message.key!.toString(), value: message.value!, listTimestampNs: d.listTimestampNs });
       },
     });
+  }).finally(() => {
+    clearTimeout(timer);
+    return consumer.disconnect();
   });
-  await consumer.disconnect();
   return found;
 }

@@ -2,6 +2,7 @@
 // record topics): a partition that ends with a transaction marker, which is
 // never a message, is still read to its end.
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { expect, inject, test } from "vitest";
 import { readTopicTails } from "../../exporter/src/kafka/tail.js";
 import { until } from "../support/wait.js";

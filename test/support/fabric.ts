@@ -8,6 +8,7 @@ import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import { readTruth } from "../../traffic/src/generator.js";

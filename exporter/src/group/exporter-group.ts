@@ -21,6 +21,7 @@
 //
 // This member uses kafkajs: its transactional producer commits consumer
 // offsets inside a transaction (sendOffsets), with metadata.
+import "../kafka/kafkajs-codecs.js"; // the digests may come compressed with any codec (zstd by default)
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from "kafkajs";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { Logger } from "@rdma-telemetry/p4runtime";
