@@ -60,7 +60,7 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readRanges(kafka, ranges, o, deadline);
+      return await readRanges(kafka, ranges, o, deadline, timeoutMs);
     } catch (err) {
       if (attempt >= TAIL_ATTEMPTS || Date.now() >= deadline) throw err;
     }
@@ -70,7 +70,7 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
 /** Reads with a fresh consumer group a try. */
 const TAIL_ATTEMPTS = 3;
 
-async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end: bigint }>, o: ReadTailOptions, deadline: number): Promise<number> {
+async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end: bigint }>, o: ReadTailOptions, deadline: number, timeoutMs: number): Promise<number> {
   // A consumer of its own group, which commits nothing: it seeks to each range's start.
   const groupId = `rdma-telemetry-tail-${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, retry: { retries: 3, restartOnFailure: async () => false } });
@@ -112,7 +112,7 @@ async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end:
     }
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
-    if (timedOut) throw new Error(`reading back ${open.size} partitions of ${o.topics.join(", ")} took over ${o.timeoutMs ?? 60_000} ms`);
+    if (timedOut) throw new Error(`reading back ${open.size} partitions of ${o.topics.join(", ")} took over ${timeoutMs} ms`);
   } finally {
     await consumer.disconnect().catch(() => undefined);
     const cleanup = kafka.admin();
