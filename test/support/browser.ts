@@ -26,25 +26,53 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(binary: string): Promise<Browser> {
-  const profile = mkdtempSync(join(tmpdir(), "chromium-"));
-  const child: ChildProcess = spawn(binary, [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
-    "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank",
-  ], { stdio: ["ignore", "ignore", "pipe"] });
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    let err = "";
-    const t = setTimeout(() => reject(new Error(`chromium gave no DevTools endpoint in 30 s: ${err}`)), 30_000);
-    child.stderr!.on("data", (d: Buffer) => {
-      err += d.toString();
-      const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(t);
-        resolve(m[1]!);
+/**
+ * Starts Chromium and waits for its DevTools endpoint. Now and then (about one
+ * run in ten of the whole suite on a loaded 2-core machine) Chromium prints
+ * nothing at all for more than 30 s; that start is killed and another made,
+ * up to three in all, each with a fresh profile.
+ */
+async function startChromium(binary: string): Promise<{ child: ChildProcess; profile: string; endpoint: string }> {
+  const failures: string[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const profile = mkdtempSync(join(tmpdir(), "chromium-"));
+    const child: ChildProcess = spawn(binary, [
+      "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+      "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank",
+    ], { stdio: ["ignore", "ignore", "pipe"], detached: true });
+    try {
+      const endpoint = await new Promise<string>((resolve, reject) => {
+        let err = "";
+        const t = setTimeout(() => reject(new Error(`no DevTools endpoint in 30 s: ${err.trim().split("\n").slice(-3).join(" | ")}`)), 30_000);
+        child.stderr!.on("data", (d: Buffer) => {
+          err += d.toString();
+          const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
+          if (m) {
+            clearTimeout(t);
+            resolve(m[1]!);
+          }
+        });
+        child.once("exit", (code) => {
+          clearTimeout(t);
+          reject(new Error(`exited (${code}): ${err}`));
+        });
+      });
+      return { child, profile, endpoint };
+    } catch (e) {
+      failures.push(`start ${attempt}: ${(e as Error).message}`);
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // already gone
       }
-    });
-    child.once("exit", (code) => reject(new Error(`chromium exited (${code}): ${err}`)));
-  });
+      rmSync(profile, { recursive: true, force: true });
+    }
+  }
+  throw new Error(`chromium gave no DevTools endpoint in three starts: ${failures.join("; ")}`);
+}
+
+export async function launchBrowser(binary: string): Promise<Browser> {
+  const { child, profile, endpoint } = await startChromium(binary);
   const ws = new WebSocket(endpoint);
   await new Promise<void>((resolve, reject) => {
     ws.onopen = () => resolve();
@@ -116,7 +144,11 @@ export async function launchBrowser(binary: string): Promise<Browser> {
       ws.close();
       await Promise.race([exited, grace(5000)]);
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL");
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          child.kill("SIGKILL");
+        }
         await exited;
       }
       rmSync(profile, { recursive: true, force: true });
