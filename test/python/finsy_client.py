@@ -21,10 +21,18 @@ def out(check, **fields):
     print(json.dumps({"check": check, **fields}), flush=True)
 
 
+# finsy writes stream messages without serialising them: two tasks writing to
+# the one StreamChannel at once (a PacketOut here, a DigestListAck in the
+# digest reader) can end the stream, and finsy then opens another that the
+# switch refuses for want of arbitration. Every stream write holds this lock.
+STREAM_WRITE = asyncio.Lock()
+
+
 async def packet_out(sw, payload):
     # The telemetry program declares no packet_out header, which finsy's
     # P4PacketOut needs: the stream message goes as it is.
-    await sw._p4client.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=payload)))
+    async with STREAM_WRITE:
+        await sw._p4client.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=payload)))
 
 
 def action_name(sw, entry):
@@ -88,7 +96,8 @@ async def digests(addr, p4info, device_json):
         async def collect():
             async for dl in sw.read_digests("mac_learn_t"):
                 got.append(len(dl))
-                await sw.write([fy.P4DigestListAck(dl.digest_id, dl.list_id)])
+                async with STREAM_WRITE:
+                    await sw.write([fy.P4DigestListAck(dl.digest_id, dl.list_id)])
 
         task = asyncio.create_task(collect())
         await asyncio.sleep(0.5)
