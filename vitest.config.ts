@@ -10,7 +10,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["node_modules/**", "dist/**"],
-    globalSetup: ["test/setup/kafka.ts"],
+    // The build first: the tests run the built `rdma-telemetry` command (test/setup/build.ts).
+    globalSetup: ["test/setup/build.ts", "test/setup/kafka.ts"],
     // The default report, then one line counting the tests skipped for want of BMv2 and p4c.
     reporters: ["default", "./test/support/toolchain-reporter.ts"],
     testTimeout: 60_000,

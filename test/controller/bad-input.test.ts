@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "bad-input-"));
@@ -30,7 +31,7 @@ const config = (name: string, o: Record<string, unknown>) => {
   writeFileSync(f, JSON.stringify({ ports, ...o }));
   return f;
 };
-const run = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
+const run = (...args: string[]) => spawnSync(process.execPath, [...CLI, ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
 const cap = () => [join(dir, "cap/tor.pcap"), "--topology", join(dir, "cap/tor.topology.json")];
 
 describe("bad operator input", () => {

@@ -6,14 +6,13 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
 import { digestsSettled, ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 import type { ChildProcess } from "node:child_process";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
 const dir = mkdtempSync(join(tmpdir(), "command-line-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -26,7 +25,7 @@ interface Run {
 /** `rdma-telemetry ARGS` in `cwd` (KAFKA_BROKERS cleared), its output gathered; written files limited to `limitFileBytes` if given. */
 function run(args: string[], cwd = dir, limitFileBytes?: number): Promise<Run> {
   return new Promise((resolve) => {
-    const node = [process.execPath, "--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), ...args];
+    const node = [process.execPath, ...CLI, ...args];
     // prlimit: a file size limit, as a disk that fills up (writes past it fail with EFBIG).
     const [cmd, ...argv] = limitFileBytes === undefined ? node : ["prlimit", `--fsize=${limitFileBytes}`, ...node];
     const child = spawn(cmd!, argv, {
@@ -247,7 +246,7 @@ describe("outputs that cannot be written, and pipelines that are not what they s
       const sw = await startSwitch(children);
       const config = writeControllerConfig(dir, sw.port, "filled");
       const out = join(dir, "controller-filled.jsonl");
-      const node = [process.execPath, "--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), "controller", "--config", config, "--out", out];
+      const node = [process.execPath, ...CLI, "controller", "--config", config, "--out", out];
       const c = spawn("prlimit", ["--fsize=3000", ...node], { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "" } });
       children.push(c);
       let stdout = "";

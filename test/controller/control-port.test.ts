@@ -8,14 +8,13 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { startCli, type CliProcess } from "../support/cli.js";
 import { startSwitch } from "../support/controller-restart.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
-const root = join(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "control-port-"));
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -55,7 +54,7 @@ const tokenFile = () => join(stateDir(), "rdma-telemetry", "control-token");
 
 /** `rdma-telemetry ARGS` to its end: exit code and output. */
 function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, ["--conditions=source", "--import", pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href, join(root, "bin/rdma-telemetry.ts"), ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, KAFKA_BROKERS: "", ...env }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [...CLI, ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, KAFKA_BROKERS: "", ...env }, timeout: 60_000 });
   return { status: r.status, out: r.stdout + r.stderr };
 }
 

@@ -6,11 +6,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "fabric-options-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const run = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
+const run = (...args: string[]) => spawnSync(process.execPath, [...CLI, ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" }, timeout: 60_000 });
 
 test.each([
   ["exporter without brokers", () => ["exporter"], /exporter needs --kafka-brokers/],

@@ -17,6 +17,7 @@ import { Topology, ipv4Source } from "../../app/topology.js";
 import { openCapture, writePcap, type PcapRecord } from "../../traffic/src/pcap.js";
 import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "live-vs-replay-"));
@@ -26,7 +27,7 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { cwd: root, encoding: "utf8", timeout: 120_000 });
+const cli = (...args: string[]) => spawnSync(process.execPath, [...CLI, ...args], { cwd: root, encoding: "utf8", timeout: 120_000 });
 type Rec = Record<string, unknown> & { type: string };
 const records = (file: string): Rec[] => readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Rec);
 const WALL_CLOCK = new Set(["interval_start_unix_ns", "cmd_unix_ns", "first_unix_ns"]);

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
 import { ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "controller-metrics-"));
@@ -25,7 +26,7 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
   const sw = await startSwitch(children);
   const config = writeControllerConfig(dir, sw.port, "tor");
   const out = join(dir, "records.jsonl");
-  const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", "--config", config, "--out", out, "--metrics-listen", "127.0.0.1:0"], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KAFKA_BROKERS: "" } });
+  const c = spawn(process.execPath, [...CLI, "controller", "--config", config, "--out", out, "--metrics-listen", "127.0.0.1:0"], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, KAFKA_BROKERS: "" } });
   children.push(c);
   let url = "";
   await new Promise<void>((resolve, reject) => {

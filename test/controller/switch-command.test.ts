@@ -14,6 +14,7 @@ import { GetForwardingPipelineConfigRequest_ResponseType, Update_Type } from "..
 import { openCapture, writePcap } from "../../traffic/src/pcap.js";
 import { buildFrame, Opcode } from "../../traffic/src/roce.js";
 import { outputMatching } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "switch-command-"));
@@ -23,7 +24,7 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "switch"];
+const cli = [...CLI, "switch"];
 const pipeline = ["--p4info", join(root, "p4/build/telemetry.p4info.json"), "--device-config", join(root, "p4/build/telemetry.json")];
 const frame = (dst: string) => buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4(dst), opcode: Opcode.SEND_ONLY, destQp: 17, psn: 1, payloadLength: 64 }).data;
 

@@ -11,6 +11,7 @@ import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { freePort } from "../support/net.js";
 import { exited, outputMatching } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tls-cli-"));
@@ -90,8 +91,7 @@ describe("command line", () => {
       ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 2, role: "storage", prefixes: ["10.0.2.0/24"] }],
       control_port: controlPort,
     }));
-    const bin = [join(root, "bin/rdma-telemetry.ts")];
-    const ctl = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "controller", "--config", config, "--log-level", "warn"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+        const ctl = spawn(process.execPath, [...CLI, "controller", "--config", config, "--log-level", "warn"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     const primary = outputMatching(ctl.stdout, "primary on", 30_000, ctl);
     const reader = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 5000 });
     try {
@@ -105,7 +105,7 @@ describe("command line", () => {
       expect(await mode()).toBe(1n);
       // Asynchronously: the switch answering the controller's writes runs in this process.
       const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "mode", "polling", "--control", `127.0.0.1:${controlPort}`], { cwd: root });
+        const c = spawn(process.execPath, [...CLI, "mode", "polling", "--control", `127.0.0.1:${controlPort}`], { cwd: root });
         let stdout = "";
         let stderr = "";
         c.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -126,7 +126,7 @@ describe("command line", () => {
       await server.close();
     }
     writeFileSync(config, JSON.stringify({ ports: [{ port: 1, role: "computer" }] }));
-    const bad = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", ...bin, "controller", "--config", config], { cwd: root, encoding: "utf8" });
+    const bad = spawnSync(process.execPath, [...CLI, "controller", "--config", config], { cwd: root, encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/ports\[0\]\.role: must be compute, storage or fabric/);
   }, 90_000);

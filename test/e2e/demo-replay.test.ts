@@ -10,6 +10,7 @@ import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../contract
 import { readCapture, writePcap } from "../../traffic/src/pcap.js";
 import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "demo-replay-"));
@@ -22,7 +23,7 @@ test("a live demo run and a replay of its own capture agree", async () => {
   const demo = await runDemo({ seed: 4, durationMs: 300, outDir: dir, mode: "full", print: (t) => printed.push(t) });
   expect(demo.records).toBeGreaterThan(0);
   expect(printed.some((l) => l.includes("storage I/O"))).toBe(true);
-  const cli = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "replay", join(dir, "tor-c.pcap"), "--topology", join(dir, "tor-c.topology.json"), "--out", join(dir, "replay.jsonl"), "--forwarded", join(dir, "forwarded.pcap")], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  const cli = spawnSync(process.execPath, [...CLI, "replay", join(dir, "tor-c.pcap"), "--topology", join(dir, "tor-c.topology.json"), "--out", join(dir, "replay.jsonl"), "--forwarded", join(dir, "forwarded.pcap")], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
   expect(cli.status, cli.stderr).toBe(0);
   const live = read(join(dir, "records.jsonl"));
   const replay = read(join(dir, "replay.jsonl"));
@@ -49,7 +50,7 @@ test("two captures whose clocks are seconds apart, replayed together, give RTT f
   const skew = 7_300_000_123n;
   const s = readCapture(join(d, "tor-s.pcap"));
   writePcap(join(d, "tor-s-skewed.pcap"), s.map((p) => ({ timestampNs: p.timestampNs - skew, data: p.data, originalLength: p.originalLength })), 128);
-  const cli = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "replay", join(d, "tor-c.pcap"), join(d, "tor-s-skewed.pcap"),
+  const cli = spawnSync(process.execPath, [...CLI, "replay", join(d, "tor-c.pcap"), join(d, "tor-s-skewed.pcap"),
     "--topology", join(d, "tor-c.topology.json"), "--topology", join(d, "tor-s.topology.json"), "--out", join(d, "both.jsonl")], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
   expect(cli.status, cli.stderr).toBe(0);
   const recs = read(join(d, "both.jsonl"));

@@ -12,13 +12,14 @@ import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import type { FlowAggregateJson, IoAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { ioRecordKey, messageRecordKey } from "../../app/self-check.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "polling-replay-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const cli = (args: string[]) => {
-  const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  const r = spawnSync(process.execPath, [...CLI, ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
   expect(r.status, r.stderr).toBe(0);
   return r.stdout;
 };

@@ -20,6 +20,7 @@ import { openCapture } from "../../traffic/src/pcap.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import { CmAttr, Opcode, parseRoce } from "../../traffic/src/roce.js";
 import { ipText } from "../../traffic/src/ip.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "wireshark-"));
@@ -31,7 +32,7 @@ const haveTshark = tshark.status === 0;
 if (!haveTshark && process.env.CI) throw new Error("tshark not found: .ci/run installs Debian's tshark package");
 
 const cli = (args: string[]) => {
-  const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  const r = spawnSync(process.execPath, [...CLI, ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
   expect(r.status, r.stderr).toBe(0);
 };
 

@@ -18,6 +18,7 @@ import type { SwitchStatsJson } from "../../contract/src/records.js";
 import type { Logger } from "../../exporter/src/logger.js";
 import { ConfigError } from "../../p4runtime-controller/src/config.js";
 import { until } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
 interface SecuredBroker {
   brokers: string;
@@ -100,7 +101,7 @@ describe("exporter on a SASL_SSL broker", () => {
     const passwordFile = join(tmp, "password");
     writeFileSync(passwordFile, `${broker.password}\n`, { mode: 0o600 });
     const cli = spawn(process.execPath, [
-      "--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "consume", "--topic", t.alert, "--from-beginning",
+      ...CLI, "consume", "--topic", t.alert, "--from-beginning",
       "--kafka-brokers", broker.brokers, "--kafka-ca", broker.caFile, "--kafka-sasl-mechanism", "scram-sha-256",
       "--kafka-sasl-username", broker.username, "--kafka-sasl-password-file", passwordFile,
     ], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "", KAFKA_SASL_PASSWORD: "" } });
@@ -228,7 +229,7 @@ describe("Kafka security options of the command line", () => {
   });
 
   test("the command line exits 2 on a bad setting and takes no password flag", () => {
-    const run = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "consume", "--topic", "x", "--kafka-brokers", "127.0.0.1:1", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, KAFKA_SASL_PASSWORD: "" } });
+    const run = (...args: string[]) => spawnSync(process.execPath, [...CLI, "consume", "--topic", "x", "--kafka-brokers", "127.0.0.1:1", ...args], { cwd: root, encoding: "utf8", env: { ...process.env, KAFKA_SASL_PASSWORD: "" } });
     const missing = run("--kafka-sasl-mechanism", "scram-sha-256", "--kafka-sasl-username", "u");
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/^rdma-telemetry: SASL scram-sha-256 needs a password/);

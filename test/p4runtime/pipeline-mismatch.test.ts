@@ -12,6 +12,7 @@ import { GetForwardingPipelineConfigRequest_ResponseType, SetForwardingPipelineC
 import { P4RuntimeClient, P4RuntimeError, toUint128 } from "../../p4runtime/src/index.js";
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const BMV2 = join(root, "p4/build/telemetry.json");
@@ -57,7 +58,7 @@ describe("SetForwardingPipelineConfig", () => {
 });
 
 describe("rdma-telemetry switch", () => {
-  const run = (...args: string[]) => spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "switch", "--listen", "127.0.0.1:0", ...args], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  const run = (...args: string[]) => spawnSync(process.execPath, [...CLI, "switch", "--listen", "127.0.0.1:0", ...args], { cwd: root, encoding: "utf8", timeout: 60_000 });
   const cases: Array<[string[], RegExp]> = [
     ...MISMATCHED.slice(0, 2).map(([info, reason]): [string[], RegExp] => [["--p4info", join(root, info), "--device-config", BMV2], reason]),
     [["--cpu-port", "9999"], /--cpu-port must be .*0 to 510.*9999/],

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { openCapture } from "../../traffic/src/pcap.js";
 import { exited, outputMatching } from "../support/wait.js";
+import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "python-clients-"));
@@ -40,7 +41,7 @@ interface Check {
 /** Starts the switch, runs the client script against it, stops the switch; the checks the script printed and the switch's captures by port. */
 async function run(client: string, script: string) {
   const out = join(dir, client);
-  const sw = spawn(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "switch", "--listen", "127.0.0.1:0", "--pcap-out", out], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  const sw = spawn(process.execPath, [...CLI, "switch", "--listen", "127.0.0.1:0", "--pcap-out", out], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
   children.push(sw);
   const port = /P4Runtime on 127\.0\.0\.1:(\d+)/.exec(await outputMatching(sw.stdout!, /P4Runtime on 127\.0\.0\.1:\d+/, 30_000, sw))![1];
   const py = spawn(python(client), [join(root, "test/python", script), `127.0.0.1:${port}`, ...args], { cwd: join(root, "test/python"), stdio: ["ignore", "pipe", "pipe"] });

@@ -1,10 +1,14 @@
-// The rdma-telemetry command as a process of its own, from the sources, its
-// output gathered (stdout and stderr), for tests that start long-running commands.
+// The rdma-telemetry command as a process of its own, as it ships
+// (dist/bin/rdma-telemetry.js, the package's bin; test/setup/build.ts brings
+// the build up to date before any test), its output gathered (stdout and
+// stderr), for tests that start long-running commands.
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 
 const root = join(import.meta.dirname, "../..");
+
+/** What follows `node` to run the `rdma-telemetry` command: the built bin script. */
+export const CLI: readonly string[] = [join(root, "dist/bin/rdma-telemetry.js")];
 
 export interface CliProcess {
   child: ChildProcess;
@@ -14,8 +18,7 @@ export interface CliProcess {
 
 /** Starts `rdma-telemetry ARGS` in `cwd` (KAFKA_BROKERS cleared: brokers are given as flags; `env` added); `children` collects it for cleanup. */
 export function startCli(args: string[], cwd: string, children: ChildProcess[], env: NodeJS.ProcessEnv = {}): CliProcess {
-  const tsx = pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href;
-  const child = spawn(process.execPath, ["--conditions=source", "--import", tsx, join(root, "bin/rdma-telemetry.ts"), ...args], {
+  const child = spawn(process.execPath, [...CLI, ...args], {
     cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KAFKA_BROKERS: "", ...env },
   });
   children.push(child);

@@ -12,6 +12,7 @@ import { expect } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { readIoFrames } from "./nvme-frames.js";
 import { until } from "./wait.js";
+import { CLI } from "./cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 
@@ -32,7 +33,7 @@ export async function startSwitch(children: ChildProcess[], port = 0): Promise<{
 
 /** `rdma-telemetry controller` with `args`; resolves once it is primary. */
 export function startController(args: string[], env: NodeJS.ProcessEnv, children: ChildProcess[]): Promise<ChildProcess> {
-  const c = spawn(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  const c = spawn(process.execPath, [...CLI, "controller", ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   children.push(c);
   return new Promise((resolve, reject) => {
     c.stdout!.on("data", (d: Buffer) => {

@@ -1,8 +1,6 @@
 // The dashboard's store (merging the switches' aggregates, its bounds) and
 // its server (assets from the package, snapshot and live updates by SSE).
 import { spawnSync } from "node:child_process";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { runInNewContext } from "node:vm";
 import { describe, expect, test } from "vitest";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, StatsJson } from "../../contract/src/records.js";
@@ -10,6 +8,7 @@ import { DashboardStore, foldPair, mergePair, type PairChoice, type PairPoint } 
 import { parseListen, startDashboardServer } from "../../app/dashboard/server.js";
 import { topicNames } from "../../app/kafka-options.js";
 import { dashboardFlags } from "../../app/dashboard/flags.js";
+import { CLI } from "../support/cli.js";
 
 const stats = (count: number, p50: number): StatsJson => ({ count, min: p50 / 2, mean: p50 * 1.1, p50, p99: p50 * 3, max: p50 * 4 });
 const start = (i: number) => String(1_800_000_000_000_000_000n + BigInt(i) * 1_000_000_000n);
@@ -170,7 +169,6 @@ describe("dashboard flags", () => {
     expect(dashboardFlags({ "reread-seconds": "90", intervals: "10" }).rereadMs).toBe(90_000);
   });
 
-  const root = join(import.meta.dirname, "../..");
   test.each([
     [["--max-pairs", "0"], /^rdma-telemetry: --max-pairs must be an integer from 1 to 100000 \(got '0'\)/],
     [["--intervals", "1e3"], /--intervals must be an integer from 1 to 100000 \(got '1e3'\)/],
@@ -178,7 +176,7 @@ describe("dashboard flags", () => {
     [["--max-alerts", "many"], /--max-alerts must be an integer from 1 to 1000000 \(got 'many'\)/],
     [["--reread-seconds", "2.5"], /--reread-seconds must be an integer from 0 to 604800 \(got '2.5'\)/],
   ])("rdma-telemetry dashboard %j: one line naming the flag, exit 2, nothing started", (flags, message) => {
-    const r = spawnSync(process.execPath, ["--conditions=source", "--import", pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href, join(root, "bin/rdma-telemetry.ts"), "dashboard", "--kafka-brokers", "127.0.0.1:1", "--listen", "127.0.0.1:0", ...flags], {
+    const r = spawnSync(process.execPath, [...CLI, "dashboard", "--kafka-brokers", "127.0.0.1:1", "--listen", "127.0.0.1:0", ...flags], {
       encoding: "utf8", timeout: 30_000, env: { ...process.env, KAFKA_BROKERS: "" },
     });
     expect(r.status, r.stdout + r.stderr).toBe(2);

@@ -15,6 +15,7 @@ import { generateTraffic, readTruth } from "../../traffic/src/generator.js";
 import { ipText } from "../../traffic/src/ip.js";
 import { parseRoce } from "../../traffic/src/roce.js";
 import type { GeneratedTraffic, MessageTruth } from "../../traffic/src/types.js";
+import { CLI } from "../support/cli.js";
 
 const PSN = 0x1000000;
 
@@ -128,7 +129,7 @@ describe("reordering paths", () => {
     const out = mkdtempSync(join(tmpdir(), "reorder-"));
     try {
       const root = new URL("../..", import.meta.url).pathname;
-      const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "generate", "--out-dir", out, "--force", "--duration-ms", "80", "--layout", "single", "--hosts", "2", "--targets", "1", "--reorder", "0.5:3", "--reorder-loss", "1"], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+      const r = spawnSync(process.execPath, [...CLI, "generate", "--out-dir", out, "--force", "--duration-ms", "80", "--layout", "single", "--hosts", "2", "--targets", "1", "--reorder", "0.5:3", "--reorder-loss", "1"], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
       expect(r.status, r.stderr).toBe(0);
       const messages = [...readTruth(join(out, "ground-truth.jsonl"))].flatMap((l) => (l.type === "message" ? [l.truth] : []));
       const reordered = messages.filter((m) => m.reordered);

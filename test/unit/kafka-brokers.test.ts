@@ -5,16 +5,15 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { kafkaBrokers } from "../../app/kafka-options.js";
+import { CLI } from "../support/cli.js";
 
-const root = join(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "kafka-brokers-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const run = (args: string[], env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, ["--conditions=source", "--import", pathToFileURL(join(root, "node_modules/tsx/dist/loader.mjs")).href, join(root, "bin/rdma-telemetry.ts"), ...args], {
+  spawnSync(process.execPath, [...CLI, ...args], {
     cwd: dir, encoding: "utf8", timeout: 30_000, env: { ...process.env, KAFKA_BROKERS: "", ...env },
   });
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { partitionOf, positiveKeyHash } from "../../exporter/src/kafka/partitioner.js";
 import { DEFAULT_KAFKA_CLIENT, kafkaClientName, kafkaMaxInFlight } from "../../exporter/src/kafka/transport.js";
+import { CLI } from "../support/cli.js";
 
 describe("Kafka client", () => {
   test("named by flag or KAFKA_CLIENT; unset is the default; anything else is refused naming where it came from", () => {
@@ -28,7 +29,7 @@ describe("Kafka client", () => {
 
   test("the command line refuses a bad KAFKA_MAX_IN_FLIGHT before it starts, exit 2", () => {
     const root = join(import.meta.dirname, "../..");
-    const r = spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", join(root, "bin/rdma-telemetry.ts"), "demo", "--kafka-brokers", "127.0.0.1:1", "--duration-ms", "100"], {
+    const r = spawnSync(process.execPath, [...CLI, "demo", "--kafka-brokers", "127.0.0.1:1", "--duration-ms", "100"], {
       cwd: root, encoding: "utf8", env: { ...process.env, KAFKA_MAX_IN_FLIGHT: "8" },
     });
     expect(r.status).toBe(2);
