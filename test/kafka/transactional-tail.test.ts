@@ -31,3 +31,39 @@ test("a topic whose partition ends with a commit marker is read back to its end"
   expect(n).toBe(3);
   expect(got).toEqual(["m1", "m2", "m3"]);
 }, 60_000);
+
+// The exporter group's takeover reads back what the partition's earlier owner
+// committed. Another member may have a transaction open on the same record
+// partition at that moment: the read must go past it, to the partition's end,
+// once that transaction ends (committed or aborted), not stop at it.
+test.each(["commit", "abort"] as const)("records committed behind another producer's open transaction are read back once it ends (%s)", async (end) => {
+  const topic = `tx-open-${end}-${Date.now()}`;
+  const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-tx" });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+  const other = kafka.producer({ transactionalId: `${topic}-other`, idempotent: true, maxInFlightRequests: 1 });
+  const owner = kafka.producer({ transactionalId: `${topic}-owner`, idempotent: true, maxInFlightRequests: 1 });
+  await other.connect();
+  await owner.connect();
+  try {
+    const open = await other.transaction();
+    await open.send({ topic, messages: [{ key: "k", value: "other" }] });
+    const tx = await owner.transaction();
+    await tx.send({ topic, messages: [{ key: "k", value: "owner-1" }, { key: "k", value: "owner-2" }] });
+    await tx.commit();
+    // The other transaction still holds the last stable offset before the owner's records.
+    const got: string[] = [];
+    const reading = readTopicTails({ brokers: [brokers], topics: [topic], sinceMs: 0, timeoutMs: 30_000, onMessage: (m) => got.push(m.value.toString()) });
+    await new Promise((r) => setTimeout(r, 1500));
+    if (end === "commit") await open.commit();
+    else await open.abort();
+    await reading;
+    expect(got.filter((v) => v.startsWith("owner")).sort()).toEqual(["owner-1", "owner-2"]);
+    expect(got.includes("other")).toBe(end === "commit");
+  } finally {
+    await other.disconnect();
+    await owner.disconnect();
+    await admin.disconnect();
+  }
+}, 90_000);

@@ -82,12 +82,12 @@ class ExporterProducer extends Producer<string, Buffer, Buffer, Buffer> {
   }
 }
 
-function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
+export function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
   if (!ssl) return undefined;
   return ssl === true ? {} : (ssl as TlsOptions);
 }
 
-function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
+export function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
   if (!sasl) return undefined;
   if (!("username" in sasl)) throw new Error(`@platformatic/kafka: SASL ${sasl.mechanism} is not supported by the exporter`);
   return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };

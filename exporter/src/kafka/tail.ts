@@ -3,7 +3,9 @@
 // learn which records an earlier run had published, so that replaying its
 // journal publishes none of them twice.
 import "./kafkajs-codecs.js";
+import { Admin } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
+import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 
 export interface TailMessage {
@@ -26,6 +28,11 @@ export interface ReadTailOptions extends KafkaSecurity {
  * Reads every message of `topics` from `sinceMs` to the end each partition
  * had when the read began. Topics that do not exist are skipped. Resolves
  * with the number of messages read.
+ *
+ * The end is the partition's high watermark, not its last stable offset: a
+ * transaction another producer has open holds the last stable offset back,
+ * and what was committed after that transaction began lies past it. The read
+ * (read_committed) waits for such a transaction to end, up to `timeoutMs`.
  */
 export async function readTopicTails(o: ReadTailOptions): Promise<number> {
   const kafka = new Kafka({ clientId: "rdma-telemetry-tail", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
@@ -35,14 +42,18 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
   try {
     await admin.connect();
     const existing = new Set(await admin.listTopics());
-    for (const topic of o.topics.filter((t) => existing.has(t))) {
-      const ends = await admin.fetchTopicOffsets(topic);
+    const topics = o.topics.filter((t) => existing.has(t));
+    const highWatermarks = await highWatermarksOf(o, topics);
+    for (const topic of topics) {
+      // kafkajs lists offsets read_committed: these ends are last stable offsets.
+      const stable = await admin.fetchTopicOffsets(topic);
       const froms = await admin.fetchTopicOffsetsByTimestamp(topic, o.sinceMs);
-      for (const e of ends) {
+      for (const e of stable) {
         const f = froms.find((x) => x.partition === e.partition);
-        // No message at or after the time: the partition's end.
+        const end = highWatermarks.get(`${topic}|${e.partition}`) ?? BigInt(e.high);
+        // No message at or after the time below the last stable offset: read from there.
         const from = f && Number(f.offset) >= 0 ? BigInt(f.offset) : BigInt(e.high);
-        if (from < BigInt(e.high)) ranges.set(`${topic}|${e.partition}`, { from, end: BigInt(e.high) });
+        if (from < end) ranges.set(`${topic}|${e.partition}`, { from, end });
       }
     }
   } catch (err) {
@@ -65,6 +76,21 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
       if (attempt >= TAIL_ATTEMPTS || Date.now() >= deadline) throw err;
     }
   }
+}
+
+/** Each partition's high watermark (offsets listed read_uncommitted), by "topic|partition". */
+async function highWatermarksOf(o: ReadTailOptions, topics: string[]): Promise<Map<string, bigint>> {
+  const out = new Map<string, bigint>();
+  if (topics.length === 0) return out;
+  const admin = new Admin({ clientId: "rdma-telemetry-tail", bootstrapBrokers: o.brokers, tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, requestTimeout: 30_000, retries: 2, retryDelay: 200 });
+  try {
+    const meta = await admin.metadata({ topics });
+    const request = topics.map((name) => ({ name, partitions: [...(meta.topics.get(name)?.partitions.keys() ?? [])].map((partitionIndex) => ({ partitionIndex, timestamp: -1n })) }));
+    for (const t of await admin.listOffsets({ topics: request, isolationLevel: 0 })) for (const p of t.partitions) out.set(`${t.name}|${p.partitionIndex}`, p.offset);
+  } finally {
+    await admin.close().catch(() => undefined);
+  }
+  return out;
 }
 
 /** Reads with a fresh consumer group a try. */
