@@ -1,14 +1,30 @@
-// Tails a topic and prints each record decoded, one JSON object a line.
+// Tails a topic and prints each record decoded, one JSON object a line,
+// read_committed, in a consumer group of its own: with @platformatic/kafka
+// (the default) or kafkajs (--kafka-client kafkajs), as the exporter publishes.
+import { Consumer, MessagesStreamModes, type Message } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
-import { recordFromMessage } from "@rdma-telemetry/exporter";
+import { platformaticSasl, platformaticTls, recordFromMessage, type KafkaClientName } from "@rdma-telemetry/exporter";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
 
 export interface ConsumeOptions extends KafkaSecurity {
   brokers: string[];
   topic: string;
   fromBeginning: boolean;
+  /** the Kafka client that reads (default platformatic) */
+  client?: KafkaClientName;
   print: (t: string) => void;
   signal: AbortSignal;
+}
+
+/** One message as `consume` prints it: its place, key, type header and the record decoded. */
+function line(partition: number, offset: string, key: string | undefined, headers: { type?: string; encoding?: string }, value: Buffer | null | undefined): string {
+  let decoded: unknown;
+  try {
+    decoded = !value || value.length === 0 ? null : headers.encoding === "json" ? JSON.parse(value.toString("utf8")) : recordFromMessage(headers.type, value);
+  } catch (err) {
+    decoded = { error: (err as Error).message };
+  }
+  return JSON.stringify({ partition, offset, key, type: headers.type, value: decoded });
 }
 
 /** A topic the broker does not have: refused with its name and the topics it does have. */
@@ -32,6 +48,54 @@ export async function consume(o: ConsumeOptions): Promise<number> {
     const ours = topics.filter((t) => t.startsWith("rdma.")).sort();
     throw new NoSuchTopicError(`no topic '${o.topic}' on ${o.brokers.join(",")}${ours.length ? ` (it has ${ours.join(", ")})` : ""}`);
   }
+  return o.client === "kafkajs" ? consumeKafkajs(kafka, o) : consumePlatformatic(o);
+}
+
+async function consumePlatformatic(o: ConsumeOptions): Promise<number> {
+  // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
+  const consumer = new Consumer({
+    clientId: "rdma-telemetry-consume", groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, bootstrapBrokers: o.brokers,
+    tls: platformaticTls(o.ssl), sasl: platformaticSasl(o.sasl), connectTimeout: 5000, retries: 2, maxWaitTime: 500, autocommit: false, isolationLevel: 1,
+  });
+  let n = 0;
+  try {
+    let stream;
+    try {
+      stream = await consumer.consume({ topics: [o.topic], mode: o.fromBeginning ? MessagesStreamModes.EARLIEST : MessagesStreamModes.LATEST, autocommit: false, isolationLevel: 1 });
+    } catch (err) {
+      throw new KafkaConnectError(describeKafkaError(err, o));
+    }
+    const failed = new Promise<never>((_, reject) => stream.once("error", (err: Error) => {
+      const failure = describeKafkaError(err, o);
+      reject(new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` }));
+    }));
+    failed.catch(() => undefined);
+    stream.on("data", (m: Message<Buffer, Buffer, Buffer, Buffer>) => {
+      const headers: { type?: string; encoding?: string } = {};
+      for (const [k, v] of m.headers) {
+        const name = k.toString();
+        if (name === "type" || name === "encoding") headers[name] = v.toString();
+      }
+      n++;
+      o.print(line(m.partition, m.offset.toString(), m.key?.length ? m.key.toString() : undefined, headers, m.value));
+    });
+    try {
+      await Promise.race([failed, aborted(o.signal)]);
+    } finally {
+      await stream.close().catch(() => undefined);
+    }
+  } finally {
+    await consumer.close(true).catch(() => undefined);
+  }
+  return n;
+}
+
+/** Resolves when the command is asked to stop. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+}
+
+async function consumeKafkajs(kafka: Kafka, o: ConsumeOptions): Promise<number> {
   // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
   const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, maxWaitTimeInMs: 500 });
   try {
@@ -53,20 +117,12 @@ export async function consume(o: ConsumeOptions): Promise<number> {
   let n = 0;
   await consumer.run({
     eachMessage: async ({ partition, message }) => {
-      const type = message.headers?.type?.toString();
-      const encoding = message.headers?.encoding?.toString();
-      let value: unknown;
-      try {
-        value = !message.value ? null : encoding === "json" ? JSON.parse(message.value.toString("utf8")) : recordFromMessage(type, message.value);
-      } catch (err) {
-        value = { error: (err as Error).message };
-      }
       n++;
-      o.print(JSON.stringify({ partition, offset: message.offset, key: message.key?.toString(), type, value }));
+      o.print(line(partition, message.offset, message.key?.toString(), { type: message.headers?.type?.toString(), encoding: message.headers?.encoding?.toString() }, message.value));
     },
   });
   try {
-    await Promise.race([crash, new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })))]);
+    await Promise.race([crash, aborted(o.signal)]);
   } finally {
     await consumer.disconnect();
   }

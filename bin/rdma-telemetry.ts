@@ -106,7 +106,9 @@ Usage:
       else --control-token-file, else $XDG_STATE_HOME/rdma-telemetry/control-token
       (~/.local/state/...), the file a controller makes at its first start.
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
-      Tails a topic and prints its records decoded, one JSON object a line.
+                 [--kafka-client platformatic|kafkajs]
+      Tails a topic and prints its records decoded, one JSON object a line
+      (read_committed; with @platformatic/kafka unless kafkajs is asked for).
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
                  [--from-beginning] [--group ID] [--intervals N] [--max-pairs N]
                  [--max-flows N] [--max-switches N] [--max-alerts N] [--reread-seconds S]
@@ -615,7 +617,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, print, signal: ac.signal });
+      await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, client: client(), print, signal: ac.signal });
       return 0;
     }
     case "switch": {

@@ -1,0 +1,64 @@
+// `rdma-telemetry consume` with each Kafka client: the same lines for the same
+// topic, read_committed (a record of an aborted transaction is never printed),
+// every record decoded as the exporter wrote it.
+import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js";
+import { afterAll, expect, inject, test } from "vitest";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
+import type { RecordJson } from "../../contract/src/records.js";
+import { startCli } from "../support/cli.js";
+import { until } from "../support/wait.js";
+
+const brokers = inject("kafkaBrokers");
+const dir = mkdtempSync(join(tmpdir(), "consume-"));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const iv = { interval_start_unix_ns: "1800000000000000000" };
+const io = (cid: number, host: string): RecordJson => ({ type: "io", switch_id: "tor-c", ...iv, host, target: "10.0.2.1", host_qp: 0x101, target_qp: 0x801, cid, cmd_psn: 77 + cid, op: "write", bytes: 4096, in_capsule: false,
+  nvme_status: 0, e2e_c_ns: 70_000, e2e_s_ns: 64_000, rtt_ns: 6_000, dal_ns: 50_000, dpl_ns: 3_000, incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: `18000000000001${String(cid).padStart(5, "0")}` });
+
+test("both clients print the same committed records, decoded; an aborted transaction's are not printed", async () => {
+  const topic = `consume-${Date.now()}`;
+  const topics = { ...DEFAULT_TOPICS, io: topic };
+  const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-consume" });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] });
+  await admin.disconnect();
+  const producer = kafka.producer({ transactionalId: `${topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const committed = [io(1, "10.0.1.1"), io(2, "10.0.1.2"), io(3, "2001:db8::1")];
+  const send = async (rs: RecordJson[], end: "commit" | "abort") => {
+    const tx = await producer.transaction();
+    await tx.send({ topic, messages: rs.map((r) => encodeRecord(r, topics, "protobuf", 1_000_000_000n)).map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
+    await (end === "commit" ? tx.commit() : tx.abort());
+  };
+  await send(committed.slice(0, 2), "commit");
+  await send([io(9, "10.0.1.9")], "abort");
+  await send(committed.slice(2), "commit");
+  await producer.disconnect();
+
+  const read = async (client: string) => {
+    const p = startCli(["consume", "--topic", topic, "--from-beginning", "--kafka-brokers", brokers, "--kafka-client", client], dir, children);
+    await until(() => p.out().split("\n").filter((l) => l.startsWith("{")).length >= committed.length || p.child.exitCode !== null, 60_000, () => `${client}: ${p.out()}`, 100);
+    // What an aborted record would take to arrive, had it been let through.
+    await new Promise((r) => setTimeout(r, 1000));
+    p.child.kill("SIGTERM");
+    expect(await p.exited, p.out()).toBe(0);
+    return p.out().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { partition: number; offset: string; key: string; type: string; value: RecordJson });
+  };
+  const byPlatformatic = await read("platformatic");
+  const byKafkajs = await read("kafkajs");
+  const order = (ls: Array<{ partition: number; offset: string }>) => [...ls].sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset));
+  expect(order(byPlatformatic)).toEqual(order(byKafkajs));
+  expect(byPlatformatic.map((l) => l.value).sort((a, b) => (a as { cid: number }).cid - (b as { cid: number }).cid)).toEqual(committed);
+  for (const l of byPlatformatic) expect(l.type).toBe("rdma.telemetry.v1.IoRecord");
+}, 120_000);
