@@ -24,6 +24,11 @@ const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
 const bit<8> IO_INFO_IN_CAPSULE = 0x10;
+// The data packet io_data_last_ts holds ends its message (LAST or ONLY): a
+// FIRST or MIDDLE recorded last, with the rest of its message not found (its
+// QP map entry taken by a colliding key), leaves the I/O without its own
+// last data packet, and DAL absent.
+const bit<8> IO_INFO_LAST_END = 0x20;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
@@ -388,6 +393,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool paired;
         qpn_t peer_qp;
         queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, meta);
+        if (meta.stat.queue_pair_learned && meta.digest_kind == DIGEST_NONE) {
+            // Told to the exporter: a response whose pairing a colliding one
+            // takes from the switch is still attributed to its I/O there.
+            meta.digest_kind = DIGEST_IO;
+            meta.io_digest.event = (dg_code_t)IO_EVENT_QUEUE_PAIR;
+#ifndef DIGESTS_COMPACT
+            meta.io_digest.mode = meta.cfg.mode;
+            meta.io_digest.ts = meta.now;
+#endif
+            meta.io_digest.vantage = (dg_code_t)vantage;
+            meta.io_digest.op = 0;
+            meta.io_digest.flags = 0;
+            meta.io_digest.host = qp_host;
+            meta.io_digest.target = qp_target;
+            meta.io_digest.host_qp = qp_host_qp;
+            meta.io_digest.target_qp = qp_target_qp;
+            meta.io_digest.cmd_psn = 0;
+            meta.io_digest.cid = 0;
+            meta.io_digest.status = 0;
+            meta.io_digest.bytes = 0;
+            meta.io_digest.e2e_ns = 0;
+            meta.io_digest.to_data_ns = 0;
+            meta.io_digest.from_data_ns = 0;
+            meta.io_digest.host_prep_ns = 0;
+        }
         if (is_cm_rep) {
             return;
         }
@@ -554,9 +584,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if ((info & IO_INFO_IN_CAPSULE) != 0) {
                 meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_IN_CAPSULE;
             }
-            // The last data packet: read data (read), READ RESPONSE (write).
+            // The last data packet: read data (read), READ RESPONSE (write);
+            // only the I/O's own (the packet recorded last ends its message).
             if ((!is_write && data_seen) || (is_write && rr_seen)) {
-                meta.io_digest.from_data_ns = (dg_ns_t)(meta.now - last_ts);
+                if ((info & IO_INFO_LAST_END) != 0) {
+                    meta.io_digest.from_data_ns = (dg_ns_t)(meta.now - last_ts);
+                } else {
+                    meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_LAST_LOST;
+                    meta.stat.ioref_overwritten = true;
+                }
             }
             if (is_write && data_seen && rr_seen) {
                 meta.io_digest.host_prep_ns = (dg_ns_t)(rr_first_ts - first_ts);
@@ -593,11 +629,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 || slot_tqp != 8w0 ++ ref_tqp || slot_psn[15:0] != ref[15:0]) {
             return;
         }
+        // Whether this packet ends its message (it becomes the I/O's last data packet).
+        bit<8> end_bit = 0;
+        if (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
+                || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY) {
+            end_bit = IO_INFO_LAST_END;
+        }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
                 io_data_first_ts.write(slot, meta.now);
-                io_info.write(slot, info | IO_INFO_DATA_SEEN);
             }
+            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_DATA_SEEN | end_bit);
             io_data_last_ts.write(slot, meta.now);
         } else if (pkt_class == IO_PKT_READ_REQ && is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
@@ -607,8 +649,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         } else if (pkt_class == IO_PKT_READ_RESP && is_write) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
                 io_rr_first_ts.write(slot, meta.now);
-                io_info.write(slot, info | IO_INFO_RR_SEEN);
             }
+            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_RR_SEEN | end_bit);
             io_data_last_ts.write(slot, meta.now);
         }
     }
