@@ -29,7 +29,9 @@
 #define IOREF_SLOTS 262144
 #define PAIR_SLOTS 4096
 // NVMe queues (host QP <-> target QP pairings), and RDMA CM exchanges in flight.
-#define QUEUE_SLOTS 16384
+// Per way of the two-way queue pair maps (queue_pairs.p4): 262,144 entries
+// in all per map, 24,576 queues fill 9 % of each way.
+#define QUEUE_SLOTS 131072
 #define CM_SLOTS 4096
 #define LEARN_SLOTS 65536
 #endif

@@ -457,37 +457,69 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.learned_epoch",
       "size": 65536
     },
-    "io_tracker_queue_pairs_by_host_host": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_host",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_host",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_target": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_target",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_target",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_qpn": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_qpn",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_qpn",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_peer": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_peer",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_peer",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_host": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_host",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_host",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_target": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_target",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_target",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_qpn": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_qpn",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_qpn",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_peer": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_peer",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_peer",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_host",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_target",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_qpn",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_peer",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_host",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_target",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_qpn",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_peer",
+      "size": 131072
     },
     "flow_tracker_flow_src": {
       "name": "TelemetryIngress.flow_tracker.flow_src",
