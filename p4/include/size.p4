@@ -23,7 +23,12 @@
 #define LEARN_SLOT_BITS 13
 #else
 #define FLOW_SLOTS 65536
-#define IO_SLOTS 65536
+// In-flight I/Os: a command whose slot holds another live I/O is untracked
+// there. A data reference holds the slot in IO_REF_SLOT_BITS bits and the
+// command's PSN in the rest of 32 (14 bits: a slot's next I/O is told from
+// the last unless their PSNs are a multiple of 16,384 apart).
+#define IO_SLOTS 262144
+#define IO_REF_SLOT_BITS 18
 // Data references (R_Key, PSN, QP maps) live from a command to its data: a
 // larger map keeps colliding keys from taking each other's entries.
 #define IOREF_SLOTS 262144

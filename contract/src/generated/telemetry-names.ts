@@ -327,47 +327,47 @@ export const P4_NAMES = {
   "registers": {
     "io_tracker_io_host": {
       "name": "TelemetryIngress.io_tracker.io_host",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_target": {
       "name": "TelemetryIngress.io_tracker.io_target",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_target_qp": {
       "name": "TelemetryIngress.io_tracker.io_target_qp",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cid": {
       "name": "TelemetryIngress.io_tracker.io_cid",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cmd_psn": {
       "name": "TelemetryIngress.io_tracker.io_cmd_psn",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_info": {
       "name": "TelemetryIngress.io_tracker.io_info",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_bytes": {
       "name": "TelemetryIngress.io_tracker.io_bytes",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cmd_ts": {
       "name": "TelemetryIngress.io_tracker.io_cmd_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_data_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_data_first_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_data_last_ts": {
       "name": "TelemetryIngress.io_tracker.io_data_last_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_rr_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_rr_first_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_host": {
       "name": "TelemetryIngress.io_tracker.rkey_map_host",

@@ -59,7 +59,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    // Reference maps; a reference is slot[31:16] ++ the command's PSN[15:0]
+    // Reference maps; a reference is the I/O's slot (IO_REF_SLOT_BITS) ++ the
+    // low bits of the command's PSN (the rest of 32)
     // (one I/O, not only its CID), with the I/O's target QP beside it (and
     // IOREF_* bits). Keys are kept whole, in registers of at most 32 bits (as
     // Tofino's are).
@@ -272,7 +273,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_host.write(ridx, host);
                 rkey_map_target.write(ridx, target);
                 rkey_map_rkey.write(ridx, sgl_key);
-                rkey_map_ref.write(ridx, cmd_slot[15:0] ++ hdr.bth.psn[15:0]);
+                rkey_map_ref.write(ridx, cmd_slot[IO_REF_SLOT_BITS-1:0] ++ hdr.bth.psn[31-IO_REF_SLOT_BITS:0]);
                 rkey_map_target_qp.write(ridx, IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp));
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
                 bit<32> ridx;
@@ -613,7 +614,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (!found) {
             return;
         }
-        bit<32> slot = 16w0 ++ ref[31:16];
+        bit<32> slot = (bit<32>)ref[31:32-IO_REF_SLOT_BITS];
         ipv4_addr_t slot_host;
         ipv4_addr_t slot_target;
         bit<32> slot_tqp;
@@ -626,7 +627,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         io_info.read(info, slot);
         bool is_write = (info & IO_INFO_WRITE) != 0;
         if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
-                || slot_tqp != 8w0 ++ ref_tqp || slot_psn[15:0] != ref[15:0]) {
+                || slot_tqp != 8w0 ++ ref_tqp || slot_psn[31-IO_REF_SLOT_BITS:0] != ref[31-IO_REF_SLOT_BITS:0]) {
             return;
         }
         // Whether this packet ends its message (it becomes the I/O's last data packet).
