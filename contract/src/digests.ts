@@ -29,7 +29,7 @@ export const IO_EVENT_CMD = C.IO_EVENT_CMD;
 export const IO_EVENT_RSP = C.IO_EVENT_RSP;
 /** a response on a queue whose QP pairing is unknown: its I/O is untracked */
 export const IO_EVENT_UNPAIRED_RSP = C.IO_EVENT_UNPAIRED_RSP;
-/** a queue pairing the switch learned (host, target, host_qp, target_qp), no I/O */
+/** a queue pairing a colliding one took from the switch (host, target, host_qp, target_qp), no I/O */
 export const IO_EVENT_QUEUE_PAIR = C.IO_EVENT_QUEUE_PAIR;
 export const VANTAGE_C = C.VANTAGE_C;
 export const VANTAGE_S = C.VANTAGE_S;

@@ -92,7 +92,7 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
-  /** The queue pairings each switch learned: switch|host|target|host_qp -> target_qp. */
+  /** The queue pairings each switch lost to colliding ones: switch|host|target|host_qp -> target_qp. */
   private readonly pairings = new Map<string, number>();
   /**
    * Commands given up (reported incomplete), by the same key, until the CID
@@ -323,7 +323,7 @@ export class MetricsEngine {
     if (d.event === IO_EVENT_UNPAIRED_RSP) {
       // The response names the host's QP only, and the switch no longer
       // holds the queue's pairing (a colliding pairing took its slot). The
-      // pairing it reported when it learned it names the I/O: answered, on
+      // pairing it reported when it lost it names the I/O: answered, on
       // its queue, with no figure (the switch measured none). Without one,
       // it cannot be attributed to a queue: counted, never matched by
       // guesswork, and the command it answered ends as incomplete.

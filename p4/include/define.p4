@@ -97,9 +97,9 @@ const bit<8> IO_EVENT_RSP = 2;
 // A response capsule on a queue whose pairing is unknown: the I/O it closes
 // cannot be attributed to a queue (counted as untracked, never merged).
 const bit<8> IO_EVENT_UNPAIRED_RSP = 3;
-// A queue pairing learned (host, target, host_qp, target_qp; no I/O): the
-// exporter attributes a response whose pairing a colliding one later took
-// from the switch (IO_EVENT_UNPAIRED_RSP) to its I/O.
+// A queue pairing a colliding one took from the switch (host, target,
+// host_qp, target_qp; no I/O): the exporter attributes the responses of that
+// queue (IO_EVENT_UNPAIRED_RSP) to their I/Os.
 const bit<8> IO_EVENT_QUEUE_PAIR = 0;
 
 // Bits of io_digest_t.flags.

@@ -393,10 +393,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         bool paired;
         qpn_t peer_qp;
-        queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, meta);
-        if (meta.stat.queue_pair_learned && meta.digest_kind == DIGEST_NONE) {
-            // Told to the exporter: a response whose pairing a colliding one
-            // takes from the switch is still attributed to its I/O there.
+        queue_pair_t evicted;
+        queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, evicted, meta);
+        if (evicted.valid && meta.digest_kind == DIGEST_NONE) {
+            // A pairing a colliding one took from the switch, told to the
+            // exporter: the responses of its queue still find their I/Os there.
             meta.digest_kind = DIGEST_IO;
             meta.io_digest.event = (dg_code_t)IO_EVENT_QUEUE_PAIR;
 #ifndef DIGESTS_COMPACT
@@ -406,10 +407,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.vantage = (dg_code_t)vantage;
             meta.io_digest.op = 0;
             meta.io_digest.flags = 0;
-            meta.io_digest.host = qp_host;
-            meta.io_digest.target = qp_target;
-            meta.io_digest.host_qp = qp_host_qp;
-            meta.io_digest.target_qp = qp_target_qp;
+            meta.io_digest.host = evicted.host;
+            meta.io_digest.target = evicted.target;
+            meta.io_digest.host_qp = evicted.qp;
+            meta.io_digest.target_qp = evicted.peer;
             meta.io_digest.cmd_psn = 0;
             meta.io_digest.cid = 0;
             meta.io_digest.status = 0;

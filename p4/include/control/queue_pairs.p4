@@ -15,12 +15,21 @@
 // bits accessed once per packet, in order (way 0, then way 1), as two stages
 // of a pipeline would. A pairing goes to the first way whose entry holds its
 // key or is empty (the full key is checked before an entry is reused); only
-// when both hold other keys does it replace way 1's (a collision: the older
-// pairing is lost there, the exporter still has it from the digest that
-// reported it). A newer pairing of the same key replaces the older one (a
+// when both hold other keys does it replace way 1's (a collision): the
+// pairing lost from the by-host-QP map is reported (IO_EVENT_QUEUE_PAIR), so
+// that the exporter still attributes the responses of its queue. A newer pairing of the same key replaces the older one (a
 // queue torn down and set up again).
 #ifndef __QUEUE_PAIRS__
 #define __QUEUE_PAIRS__
+
+// A pairing a newer one took from the by-host-QP map.
+struct queue_pair_t {
+    bool valid;
+    ipv4_addr_t host;
+    ipv4_addr_t target;
+    qpn_t qp;      // the host's QP
+    qpn_t peer;    // the target's QP
+}
 
 const bit<8> QP_LEARN = 1;          // host_qp <-> target_qp
 const bit<8> QP_FIND_BY_HOST = 2;   // host_qp -> target_qp (response capsule)
@@ -28,7 +37,8 @@ const bit<8> QP_FIND_BY_TARGET = 3; // target_qp -> host_qp (command capsule)
 
 control QueuePairWay(in bit<8> op, in bit<32> idx, in ipv4_addr_t host, in ipv4_addr_t target,
                      in bit<32> tag, in bit<32> peer_word, in bool last_way,
-                     inout bool done, inout bool found, inout bit<32> peer, inout bool learned) {
+                     inout bool done, inout bool found, inout bit<32> peer, inout bool learned,
+                     inout queue_pair_t evicted) {
     REGISTER(ipv4_addr_t, QUEUE_SLOTS, way_host)
     REGISTER(ipv4_addr_t, QUEUE_SLOTS, way_target)
     REGISTER(bit<32>, QUEUE_SLOTS, way_qpn)      // valid bit 31 ++ this side's QP
@@ -52,6 +62,14 @@ control QueuePairWay(in bit<8> op, in bit<32> idx, in ipv4_addr_t host, in ipv4_
                 if (!same || k_peer != peer_word) {
                     learned = true;
                 }
+                if (!same && k_qpn != 0) {
+                    // Both ways hold other keys: this one's pairing is lost here.
+                    evicted.valid = true;
+                    evicted.host = k_host;
+                    evicted.target = k_target;
+                    evicted.qp = k_qpn[23:0];
+                    evicted.peer = k_peer[23:0];
+                }
                 way_host.write(idx, host);
                 way_target.write(idx, target);
                 way_qpn.write(idx, tag);
@@ -68,7 +86,7 @@ control QueuePairWay(in bit<8> op, in bit<32> idx, in ipv4_addr_t host, in ipv4_
 
 control QueuePairs(in bit<8> op, in ipv4_addr_t host, in ipv4_addr_t target,
                    in qpn_t host_qp, in qpn_t target_qp,
-                   out bool found, out qpn_t peer, inout local_metadata_t meta) {
+                   out bool found, out qpn_t peer, out queue_pair_t evicted, inout local_metadata_t meta) {
     // Keyed by (host, target, host_qp): the target's QP.
     QueuePairWay() by_host_0;
     QueuePairWay() by_host_1;
@@ -79,6 +97,8 @@ control QueuePairs(in bit<8> op, in ipv4_addr_t host, in ipv4_addr_t target,
     apply {
         found = false;
         peer = 0;
+        evicted = { false, 0, 0, 0, 0 };
+        queue_pair_t evicted_by_target = { false, 0, 0, 0, 0 };
         if (op == 0) {
             return;
         }
@@ -100,13 +120,14 @@ control QueuePairs(in bit<8> op, in ipv4_addr_t host, in ipv4_addr_t target,
         bit<32> peer_word = 0;
 
         if (op == QP_LEARN || op == QP_FIND_BY_HOST) {
-            by_host_0.apply(op, hidx0, host, target, host_tag, 8w0 ++ target_qp, false, done, found, peer_word, learned);
-            by_host_1.apply(op, hidx1, host, target, host_tag, 8w0 ++ target_qp, true, done, found, peer_word, learned);
+            by_host_0.apply(op, hidx0, host, target, host_tag, 8w0 ++ target_qp, false, done, found, peer_word, learned, evicted);
+            by_host_1.apply(op, hidx1, host, target, host_tag, 8w0 ++ target_qp, true, done, found, peer_word, learned, evicted);
         }
         if (op == QP_LEARN || op == QP_FIND_BY_TARGET) {
             done = false;
-            by_target_0.apply(op, tidx0, host, target, target_tag, 8w0 ++ host_qp, false, done, found, peer_word, learned);
-            by_target_1.apply(op, tidx1, host, target, target_tag, 8w0 ++ host_qp, true, done, found, peer_word, learned);
+            // (A command whose host QP was lost here gets a digest without it; its response names it.)
+            by_target_0.apply(op, tidx0, host, target, target_tag, 8w0 ++ host_qp, false, done, found, peer_word, learned, evicted_by_target);
+            by_target_1.apply(op, tidx1, host, target, target_tag, 8w0 ++ host_qp, true, done, found, peer_word, learned, evicted_by_target);
         }
         if (op == QP_LEARN) {
             found = true;
