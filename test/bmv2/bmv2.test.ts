@@ -20,6 +20,7 @@ import { ioRecordKey } from "../../app/self-check.js";
 import { writePcap } from "../../traffic/src/pcap.js";
 import type { GeneratedTraffic } from "../../traffic/src/types.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
+import { reorderedFlow } from "../support/reordered.js";
 import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire, type ReplayReport } from "./harness.js";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -224,5 +225,16 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
       if ("second" in s) expect([bmCounters.io_unpaired_responses, first.e2e_c_ns]).toEqual([1, null]);
       else expect([bmCounters.ioref_overwritten, typeof first.dpl_ns, typeof first.e2e_c_ns]).toEqual([1, "number", "number"]);
     }
+  }, 300_000);
+
+  test("reordered RDMA WRITE messages with a go-back-N resend: the same digests, counters and message records on BMv2 and on the software switch, to the ns", async () => {
+    const s = reorderedFlow(0n);
+    const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware({ switches: [s.capture] });
+    const noTime = (d: TelemetryDigest) => (d.kind === "msg" ? { ...d, first_ts: 0 } : d);
+    expect(bmDigests.map(noTime).sort((a, b) => a.seq - b.seq)).toEqual(swDigests.map(noTime).sort((a, b) => a.seq - b.seq));
+    expect(bmCounters).toEqual(swCounters);
+    const msgs = (rs: RecordJson[]) => rs.filter((r): r is MessageRecordJson => r.type === "message").map((m) => [m.first_psn, m.last_psn, m.packets, m.retransmitted, m.fct_ns]);
+    expect(msgs(bmRecords)).toEqual(msgs(swRecords));
+    expect(msgs(bmRecords).map((m) => m.slice(0, 4))).toEqual(s.messages.map((m) => [m.firstPsn, m.lastPsn, m.packets, m.retransmitted]));
   }, 300_000);
 });

@@ -14,6 +14,7 @@ import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
+import { reorderedFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -257,5 +258,17 @@ describe("a record never says more than the switch saw (state taken by a collidi
     expect(stats.io_unpaired_responses).toBe(1);
     expect(stats.queue_pairs_learned).toBe(3);
     expect(ios.every((r) => !r.incomplete)).toBe(true);
+  }, 60_000);
+});
+
+describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
+  test("RDMA WRITE messages with packets displaced by up to two places, and a go-back-N resend among them: every packet in its message, only the resend retransmitted, FCT from first sightings", async () => {
+    const s = reorderedFlow(T0);
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
   }, 60_000);
 });

@@ -549,6 +549,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.flow_tracker.flow_max_psn",
       "size": 65536
     },
+    "flow_tracker_flow_seen": {
+      "name": "TelemetryIngress.flow_tracker.flow_seen",
+      "size": 65536
+    },
     "flow_tracker_flow_prev_last_ts": {
       "name": "TelemetryIngress.flow_tracker.flow_prev_last_ts",
       "size": 65536
