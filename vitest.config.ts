@@ -11,6 +11,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     exclude: ["node_modules/**", "dist/**"],
     globalSetup: ["test/setup/kafka.ts"],
+    // The default report, then one line counting the tests skipped for want of BMv2 and p4c.
+    reporters: ["default", "./test/support/toolchain-reporter.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: one worker for the pipeline-heavy tests, one for the rest.

@@ -11,7 +11,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeDigest } from "@rdma-telemetry/contract";
-import type { RawDigestJson, SwitchPosition } from "@rdma-telemetry/exporter";
+import { recordKey, type RawDigestJson, type SwitchPosition } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import { memberBytes, type DigestMember } from "@rdma-telemetry/p4runtime";
 import type { DigestBatch } from "@rdma-telemetry/contract";
@@ -22,6 +22,7 @@ interface Entry {
   d: string; // digest name
   v: string[][]; // samples, members as hex
   n?: number; // switch session
+  h?: number; // when this host first journaled the list, ms (the list's time is the switch's clock)
 }
 
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
@@ -81,7 +82,7 @@ export class DigestJournal {
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
         const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
         feed(batch);
-        this.append(batch);
+        this.append(batch, e.h);
         n++;
       }
     }
@@ -91,8 +92,8 @@ export class DigestJournal {
   }
 
   /** Journals a list; `batch.ack` is called once it is fsync'd (group commit, within one event-loop turn). */
-  append(batch: DigestBatch): void {
-    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session };
+  append(batch: DigestBatch, journaledAtMs = Date.now()): void {
+    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session, h: journaledAtMs };
     this.lines.push(JSON.stringify(e) + "\n");
     const seg = this.segmentName(this.segment);
     if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);
@@ -180,6 +181,20 @@ export class DigestJournal {
     return oldest;
   }
 
+  /**
+   * When this host first journaled the oldest list an earlier run left
+   * (ms since the epoch, on this host's clock, as Kafka's timestamps are),
+   * or undefined (none left, or journaled by a version that did not say).
+   */
+  oldestUnsettledJournaledAtMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const f of this.segments()) {
+      const m = /"h":(\d+)/.exec(firstLine(join(this.dir, f)));
+      if (m && (oldest === undefined || Number(m[1]) < oldest)) oldest = Number(m[1]);
+    }
+    return oldest;
+  }
+
   close(): void {
     this.commit();
     if (this.fd !== undefined) closeSync(this.fd);
@@ -187,19 +202,7 @@ export class DigestJournal {
   }
 }
 
-/** The key that names a record: the same record written twice has the same key. */
-export function recordKey(r: RecordJson | RawDigestJson): string {
-  switch (r.type) {
-    // (Not by time: a restarted exporter places a switch's clock again, to within a digest list's delay.)
-    case "io": return `io|${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`;
-    case "message": return `message|${r.switch_id}|${r.src}|${r.dst}|${r.dest_qp}|${r.first_psn}`;
-    case "io_interval": return `io_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.host}|${r.target}|${r.op}`;
-    case "flow_interval": return `flow_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
-    case "alert": return `alert|${r.switch_id}|${r.metric}|${r.scope_key}|${r.state}|${r.at_unix_ns}`;
-    case "switch_stats": return `switch_stats|${r.switch_id}|${r.interval_start_unix_ns}`;
-    case "raw_digest": return `raw_digest|${r.switch_id}|${r.digest}|${r.list_timestamp_ns}|${r.seq}`;
-  }
-}
+export { recordKey };
 
 /**
  * The records an earlier run already wrote to one sink, by key, so that a

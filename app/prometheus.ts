@@ -15,7 +15,7 @@ import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 import type { TelemetryController } from "@rdma-telemetry/controller";
-import { DEFAULT_TOPICS, type KafkaSink, type TopicNames } from "@rdma-telemetry/exporter";
+import { DEFAULT_TOPICS, type ExporterGroupMember, type ExporterGroupStats, type KafkaSink, type TopicNames } from "@rdma-telemetry/exporter";
 import { LabeledHistogram } from "./prometheus-histogram.js";
 
 export interface TelemetryMetricsOptions {
@@ -188,6 +188,22 @@ export class TelemetryMetrics {
     new Counter({ name: "rdma_telemetry_kafka_dropped_total", help: "Messages lost because Kafka was away and the spill was full or could not be written", registers: register, collect() { this.reset(); this.inc(sink.stats.dropped); } });
     new Counter({ name: "rdma_telemetry_kafka_set_aside_total", help: "Spilled messages set aside, not sent: their spill segment did not parse, or names topics Kafka does not create", registers: register, collect() { this.reset(); this.inc(sink.stats.setAside); } });
     new Counter({ name: "rdma_telemetry_kafka_send_failures_total", help: "Failed attempts to connect or send", registers: register, collect() { this.reset(); this.inc(sink.stats.sendFailures); } });
+  }
+
+  /** An exporter group member's counters (ExporterGroupStats), as rdma_telemetry_exporter_group_<name>_total. */
+  watchExporterGroup(member: ExporterGroupMember): void {
+    const register = [this.registry];
+    const help: Record<keyof ExporterGroupStats, string> = {
+      digests: "Digests consumed and joined", records: "Records published (committed)", transactions: "Transactions committed", aborted: "Transactions aborted (the partition is taken on again from its last commit)",
+      badDigests: "Digests that could not be decoded, dropped", unknownSwitch: "Digests of a switch not in --switch-id, dropped", duplicateDigests: "Digests received twice, taken once",
+      lateDigests: "Digests older than what was settled (their interval aggregates were out)", suppressedRecords: "Records an earlier owner of the partition had committed, not published again",
+      replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",
+    };
+    for (const [k, h] of Object.entries(help) as Array<[keyof ExporterGroupStats, string]>) {
+      const name = `rdma_telemetry_exporter_group_${k.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())}_total`;
+      new Counter({ name, help: h, registers: register, collect() { this.reset(); this.inc(member.stats[k]); } });
+    }
+    new Gauge({ name: "rdma_telemetry_exporter_group_partitions", help: "Digest partitions this member holds", registers: register, collect() { this.set(member.assigned.size); } });
   }
 
   /** A controller's P4Runtime state, rotation and watchlist coverage. */

@@ -41,6 +41,11 @@ export interface RunControllerOptions {
   topics?: TopicNames;
   /** the control endpoint's token (config control_port): the variable's value, or a file made at first start */
   controlToken?: TokenSource;
+  /**
+   * Publish the raw digests and the switch's switch_stats only: the records
+   * made from digests come from an exporter group (`rdma-telemetry exporter`).
+   */
+  digestsOnly?: boolean;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -59,6 +64,8 @@ export async function runController(o: RunControllerOptions): Promise<number> {
 
 async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promise<number> {
   const config = loadConfig(o.configFile);
+  if (o.digestsOnly && !o.brokers?.length) throw new ConfigError("--digests-only publishes on Kafka: it needs --kafka-brokers (or KAFKA_BROKERS)");
+  if (o.digestsOnly && o.out) throw new ConfigError("--digests-only writes no records: drop --out (the exporter group makes the records)");
   const controller = new TelemetryController(config, { logger: o.logger, deferAck: o.journal !== undefined });
   // Everything that can be refused is checked before any work starts.
   const control = config.controlPort ? await openControlServer(controller, config, o.controlToken ?? { file: defaultTokenFile({}) }, o.logger, o.print) : undefined;
@@ -73,7 +80,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   if (served) opened.push(served.close);
   if (served) o.print(`metrics: ${served.url}`);
   metrics?.watchController(config.switch.switchId, controller);
-  const exporter = new Exporter();
+  // Digests only: this controller still tracks its switch's sequence, losses and
+  // counters (it alone sees the whole sequence) and publishes them as switch_stats.
+  const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false } : {});
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
   // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).
@@ -99,7 +108,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
     const sink = kafka;
     opened.push(() => sink.close());
-    if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, o);
+    if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, journal?.oldestUnsettledJournaledAtMs(), o);
     await kafka.start();
   }
   /** the newest list replayed from the journal, until the records of what was replayed are settled */
@@ -115,7 +124,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
-    if (kafka && !kafkaDedupe?.written(r)) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
+    if (kafka && !kafkaDedupe?.written(r) && (!o.digestsOnly || r.type === "switch_stats")) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
     if (r.type === "switch_stats" && journal) {
       // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();
@@ -210,7 +219,7 @@ const END_OF_TIME = 1n << 64n;
  * The records an earlier run published: those Kafka has from a little before
  * the oldest unsettled digest list on, and those waiting in the spill.
  */
-async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, o: RunControllerOptions): Promise<RecordDedupe> {
+async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, journaledAtMs: number | undefined, o: RunControllerOptions): Promise<RecordDedupe> {
   const dedupe = new RecordDedupe();
   const add = (m: { headers: Record<string, string>; value: Buffer }) => {
     try {
@@ -221,8 +230,10 @@ async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, o: RunCont
     }
   };
   for (const m of kafka.spilledMessages()) add(m);
-  // Records are published after their lists arrive; the margin covers the switch's and this host's clocks disagreeing.
-  const sinceMs = Number(oldestListNs / 1_000_000n) - 120_000;
+  // Records are published after their lists arrive, stamped by this host's clock: from when the oldest list was
+  // journaled here (its own time is the switch's clock, which may be a capture's), less a margin for the broker's
+  // clock; a journal that did not say when, from the list's time, the margin covering the clocks disagreeing.
+  const sinceMs = (journaledAtMs ?? Number(oldestListNs / 1_000_000n)) - 120_000;
   try {
     const n = await readTopicTails({ brokers: o.brokers!, ...o.kafkaSecurity, topics: [...new Set(Object.values(kafka.topicNames))], sinceMs, onMessage: add });
     o.logger.info("read back what an earlier run published", { messages: n, since: new Date(sinceMs).toISOString() });

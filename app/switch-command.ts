@@ -10,6 +10,7 @@ import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { P4RuntimeServer, SoftwareSwitch } from "@rdma-telemetry/switch";
 import { openCapture, PcapWriter, type CapturedPacket } from "@rdma-telemetry/traffic";
 import type { Logger } from "@rdma-telemetry/p4runtime";
+import { ipv4Source, type Topology } from "./topology.js";
 
 export interface SwitchCommandOptions {
   listen: string;
@@ -18,10 +19,21 @@ export interface SwitchCommandOptions {
   /** a pipeline to start with (both or neither) */
   p4info?: string;
   deviceConfig?: string;
-  pcapIn: Array<{ port: number; file: string }>;
+  /** a capture per port, or (port undefined) a capture whose packets enter on the port their source address sits behind in `topology` */
+  pcapIn: Array<{ port?: number; file: string }>;
   /** when the captures start: at once, or once a controller has configured every digest of the pipeline (its tables are then written) */
   pcapInStart?: "now" | "digests";
   pcapOut?: string;
+  /** where each address sits, for captures given without a port */
+  topology?: Topology;
+  /**
+   * The switch's clock is the captures' own (each packet measured at its
+   * capture time), so that its measurements are those of `replay`; otherwise
+   * the captures' times are moved to when they start on the host's clock.
+   */
+  captureClock?: boolean;
+  /** with it (or --capture-clock), the captures wait for a pipeline, then this long (default 0) */
+  pcapDelayMs?: number;
   logger: Logger;
   print: (t: string) => void;
   signal: AbortSignal;
@@ -41,8 +53,9 @@ export function parsePcapInStart(v: string | undefined): "now" | "digests" {
   throw new SwitchOptionError(`--pcap-in-start must be now or digests (got '${v}')`);
 }
 
-/** "PORT=FILE" */
-export function parsePcapIn(v: string): { port: number; file: string } {
+/** "PORT=FILE", or "FILE" (ports from --topology) */
+export function parsePcapIn(v: string): { port?: number; file: string } {
+  if (!v.includes("=") && v.length > 0) return { file: v };
   const m = /^(\d+)=(.+)$/.exec(v);
   const port = m ? Number(m[1]) : NaN;
   if (!m || !Number.isInteger(port) || port < 0 || port > 511) throw new SwitchOptionError(`--pcap-in must be PORT=FILE with a port 0-511 (got '${v}')`);
@@ -52,14 +65,17 @@ export function parsePcapIn(v: string): { port: number; file: string } {
 export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   if ((o.p4info === undefined) !== (o.deviceConfig === undefined)) throw new SwitchOptionError("--p4info and --device-config go together");
   if (!Number.isInteger(o.cpuPort) || o.cpuPort < 0 || o.cpuPort > MAX_PORT) throw new SwitchOptionError(`--cpu-port must be a port 0-${MAX_PORT} (ports are 9 bits; 511 drops) (got ${o.cpuPort})`);
+  const byAddress = o.pcapIn.find((p) => p.port === undefined);
+  if (byAddress && !o.topology) throw new SwitchOptionError(`--pcap-in must be PORT=FILE, or FILE with --topology FILE (each packet then enters on the port of its source address) (got '${byAddress.file}')`);
   // Everything that can be refused is, before the switch listens.
   const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });
   // With captures to send in, the switch's clock is theirs (see feedPorts): it
-  // follows the host's clock but never passes a packet not yet sent in.
-  const sw = new SoftwareSwitch({ clock: inputs.length ? "virtual" : "live" });
-  const feed = new FeedClock();
-  if (inputs.length) sw.tick(feed.now());
+  // follows the host's clock but never passes a packet not yet sent in; with
+  // --capture-clock it starts at the first packet's capture time.
+  const sw = new SoftwareSwitch({ clock: inputs.length || o.captureClock ? "virtual" : "live" });
+  const feed = new FeedClock(!o.captureClock);
+  if (inputs.length && !o.captureClock) sw.tick(feed.now());
   const server = new P4RuntimeServer(sw, { deviceId: o.deviceId, cpuPort: o.cpuPort, logger: (level, msg, fields) => o.logger[level](msg, fields) });
   if (o.p4info && o.deviceConfig) {
     let p4info: P4Info;
@@ -90,8 +106,17 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
     throw new SwitchOptionError(`--listen ${o.listen}: ${(err as Error).message}`);
   }
   const tick = setInterval(() => sw.tick(inputs.length ? feed.now() : undefined), 1);
+  const routeOf = (p: CapturedPacket): number | undefined => {
+    const src = ipv4Source(p.data);
+    return src === undefined ? undefined : o.topology!.portOf(src);
+  };
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);
   try {
+    if (inputs.length && (o.captureClock || o.pcapDelayMs)) {
+      // A controller sets the pipeline (and writes its entries meanwhile): the captures wait for it.
+      while (!sw.program && !o.signal.aborted) await new Promise((r) => setTimeout(r, 20));
+      if (o.pcapDelayMs && !o.signal.aborted) await new Promise((r) => setTimeout(r, o.pcapDelayMs));
+    }
     if (inputs.length && o.pcapInStart === "digests") {
       await digestsConfigured(server, sw, o.signal);
       if (!o.signal.aborted) o.print("switch: every digest is configured; the captures start");
@@ -103,8 +128,11 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
     // busy the host). Behind, it goes on at once but lets the P4Runtime server
     // run every few packets.
     if (inputs.length && !o.signal.aborted) {
-      const sent = await feedPorts(sw, feed, inputs, o.signal);
-      for (const { port: inPort, file } of inputs) o.print(`switch: ${sent.get(inPort) ?? 0} packets of ${file} sent in on port ${inPort}`);
+      const sent = await feedPorts(sw, feed, inputs, o.signal, routeOf);
+      inputs.forEach(({ port: inPort, file }, i) => {
+        const s = sent[i]!;
+        o.print(`switch: ${s.packets} packets of ${file} sent in ${inPort === undefined ? "on the ports of their source addresses" : `on port ${inPort}`}${s.unrouted ? `; ${s.unrouted} with a source address outside the topology left out` : ""}`);
+      });
     }
     if (inputs.length && !o.signal.aborted) {
       sw.flushDigests();
@@ -114,6 +142,8 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
       if (!o.signal.aborted) o.print(`switch: every digest list acknowledged`);
     }
     await new Promise<void>((resolve) => (o.signal.aborted ? resolve() : o.signal.addEventListener("abort", () => resolve(), { once: true })));
+    // P4Runtime sends a digest list to the primary controller only: with none, the list is gone.
+    if (server.digestListsDropped) o.print(`switch: ${server.digestListsDropped} digest lists dropped: no controller was primary to take them`);
   } finally {
     // Also when a capture fails mid-way: the listener closes, and the command ends with the error.
     clearInterval(tick);
@@ -138,14 +168,31 @@ async function digestsConfigured(server: P4RuntimeServer, sw: SoftwareSwitch, si
 /** Packets handed to the switch between two looks at the event loop when the feed is behind. */
 const YIELD_EVERY = 256;
 
-/** The clock of a switch fed from captures: the host's, held at the next packet's time while that packet waits. */
+/**
+ * The clock of a switch fed from captures: the host's (or, on the captures'
+ * clock, the first packet's capture time on), held at the next packet's time
+ * while that packet waits.
+ */
 class FeedClock {
-  private readonly startHr = process.hrtime.bigint();
-  private readonly startWall = BigInt(Date.now()) * 1_000_000n;
+  private startHr = process.hrtime.bigint();
+  /** undefined until the first packet, on the captures' clock */
+  private startWall: bigint | undefined;
   /** capture time (on the switch's clock) of the next packet, until it is sent in */
   hold: bigint | undefined;
 
-  now(): bigint {
+  constructor(readonly hostClock: boolean) {
+    if (hostClock) this.startWall = BigInt(Date.now()) * 1_000_000n;
+  }
+
+  /** On the captures' clock: the clock starts at the first packet's capture time. */
+  startAt(captureNs: bigint): void {
+    if (this.startWall !== undefined) return;
+    this.startWall = captureNs;
+    this.startHr = process.hrtime.bigint();
+  }
+
+  now(): bigint | undefined {
+    if (this.startWall === undefined) return undefined;
     const wall = this.startWall + (process.hrtime.bigint() - this.startHr);
     return this.hold !== undefined && this.hold < wall ? this.hold : wall;
   }
@@ -158,12 +205,14 @@ class FeedClock {
  * digest lists leave in capture time, as in replay, however far behind the
  * host falls.
  */
-async function feedPorts(sw: SoftwareSwitch, clock: FeedClock, inputs: ReadonlyArray<{ port: number; capture: Iterator<CapturedPacket> }>, signal: AbortSignal): Promise<Map<number, number>> {
-  const lanes = inputs.map((i) => ({ port: i.port, it: i.capture, head: i.capture.next().value as CapturedPacket | undefined }));
-  const sent = new Map<number, number>();
+async function feedPorts(
+  sw: SoftwareSwitch, clock: FeedClock, inputs: ReadonlyArray<{ port?: number; capture: Iterator<CapturedPacket> }>, signal: AbortSignal,
+  routeOf: (p: CapturedPacket) => number | undefined,
+): Promise<Array<{ packets: number; unrouted: number }>> {
+  const lanes = inputs.map((i) => ({ port: i.port, it: i.capture, head: i.capture.next().value as CapturedPacket | undefined, packets: 0, unrouted: 0 }));
   let first: bigint | undefined;
-  const t0 = process.hrtime.bigint();
-  const start = sw.nowUnixNs();
+  let t0 = process.hrtime.bigint();
+  let start: bigint | undefined;
   let sinceYield = 0;
   try {
     for (;;) {
@@ -172,10 +221,16 @@ async function feedPorts(sw: SoftwareSwitch, clock: FeedClock, inputs: ReadonlyA
       for (const l of lanes) if (l.head && (!best || l.head.timestampNs < best.head!.timestampNs)) best = l;
       if (!best || signal.aborted) break;
       const pkt = best.head!;
-      first ??= pkt.timestampNs;
+      if (first === undefined) {
+        first = pkt.timestampNs;
+        t0 = process.hrtime.bigint();
+        // On the captures' clock the switch starts at the first packet's time; otherwise the captures start now.
+        clock.startAt(first);
+        start = clock.hostClock ? clock.now()! : first;
+      }
       // (A packet earlier than the one before it, a capture out of order, is sent in at the switch's time.)
       const due = pkt.timestampNs > first ? pkt.timestampNs - first : 0n;
-      clock.hold = start + due;
+      clock.hold = start! + due;
       const ahead = due - (process.hrtime.bigint() - t0);
       if (ahead > 1_000_000n) {
         await new Promise((r) => setTimeout(r, Number(ahead / 1_000_000n)));
@@ -184,12 +239,16 @@ async function feedPorts(sw: SoftwareSwitch, clock: FeedClock, inputs: ReadonlyA
         await new Promise((r) => setImmediate(r));
         sinceYield = 0;
       }
-      sw.process({ port: best.port, data: pkt.data, unixNs: start + due, wireLength: pkt.originalLength });
-      sent.set(best.port, (sent.get(best.port) ?? 0) + 1);
+      const port = best.port ?? routeOf(pkt);
+      if (port === undefined) best.unrouted++;
+      else {
+        sw.process({ port, data: pkt.data, unixNs: start! + due, wireLength: pkt.originalLength });
+        best.packets++;
+      }
       best.head = best.it.next().value as CapturedPacket | undefined;
     }
   } finally {
     clock.hold = undefined;
   }
-  return sent;
+  return lanes.map((l) => ({ packets: l.packets, unrouted: l.unrouted }));
 }

@@ -8,6 +8,7 @@ import { kafkaClientName, kafkaCompression, kafkaMaxInFlight, KafkaConnectError,
 import { KAFKA_SECURITY_FLAGS, kafkaBrokers, kafkaSecurity, topicNames } from "../app/kafka-options.js";
 import { closeKafka } from "../app/kafka-close.js";
 import { runController } from "../app/run-controller.js";
+import { runExporterGroup } from "../app/exporter-command.js";
 import { runDemo } from "../app/demo.js";
 import { parsePcapIn, parsePcapInStart, runSwitch, SwitchOptionError } from "../app/switch-command.js";
 import { TelemetryMetrics } from "../app/prometheus.js";
@@ -51,14 +52,22 @@ Usage:
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
-                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N]
+                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
       and 4: each host has a controller on every target, with an admin queue
       and that many I/O queues; 2,000 I/Os per second per host at load 1).
+      --ip 6 puts every host and target on IPv6 (2001:db8:0:1::N hosts,
+      2001:db8:0:2::N targets); mixed makes odd-numbered hosts IPv6, the
+      others IPv4, and gives targets both (default 4). --reorder 0.2:6 sends
+      a fifth of the RDMA WRITE messages over reordering paths, packets
+      displaced 1 to 6 places (default 6); --reorder-loss 0.5 also loses one
+      packet after the switch in half of those, resent go-back-N. Demo does
+      not take --ip 6, mixed or --reorder: the switch does not measure them yet.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
-                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE]
+                 [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
@@ -67,12 +76,29 @@ Usage:
       The config's control_port serves the mode command, with a token (env
       RDMA_TELEMETRY_CONTROL_TOKEN, else the file of --control-token-file or the
       default below, written 0600 at first start; the controller prints where).
+      With --digests-only it publishes the raw digests (rdma.digest.v1) and
+      its switch's switch_stats, and no other record: an exporter group makes
+      them (for fabrics whose I/Os cross switches driven by other controllers).
+  rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
+      A member of an exporter group: consumes the digests that controllers
+      publish with --digests-only (rdma.digest.v1) in consumer group ID
+      (default rdma-telemetry-exporter), joins both vantages of each I/O and
+      publishes the records exactly once (Kafka transactions). Run as many as
+      the digest topic has partitions. With --switch-id, digests of other
+      switches are counted and dropped. Halves wait for their other vantage
+      while its switch is silent for up to --silent-switch-ms (default 60000;
+      1000 to 3600000), then go out alone. Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
+                 [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
       The software switch as a standalone P4Runtime target (as simple_switch_grpc),
       for any controller; captures replayed in on ports, merged on one clock
       (they start at once, or with digests once a controller has configured
-      every digest), one capture out per port.
+      every digest), one capture out per port. A capture given without PORT=
+      enters on the ports of its packets' source addresses in --topology (a
+      capture of generate). With --capture-clock the switch measures on the
+      captures' clock (as replay does); with it or --pcap-delay-ms the
+      captures wait for a pipeline, then that long.
   rdma-telemetry mode full|polling [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
                  [--control-token-file FILE]
       Switches the mode of a running primary controller (its config's control_port),
@@ -95,7 +121,7 @@ Usage:
       --max-pairs pair series (128), --max-flows flows (128), --max-switches
       switches (32) and --max-alerts alerts (500) in memory.
 
-Demo, replay and controller take --metrics-listen HOST:PORT to serve
+Demo, replay, controller and exporter take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
 
 An --out file that already holds records is refused unless --append is given
@@ -115,7 +141,7 @@ The exporter publishes with --kafka-client platformatic|kafkajs (env KAFKA_CLIEN
 default platformatic, i.e. @platformatic/kafka; see docs/operations.md), with
 up to KAFKA_MAX_IN_FLIGHT produce requests in flight (1 to 5, default 5;
 kafkajs takes one at a time), record batches compressed with
---kafka-compression none|gzip|snappy|lz4|zstd (env KAFKA_COMPRESSION; default gzip).
+--kafka-compression none|gzip|snappy|lz4|zstd (env KAFKA_COMPRESSION; default zstd).
 
 Kafka TLS and SASL, for every command that takes --kafka-brokers (environment
 variable in brackets; a flag wins over its variable):
@@ -144,7 +170,7 @@ listens on, says why in one line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
-const COMMANDS = ["demo", "replay", "generate", "controller", "mode", "consume", "dashboard"] as const;
+const COMMANDS = ["demo", "replay", "generate", "controller", "exporter", "mode", "consume", "dashboard"] as const;
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -169,6 +195,8 @@ const LIMITS = {
   hosts: { min: 1, max: 200, unit: " (10.0.1.1 on)" },
   targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
+  "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
+  "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
   snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
 } as const;
 
@@ -184,6 +212,33 @@ function int(v: string | undefined, name: keyof typeof LIMITS, def: number): num
 /** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
 function snaplen(v: string | undefined): number {
   return int(v, "snaplen", DEFAULT_SNAPLEN);
+}
+
+/** --ip: the address families of the generated hosts and targets. */
+function ipFamilies(v: string | undefined): 4 | 6 | "mixed" {
+  if (v === undefined || v === "4") return 4;
+  if (v === "6") return 6;
+  if (v === "mixed") return "mixed";
+  throw new UsageError(`--ip must be 4, 6 or mixed (got '${v}')`);
+}
+
+/** --reorder SHARE[:MAXDISP] and --reorder-loss SHARE: reordering paths for the generated RDMA WRITE messages. */
+function reorder(v: string | undefined, loss: string | undefined): { reorderShare?: number; reorderMaxDisplacement?: number; reorderLoss?: number } {
+  if (v === undefined) {
+    if (loss !== undefined) throw new UsageError("--reorder-loss needs --reorder (the losses are among the reordered messages)");
+    return {};
+  }
+  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
+  const share = m ? Number(m[1]) : NaN;
+  const disp = m?.[2] !== undefined ? Number(m[2]) : 6;
+  if (!(share > 0 && share <= 1) || !(disp >= 1 && disp <= 64)) throw new UsageError(`--reorder must be SHARE[:MAXDISP]: a share of messages above 0 and at most 1, and at most 1 to 64 places of displacement (got '${v}')`);
+  const out = { reorderShare: share, reorderMaxDisplacement: disp, reorderLoss: 0 };
+  if (loss !== undefined) {
+    const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
+    if (!(l >= 0 && l <= 1)) throw new UsageError(`--reorder-loss must be a share from 0 to 1 of the reordered messages (got '${loss}')`);
+    out.reorderLoss = l;
+  }
+  return out;
 }
 
 /** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
@@ -346,8 +401,15 @@ async function main(argv: string[]): Promise<number> {
       group: { type: "string" },
       "kafka-topic-prefix": { type: "string" },
       snaplen: { type: "string" },
+      ip: { type: "string" },
+      reorder: { type: "string" },
+      "reorder-loss": { type: "string" },
       ...Object.fromEntries([...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds"].map((f) => [f, { type: "string" as const }])),
       force: { type: "boolean" },
+      "digests-only": { type: "boolean" },
+      "capture-clock": { type: "boolean" },
+      "pcap-delay-ms": { type: "string" },
+      "silent-switch-ms": { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -393,6 +455,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
+      // The data plane measures IPv4 RoCEv2 on paths that keep order: a demo of anything else could not check itself.
+      if (ipFamilies(values.ip) !== 4) throw new UsageError(`demo takes --ip 4 only: the switch does not measure RoCEv2 over IPv6 yet (generate --ip ${values.ip} writes such captures)`);
+      if (values.reorder !== undefined || values["reorder-loss"] !== undefined) throw new UsageError("demo does not take --reorder: the switch does not measure reordered paths yet (generate --reorder writes such captures)");
       const seed = int(values.seed, "seed", 1);
       const durationMs = int(values["duration-ms"], "duration-ms", 3000);
       const demoLoad = load(values.load);
@@ -515,10 +580,12 @@ async function main(argv: string[]): Promise<number> {
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
       const genScale = scale(values);
+      const genIp = ipFamilies(values.ip);
+      const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
       prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ip: genIp, ...genReorder, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;
@@ -526,7 +593,20 @@ async function main(argv: string[]): Promise<number> {
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
       const brokers = brokerList();
-      return await runController({ configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
+      return await runController({ digestsOnly: values["digests-only"], configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
+    }
+    case "exporter": {
+      if (rest.length) throw new UsageError(`exporter takes no arguments (got '${rest[0]}')`);
+      const brokers = brokerList();
+      if (!brokers) throw new UsageError("exporter needs --kafka-brokers (or KAFKA_BROKERS)");
+      if (values.group !== undefined && !/^[A-Za-z0-9._-]{1,200}$/.test(values.group)) throw new UsageError(`--group: a group id is letters, digits, '.', '_' and '-' (got '${values.group}')`);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      process.once("SIGTERM", () => ac.abort());
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: values["silent-switch-ms"] !== undefined ? int(values["silent-switch-ms"], "silent-switch-ms", 0) : undefined, logger, print, signal: ac.signal });
+      // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
+      await new Promise((r) => process.stdout.write("", r));
+      process.exit(0);
     }
     case "consume": {
       if (!values.topic) throw new UsageError("consume needs --topic TOPIC");
@@ -550,6 +630,9 @@ async function main(argv: string[]): Promise<number> {
         deviceConfig: values["device-config"],
         pcapIn: (values["pcap-in"] ?? []).map(parsePcapIn),
         pcapInStart: parsePcapInStart(values["pcap-in-start"]),
+        topology: values.topology?.length ? Topology.load(values.topology[0]!) : undefined,
+        captureClock: values["capture-clock"],
+        pcapDelayMs: int(values["pcap-delay-ms"], "pcap-delay-ms", 0),
         pcapOut: values["pcap-out"],
         logger,
         print,

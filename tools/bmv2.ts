@@ -68,6 +68,12 @@ export interface Bmv2Process {
   cleanup(): void;
 }
 
+/**
+ * Three characters of this process's id, for veth names: two test runs on one
+ * machine (two worktrees, say) then never take each other's interfaces.
+ */
+export const VETH_TAG = (process.pid % 46_656).toString(36).padStart(3, "0");
+
 /** Creates the veth pairs and starts simple_switch_grpc on them; resolves once it listens. */
 export async function launchBmv2(o: Bmv2LaunchOptions): Promise<Bmv2Process> {
   const binary = findBmv2();

@@ -16,3 +16,6 @@ export * from "./kafka/partitioner.js";
 export * from "./kafka/security.js";
 export * from "./kafka/tail.js";
 export * from "./kafka/transport.js";
+export * from "./group/exporter-group.js";
+export * from "./group/open-digests.js";
+export * from "./group/record-key.js";

@@ -35,6 +35,12 @@ export interface MetricsOptions {
   correlationWindowNs: bigint;
   /** per-I/O and per-message records, besides the interval aggregates */
   perEventRecords: boolean;
+  /**
+   * A switch with no digest list for this long (digest time, which an idle
+   * exporter group partition moves on by the wall clock) no longer holds the
+   * others up: the halves waiting for it go out alone, intervals close.
+   */
+  silentSwitchNs: bigint;
   sketchAccuracy: number;
 }
 
@@ -43,6 +49,7 @@ export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
   ioTimeoutNs: 1_000_000_000n,
   correlationWindowNs: 2_000_000_000n,
   perEventRecords: true,
+  silentSwitchNs: 60_000_000_000n,
   sketchAccuracy: 0.005,
 };
 
@@ -210,6 +217,13 @@ export class MetricsEngine {
     this.alignments.set(switchId, q * i);
   }
 
+  /** Each switch's clock start as placed so far (see setClockStart): an engine that takes over from this one places them the same. */
+  clockStarts(): Map<string, bigint> {
+    const out = new Map<string, bigint>();
+    for (const [sw, c] of this.clocks) if (c.start !== undefined) out.set(sw, c.start);
+    return out;
+  }
+
   private align(switchId: string): bigint {
     return this.alignments.get(switchId) ?? 0n;
   }
@@ -285,7 +299,7 @@ export class MetricsEngine {
    */
   private lowWatermark(): bigint {
     let low = this.watermark;
-    for (const w of this.watermarks.values()) if (w < low && this.watermark - w < 60_000_000_000n) low = w;
+    for (const w of this.watermarks.values()) if (w < low && this.watermark - w < this.options.silentSwitchNs) low = w;
     return low;
   }
 

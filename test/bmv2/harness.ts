@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Topology } from "../../app/topology.js";
 import { parseConfig, type ControllerConfig } from "../../p4runtime-controller/src/config.js";
-import { bmv2Unavailable, launchBmv2, type Bmv2Process } from "../../tools/bmv2.js";
+import { bmv2Unavailable, launchBmv2, VETH_TAG, type Bmv2Process } from "../../tools/bmv2.js";
 
 const here = new URL(".", import.meta.url).pathname;
 const root = new URL("../..", import.meta.url).pathname;
@@ -65,7 +65,12 @@ export class Bmv2Switch {
   /** P4Runtime device id, unlike any other switch's */
   readonly deviceId = 2 + Math.floor(Math.random() * 0x7fff_fff0);
 
-  private constructor(readonly options: Bmv2Options) {}
+  readonly options: Bmv2Options;
+
+  private constructor(options: Bmv2Options) {
+    // The veth names carry this process's tag: another run's switch never takes them.
+    this.options = { ...options, name: `${options.name}${VETH_TAG}` };
+  }
 
   /** The interface on the test's side of `port`. */
   iface(port: number): string {

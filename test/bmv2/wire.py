@@ -44,8 +44,11 @@ class Wire:
     def __init__(self, ifaces):
         self.socks = {}
         for port, name in ifaces.items():
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind((name, 0))
+            # Protocol 0 until bound: a socket opened for ETH_P_ALL takes
+            # frames of every interface (the loopback's gRPC traffic, say)
+            # until bind() narrows it to one.
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            s.bind((name, ETH_P_ALL))  # Python puts the protocol in network order itself
             s.setblocking(False)
             self.socks[int(port)] = s
         self.by_fd = {s.fileno(): p for p, s in self.socks.items()}

@@ -68,7 +68,7 @@ const KAFKA = ["kafka-brokers", "kafka-client", "kafka-topic-prefix", "kafka-ca"
 const COMMANDS: Array<{ command: string[]; options: string[] }> = [
   { command: ["demo"], options: ["duration-ms", "seed", "load", "out-dir", "mode", "listen", "metrics-listen", "log-level", ...KAFKA] },
   { command: ["replay", "x.pcap"], options: ["topology", "out", "mode", "switch-id", "forwarded", "metrics-listen", ...KAFKA] },
-  { command: ["generate"], options: ["out-dir", "duration-ms", "seed", "load", "layout"] },
+  { command: ["generate"], options: ["out-dir", "duration-ms", "seed", "load", "layout", "ip", "reorder", "reorder-loss"] },
   { command: ["controller"], options: ["config", "out", "journal", "metrics-listen", ...KAFKA] },
   { command: ["switch"], options: ["listen", "p4info", "device-config", "device-id", "cpu-port", "pcap-in", "pcap-out"] },
   { command: ["mode", "full"], options: ["control"] },
@@ -123,6 +123,26 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.option, c.args.join(" ")));
     cases.forEach((c, i) => c.option === "--duration-ms" && expect(results[i]!.stderr).toContain("from 1 to 86400000 (24 h)"));
+    expect(existsSync(join(dir, "never-made"))).toBe(false);
+  });
+
+  test("--ip and --reorder given bad values, and demo asked for what the switch does not measure yet (IPv6, reordered paths): one line saying so", { timeout: 300_000 }, async () => {
+    const gen = ["generate", "--out-dir", "never-made"];
+    const demo = ["demo", "--out-dir", "never-made"];
+    const cases: Array<{ args: string[]; says: string }> = [
+      { args: [...gen, "--ip", "5"], says: "--ip must be 4, 6 or mixed (got '5')" },
+      { args: [...gen, "--reorder", "0"], says: "--reorder must be SHARE[:MAXDISP]" },
+      { args: [...gen, "--reorder", "1.5"], says: "--reorder must be SHARE[:MAXDISP]" },
+      { args: [...gen, "--reorder", "0.2:0"], says: "--reorder must be SHARE[:MAXDISP]" },
+      { args: [...gen, "--reorder", "0.2:x"], says: "(got '0.2:x')" },
+      { args: [...gen, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
+      { args: [...gen, "--reorder", "0.2", "--reorder-loss", "2"], says: "--reorder-loss must be a share from 0 to 1" },
+      { args: [...demo, "--ip", "6"], says: "the switch does not measure RoCEv2 over IPv6 yet (generate --ip 6 writes such captures)" },
+      { args: [...demo, "--ip", "mixed"], says: "the switch does not measure RoCEv2 over IPv6 yet" },
+      { args: [...demo, "--reorder", "0.2:4"], says: "the switch does not measure reordered paths yet" },
+    ];
+    const results = await runAll(cases.map((c) => c.args));
+    cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 

@@ -51,7 +51,8 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
     return body.data.result;
   };
 
-  const demo = startCli(["demo", "--duration-ms", "2000", "--out-dir", join(dir, "demo"), "--metrics-listen", `127.0.0.1:${metricsPort}`], dir, children);
+  // 6 s of traffic: on a quiet machine generating 2 s ended before Prometheus's first scrape.
+  const demo = startCli(["demo", "--duration-ms", "6000", "--out-dir", join(dir, "demo"), "--metrics-listen", `127.0.0.1:${metricsPort}`], dir, children);
   await until(() => demo.out().includes("metrics: "), 30_000, () => demo.out());
   const from = Date.now() / 1000;
   await until(() => demo.out().includes("generated "), 120_000, () => demo.out());

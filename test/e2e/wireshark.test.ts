@@ -5,6 +5,9 @@
 // such latency must equal the record's end-to-end time at that switch, to the
 // ns, and tshark must decode nearly every I/O of the queues set up in the
 // capture: proof that the generated captures are framed as Linux frames them.
+// IPv6 and mixed captures (RoCEv2 over IPv6, GIDs equal to the addresses,
+// rdma_cm's AF_INET6 header) must decode alike; until the switch measures
+// IPv6, their latencies are checked against the ground truth.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +18,8 @@ import { ioRecordKey, ioTruthKey } from "../../app/self-check.js";
 import { DEFAULT_GENERATOR_OPTIONS, readTruth } from "../../traffic/src/generator.js";
 import { openCapture } from "../../traffic/src/pcap.js";
 import type { IoTruth } from "../../traffic/src/types.js";
-import { CmAttr, Opcode } from "../../traffic/src/roce.js";
+import { CmAttr, Opcode, parseRoce } from "../../traffic/src/roce.js";
+import { ipText } from "../../traffic/src/ip.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "wireshark-"));
@@ -31,20 +35,17 @@ const cli = (args: string[]) => {
   expect(r.status, r.stderr).toBe(0);
 };
 
-const ip = (b: Buffer, o: number) => `${b[o]}.${b[o + 1]}.${b[o + 2]}.${b[o + 3]}`;
-
 /** The queues whose RDMA CM exchange (REQ and the REP answering it) is in a capture: `host|target|target_qp`. */
 function cmQueues(path: string): Set<string> {
   const req = new Map<number, { host: string; target: string }>();
   const queues = new Set<string>();
   for (const p of openCapture(path)) {
     const d = p.data;
-    if (d.readUInt16BE(12) !== 0x0800 || d[23] !== 17 || d.readUInt16BE(36) !== 4791) continue;
-    const bth = 42;
-    if (d[bth] !== Opcode.UD_SEND_ONLY || (d.readUInt32BE(bth + 4) & 0xffffff) !== 1) continue;
-    const mad = bth + 12 + 8;
+    const f = parseRoce(d);
+    if (!f || f.opcode !== Opcode.UD_SEND_ONLY || f.destQp !== 1) continue;
+    const mad = f.bthOffset + 12 + 8;
     const attr = d.readUInt16BE(mad + 16);
-    if (attr === CmAttr.REQ) req.set(d.readUInt32BE(mad + 24), { host: ip(d, 26), target: ip(d, 30) });
+    if (attr === CmAttr.REQ) req.set(d.readUInt32BE(mad + 24), { host: ipText(f.src), target: ipText(f.dst) });
     else if (attr === CmAttr.REP) {
       const r = req.get(d.readUInt32BE(mad + 28));
       if (r) queues.add(`${r.host}|${r.target}|${d.readUInt32BE(mad + 36) >>> 8}`);
@@ -60,7 +61,7 @@ interface Decoded {
 
 /** The read and write commands tshark paired with their completions, with the latency it printed (ms) in ns. */
 function tsharkLatencies(path: string): Decoded[] {
-  const fields = ["frame.number", "ip.src", "ip.dst", "infiniband.bth.destqp", "infiniband.bth.psn", "nvme.cmd.opc", "nvme.cmd.cid", "nvme.cmd_pkt", "nvme.cmd_latency"];
+  const fields = ["frame.number", "ip.src", "ip.dst", "infiniband.bth.destqp", "infiniband.bth.psn", "nvme.cmd.opc", "nvme.cmd.cid", "nvme.cmd_pkt", "nvme.cmd_latency", "ipv6.src", "ipv6.dst"];
   const r = spawnSync("tshark", ["-r", path, "-Y", "nvme", "-T", "fields", "-E", "separator=/t", ...fields.flatMap((f) => ["-e", f])], { encoding: "utf8", maxBuffer: 1 << 30 });
   expect(r.status, r.stderr).toBe(0);
   const rows = new Map<number, string[]>();
@@ -72,7 +73,7 @@ function tsharkLatencies(path: string): Decoded[] {
     if (!f[8]) continue;
     const cmd = rows.get(Number(f[7]));
     if (!cmd || !/^0x0?[12]$/.test(cmd[5]!.split(",")[0]!)) continue; // reads and writes (keep-alives have no record)
-    const key = `${cmd[1]}|${cmd[2]}|${parseInt(cmd[3]!, 16)}|${parseInt(cmd[6]!, 16)}|${Number(cmd[4])}`;
+    const key = `${cmd[1] || cmd[9]}|${cmd[2] || cmd[10]}|${parseInt(cmd[3]!, 16)}|${parseInt(cmd[6]!, 16)}|${Number(cmd[4])}`;
     out.push({ key, latencyNs: Math.round(Number(f[8]) * 1e6) });
   }
   return out;
@@ -110,5 +111,34 @@ test.skipIf(!haveTshark)("tshark decodes the generated NVMe/RDMA and its command
       `${(100 * share(onePacket)).toFixed(1)} % of the ${onePacket.length} whose command capsule is one packet`);
     expect(queues.size).toBeGreaterThan(0);
     expect(share(onePacket)).toBeGreaterThanOrEqual(0.95);
+  }
+}, 180_000);
+
+test.skipIf(!haveTshark)("tshark decodes RoCEv2 over IPv6 and mixed families as over IPv4: its command latencies equal the ground truth's e2e at each switch, to the ns", () => {
+  for (const family of ["6", "mixed"] as const) {
+    const out = join(dir, `ip${family}`);
+    cli(["generate", "--out-dir", out, "--duration-ms", "250", "--seed", "4", "--ip", family]);
+    const truths: IoTruth[] = [];
+    for (const t of readTruth(join(out, "ground-truth.jsonl"))) if (t.type === "io") truths.push(t.truth);
+    const byKey = new Map(truths.map((t) => [ioTruthKey(t), t]));
+    for (const [sw, e2e] of [["tor-c", "e2e_c_ns"], ["tor-s", "e2e_s_ns"]] as const) {
+      const capture = join(out, `${sw}.pcap`);
+      const decoded = tsharkLatencies(capture);
+      const problems = decoded.flatMap((d) => {
+        const t = byKey.get(d.key);
+        return !t ? [`${d.key}: tshark paired it, no I/O`] : t[e2e] !== d.latencyNs ? [`${d.key}: tshark ${d.latencyNs} ns, truth ${e2e} ${String(t[e2e])}`] : [];
+      });
+      expect(problems.slice(0, 10), `${problems.length} of ${decoded.length} differ at ${sw} (--ip ${family})`).toEqual([]);
+      const queues = cmQueues(capture);
+      const onePacket = truths.filter((t) => queues.has(`${t.host}|${t.target}|${t.target_qp}`) && t[e2e] !== null && !(t.in_capsule && 64 + t.bytes > DEFAULT_GENERATOR_OPTIONS.mtu));
+      const got = new Set(decoded.map((d) => d.key));
+      const share = onePacket.filter((t) => got.has(ioTruthKey(t))).length / onePacket.length;
+      const v6 = decoded.filter((d) => d.key.includes(":")).length;
+      console.log(`--ip ${family}, ${sw}: tshark paired ${decoded.length} reads and writes (${v6} over IPv6) with their completions, every one equal to the truth's ${e2e} to the ns; ` +
+        `${(100 * share).toFixed(1)} % of the ${onePacket.length} timed on the ${queues.size} queues set up in the capture decoded`);
+      expect(v6).toBeGreaterThan(0);
+      if (family === "mixed") expect(v6).toBeLessThan(decoded.length);
+      expect(share).toBeGreaterThanOrEqual(0.95);
+    }
   }
 }, 180_000);

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, afterEach, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { RecordJson } from "../../contract/src/records.js";
@@ -35,7 +36,8 @@ async function readAll(topics: string[], idleMs = 4000): Promise<RecordJson[]> {
       if (r.type !== "raw_digest") out.push(r);
     },
   });
-  while (Date.now() - last < idleMs || out.length === 0) await new Promise((r) => setTimeout(r, 250));
+  const deadline = Date.now() + 60_000;
+  while ((Date.now() - last < idleMs || out.length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   await consumer.disconnect();
   return out;
 }

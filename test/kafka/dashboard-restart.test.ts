@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, expect, inject, test } from "vitest";
 import type { IoAggregateJson } from "../../contract/src/records.js";
 import type { Snapshot } from "../../app/dashboard/store.js";

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, expect, inject, test } from "vitest";
 import { encodeRecord } from "../../exporter/src/kafka/encode.js";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, describe, expect, inject, test } from "vitest";
 import { IoRecord, RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { replaySwitches } from "../../app/replay.js";

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { kafkaSecurity, type KafkaSecurityFlags } from "../../app/kafka-options.js";
 import { SwitchStats } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";

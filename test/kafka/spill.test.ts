@@ -9,6 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFi
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { TopicNames } from "../../exporter/src/kafka/encode.js";
@@ -227,6 +228,25 @@ describe("a spill written under another topic prefix", () => {
     const onB = await readTopics(Object.values(topicsOf(pb)), next.own);
     expect(onB.length).toBe(next.own);
   }, 120_000);
+
+  test("records pushed while such a segment is read back (its topics being created) are neither lost nor sent twice", async () => {
+    const spillDir = join(workDir("reading"), "spill");
+    mkdirSync(spillDir);
+    const other = prefix("earlier");
+    const lines = [...Array(20).keys()].map((i) => JSON.stringify({ t: `${other}.io.v1`, k: `k${i}`, v: Buffer.from(`earlier${i}`).toString("base64"), h: { type: "test" } }) + "\n");
+    writeFileSync(join(spillDir, "000000000000001-00000000.spill"), lines.join(""));
+    const t = topicsOf(prefix("reading"));
+    const sink = new KafkaSink({ brokers: brokers.split(","), topics: t, partitions: 1, spillDir });
+    await sink.start(); // the earlier segment is being read back now, while Kafka creates its topics
+    for (let i = 0; i < 50; i++) sink.push({ topic: t.io, key: "own", value: Buffer.from(`own${i}`), headers: { type: "test" } });
+    await sink.flush(30_000);
+    expect(await sink.close()).toBe(0);
+    expect(sink.stats).toMatchObject({ sent: 70, spilledNow: 0, dropped: 0, setAside: 0 });
+    expect(spillMessages(spillDir)).toEqual([]);
+    const own = (await readTopics([t.io], 50)).map((id) => Buffer.from(id.split("|")[2]!, "base64").toString());
+    expect(own).toEqual([...Array(50).keys()].map((i) => `own${i}`));
+    expect((await readTopics([`${other}.io.v1`], 20)).length).toBe(20);
+  }, 60_000);
 
   test("a segment that does not parse, or names a topic Kafka cannot have, is set aside with a warning; what follows goes out", async () => {
     const spillDir = join(workDir("aside"), "spill");

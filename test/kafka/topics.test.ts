@@ -5,25 +5,22 @@
 // will not create these topics").
 import { describe, expect, inject, test } from "vitest";
 import { KafkajsTransport } from "../../exporter/src/kafka/kafkajs-transport.js";
-import { isUnknownTopic, PlatformaticTransport } from "../../exporter/src/kafka/platformatic-transport.js";
+import { PlatformaticTransport } from "../../exporter/src/kafka/platformatic-transport.js";
 import type { TransportOptions } from "../../exporter/src/kafka/transport.js";
 
 const brokers = [inject("kafkaBrokers")];
 const options = (clientId: string): TransportOptions => ({ brokers, clientId, compression: "none", partitions: 3, replicationFactor: 1 });
 
 describe("topics created just now", () => {
-  test("the client's unknown-topic error is told from any other", () => {
-    expect(isUnknownTopic(new Error("Unknown topic a.io.v1."))).toBe(true);
-    expect(isUnknownTopic(new Error("Connection closed"))).toBe(false);
-    expect(isUnknownTopic(undefined)).toBe(false);
-  });
-
   for (const [name, make] of [
     ["platformatic", (o: TransportOptions) => new PlatformaticTransport(o)],
     ["kafkajs", (o: TransportOptions) => new KafkajsTransport(o)],
   ] as const) {
+    // Each client on the matrix runs that use it (KAFKA_CLIENT).
+    if (name !== (process.env.KAFKA_CLIENT === "kafkajs" ? "kafkajs" : "platformatic")) continue;
     test(`${name}: 20 fresh sets of four topics in a row, each ready to take a record when connect() returns`, async () => {
       const t = make(options(`topics-test-${name}`));
+      let sent = 0;
       try {
         for (let i = 0; i < 20; i++) {
           const id = `fresh-${name}-${Date.now()}-${i}`;
@@ -31,10 +28,12 @@ describe("topics created just now", () => {
           await t.connect(topics);
           const queue = topics.map((topic) => ({ topic, key: "k", value: Buffer.from("v"), headers: {} }));
           await t.send(queue, 0, queue.length);
+          sent++;
         }
       } finally {
         await t.disconnect();
       }
+      expect(sent).toBe(20);
     }, 120_000);
   }
 });

@@ -11,7 +11,7 @@ import { buildTableEntry, P4RuntimeClient, toUint128, type P4RuntimeError } from
 import { P4RuntimeServer } from "../../switch/src/p4runtime/server.js";
 import { SoftwareSwitch } from "../../switch/src/software-switch.js";
 import { loadFixture } from "../support/fixtures.js";
-import { bmv2Unavailable, launchBmv2, type Bmv2Process } from "../../tools/bmv2.js";
+import { bmv2Unavailable, launchBmv2, VETH_TAG, type Bmv2Process } from "../../tools/bmv2.js";
 
 const { schema, p4info, deviceConfig } = loadFixture("counters");
 const counterId = schema.counters.get("port_in").preamble!.id;
@@ -199,7 +199,7 @@ async function softwareSwitch(): Promise<Target> {
 }
 
 async function bmv2(): Promise<Target> {
-  const p: Bmv2Process = await launchBmv2({ name: "conf", ports: [1], deviceId: 1 });
+  const p: Bmv2Process = await launchBmv2({ name: `conf${VETH_TAG}`, ports: [1], deviceId: 1 });
   return { address: p.address, close: () => p.cleanup() };
 }
 

@@ -64,3 +64,18 @@ test("docker-compose pins every image, runs the Kafka the tests default to, and 
   expect(existsSync(cfg.pipeline.p4info) && existsSync(cfg.pipeline.deviceConfig)).toBe(true);
   expect(compose).toContain("--grpc-server-addr 0.0.0.0:9559");
 });
+
+test("the fabric profile runs a controller per switch with --digests-only, an exporter group of two, and valid configs", () => {
+  const compose = read("docker-compose.yml");
+  expect(compose).toMatch(/profiles: \["fabric"\]/);
+  expect(compose).toContain('"--digests-only"');
+  expect(compose).toMatch(/command: \["exporter", "--kafka-brokers", "kafka:9092"/);
+  expect(compose).toMatch(/replicas: 2/);
+  const ids = ["tor-c", "tor-s"].map((t) => {
+    expect(compose).toContain(`./deploy/fabric/${t}.json:/config/tor.json:ro`);
+    const cfg = parseConfig(JSON.parse(read(`deploy/fabric/${t}.json`).replaceAll("/app/", `${root}/`)));
+    expect(existsSync(cfg.pipeline.p4info)).toBe(true);
+    return cfg.switch.switchId;
+  });
+  expect(ids).toEqual(["tor-c", "tor-s"]);
+});

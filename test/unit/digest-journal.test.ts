@@ -61,3 +61,18 @@ test("a list left twice by a crash during a replay (in the old segment and in th
   expect(new DigestJournal(d).replayInto((b) => fed.push(b.listTimestampNs))).toBe(3);
   expect(fed).toEqual([5n, 6n, 7n]);
 });
+
+test("when this host journaled the oldest list is kept through a replay (Kafka's timestamps are this host's, the list's time is the switch's)", () => {
+  const d = join(dir, "journaled-at");
+  const batch = { switchId: "tor", listTimestampNs: 1_800_000_000_000_000_000n, digests: [], badDigests: 0, session: 7, raw: { digest: "no_such_digest", samples: [] } };
+  const j0 = new DigestJournal(d);
+  j0.append(batch, 1_700_000_000_123);
+  j0.close();
+  const j1 = new DigestJournal(d);
+  expect(j1.oldestUnsettledJournaledAtMs()).toBe(1_700_000_000_123);
+  expect(j1.replayInto(() => undefined)).toBe(1);
+  j1.close();
+  // The replay took the list into a segment of its own, with the time it was first journaled.
+  expect(new DigestJournal(d).oldestUnsettledJournaledAtMs()).toBe(1_700_000_000_123);
+  expect(new DigestJournal(join(dir, "empty")).oldestUnsettledJournaledAtMs()).toBeUndefined();
+});

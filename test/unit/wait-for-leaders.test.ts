@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { waitForLeaders } from "../../exporter/src/kafka/platformatic-transport.js";
+import { isUnknownTopic, waitForLeaders } from "../../exporter/src/kafka/topics-ready.js";
 
 // The broker's answers to a metadata request just after CreateTopics, in order.
 function broker(answers: Array<"unknown" | "no-leader" | "ready" | "refused">) {
@@ -24,6 +24,12 @@ describe("waiting for the topics just created", () => {
   test("any other error is the caller's", async () => {
     const b = broker(["unknown", "refused"]);
     await expect(waitForLeaders(b.metadata, ["a.io.v1"], 50, 1)).rejects.toThrow(/Authorization/);
+  });
+  test("either client's answer for a topic the broker does not know is told from any other", () => {
+    expect(isUnknownTopic(new Error("Unknown topic a.io.v1."))).toBe(true);
+    expect(isUnknownTopic(Object.assign(new Error("This server does not host this topic-partition"), { type: "UNKNOWN_TOPIC_OR_PARTITION" }))).toBe(true);
+    expect(isUnknownTopic(new Error("Connection closed"))).toBe(false);
+    expect(isUnknownTopic(undefined)).toBe(false);
   });
   test("a topic still unknown after every look is the caller's too", async () => {
     const b = broker(["unknown"]);

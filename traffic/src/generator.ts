@@ -20,8 +20,9 @@ import type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, 
 
 export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, SwitchCapture, Topology } from "./types.js";
 import { PcapWriter, writePcap } from "./pcap.js";
-import { ipv4, ipv4Text } from "@rdma-telemetry/contract";
-import { buildFrame, Opcode, type RoceFrame } from "./roce.js";
+import { ipv4 } from "@rdma-telemetry/contract";
+import { ipText, ipv6, type IpAddress } from "./ip.js";
+import { buildFrame, Opcode, parseRoce, type RoceFrame } from "./roce.js";
 import { WriteError } from "./errors.js";
 
 /**
@@ -60,7 +61,33 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   hostPrepNs: 3_000,
   faults: [],
   snaplen: DEFAULT_SNAPLEN,
+  ip: 4,
+  reorderShare: 0,
+  reorderMaxDisplacement: 6,
+  reorderLoss: 0,
 };
+
+/**
+ * Where the generator puts hosts and targets. IPv4: hosts 10.0.1.N, targets
+ * 10.0.2.N (one switch: 10.0.1.101 on). IPv6, in the documentation prefix:
+ * the endpoint of 10.0.S.N is 2001:db8:0:S::N, N in hex (hosts
+ * 2001:db8:0:1::1 on, targets 2001:db8:0:2::1 on, or 2001:db8:0:1::65 on one
+ * switch). "mixed": hosts alternate (even-numbered IPv4, odd-numbered IPv6)
+ * and targets have both addresses.
+ */
+export function addressPlan(o: Pick<GeneratorOptions, "ip" | "layout">): { host: (i: number) => IpAddress; target: (j: number, family: 4 | 6) => IpAddress; hostFamily: (i: number) => 4 | 6 } {
+  const single = o.layout === "single";
+  const hostFamily = (i: number): 4 | 6 => (o.ip === 6 || (o.ip === "mixed" && i % 2 === 1) ? 6 : 4);
+  const v4Host = (i: number) => ipv4(`10.0.1.${i + 1}`);
+  const v4Target = (j: number) => ipv4(single ? `10.0.1.${101 + j}` : `10.0.2.${j + 1}`);
+  const v6Host = (i: number) => ipv6(`2001:db8:0:1::${(i + 1).toString(16)}`);
+  const v6Target = (j: number) => (single ? ipv6(`2001:db8:0:1::${(101 + j).toString(16)}`) : ipv6(`2001:db8:0:2::${(j + 1).toString(16)}`));
+  return {
+    hostFamily,
+    host: (i) => (hostFamily(i) === 6 ? v6Host(i) : v4Host(i)),
+    target: (j, family) => (family === 6 ? v6Target(j) : v4Target(j)),
+  };
+}
 
 /**
  * The generator's options for a share of the default load: `load` scales the
@@ -130,19 +157,24 @@ interface Row {
 export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayout & Iterable<TrafficItem> {
   const o: GeneratorOptions = { ...DEFAULT_GENERATOR_OPTIONS, ...opts };
   const single = o.layout === "single";
-  const hostIp = (i: number) => ipv4(`10.0.1.${i + 1}`);
-  const targetIp = (j: number) => ipv4(single ? `10.0.1.${101 + j}` : `10.0.2.${j + 1}`);
+  const plan = addressPlan(o);
+  const hostIp = plan.host;
+  const targetIp = plan.target;
+  // The families a target answers in: its hosts'.
+  const targetFamilies: Array<4 | 6> = o.ip === "mixed" ? [4, 6] : [o.ip];
+  const hostPrefix = (a: IpAddress) => `${ipText(a)}/${typeof a === "bigint" ? 128 : 32}`;
+  const anyPrefix = targetFamilies.map((f) => (f === 6 ? "::/0" : "0.0.0.0/0"));
   const torC: SwitchCapture = { name: single ? "tor" : "tor-c", topology: { ports: [] }, packets: [] };
   const torS: SwitchCapture = single ? torC : { name: "tor-s", topology: { ports: [] }, packets: [] };
   // Hosts on ports 1..; targets from 33 and the uplink on 64 while they fit, after the hosts beyond.
   const small = o.hosts <= 32 && o.targets <= 31;
   const storagePort = (j: number) => (small ? 33 + j : o.hosts + 1 + j);
   const fabricPort = small ? 64 : o.hosts + o.targets + 1;
-  for (let i = 0; i < o.hosts; i++) torC.topology.ports.push({ port: i + 1, role: "compute", prefixes: [`${ipv4Text(hostIp(i))}/32`] });
-  for (let j = 0; j < o.targets; j++) torS.topology.ports.push({ port: storagePort(j), role: "storage", prefixes: [`${ipv4Text(targetIp(j))}/32`] });
+  for (let i = 0; i < o.hosts; i++) torC.topology.ports.push({ port: i + 1, role: "compute", prefixes: [hostPrefix(hostIp(i))] });
+  for (let j = 0; j < o.targets; j++) torS.topology.ports.push({ port: storagePort(j), role: "storage", prefixes: targetFamilies.map((f) => hostPrefix(targetIp(j, f))) });
   if (!single) {
-    torC.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: ["0.0.0.0/0"] });
-    torS.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: ["0.0.0.0/0"] });
+    torC.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: [...anyPrefix] });
+    torS.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: [...anyPrefix] });
   }
   const switches = single ? [torC] : [torC, torS];
 
@@ -178,7 +210,13 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
 
     const { queues, keepAlives } = createNvmeQueues(model, o, hostIp, targetIp);
     const messages: MessageTruth[] = [];
-    const flows = o.hosts >= 2 ? Array.from({ length: o.hosts }, (_, i) => new WriteFlow(model, o, i, hostIp(i), hostIp((i + 1) % o.hosts), (m) => messages.push(m))) : [];
+    // Gradient sync: a ring through the hosts (one ring per family when they are mixed), each host writing to the next.
+    const rings = o.ip === "mixed" ? [0, 1].map((r) => Array.from({ length: o.hosts }, (_, i) => i).filter((i) => i % 2 === r)) : [Array.from({ length: o.hosts }, (_, i) => i)];
+    const flows: WriteFlow[] = [];
+    for (const ring of rings) {
+      if (ring.length < 2) continue;
+      ring.forEach((i, at) => flows.push(new WriteFlow(model, o, i, hostIp(i), hostIp(ring[(at + 1) % ring.length]!), (m) => messages.push(m))));
+    }
     const sources = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);
     for (const s of [...queues, ...flows] as Source[]) {
       const t = s.nextTime();
@@ -240,7 +278,7 @@ export function generateTraffic(opts: Partial<GeneratorOptions> = {}): Generated
   const cmdAt = (t: IoTruth) => t.cmdCNs ?? t.cmdSNs ?? 0n;
   ios.sort((a, b) => (cmdAt(a) < cmdAt(b) ? -1 : cmdAt(a) > cmdAt(b) ? 1 : 0));
   messages.sort((a, b) => (a.firstNs < b.firstNs ? -1 : a.firstNs > b.firstNs ? 1 : 0));
-  const cnps = stream.switches[0]!.packets.filter((p) => p.data[42] === Opcode.CNP && p.data.length > 42).length;
+  const cnps = stream.switches[0]!.packets.filter((p) => parseRoce(p.data)?.opcode === Opcode.CNP).length;
   return { options: stream.options, switches: stream.switches, ios, messages, cnps };
 }
 

@@ -1,11 +1,14 @@
 // Gradient sync (SPEC §4): each host sends RDMA WRITE messages to the next
 // in a ring, one message per step, with the faults of the run (ECN marks and
 // CNPs under congestion, NAK-driven go-back-N retransmissions on a lossy
-// flow, an idle GPU stretching the gap). One flow is simulated message by
-// message, as an event source of the generator's time-ordered loop.
+// flow, an idle GPU stretching the gap) and, when asked, reordering paths
+// (adaptive routing, packet spraying): a share of the messages reach the
+// switch with packets displaced 1..N places, some with one packet lost after
+// the switch and resent go-back-N. One flow is simulated message by message,
+// as an event source of the generator's time-ordered loop.
 import type { FabricModel } from "./nvme-workload.js";
-import { ipv4Text } from "@rdma-telemetry/contract";
-import { Opcode, type RoceFrame } from "./roce.js";
+import { ipText, type IpAddress } from "./ip.js";
+import { flowLabelUdpPort, Opcode, qpFlowLabel, type RoceFrame } from "./roce.js";
 import type { GeneratorOptions, MessageTruth } from "./types.js";
 
 const PSN_MASK = 0xffffff;
@@ -16,19 +19,23 @@ export class WriteFlow {
   private prevEnd: number | null = null;
   readonly qpn: number;
   private readonly senderQpn: number;
+  private readonly udpPort: number | undefined;
   cnps = 0;
 
   constructor(
     private readonly m: FabricModel,
     private readonly o: GeneratorOptions,
     private readonly hostIndex: number,
-    private readonly src: number,
-    private readonly dst: number,
+    private readonly src: IpAddress,
+    private readonly dst: IpAddress,
     private readonly onMessage: (t: MessageTruth) => void,
   ) {
     this.psn = Math.floor(m.rand() * PSN_MASK);
     this.qpn = 0x2000 + hostIndex;
     this.senderQpn = 0x3000 + hostIndex;
+    // QPs connected by verbs (no rdma_cm): over IPv6 the flow label is 0 and
+    // the NIC takes the UDP source port from the QPNs (rdma_calc_flow_label).
+    if (typeof src === "bigint") this.udpPort = flowLabelUdpPort(qpFlowLabel(this.senderQpn, this.qpn));
     const first = Math.round(m.rand() * 1e6);
     this.next = first < o.durationNs - 50e6 ? first : undefined;
   }
@@ -46,13 +53,16 @@ export class WriteFlow {
     const n = Math.ceil(o.gradientBytes / o.mtu);
     const psn0 = this.psn;
     this.psn = (this.psn + n) & PSN_MASK;
-    const sends: Array<{ k: number; t: number; retx: boolean; ce: boolean }> = [];
+    const sends: Array<{ k: number; t: number; ce: boolean }> = [];
     const lossP = (at: number) => m.active("loss", at, (f) => f.host === this.hostIndex).reduce((a, f) => Math.max(a, f.probability), 0);
     const ecnAt = (at: number) => m.active("congestion", at).some((f) => m.rand() < f.ecnFraction);
+    // A reordered message (drawn only when reordering is asked for, so that
+    // other traffic stays the same), and in it perhaps one packet lost after the switch.
+    const reordered = o.reorderShare > 0 && n > 1 && m.rand() < o.reorderShare;
+    let forcedLoss = reordered && o.reorderLoss > 0 && m.rand() < o.reorderLoss ? Math.floor(m.rand() * n) : -1;
     let k = 0;
     let ts = t;
     let guard = 0;
-    let highest = -1;
     while (k < n && guard++ < 100_000) {
       // Send from k until the end or until a NAK stops us.
       let lostAt = -1;
@@ -60,10 +70,10 @@ export class WriteFlow {
       for (let q = k; q < n; q++) {
         if (ts >= nakAt) break;
         const ce = ecnAt(ts);
-        sends.push({ k: q, t: ts, retx: q <= highest, ce });
-        highest = Math.max(highest, q);
-        if (lostAt < 0 && m.rand() < lossP(ts)) {
+        sends.push({ k: q, t: ts, ce });
+        if (lostAt < 0 && (m.rand() < lossP(ts) || q === forcedLoss)) {
           lostAt = q;
+          if (q === forcedLoss) forcedLoss = -1;
           // The receiver NAKs on the next packet; a lost last packet waits for the timeout.
           nakAt = q === n - 1 ? ts + 100_000 : ts + m.ser(o.mtu) + 2 * o.fabricDelayNs + 2_000;
         }
@@ -75,40 +85,77 @@ export class WriteFlow {
         k = lostAt;
       }
     }
-    const firstLast = sends.findIndex((s) => s.k === n - 1);
-    const inMsg = sends.slice(0, firstLast + 1);
-    const late = sends.slice(firstLast + 1);
-    for (const s of sends) {
-      const opcode = n === 1 ? Opcode.WRITE_ONLY : s.k === 0 ? Opcode.WRITE_FIRST : s.k === n - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
-      const len = Math.min(o.mtu, o.gradientBytes - s.k * o.mtu);
-      const fr: RoceFrame = { src: this.src, dst: this.dst, opcode, destQp: this.qpn, psn: (psn0 + s.k) & PSN_MASK, ecn: s.ce ? 3 : 2, payloadLength: len };
-      if (s.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(this.hostIndex) * 0x100000000n, rkey: 0x5000 + this.hostIndex, length: o.gradientBytes };
-      m.emit(m.torC, s.t, fr);
-      if (s.ce) {
+    // What the switch sees: the packets in the order the paths deliver them,
+    // in the time slots they were sent in.
+    const seenOrder = reordered ? this.displace(sends.length, n) : sends.map((_, i) => i);
+    const sightings = seenOrder.map((i, slot) => ({ ...sends[i]!, t: sends[slot]!.t }));
+    // SPEC §4: a packet is retransmitted when its PSN was seen before; the
+    // message runs from the first sighting of its first PSN to the first
+    // sighting of its last, and holds every packet seen up to then (those
+    // before its first PSN too); packets after that count for the flow only.
+    const seen = new Set<number>();
+    const retx = sightings.map((x) => (seen.has(x.k) ? true : (seen.add(x.k), false)));
+    const firstAt = sightings.findIndex((x) => x.k === 0);
+    const lastAt = sightings.findIndex((x) => x.k === n - 1);
+    for (const x of sightings) {
+      const opcode = n === 1 ? Opcode.WRITE_ONLY : x.k === 0 ? Opcode.WRITE_FIRST : x.k === n - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+      const len = Math.min(o.mtu, o.gradientBytes - x.k * o.mtu);
+      const fr: RoceFrame = { src: this.src, dst: this.dst, opcode, destQp: this.qpn, psn: (psn0 + x.k) & PSN_MASK, ecn: x.ce ? 3 : 2, payloadLength: len };
+      if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
+      if (x.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(this.hostIndex) * 0x100000000n, rkey: 0x5000 + this.hostIndex, length: o.gradientBytes };
+      m.emit(m.torC, x.t, fr);
+      if (x.ce) {
         // The receiver answers a CE mark with a CNP to the sender's QP.
-        m.emit(m.torC, s.t + 4_000, { src: this.dst, dst: this.src, opcode: Opcode.CNP, destQp: this.senderQpn, psn: 0, payload: Buffer.alloc(16) });
+        m.emit(m.torC, x.t + 4_000, { src: this.dst, dst: this.src, opcode: Opcode.CNP, destQp: this.senderQpn, psn: 0, payload: Buffer.alloc(16) });
         this.cnps++;
       }
     }
-    const first = inMsg[0]!;
-    const last = inMsg[inMsg.length - 1]!;
+    const inMsg = sightings.slice(0, lastAt + 1);
+    const inRetx = retx.slice(0, lastAt + 1).filter(Boolean).length;
+    const first = sightings[firstAt]!;
+    const last = sightings[lastAt]!;
     const fct = Math.round(last.t) - Math.round(first.t);
-    const retx = inMsg.filter((s) => s.retx).length;
     this.onMessage({
-      switch: m.torC.name, src: ipv4Text(this.src), dst: ipv4Text(this.dst), dest_qp: this.qpn,
+      switch: m.torC.name, src: ipText(this.src), dst: ipText(this.dst), dest_qp: this.qpn,
       first_psn: psn0, last_psn: (psn0 + n - 1) & PSN_MASK, bytes: o.gradientBytes,
-      packets: inMsg.length, retransmitted: retx, fct_ns: fct,
+      packets: inMsg.length, retransmitted: inRetx, fct_ns: fct,
       fet_bps: fct > 0 ? (o.gradientBytes * 8 * 1e9) / fct : null,
-      fnr: retx / inMsg.length,
-      ecn_ce_packets: inMsg.filter((s) => s.ce).length,
+      fnr: inRetx / inMsg.length,
+      ecn_ce_packets: inMsg.filter((x) => x.ce).length,
       gap_ns: this.prevEnd === null ? null : Math.round(first.t) - Math.round(this.prevEnd),
       firstNs: m.abs(first.t),
-      late_retransmitted: late.length,
+      late_retransmitted: retx.slice(lastAt + 1).filter(Boolean).length,
+      late_packets: sightings.length - inMsg.length,
+      reordered: seenOrder.some((i, slot) => i !== slot),
     });
     this.prevEnd = last.t;
     const end = sends[sends.length - 1]!.t;
     const idle = m.active("gpu-idle", end, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
     const nextT = end + m.ser(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
     this.next = nextT < o.durationNs - 50e6 ? nextT : undefined;
+  }
+
+  /**
+   * The order in which a reordering path delivers `count` packets sent in
+   * order (indices into the sent ones): each is displaced 1..reorderMaxDisplacement
+   * places later with probability 1/4 (at least one is), none within a
+   * message's own first PSN's reach of its last (the first PSN is always
+   * first seen before the last).
+   */
+  private displace(count: number, n: number): number[] {
+    const { m, o } = this;
+    const keys = Array.from({ length: count }, (_, i) => i);
+    let moved = false;
+    const move = (i: number) => {
+      const cap = i === 0 ? Math.min(o.reorderMaxDisplacement, n - 2) : o.reorderMaxDisplacement;
+      const d = Math.min(cap, 1 + Math.floor(m.rand() * o.reorderMaxDisplacement));
+      if (d > 0) {
+        keys[i] = i + d + 0.5;
+        moved = true;
+      }
+    };
+    for (let i = 0; i < count; i++) if (m.rand() < 0.25) move(i);
+    if (!moved) move(Math.floor(m.rand() * (count - 1)));
+    return keys.map((key, i) => ({ key, i })).sort((a, b) => a.key - b.key).map((x) => x.i);
   }
 }

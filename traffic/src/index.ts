@@ -2,5 +2,6 @@
 // and pcap/pcapng captures.
 export * from "./errors.js";
 export * from "./generator.js";
+export * from "./ip.js";
 export * from "./pcap.js";
 export * from "./roce.js";

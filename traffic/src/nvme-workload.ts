@@ -19,8 +19,8 @@
 // be missing from a capture, and some I/Os fail with an NVMe error.
 import type { Fault, GeneratorOptions, IoTruth, SwitchCapture } from "./types.js";
 import { Heap } from "./heap.js";
-import { ipv4Text } from "@rdma-telemetry/contract";
-import { cmMad, CmAttr, nvmeCqe, nvmeRdmaCmRep, nvmeRdmaCmReq, nvmeSqe, nvmfConnect, NvmeStatus, Opcode, type RoceFrame, type SglKind } from "./roce.js";
+import { ipText, type IpAddress } from "./ip.js";
+import { cmMad, CmAttr, flowLabelUdpPort, nvmeCqe, nvmeRdmaCmRep, nvmeRdmaCmReq, nvmeSqe, nvmfConnect, NvmeStatus, Opcode, rdmaCmFlowLabel, type RoceFrame, type SglKind } from "./roce.js";
 
 /** A host's NVMe host identifier (a UUID), the same for each of its controllers. */
 function hostUuid(hostIndex: number): Buffer {
@@ -160,6 +160,10 @@ export class Queue {
   private readonly downFifo = { sent: -1, arrived: -1 };
   /** the target's SQ head pointer (nvmet: one past each completed command) */
   private sqhd = 0;
+  /** the active side's rdma_cm source port, and over IPv6 the flow label and UDP source port every packet of the queue carries */
+  private readonly cmPort: number;
+  private readonly flowLabel: number | undefined;
+  private readonly udpPort: number | undefined;
 
   constructor(
     private m: FabricModel,
@@ -167,12 +171,21 @@ export class Queue {
     readonly hostIndex: number,
     readonly targetIndex: number,
     readonly qid: number,
-    readonly host: number,
-    readonly target: number,
+    readonly host: IpAddress,
+    readonly target: IpAddress,
     readonly style: HostStyle,
     hostQpn: number,
     targetQpn: number,
+    private readonly commId: number,
   ) {
+    this.cmPort = 0x8000 | ((commId * 2654435761) >>> 17);
+    // Over IPv6 a queue's packets carry the flow label rdma_cm gave its path,
+    // and the UDP source port the NIC derives from it; over IPv4 the source
+    // port stays the generator's own (from the destination QP).
+    if (typeof host === "bigint") {
+      this.flowLabel = rdmaCmFlowLabel(this.cmPort);
+      this.udpPort = flowLabelUdpPort(this.flowLabel);
+    }
     this.hq = { qpn: hostQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
     this.tq = { qpn: targetQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
     this.free = new Array<boolean>(o.queueDepth).fill(true);
@@ -196,8 +209,16 @@ export class Queue {
     return at;
   }
 
+  /** The queue's path fields on a frame it sends (IPv6: flow label and UDP source port). */
+  private path(frame: RoceFrame): void {
+    if (this.flowLabel === undefined) return;
+    frame.flowLabel = this.flowLabel;
+    frame.srcPort = this.udpPort;
+  }
+
   /** Host -> target: at C at t, at S after the fabric. Returns the two rows (undefined where the capture missed it). */
   private up(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atS: number } {
+    this.path(frame);
     const c = skipC ? undefined : this.m.emit(this.m.torC, t, frame);
     if (this.m.single) return { c, s: skipS ? undefined : c, atS: t };
     const atS = this.arrival(this.upFifo, t);
@@ -207,6 +228,7 @@ export class Queue {
 
   /** Target -> host: at S at t, at C after the fabric. */
   private down(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atC: number } {
+    this.path(frame);
     const s = skipS ? undefined : this.m.emit(this.m.torS, t, frame);
     if (this.m.single) return { c: skipC ? undefined : s, s, atC: t };
     const atC = this.arrival(this.downFifo, t);
@@ -219,13 +241,14 @@ export class Queue {
    * then the Fabrics Connect command in its own capsule. Returns when the
    * queue is ready for I/O.
    */
-  connect(t: number, commId: number): number {
-    const gsi = (src: number, dst: number, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: commId & 0xffff, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
+  connect(t: number): number {
+    const commId = this.commId;
+    const gsi = (src: IpAddress, dst: IpAddress, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: commId & 0xffff, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
     // ib_cm's transaction id: its MAD agent's id above the active side's communication id; REP and RTU keep it.
     const tid = (1n << 32n) | BigInt(commId >>> 0);
     // Linux hosts size the admin queue NVME_AQ_DEPTH (32); I/O queues hold the queue's tags.
     const size = this.qid === 0 ? 32 : this.o.queueDepth;
-    const cmPort = 0x8000 | ((commId * 2654435761) >>> 17);
+    const cmPort = this.cmPort;
     const req = this.up(t, gsi(this.host, this.target, cmMad(CmAttr.REQ, tid, {
       localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn, src: this.host, dst: this.target, srcPort: cmPort,
       privateData: nvmeRdmaCmReq(this.qid, size, size - 1),
@@ -551,8 +574,8 @@ export class Queue {
     if (c?.rsp && io.op === "write" && io.sgl !== "in-capsule" && io.rrFirstC !== undefined) dpl = io.rrFirstC - io.rreqC!;
     const first = c ?? s;
     return {
-      host: ipv4Text(this.host),
-      target: ipv4Text(this.target),
+      host: ipText(this.host),
+      target: ipText(this.target),
       host_qp: c?.hostQpKnown || s?.hostQpKnown ? this.hq.qpn : 0,
       target_qp: this.tq.qpn,
       cid: io.cid,
@@ -583,7 +606,7 @@ export class Queue {
  * Controllers set up during the capture show their RDMA CM exchange; all
  * admin queues send keep-alives.
  */
-export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => number, targetIp: (j: number) => number): { queues: Queue[]; keepAlives: Source[] } {
+export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i: number) => IpAddress, targetIp: (j: number, family: 4 | 6) => IpAddress): { queues: Queue[]; keepAlives: Source[] } {
   const all: Queue[] = [];
   const keepAlives: Source[] = [];
   const connectedInCapture = Math.round(o.hosts * o.connectDuringCapture);
@@ -598,8 +621,11 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
       const targetQpn = (q: number) => (small ? 0x4000 + i * 64 + q * 3 + j * 0x1000 : 0x4000 + i * perTarget + q);
       const connects = i < connectedInCapture;
       for (let q = 0; q <= o.queuesPerHost; q++) {
-        const queue = new Queue(m, o, i, j, q, hostIp(i), targetIp(j), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff);
-        const ready = connects ? queue.connect(200_000 + i * 150_000 + j * 60_000 + q * 20_000, ((i + 1) << 20 | (j + 1) << 12 | q) >>> 0) : 0;
+        // A host reaches every target in its own address family (targets have both where the fabric mixes them).
+        const host = hostIp(i);
+        const commId = ((i + 1) << 20 | (j + 1) << 12 | q) >>> 0;
+        const queue = new Queue(m, o, i, j, q, host, targetIp(j, typeof host === "bigint" ? 6 : 4), style, hostQpn(q) & 0xffffff, targetQpn(q) & 0xffffff, commId);
+        const ready = connects ? queue.connect(200_000 + i * 150_000 + j * 60_000 + q * 20_000) : 0;
         if (q === 0) {
           keepAlives.push(queue.keepAlives(1_000_000_000 + i * 37_000_000 + j * 11_000_000, o.durationNs));
         } else {

@@ -1,6 +1,8 @@
-// Builds RoCEv2 frames (SPEC §2): Ethernet / IPv4 / UDP 4791 / BTH and its
-// extension headers / payload / ICRC, and NVMe command and response capsules.
+// Builds RoCEv2 frames (SPEC §2): Ethernet (802.1Q optional) / IPv4 or IPv6 /
+// UDP 4791 / BTH and its extension headers / payload / ICRC, and NVMe command
+// and response capsules.
 import { crc32 } from "node:zlib";
+import { endpointKey, gidOf, type IpAddress } from "./ip.js";
 
 export const ROCEV2_PORT = 4791;
 
@@ -30,9 +32,12 @@ export const Opcode = {
 } as const;
 
 export interface RoceFrame {
-  src: number; // IPv4 as uint32
-  dst: number;
+  /** an IPv4 address (number) or an IPv6 address (bigint); both ends of one frame are of one family */
+  src: IpAddress;
+  dst: IpAddress;
   srcPort?: number; // UDP source port (entropy)
+  /** IPv6 flow label (20 bits; 0 when omitted) */
+  flowLabel?: number;
   ecn?: number; // 0..3
   opcode: number;
   destQp: number;
@@ -50,11 +55,39 @@ export interface RoceFrame {
   vlan?: number;
 }
 
-function macFor(ip: number): Buffer {
+function macFor(ip: IpAddress): Buffer {
   const m = Buffer.alloc(6);
   m[0] = 0x02;
-  m.writeUInt32BE(ip >>> 0, 2);
+  m.writeUInt32BE(endpointKey(ip), 2);
   return m;
+}
+
+const ICRC_LRH = Buffer.alloc(8, 0xff);
+
+/**
+ * The RoCEv2 ICRC (IBTA Annex A17): CRC-32 over 8 bytes of 1s standing for
+ * the LRH, the IP header with its variant fields set to 1s (IPv4: TOS, TTL,
+ * header checksum; IPv6: traffic class, flow label, hop limit), the UDP
+ * header with its checksum set to 1s, the BTH with its reserved byte
+ * (resv8a) set to 1s, and everything after the BTH up to the ICRC. `ip` is
+ * the frame from the IP header on, `end` where the ICRC goes. Sent least
+ * significant byte first, as a ConnectX NIC sends it.
+ */
+export function roceIcrc(ip: Buffer, end: number): number {
+  const v6 = ip[0]! >> 4 === 6;
+  const ipLen = v6 ? 40 : 20;
+  const head = Buffer.from(ip.subarray(0, ipLen + 8 + 12));
+  if (v6) {
+    head.writeUInt32BE(0x6fffffff, 0); // version kept; traffic class and flow label masked
+    head[7] = 0xff; // hop limit
+  } else {
+    head[1] = 0xff; // TOS
+    head[8] = 0xff; // TTL
+    head.writeUInt16BE(0xffff, 10); // header checksum
+  }
+  head.writeUInt16BE(0xffff, ipLen + 6); // UDP checksum
+  head[ipLen + 8 + 4] = 0xff; // BTH resv8a
+  return crc32(ip.subarray(ipLen + 8 + 12, end), crc32(head, crc32(ICRC_LRH)));
 }
 
 function ipChecksum(h: Buffer): number {
@@ -111,8 +144,11 @@ export function buildFrame(f: RoceFrame, snaplen = Infinity): { data: Buffer; wi
   const extLen = ext.reduce((a, b) => a + b.length, 0);
   const udpLen = 8 + 12 + extLen + payloadLength + pad + 4;
   const l2 = f.vlan !== undefined ? 18 : 14;
-  const wireLength = l2 + 20 + udpLen;
-  const headLength = l2 + 20 + 8 + 12 + extLen;
+  const v6 = typeof f.src === "bigint";
+  if (v6 !== (typeof f.dst === "bigint")) throw new TypeError("a frame's source and destination must be of one address family");
+  const ipLen = v6 ? 40 : 20;
+  const wireLength = l2 + ipLen + udpLen;
+  const headLength = l2 + ipLen + 8 + 12 + extLen;
   const frame = Buffer.alloc(Math.max(headLength, Math.min(wireLength, snaplen)));
   macFor(f.dst).copy(frame, 0);
   macFor(f.src).copy(frame, 6);
@@ -122,18 +158,30 @@ export function buildFrame(f: RoceFrame, snaplen = Infinity): { data: Buffer; wi
     frame.writeUInt16BE(f.vlan & 0xfff, 14);
     o = 16;
   }
-  frame.writeUInt16BE(0x0800, o);
-  const ip = frame.subarray(l2, l2 + 20);
-  ip[0] = 0x45;
-  ip[1] = (26 << 2) | ((f.ecn ?? 0b10) & 3); // DSCP 26 (RoCE), ECT(0) by default
-  ip.writeUInt16BE(20 + udpLen, 2);
-  ip.writeUInt16BE(0x4000, 6); // DF
-  ip[8] = 64;
-  ip[9] = 17;
-  ip.writeUInt32BE(f.src >>> 0, 12);
-  ip.writeUInt32BE(f.dst >>> 0, 16);
-  ip.writeUInt16BE(ipChecksum(ip), 10);
-  const udp = l2 + 20;
+  frame.writeUInt16BE(v6 ? 0x86dd : 0x0800, o);
+  const ip = frame.subarray(l2, l2 + ipLen);
+  const tos = (26 << 2) | ((f.ecn ?? 0b10) & 3); // DSCP 26 (RoCE), ECT(0) by default
+  if (v6) {
+    // Version 6, traffic class as the IPv4 TOS, flow label; payload length; next header UDP; hop limit 64.
+    ip.writeUInt32BE(((6 << 28) | (tos << 20) | ((f.flowLabel ?? 0) & 0xfffff)) >>> 0, 0);
+    ip.writeUInt16BE(udpLen, 4);
+    ip[6] = 17;
+    ip[7] = 64;
+    gidOf(f.src).copy(ip, 8);
+    gidOf(f.dst).copy(ip, 24);
+  } else {
+    ip[0] = 0x45;
+    ip[1] = tos;
+    ip.writeUInt16BE(20 + udpLen, 2);
+    ip.writeUInt16BE(0x4000, 6); // DF
+    ip[8] = 64;
+    ip[9] = 17;
+    ip.writeUInt32BE((f.src as number) >>> 0, 12);
+    ip.writeUInt32BE((f.dst as number) >>> 0, 16);
+    ip.writeUInt16BE(ipChecksum(ip), 10);
+  }
+  // UDP checksum 0 in either family, as RoCEv2 NICs send it (the ICRC covers the packet; RFC 6935 for IPv6).
+  const udp = l2 + ipLen;
   frame.writeUInt16BE(f.srcPort ?? 49152 + (f.destQp & 0x3fff), udp);
   frame.writeUInt16BE(ROCEV2_PORT, udp + 2);
   frame.writeUInt16BE(udpLen, udp + 4);
@@ -146,10 +194,64 @@ export function buildFrame(f: RoceFrame, snaplen = Infinity): { data: Buffer; wi
   }
   frame.set(payload.subarray(0, Math.max(0, frame.length - p)), p);
   p += payloadLength + pad;
-  // ICRC over the transport headers and payload (variant fields not masked:
-  // a stand-in that keeps frames well-formed; switches never check it).
-  if (p + 4 <= frame.length) frame.writeUInt32LE(crc32(frame.subarray(udp + 8, p)), p);
+  // The ICRC, where the capture holds the whole packet.
+  if (p + 4 <= frame.length) frame.writeUInt32LE(roceIcrc(frame.subarray(l2), p - l2), p);
   return { data: frame, wireLength };
+}
+
+/** A RoCEv2 frame's headers as read back (parseRoce). */
+export interface ParsedRoce {
+  vlan: number | undefined;
+  family: 4 | 6;
+  src: IpAddress;
+  dst: IpAddress;
+  /** IPv4 TOS or IPv6 traffic class: DSCP << 2 | ECN */
+  trafficClass: number;
+  /** IPv6 only (0 for IPv4) */
+  flowLabel: number;
+  /** IPv4 TTL or IPv6 hop limit */
+  hopLimit: number;
+  /** offset of the IP header, of the BTH, and of the ICRC (where the frame holds the whole packet, else undefined) */
+  ipOffset: number;
+  bthOffset: number;
+  icrcOffset: number | undefined;
+  udpSrcPort: number;
+  opcode: number;
+  destQp: number;
+  psn: number;
+}
+
+/** The headers of an Ethernet (802.1Q optional) / IPv4 or IPv6 / UDP 4791 frame; undefined for any other frame. */
+export function parseRoce(d: Buffer): ParsedRoce | undefined {
+  let o = 12;
+  let vlan: number | undefined;
+  if (d.length >= 18 && d.readUInt16BE(12) === 0x8100) {
+    vlan = d.readUInt16BE(14) & 0xfff;
+    o = 16;
+  }
+  if (d.length < o + 2) return undefined;
+  const type = d.readUInt16BE(o);
+  const ip = o + 2;
+  let udp: number;
+  let f: Pick<ParsedRoce, "family" | "src" | "dst" | "trafficClass" | "flowLabel" | "hopLimit">;
+  let end: number;
+  if (type === 0x0800 && d.length >= ip + 20 && d[ip + 9] === 17) {
+    udp = ip + (d[ip]! & 0xf) * 4;
+    f = { family: 4, src: d.readUInt32BE(ip + 12), dst: d.readUInt32BE(ip + 16), trafficClass: d[ip + 1]!, flowLabel: 0, hopLimit: d[ip + 8]! };
+    end = ip + d.readUInt16BE(ip + 2);
+  } else if (type === 0x86dd && d.length >= ip + 40 && d[ip + 6] === 17) {
+    udp = ip + 40;
+    const w = d.readUInt32BE(ip);
+    const addr = (at: number) => (d.readBigUInt64BE(at) << 64n) | d.readBigUInt64BE(at + 8);
+    f = { family: 6, src: addr(ip + 8), dst: addr(ip + 24), trafficClass: (w >>> 20) & 0xff, flowLabel: w & 0xfffff, hopLimit: d[ip + 7]! };
+    end = udp + d.readUInt16BE(ip + 4);
+  } else return undefined;
+  if (d.length < udp + 8 + 12 || d.readUInt16BE(udp + 2) !== ROCEV2_PORT) return undefined;
+  const bth = udp + 8;
+  return {
+    vlan, ...f, ipOffset: ip, bthOffset: bth, icrcOffset: end <= d.length ? end - 4 : undefined, udpSrcPort: d.readUInt16BE(udp),
+    opcode: d[bth]!, destQp: d.readUInt32BE(bth + 4) & 0xffffff, psn: d.readUInt32BE(bth + 8) & 0xffffff,
+  };
 }
 
 /** How a command describes its data (SPEC §2-§3). */
@@ -220,7 +322,7 @@ export const CmAttr = { REQ: 0x0010, MRA: 0x0011, REJ: 0x0012, REP: 0x0013, RTU:
 export const NVMF_SERVICE_ID = 0x0000000001060000n + 4420n;
 
 /** The node GUID of a RoCE HCA whose MAC this project derives from `ip` (EUI-64, U/L bit flipped). */
-export function hcaGuid(ip: number): bigint {
+export function hcaGuid(ip: IpAddress): bigint {
   const mac = macFor(ip);
   const g = Buffer.from([mac[0]! ^ 0x02, mac[1]!, mac[2]!, 0xff, 0xfe, mac[3]!, mac[4]!, mac[5]!]);
   return g.readBigUInt64BE(0);
@@ -228,20 +330,38 @@ export function hcaGuid(ip: number): bigint {
 
 /** A RoCEv2 GID for an IPv4 address: its IPv4-mapped IPv6 form. */
 export function ipv4Gid(ip: number): Buffer {
-  const g = Buffer.alloc(16);
-  g.writeUInt16BE(0xffff, 10);
-  g.writeUInt32BE(ip >>> 0, 12);
-  return g;
+  return gidOf(ip);
 }
+
+/** NVMe-oF's TCP port, the destination port of rdma_cm's connection requests. */
+export const NVMF_PORT = 4420;
+
+/**
+ * The flow label rdma_cm gives a connection's path on RoCEv2 (Linux
+ * cma_get_roce_udp_flow_label): (source port × 31 + destination port) in 20
+ * bits. Both sides' QPs and the CM exchange carry it.
+ */
+export const rdmaCmFlowLabel = (srcPort: number, dstPort = NVMF_PORT): number => (srcPort * 31 + dstPort) & 0xfffff;
+
+/** The flow label Linux derives for a QP whose path has none (rdma_calc_flow_label): the QPNs' product folded to 20 bits. */
+export function qpFlowLabel(lqpn: number, rqpn: number): number {
+  let v = BigInt(lqpn >>> 0) * BigInt(rqpn >>> 0);
+  v ^= v >> 20n;
+  v ^= v >> 40n;
+  return Number(v & 0xfffffn);
+}
+
+/** The UDP source port of a RoCEv2 QP with this flow label (rdma_flow_label_to_udp_sport): 14 bits folded from 20, from 0xC000 up. */
+export const flowLabelUdpPort = (fl: number): number => ((fl & 0x3fff) ^ ((fl & 0xfc000) >>> 14)) | 0xc000;
 
 export interface CmFields {
   localCommId: number;
   remoteCommId?: number;
   localQpn: number;
   startingPsn?: number;
-  /** REQ: the active side's and the passive side's addresses (path GIDs, rdma_cm's IP header) */
-  src?: number;
-  dst?: number;
+  /** REQ: the active side's and the passive side's addresses (path GIDs, rdma_cm's IP header), of one family */
+  src?: IpAddress;
+  dst?: IpAddress;
   /** REQ: the active side's rdma_cm source port */
   srcPort?: number;
   /** the sender's HCA node GUID (REQ, REP); derived from its address when omitted */
@@ -253,7 +373,8 @@ export interface CmFields {
 /**
  * An RDMA CM MAD (256 bytes) as RoCEv2 carries it (the payload of a UD SEND
  * ONLY to QP 1), with the fields Linux's ib_cm and rdma_cm set for an RC
- * connection: REQ with its path (IPv4-mapped GIDs, MTU 4096, retry counts,
+ * connection: REQ with its path (GIDs: IPv6 addresses as they are, IPv4 ones
+ * IPv4-mapped; flow label, traffic class, MTU 4096, retry counts,
  * CM timeouts, end-to-end flow control) and rdma_cm's IP private data header
  * (version, IP version, source port, both addresses) before the ULP's; REP
  * with the passive side's QP, initiator depth and private data; RTU.
@@ -281,16 +402,23 @@ export function cmMad(attr: number, tid: bigint, f: CmFields): Buffer {
     m[d + 51] = 15 << 4; // max CM retries
     m.writeUInt16BE(0xffff, d + 52); // primary local and remote LIDs: permissive (RoCE)
     m.writeUInt16BE(0xffff, d + 54);
-    if (f.src !== undefined) ipv4Gid(f.src).copy(m, d + 56);
-    if (f.dst !== undefined) ipv4Gid(f.dst).copy(m, d + 72);
-    m[d + 91] = 16; // packet rate: 100 Gb/s
+    if (f.src !== undefined) gidOf(f.src).copy(m, d + 56);
+    if (f.dst !== undefined) gidOf(f.dst).copy(m, d + 72);
+    m.writeUInt32BE(((rdmaCmFlowLabel(f.srcPort ?? 0) << 12) | 16) >>> 0, d + 88); // flow label; packet rate: 100 Gb/s
+    m[d + 92] = 26 << 2; // traffic class: the ToS of the connection (DSCP 26)
     m[d + 93] = 64; // hop limit (routed)
     m[d + 95] = 18 << 3; // local ACK timeout
     const p = d + 140; // private data, 92 bytes
-    m[p + 1] = 4 << 4; // rdma_cm header: version 0, IPv4
+    // rdma_cm's header: version 0, IP version, source port, then each address
+    // as 16 bytes (IPv6 whole; IPv4 in the last 4, the rest zero).
+    const v6 = typeof f.src === "bigint";
+    m[p + 1] = (v6 ? 6 : 4) << 4;
     m.writeUInt16BE((f.srcPort ?? 0) & 0xffff, p + 2);
-    if (f.src !== undefined) m.writeUInt32BE(f.src >>> 0, p + 4 + 12);
-    if (f.dst !== undefined) m.writeUInt32BE(f.dst >>> 0, p + 20 + 12);
+    for (const [a, at] of [[f.src, p + 4], [f.dst, p + 20]] as const) {
+      if (a === undefined) continue;
+      if (typeof a === "bigint") gidOf(a).copy(m, at);
+      else m.writeUInt32BE(a >>> 0, at + 12);
+    }
     if (f.privateData) m.set(f.privateData.subarray(0, 92 - 36), p + 36);
   } else {
     m.writeUInt32BE((f.remoteCommId ?? 0) >>> 0, d + 4);

@@ -49,6 +49,18 @@ export interface GeneratorOptions {
   faults: readonly Fault[];
   /** bytes of each packet kept in the captures (the rest is counted, not stored) */
   snaplen: number;
+  /**
+   * Address families: 4 or 6 for every host and target; "mixed": even-numbered
+   * hosts IPv4, odd-numbered IPv6, targets both (each host reaches them in its
+   * own family), gradient sync in one ring per family.
+   */
+  ip: 4 | 6 | "mixed";
+  /** share of gradient-sync messages whose packets a reordering path displaces (0: none) */
+  reorderShare: number;
+  /** how many places at most a reordered packet is displaced (1..) */
+  reorderMaxDisplacement: number;
+  /** share of the reordered messages in which one packet is lost after the switch and resent go-back-N */
+  reorderLoss: number;
 }
 
 /** A capture's topology: the contract's, with room to build it port by port. */
@@ -86,8 +98,12 @@ export type MessageTruth = Pick<MessageRecordJson, "src" | "dst" | "dest_qp" | "
   /** the switch whose record it is */
   switch: string;
   firstNs: bigint;
-  /** retransmissions of this message sent after its last PSN was first seen */
+  /** retransmissions of this message seen after its last PSN was first seen */
   late_retransmitted: number;
+  /** every packet of this message seen after its last PSN was first seen (late retransmissions and reordered packets): in the flow's interval figures only */
+  late_packets: number;
+  /** the switch saw the message's packets out of the order they were sent in (a reordering path) */
+  reordered: boolean;
 };
 
 export interface GeneratedTraffic {

@@ -1,7 +1,8 @@
 // Raw digests on Kafka (topic rdma.digest.v1), so that the digests of a
 // compute-side and a storage-side switch meet in one exporter: I/O digests
-// are keyed by host|target, message digests by src|dst|dest_qp. Exporters
-// consume the topic as one consumer group and scale out by partitions.
+// are keyed by host|target, message and CNP digests by src|dst (every flow of
+// a pair with the pair's CNPs). Exporters consume the topic as one consumer
+// group (exporter/src/group/) and scale out by partitions.
 import "./kafkajs-codecs.js";
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
@@ -14,7 +15,7 @@ import type { KafkaSecurity } from "./security.js";
 /** The partition key of a digest: both vantages of an I/O share host|target. */
 export function digestKey(d: TelemetryDigest): string {
   if (d.kind === "io") return `${ipv4Text(d.host)}|${ipv4Text(d.target)}`;
-  if (d.kind === "msg") return `${ipv4Text(d.src)}|${ipv4Text(d.dst)}|${d.dest_qp}`;
+  // A pair's CNPs are counted on each of its flows (flow_interval cnp_packets): all of them in one partition.
   return `${ipv4Text(d.src)}|${ipv4Text(d.dst)}`;
 }
 

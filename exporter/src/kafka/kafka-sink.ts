@@ -112,6 +112,13 @@ export class KafkaSink implements RecordSink {
   private head = 0;
   private segments: string[] = [];
   private segmentSeq = 0;
+  /**
+   * The segments this sink may append to: those it began itself. A segment
+   * an earlier run left, or one being read back (unspill), is never appended
+   * to: what is appended while it is read would be deleted with it, and its
+   * records could be set aside with another run's.
+   */
+  private readonly appendable = new Set<string>();
   private spillBytes = 0;
   private pumping: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -296,7 +303,7 @@ export class KafkaSink implements RecordSink {
         seg = join(dir, `${String(Math.max(0, Number(first?.[1] ?? 0) - 1)).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
         fresh = true;
       } else {
-        const size = seg === undefined ? undefined : statSync(seg, { throwIfNoEntry: false })?.size;
+        const size = seg === undefined || !this.appendable.has(seg) ? undefined : statSync(seg, { throwIfNoEntry: false })?.size;
         if (size === undefined || size > 16 << 20) {
           seg = join(dir, `${String(Date.now()).padStart(15, "0")}-${String(this.segmentSeq++).padStart(8, "0")}.spill`);
           fresh = true;
@@ -319,7 +326,10 @@ export class KafkaSink implements RecordSink {
     }
     if (fresh) {
       if (front) this.segments.unshift(seg!);
-      else this.segments.push(seg!);
+      else {
+        this.segments.push(seg!);
+        this.appendable.add(seg!);
+      }
     }
     this.spillBytes += text.length;
     this.stats.spilledNow += msgs.length;
@@ -348,6 +358,7 @@ export class KafkaSink implements RecordSink {
   private async unspill(): Promise<void> {
     const seg = this.segments[0];
     if (!seg) return;
+    this.appendable.delete(seg); // read now: what comes next goes to a fresh segment
     let text: string;
     let msgs: KafkaMessageOut[];
     try {

@@ -8,6 +8,7 @@ import type { KafkaMessageOut } from "./encode.js";
 import { KeyedPartitioner } from "./partitioner.js";
 import { describeKafkaError } from "./security.js";
 import { headerBytes, type KafkaTransport, type TransportOptions } from "./transport.js";
+import { waitForLeaders } from "./topics-ready.js";
 
 const KAFKAJS_CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD } as const;
 
@@ -47,9 +48,13 @@ export class KafkajsTransport implements KafkaTransport {
       const wanted = topics.filter((t) => !existing.has(t));
       if (wanted.length) {
         await admin.createTopics({
-          waitForLeaders: true,
+          waitForLeaders: false,
           topics: wanted.map((topic) => ({ topic, numPartitions: this.opts.partitions, replicationFactor: this.opts.replicationFactor })),
         });
+        await waitForLeaders(async (t) => {
+          const md = await admin.fetchTopicMetadata({ topics: t });
+          return { topics: new Map(md.topics.map((x) => [x.name, { partitions: x.partitions.map((p) => ({ leader: p.leader })) }])) };
+        }, wanted);
       }
     } finally {
       await admin.disconnect();

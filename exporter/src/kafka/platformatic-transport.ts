@@ -17,6 +17,7 @@ import type { KafkaMessageOut } from "./encode.js";
 import { positiveKeyHash } from "./partitioner.js";
 import { fastProduceApi, waitsForEarlier, withBufferKeys } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
+import { waitForLeaders } from "./topics-ready.js";
 import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
 
 /** Keys go to the producer as strings: the partitioner hashes them and produce-request.ts writes them without a Buffer each. */
@@ -198,26 +199,3 @@ export class PlatformaticTransport implements KafkaTransport {
   }
 }
 
-/** The client's answer for a topic the broker does not know (yet): "Unknown topic NAME." */
-export function isUnknownTopic(err: unknown): boolean {
-  return /^Unknown topic /.test((err as Error | undefined)?.message ?? "");
-}
-
-type TopicLeaders = { topics: Map<string, { partitions: Array<{ leader: number }> }> };
-
-/**
- * Waits (up to 50 looks, 100 ms apart) until every partition of `wanted` has
- * a leader: until then a send would fail and retry. Just after CreateTopics
- * the broker may not know a topic yet and answers UNKNOWN_TOPIC_OR_PARTITION,
- * which is no refusal: it looks again.
- */
-export async function waitForLeaders(metadata: (topics: string[]) => Promise<TopicLeaders>, wanted: string[], looks = 50, pauseMs = 100): Promise<void> {
-  for (let attempt = 0; attempt < looks; attempt++) {
-    const md = await metadata(wanted).catch((err: unknown) => {
-      if (attempt < looks - 1 && isUnknownTopic(err)) return undefined;
-      throw err;
-    });
-    if (md && wanted.every((t) => md.topics.get(t)?.partitions.every((p) => p.leader >= 0))) return;
-    await new Promise((r) => setTimeout(r, pauseMs));
-  }
-}

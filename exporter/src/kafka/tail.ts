@@ -52,12 +52,34 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
   }
   if (ranges.size === 0) return 0;
 
+  // A consumer group can fail to start on a loaded machine (its join times
+  // out, the consumer crashes before it is seeked): the read starts again with
+  // a fresh group, and what was read already is read again (the caller's
+  // set of records takes it twice without harm).
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readRanges(kafka, ranges, o, deadline, timeoutMs);
+    } catch (err) {
+      if (attempt >= TAIL_ATTEMPTS || Date.now() >= deadline) throw err;
+    }
+  }
+}
+
+/** Reads with a fresh consumer group a try. */
+const TAIL_ATTEMPTS = 3;
+
+async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end: bigint }>, o: ReadTailOptions, deadline: number, timeoutMs: number): Promise<number> {
   // A consumer of its own group, which commits nothing: it seeks to each range's start.
-  const groupId = `rdma-telemetry-tail-${process.pid}-${Date.now()}`;
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+  const groupId = `rdma-telemetry-tail-${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, retry: { retries: 3, restartOnFailure: async () => false } });
   let read = 0;
   let finish!: () => void;
-  const done = new Promise<void>((r) => (finish = r));
+  let fail!: (err: Error) => void;
+  const done = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
+  done.catch(() => undefined); // a crash after the read gave up is nobody's
+  consumer.on(consumer.events.CRASH, (e) => fail(new Error(`the reading consumer stopped: ${(e.payload.error as Error).message}`)));
   const open = new Set(ranges.keys());
   try {
     await consumer.connect();
@@ -76,7 +98,8 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
           if (m.value) o.onMessage({ topic: batch.topic, headers, value: m.value });
           read++;
         }
-        const last = batch.messages.length ? BigInt(batch.messages[batch.messages.length - 1]!.offset) : -1n;
+        // (The batch's last offset counts transaction markers, which are never messages: a partition may end with one.)
+        const last = BigInt(batch.lastOffset());
         if (last + 1n >= range.end || BigInt(batch.highWatermark) <= range.from) {
           open.delete(key);
           if (open.size === 0) finish();
@@ -87,10 +110,8 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
       const i = key.lastIndexOf("|");
       consumer.seek({ topic: key.slice(0, i), partition: Number(key.slice(i + 1)), offset: String(r.from) });
     }
-    const timeoutMs = o.timeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
-    clearTimeout(timer);
+    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
     if (timedOut) throw new Error(`reading back ${open.size} partitions of ${o.topics.join(", ")} took over ${timeoutMs} ms`);
   } finally {
     await consumer.disconnect().catch(() => undefined);

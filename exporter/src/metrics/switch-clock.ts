@@ -44,6 +44,11 @@ export class SwitchClock {
     return best;
   }
 
+  /** The wall-clock time at which the switch's clock read 0, once placed. */
+  get start(): bigint | undefined {
+    return this.offset;
+  }
+
   toUnix(ts: number): bigint {
     return (this.offset ?? 0n) + this.unwrap(ts);
   }

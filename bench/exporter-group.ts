@@ -1,0 +1,162 @@
+// `npm run bench -- exporter-group`: digests/s that exporter group members
+// consume from Kafka, join and publish (in transactions, until committed),
+// with 1 and 2 members (each a process of its own), beside the in-process
+// exporter's digests/s on the same digests; gzip and uncompressed digest
+// topics. Also prints digests per I/O and per message of the workload, the
+// inputs of docs/capacity.md.
+//
+// The digests are those of the demo's two-ToR workload (BENCH_GROUP_MS of
+// traffic at BENCH_GROUP_LOAD, default 2000 ms at load 1), made by replaying
+// it through both switches and controllers in process, and published on a
+// digest topic of 8 partitions once the members share its partitions.
+//
+// Environment: KAFKA_BROKERS (use that broker; otherwise one is started),
+// BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_MEMBERS (default 1,2),
+// BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_CPU_PROF (a
+// directory: CPU profiles of the members).
+import { fork } from "node:child_process";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { batchFromRaw, encodeRecord, Exporter, KafkaSink, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
+import { RawDigest } from "@rdma-telemetry/exporter/proto/rdma/telemetry/v1/records";
+import { generateTraffic, loadOptions } from "@rdma-telemetry/traffic";
+import { replaySwitches } from "../app/replay.js";
+import { Topology } from "../app/topology.js";
+import { compiled, here, print } from "./common.js";
+
+const PARTITIONS = 8;
+const topicsOf = (id: string): TopicNames => ({ io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` });
+
+interface Workload {
+  messages: KafkaMessageOut[];
+  ios: number;
+  rdmaMessages: number;
+  ioDigests: number;
+  msgDigests: number;
+}
+
+async function workload(): Promise<Workload> {
+  const durationNs = Number(process.env.BENCH_GROUP_MS ?? 2000) * 1e6;
+  const traffic = generateTraffic({ seed: 1, durationNs, ...loadOptions(Number(process.env.BENCH_GROUP_LOAD ?? 1)) });
+  const messages: KafkaMessageOut[] = [];
+  const topics = topicsOf("x");
+  let ioDigests = 0;
+  let msgDigests = 0;
+  await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
+    exporter: { perEventRecords: false },
+    beforeFeed: (rigs) => {
+      for (const r of rigs) {
+        r.controller.on("digests", (b) => {
+          for (const d of b.digests) {
+            if (d.kind === "io") ioDigests++;
+            else if (d.kind === "msg") msgDigests++;
+          }
+          messages.push(...rawDigestMessages(b, topics));
+        });
+      }
+    },
+  });
+  return { messages, ios: traffic.ios.length, rdmaMessages: traffic.messages.length, ioDigests, msgDigests };
+}
+
+/** The in-process exporter on the same digests: decoded from their Kafka values, joined, records encoded. */
+function inProcess(w: Workload): number {
+  const topics = topicsOf("x");
+  let best = 0;
+  for (let run = 0; run < 3; run++) {
+    const exporter = new Exporter();
+    let encoded = 0;
+    exporter.addSink((r) => {
+      encodeRecord(r, topics, "protobuf", exporter.metrics.options.intervalNs);
+      encoded++;
+    });
+    const t0 = performance.now();
+    for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
+    exporter.finish();
+    const rate = w.messages.length / ((performance.now() - t0) / 1000);
+    if (rate > best) best = rate;
+  }
+  return best;
+}
+
+async function publish(brokers: string, w: Workload, topics: TopicNames, compression: "gzip" | "none"): Promise<void> {
+  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression, maxBuffered: w.messages.length + 1 });
+  await sink.start();
+  for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
+  await sink.flush(600_000);
+  await sink.close();
+}
+
+/**
+ * `members` group members, each a process, on a digest topic of their own:
+ * once they share its partitions, the digests are published, and digests/s
+ * is counted from the first digest consumed to the last.
+ */
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[] }> {
+  const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
+  const total = w.messages.length;
+  // The topics first, so that the members share its partitions before a digest comes.
+  const setup = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS });
+  await setup.start();
+  await setup.close();
+  const group = `bench-group-${Date.now()}`;
+  const workers = Array.from({ length: members }, () =>
+    fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], {
+      execArgv: [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [])],
+    }));
+  const digests = workers.map(() => 0);
+  const assigned = workers.map(() => 0);
+  let first = 0;
+  let last = 0;
+  let shared!: () => void;
+  const ready = new Promise<void>((r) => (shared = r));
+  const done = new Promise<void>((resolve, reject) => {
+    workers.forEach((wk, i) => {
+      wk.on("message", (m: { digests: number; assigned: number; at: number }) => {
+        assigned[i] = m.assigned;
+        if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) shared();
+        if (m.digests > 0 && !first) first = m.at;
+        if (m.digests > digests[i]!) last = m.at;
+        digests[i] = m.digests;
+        if (digests.reduce((a, b) => a + b, 0) >= total) resolve();
+      });
+      wk.on("exit", (code) => code && reject(new Error(`exporter group worker exited (${code})`)));
+    });
+  });
+  await ready;
+  await new Promise((r) => setTimeout(r, 2000)); // the group settles
+  await publish(brokers, w, topics, compression);
+  await done;
+  for (const wk of workers) wk.kill("SIGTERM");
+  await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
+  const s = (last - first) / 1000;
+  return { perS: total / s, perMember: digests.map((d) => d / s) };
+}
+
+export async function benchExporterGroup(): Promise<void> {
+  let brokers = process.env.KAFKA_BROKERS;
+  let stop: (() => Promise<void>) | undefined;
+  if (!brokers) {
+    // @ts-expect-error -- plain ESM script without types
+    const { startBroker } = (await import("../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<{ brokers: string; stop(): Promise<void> }> };
+    const b = await startBroker();
+    brokers = b.brokers;
+    stop = b.stop;
+  }
+  try {
+    const w = await workload();
+    print(`exporter group: ${w.messages.length} digests (${w.ioDigests} I/O, ${w.msgDigests} message) for ${w.ios} I/Os and ${w.rdmaMessages} messages: ${(w.ioDigests / w.ios).toFixed(2)} I/O digests per I/O, ${(w.msgDigests / Math.max(1, w.rdmaMessages)).toFixed(2)} message digests per message`);
+    const local = inProcess(w);
+    print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s`);
+    const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
+    const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
+    for (const compression of compressions) {
+      for (const n of counts) {
+        const r = await measureGroup(brokers, w, compression, n);
+        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x) => Math.round(x).toLocaleString("en")).join(", ")})`);
+      }
+    }
+  } finally {
+    await stop?.();
+  }
+}

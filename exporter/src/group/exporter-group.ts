@@ -1,0 +1,456 @@
+// A member of an exporter group: consumes raw digests (rdma.digest.v1) in a
+// Kafka consumer group, joins the vantages of each I/O, and publishes the
+// records (rdma.io.v1, rdma.flow.v1, rdma.alert.v1) exactly once, as the
+// in-process exporter makes them. Partitions are the unit of parallelism: each
+// one has an engine of its own (digests are keyed so that both halves of an
+// I/O and every flow of a pair share a partition).
+//
+// Exactly once (docs/operations.md states the guarantee):
+// - read-process-write in Kafka transactions: a partition's records and its
+//   consumed offset are committed together by a transactional producer of
+//   that partition (transactional id GROUP.TOPIC.PARTITION), so a member that
+//   took the partition over fences any earlier owner still running;
+//   consumers of the records read read_committed.
+// - the open state (halves waiting for their other vantage, commands waiting
+//   for their response, intervals not yet closed) is not lost when a
+//   partition moves: each commit carries, as offset metadata, where the
+//   digests still open begin. The member that takes the partition over
+//   re-reads from there, and publishes only the records that the earlier
+//   owners did not commit (it reads back the records committed since those
+//   digests were published, by their keys).
+//
+// This member uses kafkajs: its transactional producer commits consumer
+// offsets inside a transaction (sendOffsets), with metadata.
+import "../kafka/kafkajs-codecs.js"; // the digests may come compressed with any codec (zstd by default)
+import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from "kafkajs";
+import type { RecordJson } from "@rdma-telemetry/contract";
+import type { Logger } from "@rdma-telemetry/p4runtime";
+import { Exporter, type ExporterOptions } from "../exporter.js";
+import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
+import { batchFromRaw } from "../kafka/digest-bus.js";
+import { recordFromMessage } from "../kafka/decode.js";
+import { DEFAULT_TOPICS, encodeRecord, type KafkaMessageOut, type TopicNames } from "../kafka/encode.js";
+import { KeyedPartitioner } from "../kafka/partitioner.js";
+import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../kafka/security.js";
+import { readTopicTails } from "../kafka/tail.js";
+import { OpenDigests } from "./open-digests.js";
+import { recordKey } from "./record-key.js";
+
+export interface ExporterGroupOptions extends KafkaSecurity {
+  brokers: string[];
+  /** the consumer group (default rdma-telemetry-exporter) */
+  groupId?: string;
+  topics?: TopicNames;
+  clientId?: string;
+  /** digests from other switches are counted (unknown_switch) and dropped; default: every switch */
+  switchIds?: readonly string[];
+  /** partitions of the record topics when this member creates them (default: as many as the digest topic has) */
+  partitions?: number;
+  /** the engine's options (interval, windows), as the in-process exporter's */
+  engine?: ExporterOptions;
+  /** every record published (after its transaction committed) */
+  onRecord?: (r: RecordJson) => void;
+  logger?: Logger;
+  /** how long a caught-up partition with no new digest waits before its engine is moved on by the wall clock (default 500 ms) */
+  idleMs?: number;
+}
+
+/** What the member did since it started; all counters. */
+export interface ExporterGroupStats {
+  digests: number;
+  records: number;
+  transactions: number;
+  aborted: number;
+  /** digests that could not be decoded */
+  badDigests: number;
+  /** digests from a switch not in switchIds */
+  unknownSwitch: number;
+  /** digests taken already (the same switch, digest, list and sequence number) */
+  duplicateDigests: number;
+  /** digests whose list time was before what the engine had settled: their records are made, their interval aggregates were out already */
+  lateDigests: number;
+  /** records not published again after a takeover: the earlier owner had committed them */
+  suppressedRecords: number;
+  /** digests re-read after taking a partition over */
+  replayedDigests: number;
+  /** partitions taken over with open digests to re-read */
+  takeovers: number;
+}
+
+/** Offset metadata: where the open digests begin, and the switches' clock starts. */
+interface CommitState {
+  /** offset of the oldest open digest */
+  r: string;
+  /** its Kafka timestamp, ms */
+  t: number;
+  /** clock start per switch, ns */
+  c?: Record<string, string>;
+}
+
+/** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
+const MAX_METADATA = 4096;
+
+/** One partition's engine and transactional producer. */
+class PartitionTask {
+  readonly exporter: Exporter;
+  readonly open: OpenDigests;
+  /** records made and not yet published */
+  out: RecordJson[] = [];
+  /** the records earlier owners committed (after a takeover), by key */
+  committed: Set<string> | undefined;
+  /** the next offset to read */
+  next = -1n;
+  /** the offset committed last */
+  committedOffset = -1n;
+  /** partition end as last fetched */
+  highWatermark = -1n;
+  lastDigestAt = Date.now();
+  /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
+  newestListNs = 0n;
+  newestAt = Date.now();
+  /** transactions of this partition, one at a time */
+  chain: Promise<void> = Promise.resolve();
+  closed = false;
+
+  constructor(readonly partition: number, readonly producer: Producer, engine: ExporterOptions) {
+    this.exporter = new Exporter(engine);
+    this.exporter.addSink((r) => {
+      // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
+      if (r.type !== "switch_stats") this.out.push(r);
+    });
+    this.open = new OpenDigests(this.exporter.metrics.options.intervalNs + this.exporter.metrics.options.correlationWindowNs);
+  }
+
+  /** Serialises work on this partition. */
+  run(f: () => Promise<void>): Promise<void> {
+    const p = this.chain.then(f);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+}
+
+export class ExporterGroupMember {
+  private readonly kafka: Kafka;
+  private readonly consumer: Consumer;
+  private readonly admin: Admin;
+  private readonly topics: TopicNames;
+  private readonly groupId: string;
+  private readonly tasks = new Map<number, PartitionTask>();
+  private readonly taking = new Map<number, Promise<{ task: PartitionTask; from: bigint }>>();
+  private readonly switchIds: Set<string> | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0 };
+  /** partitions this member holds now */
+  readonly assigned = new Set<number>();
+
+  constructor(private readonly o: ExporterGroupOptions) {
+    if (o.brokers.length === 0) throw new Error("Kafka: no brokers given");
+    this.topics = o.topics ?? DEFAULT_TOPICS;
+    this.groupId = o.groupId ?? "rdma-telemetry-exporter";
+    this.switchIds = o.switchIds?.length ? new Set(o.switchIds) : undefined;
+    this.kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 } });
+    this.admin = this.kafka.admin();
+    // read_committed (kafkajs's default): digests of a producer's aborted transaction are never seen.
+    this.consumer = this.kafka.consumer({ groupId: this.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
+      const now = new Set(e.payload.memberAssignment[this.topics.digest] ?? []);
+      this.assigned.clear();
+      for (const p of now) this.assigned.add(p);
+      for (const [p, t] of this.tasks) if (!now.has(p)) void this.release(t);
+      // Taken on now, not at their first batch: a partition may have nothing new, and still open digests to re-read.
+      for (const p of now) {
+        if (this.tasks.has(p) || this.stopping) continue;
+        this.ensureTaken(p).catch((err: unknown) => this.o.logger?.warn("exporter group: taking a partition on failed; tried again at its next batch", { partition: p, error: (err as Error).message }));
+      }
+      this.o.logger?.info("exporter group: partitions assigned", { group: this.groupId, partitions: [...now].sort((a, b) => a - b).join(",") });
+    });
+  }
+
+  /** Connects, creates the topics that are missing, joins the group and starts consuming. */
+  async start(): Promise<void> {
+    try {
+      await this.admin.connect();
+      await this.ensureTopics();
+      await this.consumer.connect();
+      await this.consumer.subscribe({ topic: this.topics.digest, fromBeginning: true });
+    } catch (err) {
+      throw new KafkaConnectError(describeKafkaError(err, this.o));
+    }
+    await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 4, eachBatch: (p) => this.onBatch(p) });
+    this.idleTimer = setInterval(() => this.onIdle(), Math.max(50, (this.o.idleMs ?? 500) / 2));
+  }
+
+  private async ensureTopics(): Promise<void> {
+    const existing = new Set(await this.admin.listTopics());
+    let partitions = this.o.partitions ?? 8;
+    if (existing.has(this.topics.digest) && this.o.partitions === undefined) {
+      const md = await this.admin.fetchTopicMetadata({ topics: [this.topics.digest] });
+      partitions = md.topics[0]?.partitions.length ?? partitions;
+    }
+    const wanted = [...new Set([this.topics.digest, this.topics.io, this.topics.flow, this.topics.alert])].filter((t) => !existing.has(t));
+    if (wanted.length) {
+      await this.admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) }).catch((err: unknown) => {
+        // Another member created them meanwhile.
+        if ((err as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw err;
+      });
+    }
+  }
+
+  private transactionalId(partition: number): string {
+    return `${this.groupId}.${this.topics.digest}.${partition}`;
+  }
+
+  /**
+   * Takes a partition on: fences any earlier owner (its transactional id),
+   * then reads where the partition's committed state stands. Returns the
+   * offset to read from.
+   */
+  private async take(partition: number): Promise<{ task: PartitionTask; from: bigint }> {
+    const producer = this.kafka.producer({ transactionalId: this.transactionalId(partition), idempotent: true, maxInFlightRequests: 1, createPartitioner: KeyedPartitioner, transactionTimeout: 30_000, allowAutoTopicCreation: false });
+    await producer.connect(); // InitProducerId: the earlier owner's producer is fenced, its open transaction aborted
+    const fencedAt = Date.now();
+    const task = new PartitionTask(partition, producer, this.o.engine ?? {});
+    try {
+      const taken = await this.restore(task, fencedAt);
+      // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
+      if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
+      this.tasks.set(partition, task);
+      return taken;
+    } catch (err) {
+      // Not taken: the next batch of the partition tries again from the start.
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Where the partition's committed state stands: the offset to read from, and the records committed since its open digests. */
+  private async restore(task: PartitionTask, fencedAt: number): Promise<{ task: PartitionTask; from: bigint }> {
+    const partition = task.partition;
+    const offsets = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topics.digest] });
+    const mine = offsets[0]?.partitions.find((p) => p.partition === partition);
+    const committed = mine && Number(mine.offset) >= 0 ? BigInt(mine.offset) : undefined;
+    if (committed === undefined) return { task, from: -1n };
+    task.committedOffset = committed;
+    let state: CommitState | undefined;
+    try {
+      state = mine?.metadata ? (JSON.parse(mine.metadata) as CommitState) : undefined;
+    } catch {
+      state = undefined;
+    }
+    for (const [sw, start] of Object.entries(state?.c ?? {})) {
+      const ns = BigInt(start);
+      task.exporter.metrics.setClockStart(sw, () => ns);
+    }
+    const r = state ? BigInt(state.r) : committed;
+    if (r < committed) {
+      // Open digests to re-read: what earlier owners committed from them on is not published again.
+      this.stats.takeovers++;
+      const seen = await this.committedSince(state!.t - 5_000, fencedAt);
+      task.committed = seen;
+      this.o.logger?.info("exporter group: took a partition over", { partition, reread_from: String(r), committed: String(committed), records_committed_since: seen.size });
+    }
+    return { task, from: r };
+  }
+
+  /**
+   * Takes a partition on once, however many batches of it come meanwhile (or
+   * none: a partition with nothing new still has open digests to re-read),
+   * and seeks to where its engine starts.
+   */
+  private ensureTaken(partition: number): Promise<{ task: PartitionTask; from: bigint }> {
+    let taking = this.taking.get(partition);
+    if (!taking) {
+      taking = this.take(partition)
+        .then((taken) => {
+          if (taken.from >= 0n) {
+            taken.task.next = taken.from;
+            this.consumer.seek({ topic: this.topics.digest, partition, offset: String(taken.from) });
+          }
+          return taken;
+        })
+        .finally(() => this.taking.delete(partition));
+      this.taking.set(partition, taking);
+    }
+    return taking;
+  }
+
+  /** A read-back of the records committed since a time, shared by the partitions taken over together. */
+  private readBack: { sinceMs: number; startedAt: number; keys: Promise<Set<string>> } | undefined;
+
+  /**
+   * The keys of the records committed since `sinceMs`, read read_committed
+   * after `fencedAt` (so that nothing an earlier owner commits can come later).
+   */
+  private committedSince(sinceMs: number, fencedAt: number): Promise<Set<string>> {
+    const r = this.readBack;
+    if (r && r.startedAt >= fencedAt && r.sinceMs <= sinceMs) return r.keys;
+    const keys = new Set<string>();
+    const topics = [...new Set([this.topics.io, this.topics.flow, this.topics.alert])];
+    const read = readTopicTails({ brokers: this.o.brokers, ssl: this.o.ssl, sasl: this.o.sasl, topics, sinceMs, onMessage: (m) => {
+      try {
+        keys.add(recordKey(recordFromMessage(m.headers.type, m.value)));
+      } catch {
+        // not a record of ours
+      }
+    } }).then(() => keys);
+    this.readBack = { sinceMs, startedAt: Date.now(), keys: read };
+    read.catch(() => {
+      if (this.readBack?.keys === read) this.readBack = undefined;
+    });
+    return read;
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const partition = batch.partition;
+    if (!this.assigned.has(partition) || isStale()) return;
+    let task = this.tasks.get(partition);
+    if (!task || task.closed) task = (await this.ensureTaken(partition)).task;
+    const t = task;
+    // Where the client reads from must be where this partition's engine stands: after a take (the open digests
+    // begin there), and after a rebalance that left the partition here but dropped a seek not yet done.
+    const fetched = BigInt((batch as unknown as { fetchedOffset?: string }).fetchedOffset ?? batch.firstOffset() ?? "-1");
+    if (t.next >= 0n && fetched > t.next) {
+      this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
+      return;
+    }
+    await t.run(async () => {
+      if (t.closed || !isRunning() || isStale()) return;
+      t.highWatermark = BigInt(batch.highWatermark);
+      let last: bigint | undefined;
+      for (const m of batch.messages) {
+        const offset = BigInt(m.offset);
+        if (offset < t.next) continue;
+        last = offset;
+        this.onDigest(t, offset, Number(m.timestamp), m.value);
+      }
+      if (last === undefined) return;
+      t.next = last + 1n;
+      if (!(await this.commit(t, last + 1n))) return;
+      resolveOffset(String(last));
+      await heartbeat();
+    });
+  }
+
+  private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
+    if (offset < t.committedOffset) this.stats.replayedDigests++;
+    t.lastDigestAt = Date.now();
+    let raw: RawDigest;
+    try {
+      if (!value) throw new Error("empty message");
+      raw = RawDigest.decode(value);
+      const b = batchFromRaw(raw);
+      if (this.switchIds && !this.switchIds.has(b.switchId)) {
+        this.stats.unknownSwitch++;
+        if (this.stats.unknownSwitch === 1 || this.stats.unknownSwitch % 10_000 === 0) this.o.logger?.warn("digests from a switch not in --switch-id dropped", { switch: b.switchId, count: this.stats.unknownSwitch });
+        return;
+      }
+      const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
+      // A digest far out of order may still open a half: it stays open for a window past what is settled now.
+      const settled = t.exporter.metrics.settledBefore;
+      const openNs = raw.listTimestampNs < settled ? settled + t.open.slackNs : raw.listTimestampNs;
+      if (!t.open.add(offset, openNs, key, timestampMs)) {
+        this.stats.duplicateDigests++;
+        return;
+      }
+      if (raw.listTimestampNs < settled) this.stats.lateDigests++;
+      if (raw.listTimestampNs > t.newestListNs) {
+        t.newestListNs = raw.listTimestampNs;
+        // When it was published (the message's timestamp): the same for whichever member holds the partition.
+        t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
+      }
+      this.stats.digests++;
+      t.exporter.onBatch(b);
+    } catch (err) {
+      this.stats.badDigests++;
+      if (this.stats.badDigests === 1 || this.stats.badDigests % 10_000 === 0) this.o.logger?.warn("undecodable digest dropped", { partition: t.partition, offset: String(offset), error: (err as Error).message, count: this.stats.badDigests });
+    }
+  }
+
+  /** Publishes what the engine made and commits `offset` with it, in one transaction. */
+  private async commit(t: PartitionTask, offset: bigint): Promise<boolean> {
+    const m = t.exporter.metrics;
+    t.open.prune(m.settledBefore);
+    const records = t.out;
+    t.out = [];
+    const messages: KafkaMessageOut[] = [];
+    const publish: RecordJson[] = [];
+    for (const r of records) {
+      if (t.committed?.has(recordKey(r))) {
+        this.stats.suppressedRecords++;
+        continue;
+      }
+      publish.push(r);
+      messages.push(encodeRecord(r, this.topics, "protobuf", m.options.intervalNs));
+    }
+    const oldest = t.open.oldest();
+    const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
+    const clocks = Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)]));
+    let metadata = JSON.stringify({ ...state, c: clocks });
+    if (metadata.length > MAX_METADATA) metadata = JSON.stringify(state);
+    const tx = await t.producer.transaction();
+    try {
+      const byTopic = new Map<string, Array<{ key: string; value: Buffer; headers: Record<string, string> }>>();
+      for (const x of messages) {
+        let l = byTopic.get(x.topic);
+        if (!l) byTopic.set(x.topic, (l = []));
+        l.push({ key: x.key, value: x.value, headers: x.headers });
+      }
+      if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })) });
+      await tx.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata } as { partition: number; offset: string }] }] });
+      await tx.commit();
+    } catch (err) {
+      this.stats.aborted++;
+      await tx.abort().catch(() => undefined);
+      // The engine has moved on past what is not committed: start this partition over from its committed state.
+      this.o.logger?.warn("exporter group: a transaction failed; the partition is taken on again from its last commit", { partition: t.partition, error: (err as Error).message });
+      void this.release(t, true);
+      if (!this.stopping && this.assigned.has(t.partition)) this.consumer.seek({ topic: this.topics.digest, partition: t.partition, offset: String(t.committedOffset >= 0n ? t.committedOffset : 0n) });
+      return false;
+    }
+    t.committedOffset = offset;
+    this.stats.transactions++;
+    this.stats.records += publish.length;
+    for (const r of publish) this.o.onRecord?.(r);
+    return true;
+  }
+
+  /** Moves caught-up, idle partitions on by the wall clock: halves whose other vantage never comes, intervals that are over. */
+  private onIdle(): void {
+    if (this.stopping) return;
+    const idleMs = this.o.idleMs ?? 500;
+    for (const t of this.tasks.values()) {
+      if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
+      void t.run(async () => {
+        if (t.closed || this.stopping) return;
+        // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
+        // hold it back): their clocks need not be this host's.
+        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
+        if (t.out.length === 0 && t.open.size === 0) return;
+        const before = t.open.oldest();
+        t.open.prune(t.exporter.metrics.settledBefore);
+        if (t.out.length === 0 && before?.offset === t.open.oldest()?.offset) return;
+        await this.commit(t, t.committedOffset >= 0n ? t.committedOffset : t.next);
+      }).catch(() => undefined);
+    }
+  }
+
+  /** Lets a partition go: its producer disconnects (its state is in Kafka: offsets and where the open digests begin). */
+  private async release(t: PartitionTask, fromItsChain = false): Promise<void> {
+    if (t.closed) return;
+    t.closed = true;
+    if (this.tasks.get(t.partition) === t) this.tasks.delete(t.partition);
+    if (!fromItsChain) await t.chain;
+    await t.producer.disconnect().catch(() => undefined);
+  }
+
+  /** Leaves the group cleanly: the transaction under way finishes, the partitions go to the other members. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    await this.consumer.stop().catch(() => undefined);
+    for (const t of [...this.tasks.values()]) await this.release(t);
+    await this.consumer.disconnect().catch(() => undefined);
+    await this.admin.disconnect().catch(() => undefined);
+  }
+}

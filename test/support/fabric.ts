@@ -1,0 +1,151 @@
+// A two-ToR fabric as real processes: the captures of a generated workload
+// (`rdma-telemetry generate`), a software switch per ToR replaying its
+// capture (`rdma-telemetry switch --pcap-in --capture-clock`), a controller
+// per switch publishing digests only, and `rdma-telemetry exporter` members
+// of one group. Records are read back read_committed and checked against
+// the workload's ground truth.
+import type { ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
+import { readTruth } from "../../traffic/src/generator.js";
+import type { IoTruth } from "../../traffic/src/types.js";
+import { ioMismatches, ioRecordKey, ioTruthKey, onlyReferenceLost } from "../../app/self-check.js";
+import { startCli, type CliProcess } from "./cli.js";
+import { until } from "./wait.js";
+
+export const TORS = ["tor-c", "tor-s"] as const;
+
+/** Generates the workload with the command; resolves with its directory. */
+export async function generateWorkload(dir: string, children: ChildProcess[], durationMs = 300): Promise<string> {
+  const out = join(dir, "workload");
+  const g = startCli(["generate", "--out-dir", out, "--duration-ms", String(durationMs), "--seed", "3"], dir, children);
+  const code = await g.exited;
+  if (code !== 0) throw new Error(`generate failed: ${g.out()}`);
+  return out;
+}
+
+/** The I/Os of the ground truth that must give a record. */
+export function truthIos(workload: string): IoTruth[] {
+  const out: IoTruth[] = [];
+  for (const t of readTruth(join(workload, "ground-truth.jsonl"))) if (t.type === "io" && t.truth.record) out.push(t.truth);
+  return out;
+}
+
+/** Resolves once the process printed `pattern`; rejects if it exits first. */
+export async function printed(p: CliProcess, pattern: RegExp, timeoutMs = 90_000): Promise<RegExpExecArray> {
+  let m: RegExpExecArray | null = null;
+  await until(() => (m = pattern.exec(p.out())) !== null || p.child.exitCode !== null, timeoutMs, () => `${pattern} in: ${p.out().slice(-2000)}`, 50);
+  if (!m) throw new Error(`exited (${p.child.exitCode}) before printing ${pattern}: ${p.out().slice(-2000)}`);
+  return m;
+}
+
+export interface Fabric {
+  switches: CliProcess[];
+  controllers: CliProcess[];
+  configs: string[];
+  journals: string[];
+}
+
+export function exporter(dir: string, brokers: string, prefix: string, children: ChildProcess[], extra: string[] = []): CliProcess {
+  return startCli(["exporter", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--group", `${prefix}-exporters`, "--log-level", "info", ...extra], dir, children);
+}
+
+export function controller(dir: string, brokers: string, prefix: string, config: string, journal: string, children: ChildProcess[]): CliProcess {
+  return startCli(["controller", "--config", config, "--journal", journal, "--digests-only", "--kafka-brokers", brokers, "--kafka-topic-prefix", prefix, "--log-level", "info"], dir, children);
+}
+
+/**
+ * Starts both switches (their captures wait for a pipeline, then `delayMs`)
+ * and a controller for each; resolves once both controllers are primary.
+ */
+export async function startFabric(o: { dir: string; workload: string; brokers: string; prefix: string; children: ChildProcess[]; delayMs?: number }): Promise<Fabric> {
+  const switches = TORS.map((t) => startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(o.workload, `${t}.topology.json`), "--pcap-in", join(o.workload, `${t}.pcap`), "--capture-clock", "--pcap-delay-ms", String(o.delayMs ?? 1500)], o.dir, o.children));
+  const ports = await Promise.all(switches.map(async (s) => Number((await printed(s, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1])));
+  const configs = TORS.map((t, i) => {
+    const file = join(o.dir, `${o.prefix}-${t}.json`);
+    const topology = JSON.parse(readFileSync(join(o.workload, `${t}.topology.json`), "utf8")) as { ports: unknown[] };
+    writeFileSync(file, JSON.stringify({ switch: { address: `127.0.0.1:${ports[i]}`, switch_id: t, timestamp_unit_ns: 1 }, ports: topology.ports, digest: { max_list_size: 64, max_timeout_us: 2000 } }));
+    return file;
+  });
+  const journals = TORS.map((t) => join(o.dir, `${o.prefix}-${t}-journal`));
+  const controllers = TORS.map((_, i) => controller(o.dir, o.brokers, o.prefix, configs[i]!, journals[i]!, o.children));
+  await Promise.all(controllers.map((c) => printed(c, /primary on/)));
+  return { switches, controllers, configs, journals };
+}
+
+/** Every I/O record on the io topic (read_committed), with its count per key, read until `done` holds or `timeoutMs`. */
+export async function readIoRecords(brokers: string, topic: string, done: (ios: IoRecordJson[]) => boolean, timeoutMs: number): Promise<IoRecordJson[]> {
+  const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-reader" });
+  const consumer = kafka.consumer({ groupId: `reader-${topic}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const ios: IoRecordJson[] = [];
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const r = recordFromMessage(message.headers?.type?.toString(), message.value!) as RecordJson;
+      if (r.type === "io") ios.push(r);
+    },
+  });
+  // What is there by the deadline is returned: the caller's checks say what is missing.
+  await until(() => done(ios), timeoutMs, "", 200).catch(() => undefined);
+  await consumer.disconnect();
+  return ios;
+}
+
+export interface IoCheck {
+  ios: number;
+  duplicates: number;
+  lost: number;
+  /** records equal to the truth in every duration, RTT included */
+  exact: number;
+  withRtt: number;
+  /** records whose only difference is a DAL or DPL the switch could not measure (it counts them) */
+  referenceLost: number;
+  /**
+   * I/Os with a command unanswered when the traffic stopped: the vantage that
+   * saw the response gives its half; the other's half would time out once
+   * its switch's clock moved on past the I/O timeout, which a switch that
+   * sends nothing more never does.
+   */
+  unansweredAtEnd: number;
+  /** records of keys the truth does not have */
+  extra: number;
+  mismatches: string[];
+}
+
+/** The records against the truth: each I/O once, its figures equal (the command's wall-clock time is placed from digest list times, so it is not compared). */
+export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
+  const byKey = new Map<string, IoRecordJson>();
+  let duplicates = 0;
+  for (const r of records) {
+    const k = ioRecordKey(r);
+    if (byKey.has(k)) duplicates++;
+    else byKey.set(k, r);
+  }
+  let exact = 0;
+  let withRtt = 0;
+  let referenceLost = 0;
+  let lost = 0;
+  let unansweredAtEnd = 0;
+  const keys = new Set(truth.map(ioTruthKey));
+  const extra = [...byKey.keys()].filter((k) => !keys.has(k)).length;
+  const mismatches: string[] = [];
+  for (const t of truth) {
+    const r = byKey.get(ioTruthKey(t));
+    if (!r) {
+      if (lost++ < 5) mismatches.push(`${ioTruthKey(t)}: no record (truth: ${JSON.stringify(t, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))})`);
+      continue;
+    }
+    if (r.rtt_ns !== null) withRtt++;
+    const m = ioMismatches(t, r).filter((x) => !x.startsWith("cmd_unix_ns"));
+    if (m.length === 0) exact++;
+    else if (onlyReferenceLost(m)) referenceLost++;
+    else if (t.incomplete && m.every((x) => /^(incomplete: got false, want true|compute_side: got false, want true|storage_side: got false, want true)$/.test(x))) unansweredAtEnd++;
+    else if (mismatches.length < 10) mismatches.push(`${ioTruthKey(t)}: ${m.join("; ")} [records of the key: ${records.filter((x) => ioRecordKey(x) === ioTruthKey(t)).map((x) => `${x.switch_id} c=${x.c_switch_id} s=${x.s_switch_id} incomplete=${x.incomplete}`).join(", ")}]`);
+  }
+  return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, unansweredAtEnd, extra, mismatches };
+}
