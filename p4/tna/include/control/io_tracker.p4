@@ -104,6 +104,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<32> thr_c;        // meta.now_c - io timeout, clamped at 0
     bit<32> cref;         // the I/O's reference (command: its own; data: found)
     bit<32> fp;           // fingerprint of the I/O's key
+    bit<32> qp_fp;        // data packet: fingerprint of its message's (src, dst, QP)
 
     // Register outputs, each tested by a later stage.
     // The I/O's target QP: a command's and a READ RESPONSE's own (their
@@ -152,6 +153,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) qp_idx;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) qp_fp_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_host_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_target_idx;
 
@@ -240,18 +242,21 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
     };
 
-    // QP map (a message's first packet -> the rest): (QP, reference, 0 when
-    // the first packet found no I/O); indexed by (src, dst, QP).
+    // QP map (a message's first packet -> the rest): (fingerprint of (src,
+    // dst, QP), reference, 0 when the first packet found no I/O); indexed
+    // by (src, dst, QP). The whole key's fingerprint, not the QP number: a
+    // packet of another message that shares the index and the QP number
+    // would be counted as this I/O's data.
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) qp_map;
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_write = {
         void apply(inout pair_t value) {
-            value.lo = (bit<32>)hdr.bth.dest_qp;
+            value.lo = qp_fp;
             value.hi = cref;
         }
     };
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_find = {
         void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = value.hi; } else { rv = 0; }
+            if (value.lo == qp_fp) { rv = value.hi; } else { rv = 0; }
         }
     };
 
@@ -678,6 +683,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 4;
     }
 
+    // The QP map entry's fingerprint, in the stage before it (the early
+    // stages' hash distribution is taken).
+    @hidden action take_qp_fp() {
+        qp_fp = qp_fp_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+    }
+    @stage(4)
+    @hidden table qp_fp_tbl {
+        actions = { take_qp_fp; }
+        const default_action = take_qp_fp();
+        size = 1;
+    }
     // QP map: a message's first packet writes the reference it found (0 when
     // none), the others find it.
     @hidden action qp_write_a() { qp_write.execute(QP_IDX); }
@@ -1141,6 +1157,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 take_fp_rsp();
             }
             psn_tbl.apply();
+            qp_fp_tbl.apply();
             qp_tbl.apply();  // and a response's slot
             owner_tbl.apply();
             check_tbl.apply();
