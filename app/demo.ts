@@ -102,7 +102,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
     ` (${check.ioIncomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
     `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
-    (check.ioReferenceLost ? `; ${check.ioReferenceLost} without a DAL or DPL, their data reference taken by a colliding key, counted as references lost` : "") + ")" +
+    (check.ioReferenceLost ? `; ${check.ioReferenceLost} with figures absent, their state taken by a colliding key, counted as references lost, responses on unpaired queues or untracked I/Os` : "") + ")" +
     // Polling mode measures the pairs of the current window only: the others give no record, by design.
     (mode === "polling" && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the polling window not measured` : "") +
     (check.ioWrong + check.ioUnexpected + (mode === "polling" ? 0 : check.ioMissing)

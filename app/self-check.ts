@@ -31,12 +31,20 @@ export function messageMismatches(t: MessageTruth, r: MessageRecordJson): string
 }
 
 /**
- * A record whose only differences are a DAL or DPL the switch could not
- * measure: the I/O's data reference was taken by another I/O with a
- * colliding key, which the switch counts (`io_references_lost`).
+ * A record whose only differences are figures the switch could not measure
+ * (absent, never wrong): the I/O's data reference was taken by another I/O
+ * with a colliding key (`io_references_lost`), or its queue's pairing was
+ * (the response on an unpaired queue, `io_unpaired_responses`: no e2e), or
+ * a switch could not track its command (`untracked_ios`: no half there).
  */
 export function onlyReferenceLost(m: readonly string[]): boolean {
-  return m.length > 0 && m.every((x) => /^(dal_ns|dpl_ns): got null, want \d+$/.test(x));
+  // A vantage whose slot was held by another live I/O has no half (`untracked_ios` there): its
+  // figures are absent, and the record's command time is the other vantage's.
+  const halfLost = m.some((x) => /^(compute_side|storage_side): got false, want true$/.test(x));
+  const computeLost = m.includes("compute_side: got false, want true");
+  return m.length > 0 && m.every((x) => /^(dal_ns|dpl_ns|e2e_c_ns|e2e_s_ns|rtt_ns): got null, want \d+$/.test(x)
+    || (halfLost && /^(compute_side|storage_side): got false, want true$/.test(x))
+    || (computeLost && x.startsWith("cmd_unix_ns: ")));
 }
 
 type TruthLine = { type: "io"; truth: IoTruth } | { type: "message"; truth: MessageTruth };

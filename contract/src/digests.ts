@@ -29,6 +29,8 @@ export const IO_EVENT_CMD = C.IO_EVENT_CMD;
 export const IO_EVENT_RSP = C.IO_EVENT_RSP;
 /** a response on a queue whose QP pairing is unknown: its I/O is untracked */
 export const IO_EVENT_UNPAIRED_RSP = C.IO_EVENT_UNPAIRED_RSP;
+/** a queue pairing a colliding one took from the switch (host, target, host_qp, target_qp), no I/O */
+export const IO_EVENT_QUEUE_PAIR = C.IO_EVENT_QUEUE_PAIR;
 export const VANTAGE_C = C.VANTAGE_C;
 export const VANTAGE_S = C.VANTAGE_S;
 export const IO_FLAG_DATA_SEEN = C.IO_FLAG_DATA_SEEN;
@@ -36,6 +38,8 @@ export const IO_FLAG_RR_SEEN = C.IO_FLAG_RR_SEEN;
 export const IO_FLAG_IN_CAPSULE = C.IO_FLAG_IN_CAPSULE;
 /** CMD: the command closed an open I/O with the same key (its response was lost) */
 export const IO_FLAG_REPLACED = C.IO_FLAG_REPLACED;
+/** RSP: the I/O's own last data packet was not seen (its state taken by a colliding key): no DAL */
+export const IO_FLAG_LAST_LOST = C.IO_FLAG_LAST_LOST;
 export const IO_OP_READ = C.IO_OP_READ;
 export const IO_OP_WRITE = C.IO_OP_WRITE;
 export const MSG_FLAG_GAP_VALID = C.MSG_FLAG_GAP_VALID;

@@ -5,7 +5,9 @@
 import { ipv4Text } from "@rdma-telemetry/contract";
 import {
   IO_EVENT_CMD,
+  IO_EVENT_QUEUE_PAIR,
   IO_EVENT_UNPAIRED_RSP,
+  IO_FLAG_LAST_LOST,
   IO_FLAG_DATA_SEEN,
   IO_FLAG_IN_CAPSULE,
   IO_FLAG_RR_SEEN,
@@ -70,6 +72,8 @@ interface IoHalf {
   dal: number | null;
   dpl: number | null;
   incomplete: boolean;
+  /** the response was seen on a queue whose pairing the switch had lost: status known, no figure */
+  answered?: boolean;
   cmdUnixNs: bigint;
   atUnixNs: bigint;
   /** atUnixNs on the engine's common clock (see setClockAlignment) */
@@ -95,6 +99,8 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
+  /** The queue pairings each switch lost to colliding ones: switch|host|target|host_qp -> target_qp. */
+  private readonly pairings = new Map<string, number>();
   /**
    * Commands given up (reported incomplete), by the same key, until the CID
    * is used again: a response that still comes is counted as late, never
@@ -324,11 +330,31 @@ export class MetricsEngine {
     const clock = this.clock(switchId);
     const at = clock.toUnix(d.ts);
     const align = this.align(switchId);
+    if (d.event === IO_EVENT_QUEUE_PAIR) {
+      this.pairings.set(`${switchId}|${d.host}|${d.target}|${d.host_qp}`, d.target_qp);
+      return;
+    }
     if (d.event === IO_EVENT_UNPAIRED_RSP) {
-      // The response names the host's QP only, and the queue's pairing is
-      // unknown: it cannot be attributed to a queue. It is counted, never
-      // matched by guesswork; the command it answered ends as incomplete.
-      this.switchInterval(switchId, at + align, d.mode).untracked++;
+      // The response names the host's QP only, and the switch no longer
+      // holds the queue's pairing (a colliding pairing took its slot). The
+      // pairing it reported when it lost it names the I/O: answered, on
+      // its queue, with no figure (the switch measured none). Without one,
+      // it cannot be attributed to a queue: counted, never matched by
+      // guesswork, and the command it answered ends as incomplete.
+      const targetQp = this.pairings.get(`${switchId}|${d.host}|${d.target}|${d.host_qp}`);
+      const key = targetQp === undefined ? undefined : `${switchId}|${d.host}|${d.target}|${targetQp}|${d.cid}`;
+      const open = key === undefined ? undefined : this.outstanding.get(key);
+      if (!open || key === undefined) {
+        this.switchInterval(switchId, at + align, d.mode).untracked++;
+        return;
+      }
+      this.outstanding.delete(key);
+      const o = open.digest;
+      this.addHalf(MetricsEngine.ioKey(o.host, o.target, o.target_qp, o.cid, o.cmd_psn), {
+        switchId, host: o.host, target: o.target, hostQp: d.host_qp, targetQp: o.target_qp, cid: o.cid, cmdPsn: o.cmd_psn,
+        inCapsule: (o.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: o.vantage, op: o.op === IO_OP_WRITE ? "write" : "read", bytes: o.bytes, status: d.status, mode: d.mode,
+        e2e: null, dal: null, dpl: null, incomplete: false, answered: true, cmdUnixNs: open.cmdUnixNs, atUnixNs: at, atAlignedNs: at + align,
+      });
       return;
     }
     const outKey = `${switchId}|${d.host}|${d.target}|${d.target_qp}|${d.cid}`;
@@ -358,7 +384,8 @@ export class MetricsEngine {
     const inCapsule = (d.flags & IO_FLAG_IN_CAPSULE) !== 0;
     const dataSeen = (d.flags & IO_FLAG_DATA_SEEN) !== 0;
     const rrSeen = (d.flags & IO_FLAG_RR_SEEN) !== 0;
-    const lastSeen = write ? rrSeen : dataSeen;
+    // The I/O's own last data packet (read: d_last; write: rr_last), not only one of its data packets.
+    const lastSeen = (write ? rrSeen : dataSeen) && (d.flags & IO_FLAG_LAST_LOST) === 0;
     let dal: number | null = null;
     let dpl: number | null = null;
     if (d.vantage & VANTAGE_S) {
@@ -423,7 +450,8 @@ export class MetricsEngine {
     const interval = this.intervalOf(at);
     const switchId = first.switchId;
     // The half that saw the response (a half whose response went unwatched has no e2e).
-    const complete = c && !c.incomplete && c.e2e !== null ? c : s && !s.incomplete && s.e2e !== null ? s : undefined;
+    // A half whose response the switch saw on a queue it had lost the pairing of has its status, and no e2e.
+    const complete = c && !c.incomplete && c.e2e !== null ? c : s && !s.incomplete && s.e2e !== null ? s : c?.answered ? c : s?.answered ? s : undefined;
     const rec: IoRecordJson = {
       type: "io",
       switch_id: switchId,

@@ -97,12 +97,20 @@ const bit<8> IO_EVENT_RSP = 2;
 // A response capsule on a queue whose pairing is unknown: the I/O it closes
 // cannot be attributed to a queue (counted as untracked, never merged).
 const bit<8> IO_EVENT_UNPAIRED_RSP = 3;
+// A queue pairing a colliding one took from the switch (host, target,
+// host_qp, target_qp; no I/O): the exporter attributes the responses of that
+// queue (IO_EVENT_UNPAIRED_RSP) to their I/Os.
+const bit<8> IO_EVENT_QUEUE_PAIR = 0;
 
 // Bits of io_digest_t.flags.
 const bit<8> IO_FLAG_DATA_SEEN = 0x01;   // d_first (read) or rreq (write) seen
 const bit<8> IO_FLAG_RR_SEEN = 0x02;     // write: at least one READ RESPONSE seen
 const bit<8> IO_FLAG_IN_CAPSULE = 0x04;  // write whose data is in the command capsule
 const bit<8> IO_FLAG_REPLACED = 0x08;    // CMD: closed an open I/O with the same key (its response was lost)
+// RSP: the I/O's last data packet (read: d_last; write: rr_last) was not
+// seen (its message's state was taken by a colliding key): from_data_ns is
+// not measured, and DAL is absent.
+const bit<8> IO_FLAG_LAST_LOST = 0x08;
 
 // Bits of msg_digest_t.flags.
 const bit<8> MSG_FLAG_GAP_VALID = 0x01;  // gap_ns measured (previous message seen)

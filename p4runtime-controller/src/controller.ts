@@ -10,7 +10,7 @@ import { EventEmitter } from "node:events";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import type { P4BitstringLikeTypeSpec } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4types";
 import type { DigestList } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, switchCounters, type DigestBatch, type SwitchCounters, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, IO_EVENT_QUEUE_PAIR, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, switchCounters, type DigestBatch, type SwitchCounters, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { isFastDigestList, type DigestMember } from "@rdma-telemetry/p4runtime";
 import { buildTableEntry, digestValues } from "@rdma-telemetry/p4runtime";
 import { DesiredState } from "@rdma-telemetry/p4runtime";
@@ -454,7 +454,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       if (d.learn === LEARN_IO_PAIR && this.rotation.addPair(d.src, d.dst)) this.stats.learnedPairs++;
     } else if (d.kind === "msg") {
       if (this.rotation.addFlow(d.src, d.dst, d.dest_qp)) this.stats.learnedFlows++;
-    } else if (this.rotation.addPair(d.host, d.target)) {
+    } else if (d.event !== IO_EVENT_QUEUE_PAIR && this.rotation.addPair(d.host, d.target)) {
+      // (A queue pairing is not an I/O: its pair is learned from the I/Os' own digests.)
       this.stats.learnedPairs++;
     }
   }

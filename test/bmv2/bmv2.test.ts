@@ -18,6 +18,9 @@ import { TelemetryController, type SwitchCounters } from "../../p4runtime-contro
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ioRecordKey } from "../../app/self-check.js";
 import { writePcap } from "../../traffic/src/pcap.js";
+import type { GeneratedTraffic } from "../../traffic/src/types.js";
+import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
+import { reorderedFlow } from "../support/reordered.js";
 import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire, type ReplayReport } from "./harness.js";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -42,7 +45,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
    * on the veths), then through the software switch at the ingress times
    * BMv2 gave them; both run `pipeline` (p4/build/ unless told).
    */
-  async function bmv2AndSoftware(traffic: ReturnType<typeof generateTraffic>, pipeline?: { p4info: string; deviceConfig: string }) {
+  async function bmv2AndSoftware(traffic: Pick<GeneratedTraffic, "switches">, pipeline?: { p4info: string; deviceConfig: string }) {
     const capture = traffic.switches[0]!;
     const topology = Topology.parse(capture.topology);
     const pcap = join(sw!.tmp, "in.pcap");
@@ -204,5 +207,34 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const perEvent = (rs: RecordJson[]) => rs.filter((r) => r.type === "io" || r.type === "message").map(normal).sort();
     expect(perEvent(bmRecords).length).toBeGreaterThan(traffic.ios.filter((t) => t.record).length);
     expect(perEvent(bmRecords)).toEqual(perEvent(swRecords));
+  }, 300_000);
+
+  // The smallest cases of state one key takes from another (test/support/collisions.ts).
+  test("colliding keys: a write without its own last READ RESPONSE has no DAL, an I/O answered on a queue whose pairing was taken is not incomplete; the same on BMv2 and on the software switch", async () => {
+    // One case per program (a new program starts BMv2 with empty registers): the second with the Tofino build's compact digests.
+    const compact = { p4info: join(root, "p4/build/compact/telemetry.p4info.json"), deviceConfig: join(root, "p4/build/compact/telemetry.json") };
+    for (const [s, pipeline] of [[lastDataDisplaced(0n), undefined], [pairingDisplaced(0n), compact]] as const) {
+      const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware({ switches: [s.capture] }, pipeline);
+      const noTime = (d: TelemetryDigest) => (d.kind === "io" ? { ...d, ts: 0 } : d);
+      expect(bmDigests.map(noTime).sort((a, b) => a.seq - b.seq)).toEqual(swDigests.map(noTime).sort((a, b) => a.seq - b.seq));
+      expect(bmCounters).toEqual(swCounters);
+      const ios = (rs: RecordJson[]) => rs.filter((r): r is IoRecordJson => r.type === "io").map((r) => ({ ...r, switch_id: "", c_switch_id: "", s_switch_id: "", cmd_unix_ns: "", interval_start_unix_ns: "" }));
+      expect(ios(bmRecords)).toEqual(ios(swRecords));
+      const first = ios(bmRecords).find((r) => r.host === s.host && r.target_qp === s.targetQp)!;
+      expect([first.host_qp, first.incomplete, first.dal_ns]).toEqual([s.hostQp, false, null]);
+      if ("second" in s) expect([bmCounters.io_unpaired_responses, first.e2e_c_ns]).toEqual([1, null]);
+      else expect([bmCounters.ioref_overwritten, typeof first.dpl_ns, typeof first.e2e_c_ns]).toEqual([1, "number", "number"]);
+    }
+  }, 300_000);
+
+  test("reordered RDMA WRITE messages with a go-back-N resend: the same digests, counters and message records on BMv2 and on the software switch, to the ns", async () => {
+    const s = reorderedFlow(0n);
+    const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware({ switches: [s.capture] });
+    const noTime = (d: TelemetryDigest) => (d.kind === "msg" ? { ...d, first_ts: 0 } : d);
+    expect(bmDigests.map(noTime).sort((a, b) => a.seq - b.seq)).toEqual(swDigests.map(noTime).sort((a, b) => a.seq - b.seq));
+    expect(bmCounters).toEqual(swCounters);
+    const msgs = (rs: RecordJson[]) => rs.filter((r): r is MessageRecordJson => r.type === "message").map((m) => [m.first_psn, m.last_psn, m.packets, m.retransmitted, m.fct_ns]);
+    expect(msgs(bmRecords)).toEqual(msgs(swRecords));
+    expect(msgs(bmRecords).map((m) => m.slice(0, 4))).toEqual(s.messages.map((m) => [m.firstPsn, m.lastPsn, m.packets, m.retransmitted]));
   }, 300_000);
 });

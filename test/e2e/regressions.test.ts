@@ -13,6 +13,9 @@ import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
+import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
+import { reorderedFlow } from "../support/reordered.js";
+import type { SwitchCapture } from "../../traffic/src/types.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -220,5 +223,52 @@ describe("NVMe queues on traffic not made by the generator", () => {
     ]);
     const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
     expect(stats).toMatchObject({ untracked_ios: 1, io_unpaired_responses: 1, io_replaced: 1, parser_errors: 0 });
+  }, 60_000);
+});
+
+describe("a record never says more than the switch saw (state taken by a colliding key)", () => {
+  const replay = async (capture: SwitchCapture) => {
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology: Topology.parse(capture.topology), packets: capture.packets }], { onRecord: (r) => records.push(r) });
+    return { ios: records.filter((r): r is IoRecordJson => r.type === "io"), stats: records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)! };
+  };
+
+  test("a write whose last READ RESPONSE's message state another flow took has no DAL (never one from its first READ RESPONSE), and the loss is counted", async () => {
+    const s = lastDataDisplaced(T0);
+    const { ios, stats } = await replay(s.capture);
+    expect(ios).toHaveLength(1);
+    const r = ios[0]!;
+    expect([r.host, r.target, r.host_qp, r.target_qp, r.incomplete]).toEqual([s.host, s.target, s.hostQp, s.targetQp, false]);
+    expect(r.e2e_c_ns).toBe(Number(s.at.rsp! - s.at.cmd!));
+    // DPL is the host's own READ RESPONSE FIRST: still measured.
+    expect(r.dpl_ns).toBe(Number(s.at.rr_first! - s.at.rreq!));
+    expect(r.dal_ns).toBeNull();
+    expect(stats.io_references_lost).toBe(1);
+  }, 60_000);
+
+  test("a read answered on a queue whose pairing a colliding pairing took is reported answered on its queue, with no figure, never incomplete", async () => {
+    const s = pairingDisplaced(T0);
+    const { ios, stats } = await replay(s.capture);
+    const byHost = Object.fromEntries(ios.map((r) => [r.host, r]));
+    const first = byHost[s.host]!;
+    expect([first.host_qp, first.target_qp, first.incomplete, first.nvme_status, first.e2e_c_ns, first.e2e_s_ns, first.dal_ns])
+      .toEqual([s.hostQp, s.targetQp, false, 0x0004, null, null, null]);
+    const second = byHost[s.second.host]!;
+    expect([second.host_qp, second.target_qp, second.incomplete, second.e2e_c_ns]).toEqual([s.second.hostQp, s.second.targetQp, false, Number(s.at.rsp2! - s.at.cmd2!)]);
+    expect(stats.io_unpaired_responses).toBe(1);
+    expect(stats.queue_pairs_learned).toBe(3);
+    expect(ios.every((r) => !r.incomplete)).toBe(true);
+  }, 60_000);
+});
+
+describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
+  test("RDMA WRITE messages with packets displaced by up to two places, and a go-back-N resend among them: every packet in its message, only the resend retransmitted, FCT from first sightings", async () => {
+    const s = reorderedFlow(T0);
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
   }, 60_000);
 });

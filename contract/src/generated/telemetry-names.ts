@@ -327,47 +327,47 @@ export const P4_NAMES = {
   "registers": {
     "io_tracker_io_host": {
       "name": "TelemetryIngress.io_tracker.io_host",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_target": {
       "name": "TelemetryIngress.io_tracker.io_target",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_target_qp": {
       "name": "TelemetryIngress.io_tracker.io_target_qp",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cid": {
       "name": "TelemetryIngress.io_tracker.io_cid",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cmd_psn": {
       "name": "TelemetryIngress.io_tracker.io_cmd_psn",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_info": {
       "name": "TelemetryIngress.io_tracker.io_info",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_bytes": {
       "name": "TelemetryIngress.io_tracker.io_bytes",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_cmd_ts": {
       "name": "TelemetryIngress.io_tracker.io_cmd_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_data_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_data_first_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_data_last_ts": {
       "name": "TelemetryIngress.io_tracker.io_data_last_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_io_rr_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_rr_first_ts",
-      "size": 65536
+      "size": 262144
     },
     "io_tracker_rkey_map_host": {
       "name": "TelemetryIngress.io_tracker.rkey_map_host",
@@ -457,37 +457,69 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.learned_epoch",
       "size": 65536
     },
-    "io_tracker_queue_pairs_by_host_host": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_host",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_host",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_target": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_target",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_target",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_qpn": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_qpn",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_qpn",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_host_peer": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_peer",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_0_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_0.way_peer",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_host": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_host",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_host",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_target": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_target",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_target",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_qpn": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_qpn",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_qpn",
+      "size": 131072
     },
-    "io_tracker_queue_pairs_by_target_peer": {
-      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_peer",
-      "size": 16384
+    "io_tracker_queue_pairs_by_host_1_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_host_1.way_peer",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_host",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_target",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_qpn",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_0_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_0.way_peer",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_host": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_host",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_target": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_target",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_qpn": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_qpn",
+      "size": 131072
+    },
+    "io_tracker_queue_pairs_by_target_1_way_peer": {
+      "name": "TelemetryIngress.io_tracker.queue_pairs.by_target_1.way_peer",
+      "size": 131072
     },
     "flow_tracker_flow_src": {
       "name": "TelemetryIngress.flow_tracker.flow_src",
@@ -515,6 +547,10 @@ export const P4_NAMES = {
     },
     "flow_tracker_flow_max_psn": {
       "name": "TelemetryIngress.flow_tracker.flow_max_psn",
+      "size": 65536
+    },
+    "flow_tracker_flow_seen": {
+      "name": "TelemetryIngress.flow_tracker.flow_seen",
       "size": 65536
     },
     "flow_tracker_flow_prev_last_ts": {
@@ -787,10 +823,12 @@ export const P4_CONSTANTS = {
   "IO_EVENT_CMD": 1,
   "IO_EVENT_RSP": 2,
   "IO_EVENT_UNPAIRED_RSP": 3,
+  "IO_EVENT_QUEUE_PAIR": 0,
   "IO_FLAG_DATA_SEEN": 1,
   "IO_FLAG_RR_SEEN": 2,
   "IO_FLAG_IN_CAPSULE": 4,
   "IO_FLAG_REPLACED": 8,
+  "IO_FLAG_LAST_LOST": 8,
   "MSG_FLAG_GAP_VALID": 1,
   "LEARN_FLOW": 1,
   "LEARN_IO_PAIR": 2,

@@ -4,8 +4,13 @@
 // A flow is (src, dst, dest QP). Its slot is hash-indexed in full mode and
 // assigned by the controller's watchlist entry in polling mode. A message is
 // FIRST..LAST or ONLY; when its last-PSN packet is first seen the switch
-// emits one msg_digest_t. A packet is retransmitted when its PSN is not after
-// the highest PSN seen on the flow (serial arithmetic mod 2^24).
+// emits one msg_digest_t. A packet is retransmitted when its PSN was already
+// seen on the flow: the switch keeps which of the 64 PSNs up to the highest
+// it has seen (serial arithmetic mod 2^24); a PSN older than that window
+// counts as retransmitted. A late packet seen for the first time (reordered
+// on the way) is not; it counts in its message if that message is still
+// open, else in the flow's figures for the interval. (A message whose FIRST
+// is overtaken is not yet reported: its packets count for the interval.)
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
@@ -23,6 +28,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<8>, FLOW_SLOTS, flow_state)        // FLOW_*
     REGISTER(ts_t, FLOW_SLOTS, flow_last_ts)
     REGISTER(psn_t, FLOW_SLOTS, flow_max_psn)
+    REGISTER(bit<64>, FLOW_SLOTS, flow_seen)        // bit i: PSN flow_max_psn - i seen
     REGISTER(ts_t, FLOW_SLOTS, flow_prev_last_ts)
     REGISTER(ts_t, FLOW_SLOTS, msg_first_ts)
     REGISTER(psn_t, FLOW_SLOTS, msg_first_psn)
@@ -158,6 +164,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
 
         psn_t max_psn;
+        bit<64> seen;
         bit<32> x_packets;
         bit<32> x_retx;
         bit<32> x_ecn;
@@ -176,12 +183,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
             max_psn = psn - 1;
+            seen = 0;
             x_packets = 0;
             x_retx = 0;
             x_ecn = 0;
             n_straddled = 0;
         } else {
             flow_max_psn.read(max_psn, slot);
+            flow_seen.read(seen, slot);
             extra_packets.read(x_packets, slot);
             extra_retransmitted.read(x_retx, slot);
             extra_ecn_ce.read(x_ecn, slot);
@@ -189,9 +198,24 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
 
         psn_t ahead = psn - max_psn;
-        bool is_new = ahead != 0 && ahead[23:23] == 0;
-        if (is_new) {
+        psn_t behind = max_psn - psn;
+        bool is_new = false;
+        bool late = false;   // first seen after a higher PSN of the flow
+        if (ahead != 0 && ahead[23:23] == 0) {
+            is_new = true;
+            if (ahead >= 64) {
+                seen = 1;
+            } else {
+                seen = (seen << (bit<8>)ahead) | 1;
+            }
             max_psn = psn;
+        } else if (behind < 64) {
+            bit<64> bit_of = (bit<64>)1 << (bit<8>)behind;
+            if ((seen & bit_of) == 0) {
+                is_new = true;
+                late = true;
+                seen = seen | bit_of;
+            }
         }
         bit<32> retx = is_new ? 32w0 : 32w1;
         bit<32> ce = 0;
@@ -210,7 +234,16 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> m_retx = 0;
         bit<32> m_ecn = 0;
         ts_t gap = 0;
-        if (starts && is_new) {
+        // A late packet before the open message's first PSN belongs to an
+        // earlier message: it counts for the interval only.
+        bool earlier = false;
+        psn_t open_first = 0;
+        if ((state & FLOW_MSG_OPEN) != 0) {
+            msg_first_psn.read(open_first, slot);
+            psn_t since_first = psn - open_first;
+            earlier = late && since_first[23:23] == 1;
+        }
+        if (starts && is_new && !late) {
             if ((state & FLOW_MSG_OPEN) != 0) {
                 n_straddled = n_straddled + 1;  // the previous message never ended here
                 meta.stat.straddled = true;
@@ -230,9 +263,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             msg_first_psn.write(slot, first_psn);
             msg_bytes.write(slot, bytes);
             msg_gap.write(slot, gap);
-        } else if ((state & FLOW_MSG_OPEN) != 0) {
+        } else if ((state & FLOW_MSG_OPEN) != 0 && !earlier) {
             msg_first_ts.read(first_ts, slot);
-            msg_first_psn.read(first_psn, slot);
+            first_psn = open_first;
             msg_bytes.read(bytes, slot);
             msg_gap.read(gap, slot);
             msg_packets.read(packets, slot);
@@ -244,12 +277,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         } else {
             // Outside any message: a retransmission after the last PSN, or the
             // continuation of a message whose start this switch did not see.
-            if (is_new && (state & FLOW_ORPHAN) == 0) {
+            if (is_new && !late && (state & FLOW_ORPHAN) == 0) {
                 n_straddled = n_straddled + 1;
                 meta.stat.straddled = true;
                 state = (state | FLOW_ORPHAN) & ~FLOW_PREV_VALID;
             }
-            if (is_new && ends) {
+            if (is_new && !late && ends) {
                 state = state & ~FLOW_ORPHAN;
             }
             x_packets = x_packets + 1;
@@ -257,7 +290,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             x_ecn = x_ecn + ce;
         }
 
-        if (ends && is_new && (state & FLOW_MSG_OPEN) != 0) {
+        if (ends && is_new && !earlier && (state & FLOW_MSG_OPEN) != 0) {
             bit<32> cidx;
             HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
             ipv4_addr_t c_src;
@@ -305,7 +338,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             x_retx = 0;
             x_ecn = 0;
             n_straddled = 0;
-        } else if ((state & FLOW_MSG_OPEN) != 0) {
+        } else if ((state & FLOW_MSG_OPEN) != 0 && !earlier) {
             msg_packets.write(slot, packets);
             msg_retransmitted.write(slot, m_retx);
             msg_ecn_ce.write(slot, m_ecn);
@@ -314,6 +347,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         flow_state.write(slot, state);
         flow_last_ts.write(slot, meta.now);
         flow_max_psn.write(slot, max_psn);
+        flow_seen.write(slot, seen);
         extra_packets.write(slot, x_packets);
         extra_retransmitted.write(slot, x_retx);
         extra_ecn_ce.write(slot, x_ecn);

@@ -24,6 +24,11 @@ const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
 const bit<8> IO_INFO_IN_CAPSULE = 0x10;
+// The data packet io_data_last_ts holds ends its message (LAST or ONLY): a
+// FIRST or MIDDLE recorded last, with the rest of its message not found (its
+// QP map entry taken by a colliding key), leaves the I/O without its own
+// last data packet, and DAL absent.
+const bit<8> IO_INFO_LAST_END = 0x20;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
 
@@ -54,7 +59,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    // Reference maps; a reference is slot[31:16] ++ the command's PSN[15:0]
+    // Reference maps; a reference is the I/O's slot (IO_REF_SLOT_BITS) ++ the
+    // low bits of the command's PSN (the rest of 32)
     // (one I/O, not only its CID), with the I/O's target QP beside it (and
     // IOREF_* bits). Keys are kept whole, in registers of at most 32 bits (as
     // Tofino's are).
@@ -267,7 +273,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_host.write(ridx, host);
                 rkey_map_target.write(ridx, target);
                 rkey_map_rkey.write(ridx, sgl_key);
-                rkey_map_ref.write(ridx, cmd_slot[15:0] ++ hdr.bth.psn[15:0]);
+                rkey_map_ref.write(ridx, cmd_slot[IO_REF_SLOT_BITS-1:0] ++ hdr.bth.psn[31-IO_REF_SLOT_BITS:0]);
                 rkey_map_target_qp.write(ridx, IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp));
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
                 bit<32> ridx;
@@ -387,7 +393,33 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         bool paired;
         qpn_t peer_qp;
-        queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, meta);
+        queue_pair_t evicted;
+        queue_pairs.apply(qp_op, qp_host, qp_target, qp_host_qp, qp_target_qp, paired, peer_qp, evicted, meta);
+        if (evicted.valid && meta.digest_kind == DIGEST_NONE) {
+            // A pairing a colliding one took from the switch, told to the
+            // exporter: the responses of its queue still find their I/Os there.
+            meta.digest_kind = DIGEST_IO;
+            meta.io_digest.event = (dg_code_t)IO_EVENT_QUEUE_PAIR;
+#ifndef DIGESTS_COMPACT
+            meta.io_digest.mode = meta.cfg.mode;
+            meta.io_digest.ts = meta.now;
+#endif
+            meta.io_digest.vantage = (dg_code_t)vantage;
+            meta.io_digest.op = 0;
+            meta.io_digest.flags = 0;
+            meta.io_digest.host = evicted.host;
+            meta.io_digest.target = evicted.target;
+            meta.io_digest.host_qp = evicted.qp;
+            meta.io_digest.target_qp = evicted.peer;
+            meta.io_digest.cmd_psn = 0;
+            meta.io_digest.cid = 0;
+            meta.io_digest.status = 0;
+            meta.io_digest.bytes = 0;
+            meta.io_digest.e2e_ns = 0;
+            meta.io_digest.to_data_ns = 0;
+            meta.io_digest.from_data_ns = 0;
+            meta.io_digest.host_prep_ns = 0;
+        }
         if (is_cm_rep) {
             return;
         }
@@ -554,9 +586,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if ((info & IO_INFO_IN_CAPSULE) != 0) {
                 meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_IN_CAPSULE;
             }
-            // The last data packet: read data (read), READ RESPONSE (write).
+            // The last data packet: read data (read), READ RESPONSE (write);
+            // only the I/O's own (the packet recorded last ends its message).
             if ((!is_write && data_seen) || (is_write && rr_seen)) {
-                meta.io_digest.from_data_ns = (dg_ns_t)(meta.now - last_ts);
+                if ((info & IO_INFO_LAST_END) != 0) {
+                    meta.io_digest.from_data_ns = (dg_ns_t)(meta.now - last_ts);
+                } else {
+                    meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_LAST_LOST;
+                    meta.stat.ioref_overwritten = true;
+                }
             }
             if (is_write && data_seen && rr_seen) {
                 meta.io_digest.host_prep_ns = (dg_ns_t)(rr_first_ts - first_ts);
@@ -577,7 +615,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (!found) {
             return;
         }
-        bit<32> slot = 16w0 ++ ref[31:16];
+        bit<32> slot = (bit<32>)ref[31:32-IO_REF_SLOT_BITS];
         ipv4_addr_t slot_host;
         ipv4_addr_t slot_target;
         bit<32> slot_tqp;
@@ -590,14 +628,20 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         io_info.read(info, slot);
         bool is_write = (info & IO_INFO_WRITE) != 0;
         if ((info & IO_INFO_VALID) == 0 || slot_host != host || slot_target != target
-                || slot_tqp != 8w0 ++ ref_tqp || slot_psn[15:0] != ref[15:0]) {
+                || slot_tqp != 8w0 ++ ref_tqp || slot_psn[31-IO_REF_SLOT_BITS:0] != ref[31-IO_REF_SLOT_BITS:0]) {
             return;
+        }
+        // Whether this packet ends its message (it becomes the I/O's last data packet).
+        bit<8> end_bit = 0;
+        if (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
+                || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY) {
+            end_bit = IO_INFO_LAST_END;
         }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
                 io_data_first_ts.write(slot, meta.now);
-                io_info.write(slot, info | IO_INFO_DATA_SEEN);
             }
+            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_DATA_SEEN | end_bit);
             io_data_last_ts.write(slot, meta.now);
         } else if (pkt_class == IO_PKT_READ_REQ && is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
@@ -607,8 +651,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         } else if (pkt_class == IO_PKT_READ_RESP && is_write) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
                 io_rr_first_ts.write(slot, meta.now);
-                io_info.write(slot, info | IO_INFO_RR_SEEN);
             }
+            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_RR_SEEN | end_bit);
             io_data_last_ts.write(slot, meta.now);
         }
     }

@@ -1,0 +1,184 @@
+// Hand-made NVMe traffic whose keys collide in the telemetry program's
+// hash-indexed slots (p4/include/size.p4, v1model sizes), each the smallest
+// case of state one key takes from another. Slots are found as the program
+// hashes them: CRC-32 of the key's fields, big-endian, mod the slot count.
+import { crc32 } from "../../switch/src/bmv2/crc.js";
+import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
+import { buildFrame, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+import type { SwitchCapture } from "../../traffic/src/types.js";
+
+const IOREF_SLOTS = 262144;
+const QUEUE_SLOTS = 131072; // per way
+
+/** The slot of (a, b, qp) in a map of `slots`: two IPv4 addresses and a 24-bit QP number. */
+export function slotOf(a: number, b: number, qp: number, slots: number): number {
+  const k = Buffer.alloc(11);
+  k.writeUInt32BE(a >>> 0, 0);
+  k.writeUInt32BE(b >>> 0, 4);
+  k.writeUIntBE(qp & 0xffffff, 8, 3);
+  return crc32(k) % slots;
+}
+
+/** The first QP number from `from` whose (a, b, qp) slot is `slot`. */
+function qpForSlot(a: number, b: number, slot: number, slots: number, from = 0x100): number {
+  for (let qp = from; qp < 1 << 24; qp++) if (slotOf(a, b, qp, slots) === slot) return qp;
+  throw new Error("no colliding QP number");
+}
+
+interface Scenario {
+  capture: SwitchCapture;
+  host: string;
+  target: string;
+  hostQp: number;
+  targetQp: number;
+  /** ingress time of each labelled packet (capture clock, ns) */
+  at: Record<string, bigint>;
+}
+
+function recorder(t0: bigint) {
+  let t = t0;
+  const packets: SwitchCapture["packets"] = [];
+  const at: Record<string, bigint> = {};
+  const send = (f: RoceFrame, label?: string, gap = 5_000n) => {
+    t += gap;
+    if (label) at[label] = t;
+    const { data, wireLength } = buildFrame(f);
+    packets.push({ timestampNs: t, data, originalLength: wireLength });
+  };
+  return { packets, at, send };
+}
+
+/**
+ * One 8 KiB write (READ REQUEST, READ RESPONSE FIRST and LAST); between the
+ * two READ RESPONSEs, an RDMA WRITE ONLY between two other hosts whose
+ * (src, dst, dest QP) takes the QP map slot of the I/O's READ RESPONSE
+ * message. The I/O's own last data packet (rr_last) is then not found.
+ */
+export function lastDataDisplaced(t0: bigint): Scenario {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const other = ipv4("10.0.2.9"); // storage side, writing to a compute host
+  const otherHost = ipv4("10.0.1.9");
+  const tqp = 0x801;
+  const hqp = 0x101;
+  const otherQp = qpForSlot(other, otherHost, slotOf(host, target, tqp, IOREF_SLOTS), IOREF_SLOTS);
+  const { packets, at, send } = recorder(t0);
+  const rkey = 0x7001;
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe("write", 5, 1, 0x1000n, 8192, rkey) }, "cmd");
+  send({ src: target, dst: host, opcode: Opcode.READ_REQUEST, destQp: hqp, psn: 500, reth: { va: 0x1000n, rkey, length: 8192 } }, "rreq");
+  send({ src: host, dst: target, opcode: Opcode.READ_RESPONSE_FIRST, destQp: tqp, psn: 500, aeth: { syndrome: 0, msn: 1 }, payloadLength: 4096 }, "rr_first");
+  send({ src: other, dst: otherHost, opcode: Opcode.WRITE_ONLY, destQp: otherQp, psn: 7, reth: { va: 0n, rkey: 0x99, length: 64 }, payloadLength: 64 }, undefined, 1_000n);
+  send({ src: host, dst: target, opcode: Opcode.READ_RESPONSE_LAST, destQp: tqp, psn: 501, aeth: { syndrome: 0, msn: 1 }, payloadLength: 4096 }, "rr_last", 2_000n);
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 501, payload: nvmeCqe(5, 1, 0, 0, 0) }, "rsp", 20_000n);
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 2, role: "compute" as const, prefixes: [`${ipv4Text(otherHost)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+    { port: 34, role: "storage" as const, prefixes: [`${ipv4Text(other)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), hostQp: hqp, targetQp: tqp, at };
+}
+
+/** The slot of a queue pairing key (host, target, QP) in way 0 and in way 1 of a two-way queue pair map (p4/include/control/queue_pairs.p4). */
+export function pairSlots(host: number, target: number, qp: number): [number, number] {
+  const k = Buffer.alloc(11);
+  k.writeUInt32BE(host >>> 0, 0);
+  k.writeUInt32BE(target >>> 0, 4);
+  k.writeUIntBE(qp & 0xffffff, 8, 3);
+  const w0 = crc32(k) % QUEUE_SLOTS;
+  k.writeUIntBE(qp & 0xffffff, 0, 3);
+  k.writeUInt32BE(target >>> 0, 3);
+  k.writeUInt32BE(host >>> 0, 7);
+  return [w0, crc32(k) % QUEUE_SLOTS];
+}
+
+/**
+ * A host in hostBase's /16 and a QP number whose pairing key lands in the
+ * way-0 slot `want0` (and, if given, the way-1 slot `want1`), other than
+ * the keys in `not`. CRC-32 is affine over GF(2) in the message's bits, so
+ * this is a linear system in the 40 free bits (host's low 16, QP's 24).
+ */
+export function keyForSlots(hostBase: number, target: number, want0: number, want1?: number, not: ReadonlyArray<{ host: number; qp: number }> = []): { host: number; qp: number } {
+  const N = 40;
+  const at = (x: bigint) => ({ host: (hostBase & 0xffff0000) | Number((x >> 24n) & 0xffffn), qp: Number(x & 0xffffffn) });
+  const slots = (x: bigint) => { const k = at(x); return pairSlots(k.host, target, k.qp); };
+  const base = slots(0n);
+  const cols = Array.from({ length: N }, (_, i) => slots(1n << BigInt(i)).map((v, w) => v ^ base[w]!));
+  const rows: Array<{ mask: bigint; rhs: number }> = [];
+  const bits = Math.log2(QUEUE_SLOTS);
+  const wants = want1 === undefined ? [want0] : [want0, want1];
+  wants.forEach((want, w) => {
+    for (let b = 0; b < bits; b++) {
+      let mask = 0n;
+      for (let i = 0; i < N; i++) if ((cols[i]![w]! >> b) & 1) mask |= 1n << BigInt(i);
+      rows.push({ mask, rhs: ((want ^ base[w]!) >> b) & 1 });
+    }
+  });
+  // Gaussian elimination: one pivot variable per independent row.
+  const pivots: Array<{ v: number; mask: bigint; rhs: number }> = [];
+  for (const r of rows) {
+    let { mask, rhs } = r;
+    for (const p of pivots) if ((mask >> BigInt(p.v)) & 1n) { mask ^= p.mask; rhs ^= p.rhs; }
+    if (mask === 0n) { if (rhs) throw new Error("no key for these slots"); continue; }
+    let v = 0;
+    while (!((mask >> BigInt(v)) & 1n)) v++;
+    for (const p of pivots) if ((p.mask >> BigInt(v)) & 1n) { p.mask ^= mask; p.rhs ^= rhs; }
+    pivots.push({ v, mask, rhs });
+  }
+  const free = [...Array(N).keys()].filter((i) => !pivots.some((p) => p.v === i));
+  for (let choice = 1; choice < 1 << Math.min(free.length, 16); choice++) {
+    let x = 0n;
+    free.forEach((v, j) => { if ((choice >> j) & 1) x |= 1n << BigInt(v); });
+    for (const p of pivots) {
+      let bit = p.rhs;
+      for (const v of free) if (((p.mask >> BigInt(v)) & 1n) && ((x >> BigInt(v)) & 1n)) bit ^= 1;
+      if (bit) x |= 1n << BigInt(p.v);
+    }
+    const k = at(x);
+    const [s0, s1] = pairSlots(k.host, target, k.qp);
+    if (s0 !== want0 || (want1 !== undefined && s1 !== want1)) throw new Error("the solved key is not in its slots");
+    if (k.qp !== 0 && (k.host & 0xffff) !== 0 && !not.some((n) => n.host === k.host && n.qp === k.qp)) return k;
+  }
+  throw new Error("no other key for these slots");
+}
+
+/**
+ * Three 4 KiB reads of three hosts on one target whose queue pairings take
+ * the same by-host-QP entries: A's in way 0, B's in way 1 (its way-0 entry
+ * is A's), and C's, whose way-0 entry is A's and way-1 entry B's, replaces
+ * B's between B's data and its response, which the switch then cannot pair.
+ * The scenario's host and QPs are B's; `second` is C.
+ */
+export function pairingDisplaced(t0: bigint): Scenario & { second: { host: string; hostQp: number; targetQp: number } } {
+  const hostA = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const others = ipv4("10.1.0.0");
+  const A = { host: hostA, qp: 0x101 };
+  const [a0] = pairSlots(A.host, target, A.qp);
+  const B = keyForSlots(others, target, a0);
+  const [, b1] = pairSlots(B.host, target, B.qp);
+  const C = keyForSlots(others, target, a0, b1, [B]);
+  const tq = { A: 0x801, B: 0x802, C: 0x803 };
+  const { packets, at, send } = recorder(t0);
+  const read = (h: { host: number; qp: number }, tqp: number, rkey: number, psn: number, label: string) => {
+    send({ src: h.host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn, payload: nvmeSqe("read", 3, 1, 0n, 4096, rkey) }, `cmd${label}`);
+    send({ src: target, dst: h.host, opcode: Opcode.WRITE_ONLY, destQp: h.qp, psn: psn + 1, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, `data${label}`);
+  };
+  const rsp = (h: { host: number; qp: number }, psn: number, status: number, label: string) =>
+    send({ src: target, dst: h.host, opcode: Opcode.SEND_ONLY, destQp: h.qp, psn, payload: nvmeCqe(3, 1, 0, status, 0) }, label);
+  read(A, tq.A, 0xa3, 10, "A");
+  read(B, tq.B, 0xb3, 20, "");
+  read(C, tq.C, 0xc3, 30, "2");
+  rsp(B, 22, 0x0004, "rsp");
+  rsp(A, 12, 0, "rspA");
+  rsp(C, 32, 0, "rsp2");
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(hostA)}/32`] },
+    { port: 2, role: "compute" as const, prefixes: ["10.1.0.0/16"] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return {
+    capture: { name: "sw", topology, packets }, host: ipv4Text(B.host), target: ipv4Text(target), hostQp: B.qp, targetQp: tq.B, at,
+    second: { host: ipv4Text(C.host), hostQp: C.qp, targetQp: tq.C },
+  };
+}
