@@ -128,7 +128,9 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
       if (v6) await writeV6Entries(rig.controller, v6.ports, v6.endpoints);
       for (const a of arrivals) {
         const p = capture.packets[a.index]!;
-        rig.feed({ timestampNs: startNs + a.atNs, data: p.data, originalLength: p.originalLength });
+        // IPv6: straight into the switch, on the port of the frame's source.
+        if (v6) rig.sw.process({ port: portOf(p.data)!, data: p.data, unixNs: startNs + a.atNs, wireLength: p.originalLength ?? p.data.length });
+        else rig.feed({ timestampNs: startNs + a.atNs, data: p.data, originalLength: p.originalLength });
       }
       await rig.drain();
       swCounters = await rig.controller.readCounters();
@@ -270,7 +272,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
   }, 300_000);
 
   test("IPv6 traffic (generate --ip 6: NVMe with RDMA CM, in-capsule writes, lost responses, gradient sync), endpoint keys written as the controller writes them: the same digests and counters on BMv2 and on the software switch, to the ns", async () => {
-    const t6 = generateTraffic({ seed: 29, layout: "single", durationNs: 60_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000, responseLoss: 0.03, errorRate: 0.03, ip: 6 });
+    const t6 = generateTraffic({ seed: 29, layout: "single", durationNs: 110_000_000, hosts: 2, targets: 2, ioRate: 400, gradientBytes: 64 << 10, gradientGapNs: 3_000_000, responseLoss: 0.03, errorRate: 0.03, ip: 6 });
     const v6 = v6Topology(t6.switches[0]!.topology as never);
     expect(v6.endpoints.length).toBe(4);
     const { capture, report, arrivals, bmDigests, bmCounters, swDigests, swCounters } = await bmv2AndSoftware(t6, undefined, v6);
