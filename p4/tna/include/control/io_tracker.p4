@@ -87,6 +87,7 @@ const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the targ
 #define PRED_BOTH 4w0b1000 &&& 4w0b1000
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
+    EndpointLearn() endpoint_learn;  // endpoints.p4
     // Set by the classification and the steps before the registers. The
     // metadata starts at zero (@pa_auto_init_metadata), which is every
     // value's "none".
@@ -1084,6 +1085,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             stat_refs_tbl.apply();
             digest_host_qp_tbl.apply();
             digest_target_qp_tbl.apply();
+        } else {
+            // Not measured here: an IPv6 endpoint without a key is reported.
+            endpoint_learn.apply(hdr, meta);
         }
     }
 }
