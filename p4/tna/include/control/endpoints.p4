@@ -109,13 +109,11 @@ control EndpointLearn(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action learn_digest() { meta.stat.endpoint_learned = true; }
 
     apply {
-        if (meta.stat.unmeasured == UNMEASURED_UNKNOWN_ENDPOINT) {
-            fold_halves();
-            fold_words();
-            learn_tbl.apply();
-            if (learned != 8) {
-                learn_digest();
-            }
+        fold_halves();
+        fold_words();
+        learn_tbl.apply();
+        if (learned != 8) {
+            learn_digest();
         }
     }
 }

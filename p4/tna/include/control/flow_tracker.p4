@@ -766,7 +766,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 
 
     apply {
-        if (hdr.bridge.measured == 1 && meta.cfg.mode != MODE_OFF) {  // the bridge's endpoint keys (endpoints.p4)
+        if (hdr.bridge.measured == 1 && hdr.bridge.mode != MODE_OFF) {  // the bridge's endpoint keys (endpoints.p4)
             if (hdr.bth.opcode == OP_CNP) {
                 meta.stat.cnp = true;
                 // A CNP's (dst, src) is the pair of the flows it slows.

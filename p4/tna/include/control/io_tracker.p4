@@ -1043,7 +1043,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_watchlist.apply();
         }
 
-        if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
+        if (meta.stat.unmeasured == UNMEASURED_UNKNOWN_ENDPOINT) {
+            // Not measured here: an IPv6 endpoint without a key is reported.
+            endpoint_learn.apply(hdr, meta);
+        } else if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
                 learn_tbl.apply();
@@ -1085,9 +1088,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             stat_refs_tbl.apply();
             digest_host_qp_tbl.apply();
             digest_target_qp_tbl.apply();
-        } else {
-            // Not measured here: an IPv6 endpoint without a key is reported.
-            endpoint_learn.apply(hdr, meta);
         }
     }
 }
