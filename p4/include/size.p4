@@ -27,8 +27,15 @@
 #define IOREF_SLOT_BITS 14
 #define PAIR_SLOTS 2048
 #define PAIR_SLOT_BITS 11
-#define QUEUE_SLOTS 4096
-#define QUEUE_SLOT_BITS 12
+// Queue pairings per map (one way): Tofino 2's ingress takes twice Tofino
+// 1's (in two more of its 20 stages).
+#if __TARGET_TOFINO__ == 2
+#define QUEUE_SLOTS 32768
+#define QUEUE_SLOT_BITS 15
+#else
+#define QUEUE_SLOTS 16384
+#define QUEUE_SLOT_BITS 14
+#endif
 #define LEARN_SLOTS 8192
 #define LEARN_SLOT_BITS 13
 #else

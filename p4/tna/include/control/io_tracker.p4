@@ -14,7 +14,7 @@
 //   stage 6    owner
 //   stage 7    check (the command's reference and PSN)
 //   stage 8    info and length; command time
-//   stage 9    data times
+//   stage 9    data times (the last one's: whether it ends its message)
 //   stage 10-  durations, digest
 //
 // An I/O is (host, target, target QP, CID) as in the v1model build. Its slot
@@ -95,6 +95,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bool in_capsule;
     bool starts_message;  // a data packet that opens a QP map entry
     bit<8> info_w;        // info a command writes, or the bit a data packet sets
+    bit<8> ends;          // a data packet that ends its message (LAST or ONLY): 1
     bit<4> cmd_flags;     // a command's digest flags known from its capsule
     bit<32> info_cmd;     // a command's info word (info_w | vantage ++ length)
     bit<32> info_set;     // a data packet's info bit, in 31:24
@@ -104,6 +105,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<32> thr_c;        // meta.now_c - io timeout, clamped at 0
     bit<32> cref;         // the I/O's reference (command: its own; data: found)
     bit<32> fp;           // fingerprint of the I/O's key
+    bit<32> qp_fp;        // data packet: fingerprint of its message's (src, dst, QP)
 
     // Register outputs, each tested by a later stage.
     // The I/O's target QP: a command's and a READ RESPONSE's own (their
@@ -124,6 +126,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<32> infow;        // the slot's info word before this packet
     bit<32> first_age;    // response: the ages (now - time) of the data times
     bit<32> rr_first_age;
+    bit<32> last_ts;      // response: the last data packet's time, 0 when it did not end its message
+    bool last_lost;       // response: its I/O's own last data packet was not seen
 
     // Byte swaps of the little-endian NVMe fields, in the hash units
     // (identity): an action cannot gather a field's bytes in reverse order.
@@ -150,6 +154,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) qp_idx;
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) qp_fp_hash;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_host_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) by_target_idx;
 
@@ -238,28 +243,32 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
     };
 
-    // QP map (a message's first packet -> the rest): (QP, reference, 0 when
-    // the first packet found no I/O); indexed by (src, dst, QP).
+    // QP map (a message's first packet -> the rest): (fingerprint of (src,
+    // dst, QP), reference, 0 when the first packet found no I/O); indexed
+    // by (src, dst, QP). The whole key's fingerprint, not the QP number: a
+    // packet of another message that shares the index and the QP number
+    // would be counted as this I/O's data.
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) qp_map;
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_write = {
         void apply(inout pair_t value) {
-            value.lo = (bit<32>)hdr.bth.dest_qp;
+            value.lo = qp_fp;
             value.hi = cref;
         }
     };
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_find = {
         void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == (bit<32>)hdr.bth.dest_qp) { rv = value.hi; } else { rv = 0; }
+            if (value.lo == qp_fp) { rv = value.hi; } else { rv = 0; }
         }
     };
 
     // Queue pairs (SPEC §3), indexed by (host, target, QP): by host QP (its
     // tag; the target QP's), by target QP (its tag; the host QP's).
     Register<pair_t, bit<QUEUE_SLOT_BITS>>(QUEUE_SLOTS, {0, 0}) queue_by_host;
-    // Learn: 1 when the host QP was not paired here before.
+    // Learn: 1 when the entry did not hold this pairing (the host QP with
+    // this target QP) before.
     RegisterAction<pair_t, bit<QUEUE_SLOT_BITS>, bit<1>>(queue_by_host) by_host_learn = {
         void apply(inout pair_t value, out bit<1> rv) {
-            if (value.lo == (hqp & 0x00FFFFFF)) { rv = 0; } else { rv = 1; }
+            if (value.lo == (hqp & 0x00FFFFFF) && value.hi == word) { rv = 0; } else { rv = 1; }
             value.lo = hqp & 0x00FFFFFF;
             value.hi = word;
         }
@@ -341,9 +350,22 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REG32(io_data_first_ts, IO_SLOTS, IO_SLOT_BITS)
     RA_WRITE(io_data_first_ts, IO_SLOT_BITS, first_ts_write, meta.now32)
     RA_AGE(io_data_first_ts, IO_SLOT_BITS, first_ts_age, meta.now32)
-    REG32(io_data_last_ts, IO_SLOTS, IO_SLOT_BITS)
-    RA_WRITE(io_data_last_ts, IO_SLOT_BITS, last_ts_write, meta.now32)
-    RA_AGE(io_data_last_ts, IO_SLOT_BITS, last_ts_age, meta.now32)
+    // The last data packet: (time, 1 when it ends its message: LAST or
+    // ONLY). A FIRST or MIDDLE recorded last (the rest of its message not
+    // found: its QP map entry taken by a colliding key) leaves the I/O
+    // without its own last data packet: its response reads 0 instead of
+    // the time, and DAL is absent (IO_FLAG_LAST_LOST), as in the v1model
+    // build. (A pair register returns no difference: the age is taken in
+    // the response's next stage.)
+    Register<pair_t, bit<IO_SLOT_BITS>>(IO_SLOTS, {0, 0}) io_data_last_ts;
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_write = {
+        void apply(inout pair_t value) { value.lo = meta.now32; value.hi = (bit<32>)ends; } };
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_read = {
+        void apply(inout pair_t value, out bit<32> rv) {
+            rv = 0;
+            if (value.hi != 0) { rv = value.lo; }
+        }
+    };
     REG32(io_rr_first_ts, IO_SLOTS, IO_SLOT_BITS)
     RA_WRITE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_write, meta.now32)
     RA_AGE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_age, meta.now32)
@@ -367,20 +389,22 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.target = meta.src_key;
     }
     // Data towards the host (WRITE: read data; READ REQUEST from the target).
-    @hidden action to_host(bit<8> c, bit<32> i, bool starts) {
+    @hidden action to_host(bit<8> c, bit<32> i, bool starts, bit<8> e) {
         pkt_class = c;
         info_set = i;
         starts_message = starts;
+        ends = e;
         hqp = (bit<32>)hdr.bth.dest_qp;
         meta.io_digest.host = meta.dst_key;
         meta.io_digest.target = meta.src_key;
     }
     // READ RESPONSE (write data from the host).
-    @hidden action to_target(bool starts) {
+    @hidden action to_target(bool starts, bit<8> e) {
         pkt_class = IO_PKT_READ_RESP;
         info_set = IO_INFO_RR_SEEN ++ 24w0;
         word = (bit<32>)hdr.bth.dest_qp;
         starts_message = starts;
+        ends = e;
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
     }
@@ -426,17 +450,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
             (_, _, _, _, _, _, true): rsp();
-            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
-            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
-            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false);
-            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true);
+            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 0);
+            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 0);
+            (_, _, OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 1);
+            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 1);
+            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 1);
+            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 1);
+            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false, 0);
+            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true, 0);
+            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false, 0);
+            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false, 1);
+            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true, 1);
         }
         const default_action = NoAction();
         size = 32;
@@ -604,8 +628,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action by_target_find_a() {
         pword_t = by_target_find.execute(BY_TARGET_IDX);
     }
+    // A learn also names the host's QP for the pairing's digest (below).
     @hidden action by_target_learn_a() {
         by_target_learn.execute(BY_TARGET_IDX);
+        pword_t = hqp;
     }
     @stage(4)
     @hidden table queue_target_tbl {
@@ -623,7 +649,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 8;
     }
     @hidden action by_host_find_a() { pword_h = by_host_find.execute(BY_HOST_IDX); }
-    @hidden action by_host_learn_a() { pair_new = by_host_learn.execute(BY_HOST_IDX); }
+    // A learn also names the target's QP for the pairing's digest (below).
+    @hidden action by_host_learn_a() {
+        pair_new = by_host_learn.execute(BY_HOST_IDX);
+        pword_h = word;
+    }
     @stage(4)
     @hidden table queue_host_tbl {
         key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); hqp[30:30]: ternary @name("cm_found"); }
@@ -656,6 +686,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 4;
     }
 
+    // The QP map entry's fingerprint, in the stage before it (the early
+    // stages' hash distribution is taken).
+    @hidden action take_qp_fp() {
+        qp_fp = qp_fp_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp });
+    }
+    @stage(4)
+    @hidden table qp_fp_tbl {
+        actions = { take_qp_fp; }
+        const default_action = take_qp_fp();
+        size = 1;
+    }
     // QP map: a message's first packet writes the reference it found (0 when
     // none), the others find it.
     @hidden action qp_write_a() { qp_write.execute(QP_IDX); }
@@ -808,15 +849,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 4;
     }
     @hidden action last_write_a() { last_ts_write.execute(SLOT); }
-    @hidden action last_age_a() { meta.io_digest.from_data_ns = last_ts_age.execute(SLOT); }
+    @hidden action last_read_a() { last_ts = last_ts_read.execute(SLOT); }
     @stage(9)
     @hidden table last_ts_tbl {
         key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); }
-        actions = { last_write_a; last_age_a; NoAction; }
+        actions = { last_write_a; last_read_a; NoAction; }
         const entries = {
             // From the last data packet: read data (read), READ RESPONSE (write).
-            (IO_PKT_RSP, _, PRED_TRUE, 0x48 &&& 0x48): last_age_a();
-            (IO_PKT_RSP, _, PRED_TRUE, 0x04 &&& 0x44): last_age_a();
+            (IO_PKT_RSP, _, PRED_TRUE, 0x48 &&& 0x48): last_read_a();
+            (IO_PKT_RSP, _, PRED_TRUE, 0x04 &&& 0x44): last_read_a();
             (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC0): last_write_a();
             (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC0): last_write_a();
         }
@@ -913,6 +954,34 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         const default_action = NoAction();
         size = 64;
     }
+    // From the last data packet (read data, READ RESPONSE) when it ends its
+    // message; else (its time read as 0) no from_data_ns (DAL absent),
+    // IO_FLAG_LAST_LOST, counted as ioref_overwritten (as in the v1model
+    // build).
+    @hidden action rsp_from_data() {
+        meta.io_digest.from_data_ns = meta.now32 - last_ts;
+    }
+    @hidden action rsp_last_lost() {
+        meta.stat.ioref_overwritten = true;
+        last_lost = true;
+    }
+    @stage(10)
+    @hidden table rsp_last_tbl {
+        key = { closed: ternary; infow[31:24]: ternary @name("info"); last_ts: ternary; }
+        actions = { rsp_from_data; rsp_last_lost; NoAction; }
+        const entries = {
+            // Read with data seen, write with READ RESPONSEs seen.
+            (PRED_TRUE, 0x04 &&& 0x44, 0): rsp_last_lost();
+            (PRED_TRUE, 0x48 &&& 0x48, 0): rsp_last_lost();
+            (PRED_TRUE, 0x04 &&& 0x44, _): rsp_from_data();
+            (PRED_TRUE, 0x48 &&& 0x48, _): rsp_from_data();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+    @hidden action rsp_flag_last_lost() {
+        meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_LAST_LOST[3:0];
+    }
     @hidden action rsp_digest_bytes() {
         meta.io_digest.bytes = rsp_len_swap.get({ infow[7:0], infow[15:8], infow[23:16] });
     }
@@ -977,34 +1046,57 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.stat.ioref_overwritten = (bool)overwritten;
         meta.stat.queue_pair_learned = (bool)pair_new;
     }
+    // A queue pairing learned (new in its entry) is sent to the exporter as
+    // an IO_EVENT_QUEUE_PAIR digest (host, target, both QPs; event 0), on
+    // the packet that learned it (a keyed transfer or a CM REP, which send
+    // no other digest): the queue pair maps have one way here, and an
+    // entry keeps no addresses to report the pairing a colliding one takes,
+    // so the exporter keeps every pairing, and attributes the responses of
+    // a queue whose pairing the switch lost (IO_EVENT_UNPAIRED_RSP).
+    @hidden action stat_refs_pair() {
+        stat_refs();
+        meta.digest_kind = DIGEST_IO;
+    }
     @stage(9)
     @hidden table stat_refs_tbl {
-        actions = { stat_refs; }
+        key = { pair_new: exact; }
+        actions = { stat_refs; stat_refs_pair; }
+        const entries = {
+            1: stat_refs_pair();
+        }
         const default_action = stat_refs();
-        size = 1;
+        size = 2;
     }
 
     // The digest's QP from the queue pair, late (its crossbar bytes are
-    // short in the owner's stage); one table each (24 bits of hash each).
-    @stage(9)
+    // short in the owner's stage, and the data times' stage needs its hash
+    // distribution for their indexes); one table each (24 bits of hash each).
+    @stage(8)
     @hidden table digest_host_qp_tbl {
         key = { pkt_class: exact; }
         actions = { cmd_digest_host_qp; @defaultonly NoAction; }
         const entries = {
             IO_PKT_CMD: cmd_digest_host_qp();
+            // A queue pairing learned (its digest).
+            IO_PKT_WRITE_DATA: cmd_digest_host_qp();
+            IO_PKT_READ_REQ: cmd_digest_host_qp();
+            IO_PKT_CM_REP: cmd_digest_host_qp();
         }
         const default_action = NoAction();
-        size = 1;
+        size = 4;
     }
-    @stage(9)
+    @stage(8)
     @hidden table digest_target_qp_tbl {
         key = { pkt_class: exact; }
         actions = { rsp_digest_target_qp; @defaultonly NoAction; }
         const entries = {
             IO_PKT_RSP: rsp_digest_target_qp();
+            IO_PKT_WRITE_DATA: rsp_digest_target_qp();
+            IO_PKT_READ_REQ: rsp_digest_target_qp();
+            IO_PKT_CM_REP: rsp_digest_target_qp();
         }
         const default_action = NoAction();
-        size = 1;
+        size = 4;
     }
 
     // No `return` in this block: a return becomes a flag that every later
@@ -1071,23 +1163,28 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 take_fp_rsp();
             }
             psn_tbl.apply();
+            qp_fp_tbl.apply();
             qp_tbl.apply();  // and a response's slot
             owner_tbl.apply();
             check_tbl.apply();
             info_tbl.apply();
             cmd_ts_tbl.apply();
+            digest_host_qp_tbl.apply();
+            digest_target_qp_tbl.apply();
             first_ts_tbl.apply();
             last_ts_tbl.apply();
             rr_first_ts_tbl.apply();
-            if (pkt_class == IO_PKT_RSP) {
-                rsp_done_tbl.apply();
-                rsp_digest_bytes();
-            }
             // Late, in stage order (a table after another in a block is
             // not placed before it).
             stat_refs_tbl.apply();
-            digest_host_qp_tbl.apply();
-            digest_target_qp_tbl.apply();
+            if (pkt_class == IO_PKT_RSP) {
+                rsp_done_tbl.apply();
+                rsp_digest_bytes();
+                rsp_last_tbl.apply();
+                if (last_lost) {
+                    rsp_flag_last_lost();
+                }
+            }
         }
     }
 }
