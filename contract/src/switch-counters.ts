@@ -16,6 +16,7 @@ const bit = (offset: number): Holds => (index) => ((index >>> offset) & 1) === 1
 const field = (offset: number, width: number) => (index: number) => (index >>> offset) & ((1 << width) - 1);
 const outcome = field(C.PKT_EV_IO_OUTCOME, 3);
 const outcomeIs = (...codes: number[]): Holds => (index) => codes.includes(outcome(index));
+const unmeasuredIs = (code: number): Holds => (index) => field(C.PKT_EV_UNMEASURED, 2)(index) === code;
 
 /** The events of packet_events' index. */
 export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> = [
@@ -23,7 +24,8 @@ export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> =
   ["parser_errors", bit(C.PKT_EV_PARSER_ERROR)],
   ["unknown_opcodes", bit(C.PKT_EV_UNKNOWN_OPCODE)],
   ["no_route", bit(C.PKT_EV_NO_ROUTE)],
-  ["digests", (index) => field(C.PKT_EV_DIGEST, 2)(index) !== 0],
+  // A LEARN_ENDPOINT digest has a bit of its own (the TNA build leaves the digest kind to the I/O tracker).
+  ["digests", (index) => field(C.PKT_EV_DIGEST, 2)(index) !== 0 || bit(C.PKT_EV_ENDPOINT_LEARNED)(index)],
   ["io_commands", outcomeIs(C.IO_OUTCOME_CMD, C.IO_OUTCOME_REPLACED)],
   ["io_replaced", outcomeIs(C.IO_OUTCOME_REPLACED)],
   ["untracked_ios", outcomeIs(C.IO_OUTCOME_UNTRACKED)],
@@ -33,6 +35,9 @@ export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> =
   ["ioref_overwritten", bit(C.PKT_EV_IOREF_OVERWRITTEN)],
   ["queue_pairs_learned", bit(C.PKT_EV_QUEUE_PAIR_LEARNED)],
   ["learned", bit(C.PKT_EV_LEARNED)],
+  ["reserved_address", unmeasuredIs(C.UNMEASURED_RESERVED_ADDRESS)],
+  ["ipv6_ext_header", unmeasuredIs(C.UNMEASURED_IPV6_EXT_HEADER)],
+  ["unknown_endpoint", unmeasuredIs(C.UNMEASURED_UNKNOWN_ENDPOINT)],
 ];
 
 /** The events of flow_events' index. */

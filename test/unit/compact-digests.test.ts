@@ -96,7 +96,12 @@ describe("compact digests decoded into the full layout", () => {
 
   test("learn: the same members, as sent", () => {
     const d = decodeCompactDigest("learn_digest_t", sample("learn_digest_t", { seq: 3, kind: 2, src: 4, dst: 5, dest_qp: 6 }), compactContext(MODE_FULL, 1n));
-    expect(d).toEqual({ kind: "learn", seq: 3, learn: 2, src: 4, dst: 5, dest_qp: 6 });
+    expect(d).toEqual({ kind: "learn", seq: 3, learn: 2, src: 4, dst: 5, dest_qp: 6, addr: 0n });
+    // LEARN_ENDPOINT: the IPv6 address (128 bits) as the stream gives it, big-endian bytes.
+    const addr = Buffer.from("20010db8000000010000000000000099", "hex");
+    const e = decodeCompactDigest("learn_digest_t", [3, 3, 0, 0, 0, addr], compactContext(MODE_FULL, 1n));
+    expect(e).toEqual({ kind: "learn", seq: 3, learn: 3, src: 0, dst: 0, dest_qp: 0, addr: 0x20010db8000000010000000000000099n });
+    expect(Buffer.from(fullDigestValues("learn_digest_t", e)[5] as Uint8Array).equals(addr)).toBe(true);
   });
 
   test("members arrive as numbers or as big-endian bytes, whichever the stream gave", () => {
@@ -134,7 +139,7 @@ describe("compact digests decoded into the full layout", () => {
     for (const name of Object.keys(EXPECTED_COMPACT)) {
       const widths = Object.values(EXPECTED_COMPACT[name]!.fields);
       // Every member at its compact maximum, and at 1.
-      for (const pick of [(w: number) => 2 ** w - 1, () => 1]) {
+      for (const pick of [(w: number): number | bigint => (w > 48 ? (1n << BigInt(w)) - 1n : 2 ** w - 1), () => 1]) {
         const d = decodeCompactDigest(name, widths.map(pick), c);
         const raw = fullDigestValues(name, d);
         expect(raw.length, name).toBe(Object.keys(EXPECTED[name]!.fields).length);
