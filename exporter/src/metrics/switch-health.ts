@@ -221,6 +221,7 @@ export class SwitchHealth {
       totals_since_unix_ns: (st.since ?? 0n).toString(),
       incomplete_ios: si?.incomplete ?? 0,
       ios_left_window: si?.leftWindow ?? 0,
+      unknown_endpoint_digests: si?.unknownEndpoints ?? 0,
       untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
       parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
       io_replaced: c?.io_replaced ?? null, io_unpaired_responses: c ? c.io_unpaired_responses : si?.untracked ? si.untracked : null,

@@ -312,6 +312,17 @@ export interface RawDigest {
   seq: bigint;
   listTimestampNs: bigint;
   fields: DigestField[];
+  /**
+   * The endpoint keys (240.0.0.0/4) this digest's address fields hold, each
+   * with the IPv6 address it stands for on this switch.
+   */
+  endpoints: Endpoint[];
+}
+
+export interface Endpoint {
+  key: number;
+  /** RFC 5952 text */
+  address: string;
 }
 
 export interface DigestField {
@@ -382,6 +393,12 @@ export interface SwitchStats {
    * absent (the response was not watched), never reported incomplete.
    */
   iosLeftWindow: bigint;
+  /**
+   * Digests of this interval dropped because an endpoint key (240.0.0.0/4)
+   * in them had no IPv6 address from the switch's controller: an address is
+   * never made up.
+   */
+  unknownEndpointDigests: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -2806,7 +2823,7 @@ export const Alert: MessageFns<Alert> = {
 };
 
 function createBaseRawDigest(): RawDigest {
-  return { switchId: "", digest: "", seq: 0n, listTimestampNs: 0n, fields: [] };
+  return { switchId: "", digest: "", seq: 0n, listTimestampNs: 0n, fields: [], endpoints: [] };
 }
 
 export const RawDigest: MessageFns<RawDigest> = {
@@ -2831,6 +2848,9 @@ export const RawDigest: MessageFns<RawDigest> = {
     }
     for (const v of message.fields) {
       DigestField.encode(v!, writer.uint32(42).fork()).join();
+    }
+    for (const v of message.endpoints) {
+      Endpoint.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -2888,6 +2908,14 @@ export const RawDigest: MessageFns<RawDigest> = {
             message.fields.push(DigestField.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.endpoints.push(Endpoint.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2915,6 +2943,9 @@ export const RawDigest: MessageFns<RawDigest> = {
         ? BigInt(object.list_timestamp_ns)
         : 0n,
       fields: globalThis.Array.isArray(object?.fields) ? object.fields.map((e: any) => DigestField.fromJSON(e)) : [],
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
+        : [],
     };
   },
 
@@ -2935,6 +2966,9 @@ export const RawDigest: MessageFns<RawDigest> = {
     if (message.fields?.length) {
       obj.fields = message.fields.map((e) => DigestField.toJSON(e));
     }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => Endpoint.toJSON(e));
+    }
     return obj;
   },
 
@@ -2950,6 +2984,92 @@ export const RawDigest: MessageFns<RawDigest> = {
       ? BigInt(object.listTimestampNs)
       : 0n;
     message.fields = object.fields?.map((e) => DigestField.fromPartial(e)) || [];
+    message.endpoints = object.endpoints?.map((e) => Endpoint.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEndpoint(): Endpoint {
+  return { key: 0, address: "" };
+}
+
+export const Endpoint: MessageFns<Endpoint> = {
+  encode(message: Endpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== 0) {
+      writer.uint32(8).uint32(message.key);
+    }
+    if (message.address !== "") {
+      writer.uint32(18).string(message.address);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Endpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpoint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.key = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Endpoint {
+    return {
+      key: isSet(object.key) ? globalThis.Number(object.key) : 0,
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+    };
+  },
+
+  toJSON(message: Endpoint): unknown {
+    const obj: any = {};
+    if (message.key !== 0) {
+      obj.key = Math.round(message.key);
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Endpoint>, I>>(base?: I): Endpoint {
+    return Endpoint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Endpoint>, I>>(object: I): Endpoint {
+    const message = createBaseEndpoint();
+    message.key = object.key ?? 0;
+    message.address = object.address ?? "";
     return message;
   },
 };
@@ -3063,6 +3183,7 @@ function createBaseSwitchStats(): SwitchStats {
     lateResponses: 0n,
     totalsSinceUnixNs: 0n,
     iosLeftWindow: 0n,
+    unknownEndpointDigests: 0n,
   };
 }
 
@@ -3190,6 +3311,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.iosLeftWindow of type uint64 too large");
       }
       writer.uint32(176).uint64(message.iosLeftWindow);
+    }
+    if (message.unknownEndpointDigests !== 0n) {
+      if (BigInt.asUintN(64, message.unknownEndpointDigests) !== message.unknownEndpointDigests) {
+        throw new globalThis.Error("value provided for field message.unknownEndpointDigests of type uint64 too large");
+      }
+      writer.uint32(184).uint64(message.unknownEndpointDigests);
     }
     return writer;
   },
@@ -3383,6 +3510,14 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.iosLeftWindow = reader.uint64() as bigint;
             continue;
           }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.unknownEndpointDigests = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3499,6 +3634,11 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.ios_left_window)
         ? BigInt(object.ios_left_window)
         : 0n,
+      unknownEndpointDigests: isSet(object.unknownEndpointDigests)
+        ? BigInt(object.unknownEndpointDigests)
+        : isSet(object.unknown_endpoint_digests)
+        ? BigInt(object.unknown_endpoint_digests)
+        : 0n,
     };
   },
 
@@ -3570,6 +3710,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.iosLeftWindow !== 0n) {
       obj.iosLeftWindow = message.iosLeftWindow.toString();
     }
+    if (message.unknownEndpointDigests !== 0n) {
+      obj.unknownEndpointDigests = message.unknownEndpointDigests.toString();
+    }
     return obj;
   },
 
@@ -3640,6 +3783,10 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     message.iosLeftWindow = (object.iosLeftWindow !== undefined && object.iosLeftWindow !== null)
       ? BigInt(object.iosLeftWindow)
       : 0n;
+    message.unknownEndpointDigests =
+      (object.unknownEndpointDigests !== undefined && object.unknownEndpointDigests !== null)
+        ? BigInt(object.unknownEndpointDigests)
+        : 0n;
     return message;
   },
 };
