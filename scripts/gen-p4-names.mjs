@@ -26,7 +26,7 @@ function widthOf(typeSpec) {
 }
 
 /** The constants the control plane reads digests and counters with: `const bit<W> NAME = value;` of these families. */
-const CONSTANT_FAMILIES = /^(IO_EVENT|IO_FLAG|IO_OP|IO_OUTCOME|VANTAGE|MSG_FLAG|LEARN|MODE|STAT|PKT_EV|FLOW_EV)_/;
+const CONSTANT_FAMILIES = /^(IO_EVENT|IO_FLAG|IO_OP|IO_OUTCOME|VANTAGE|MSG_FLAG|LEARN|MODE|STAT|PKT_EV|FLOW_EV|UNMEASURED)_/;
 
 export function p4Constants(defineSource) {
   const out = {};

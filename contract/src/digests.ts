@@ -45,6 +45,8 @@ export const IO_OP_WRITE = C.IO_OP_WRITE;
 export const MSG_FLAG_GAP_VALID = C.MSG_FLAG_GAP_VALID;
 export const LEARN_FLOW = C.LEARN_FLOW;
 export const LEARN_IO_PAIR = C.LEARN_IO_PAIR;
+/** an IPv6 address the switch's endpoint tables lack (`addr`): the controller gives it an endpoint key */
+export const LEARN_ENDPOINT = C.LEARN_ENDPOINT;
 export const MODE_OFF = C.MODE_OFF;
 export const MODE_FULL = C.MODE_FULL;
 export const MODE_POLLING = C.MODE_POLLING;
@@ -103,6 +105,8 @@ export interface LearnDigest {
   src: number;
   dst: number;
   dest_qp: number;
+  /** LEARN_ENDPOINT: the IPv6 address (128 bits) missing from the endpoint tables; 0n for the other kinds */
+  addr: bigint;
 }
 
 export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
@@ -152,6 +156,29 @@ function toNumber(v: unknown, field: string, digest: string, width: number): num
   } else throw new BadDigestError(`digest '${digest}' member '${field}': unexpected value of type ${typeof v}`);
   if (n < 0n || n >= 1n << BigInt(width)) throw new BadDigestError(`digest '${digest}' member '${field}': value ${n} does not fit in ${width} bits`);
   return Number(n);
+}
+
+/** A bigint from a value of more than 48 bits (an IPv6 address). */
+function toBigint(v: unknown, field: string, digest: string, width: number): bigint {
+  let n: bigint;
+  if (typeof v === "bigint") n = v;
+  else if (typeof v === "number" && Number.isSafeInteger(v)) n = BigInt(v);
+  else if (v instanceof Uint8Array) {
+    n = 0n;
+    for (const b of v) n = (n << 8n) | BigInt(b);
+  } else throw new BadDigestError(`digest '${digest}' member '${field}': unexpected value ${typeof v === "number" ? v : `of type ${typeof v}`}`);
+  if (n < 0n || n >= 1n << BigInt(width)) throw new BadDigestError(`digest '${digest}' member '${field}': value ${n} does not fit in ${width} bits`);
+  return n;
+}
+
+/** The canonical bitstring of a wide member (big-endian, no leading zeros, at least one byte). */
+function bigintBytes(n: bigint): Uint8Array {
+  const out: number[] = [];
+  do {
+    out.unshift(Number(n & 0xffn));
+    n >>= 8n;
+  } while (n > 0n);
+  return Uint8Array.from(out);
 }
 
 /**
@@ -286,10 +313,14 @@ function compileDecoder(name: string, layout: DigestLayout): Decoder | undefined
   for (const f of names) if (!(f in full.fields)) throw new BadDigestError(`compact digest '${name}' member '${f}' is not in the full layout`);
   const fills = FILLS[name] ?? {};
   const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
+  const wide = (v: unknown, i: number): bigint => toBigint(v, names[i]!, name, widths[i]!);
   const wrongCount = (n: number): never => {
     throw new BadDigestError(`digest '${name}' has ${n} members, expected ${names.length}${layout === "compact" ? " (compact layout)" : ""}`);
   };
-  const locals = names.map((f, i) => `const m_${f} = (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i});`);
+  // Members wider than 48 bits (an IPv6 address) decode to a bigint.
+  const locals = names.map((f, i) =>
+    widths[i]! > 48 ? `const m_${f} = wide(v[${i}], ${i});` : `const m_${f} = (typeof (x = v[${i}]) === "number" && x >= 0 && x < ${2 ** widths[i]!} && x === Math.floor(x)) ? x : slow(v[${i}], ${i});`,
+  );
   const members = Object.keys(full.fields).map((f) => {
     const key = full.kind === "learn" && f === "kind" ? "learn" : f;
     if (f in want.fields) return `${key}: m_${f}`;
@@ -303,7 +334,7 @@ function compileDecoder(name: string, layout: DigestLayout): Decoder | undefined
     ${locals.join("\n    ")}
     return { kind: ${JSON.stringify(full.kind)}, ${members.join(",\n      ")} };
   };`;
-  return new Function("slow", "wrongCount", body)(slow, wrongCount) as Decoder;
+  return new Function("slow", "wide", "wrongCount", body)(slow, wide, wrongCount) as Decoder;
 }
 
 const decoders = new Map<string, Decoder | undefined>();
@@ -326,17 +357,19 @@ export function decodeCompactDigest(name: string, values: readonly unknown[], c:
   return decode(values, c);
 }
 
-type FullValues = (d: TelemetryDigest) => number[];
+type FullValues = (d: TelemetryDigest) => Array<number | Uint8Array>;
 const fullValueFns = new Map<string, FullValues>();
 
 /** A decoded digest's members in the full layout's order: the raw sample the full layout would have sent. */
-export function fullDigestValues(name: string, d: TelemetryDigest): number[] {
+export function fullDigestValues(name: string, d: TelemetryDigest): Array<number | Uint8Array> {
   let fn = fullValueFns.get(name);
   if (!fn) {
     const want = EXPECTED[name];
     if (!want) throw new BadDigestError(`unknown digest '${name}'`);
     const keys = Object.keys(want.fields).map((f) => (want.kind === "learn" && f === "kind" ? "learn" : f));
-    fn = new Function("d", `return [${keys.map((k) => `d.${k}`).join(", ")}];`) as FullValues;
+    const wideKeys = new Set(Object.entries(want.fields).filter(([, w]) => w > 48).map(([f]) => f));
+    const values = new Function("d", "bytes", `return [${keys.map((k) => (wideKeys.has(k) ? `bytes(d.${k})` : `d.${k}`)).join(", ")}];`) as (d: TelemetryDigest, bytes: (n: bigint) => Uint8Array) => Array<number | Uint8Array>;
+    fn = (d) => values(d, bigintBytes);
     fullValueFns.set(name, fn);
   }
   return fn(d);

@@ -16,6 +16,7 @@ const bit = (offset: number): Holds => (index) => ((index >>> offset) & 1) === 1
 const field = (offset: number, width: number) => (index: number) => (index >>> offset) & ((1 << width) - 1);
 const outcome = field(C.PKT_EV_IO_OUTCOME, 3);
 const outcomeIs = (...codes: number[]): Holds => (index) => codes.includes(outcome(index));
+const unmeasuredIs = (code: number): Holds => (index) => field(C.PKT_EV_UNMEASURED, 2)(index) === code;
 
 /** The events of packet_events' index. */
 export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> = [
@@ -33,6 +34,9 @@ export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> =
   ["ioref_overwritten", bit(C.PKT_EV_IOREF_OVERWRITTEN)],
   ["queue_pairs_learned", bit(C.PKT_EV_QUEUE_PAIR_LEARNED)],
   ["learned", bit(C.PKT_EV_LEARNED)],
+  ["reserved_address", unmeasuredIs(C.UNMEASURED_RESERVED_ADDRESS)],
+  ["ipv6_ext_header", unmeasuredIs(C.UNMEASURED_IPV6_EXT_HEADER)],
+  ["unknown_endpoint", unmeasuredIs(C.UNMEASURED_UNKNOWN_ENDPOINT)],
 ];
 
 /** The events of flow_events' index. */

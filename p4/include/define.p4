@@ -4,6 +4,10 @@
 
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
+typedef bit<128> ipv6_addr_t;
+// An endpoint key (docs/architecture.md): an IPv4 address is its own key; an
+// IPv6 address gets one in 240.0.0.0/4 from the endpoint tables.
+typedef bit<32> endpoint_key_t;
 typedef bit<24> qpn_t;
 typedef bit<24> psn_t;
 typedef bit<32> rkey_t;
@@ -18,7 +22,25 @@ typedef bit<32> slot_t;
 
 const bit<16> ETHERTYPE_VLAN = 0x8100;
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_IPV6 = 0x86DD;
 const bit<8>  IP_PROTO_UDP = 17;
+// IPv6 extension headers (RFC 7045, RFC 8200): hop-by-hop options, routing,
+// fragment, ESP, AH, destination options, mobility, HIP, shim6, experimental.
+// A RoCEv2 packet behind one is forwarded, not measured, and counted.
+const bit<8>  IP6_EXT_HOP_BY_HOP = 0;
+const bit<8>  IP6_EXT_ROUTING = 43;
+const bit<8>  IP6_EXT_FRAGMENT = 44;
+const bit<8>  IP6_EXT_ESP = 50;
+const bit<8>  IP6_EXT_AH = 51;
+const bit<8>  IP6_EXT_DEST_OPTS = 60;
+const bit<8>  IP6_EXT_MOBILITY = 135;
+const bit<8>  IP6_EXT_HIP = 139;
+const bit<8>  IP6_EXT_SHIM6 = 140;
+const bit<8>  IP6_EXT_EXPERIMENT1 = 253;
+const bit<8>  IP6_EXT_EXPERIMENT2 = 254;
+// IPv4's reserved class E (RFC 1112), never a host address: the endpoint keys
+// of IPv6 addresses. An IPv4 packet from or to it is forwarded, not measured.
+const bit<4>  ENDPOINT_KEY_V6_PREFIX = 0xF;
 const bit<16> ROCEV2_UDP_PORT = 4791;
 const bit<2>  ECN_CE = 3;
 
@@ -118,6 +140,9 @@ const bit<8> MSG_FLAG_GAP_VALID = 0x01;  // gap_ns measured (previous message se
 // Learn digest kinds (polling mode).
 const bit<8> LEARN_FLOW = 1;     // RDMA WRITE flow (src, dst, dest_qp)
 const bit<8> LEARN_IO_PAIR = 2;  // NVMe host-target pair (dest_qp = 0)
+// An IPv6 address missing from the endpoint tables (addr; src, dst and
+// dest_qp 0): the controller gives it a key. Any mode but OFF.
+const bit<8> LEARN_ENDPOINT = 3;
 
 // Which digest a packet emits (at most one per packet).
 const bit<8> DIGEST_NONE = 0;
@@ -151,6 +176,10 @@ const bit<32> STAT_IO_REPLACED = 16;        // an open I/O closed by a new comma
 const bit<32> STAT_IO_UNPAIRED_RESPONSES = 17;  // a response on a queue whose pairing is unknown
 const bit<32> STAT_QUEUE_PAIRS_LEARNED = 18;    // host QP <-> target QP pairings learned
 const bit<32> STAT_CNP_UNTRACKED = 19;      // a CNP whose pair slot is held by another host pair
+// Forwarded, not measured (UNMEASURED_*, at most one per packet):
+const bit<32> STAT_RESERVED_ADDRESS = 20;   // an IPv4 packet from or to 240.0.0.0/4 (the IPv6 endpoint keys)
+const bit<32> STAT_IPV6_EXT_HEADER = 21;    // an IPv6 packet with an extension header chain
+const bit<32> STAT_UNKNOWN_ENDPOINT = 22;   // RoCEv2 over IPv6 from or to an address the endpoint tables lack
 
 // The I/O tracker's outcome for a packet: at most one, so 3 bits of the
 // packet_events index hold it.
@@ -162,8 +191,15 @@ const bit<3> IO_OUTCOME_RSP = 4;            // io_responses
 const bit<3> IO_OUTCOME_UNMATCHED = 5;      // io_unmatched_responses
 const bit<3> IO_OUTCOME_UNPAIRED = 6;       // io_unpaired_responses
 
+// Why a packet was forwarded but not measured: at most one reason, so 2
+// bits of the packet_events index hold it.
+const bit<2> UNMEASURED_NONE = 0;
+const bit<2> UNMEASURED_RESERVED_ADDRESS = 1;  // reserved_address
+const bit<2> UNMEASURED_IPV6_EXT_HEADER = 2;   // ipv6_ext_header
+const bit<2> UNMEASURED_UNKNOWN_ENDPOINT = 3;  // unknown_endpoint
+
 // The packet_events index: the offset of each field (1 bit unless noted).
-const bit<32> PKT_EV_BITS = 12;             // the index's width: 4,096 entries
+const bit<32> PKT_EV_BITS = 14;             // the index's width: 16,384 entries
 const bit<32> PKT_EV_ROCE = 0;              // roce_packets
 const bit<32> PKT_EV_PARSER_ERROR = 1;      // parser_errors
 const bit<32> PKT_EV_UNKNOWN_OPCODE = 2;    // unknown_opcodes
@@ -173,6 +209,7 @@ const bit<32> PKT_EV_IO_OUTCOME = 6;        // 3 bits, IO_OUTCOME_*
 const bit<32> PKT_EV_IOREF_OVERWRITTEN = 9; // ioref_overwritten
 const bit<32> PKT_EV_QUEUE_PAIR_LEARNED = 10;  // queue_pairs_learned
 const bit<32> PKT_EV_LEARNED = 11;          // learned (an NVMe host-target pair)
+const bit<32> PKT_EV_UNMEASURED = 12;       // 2 bits, UNMEASURED_*
 
 // The flow_events index: the offset of each field (1 bit each).
 const bit<32> FLOW_EV_BITS = 7;             // the index's width: 128 entries

@@ -33,6 +33,18 @@ header ipv4_h {
     ipv4_addr_t dst_addr;
 }
 
+header ipv6_h {
+    bit<4> version;
+    bit<6> dscp;         // the traffic class: DSCP ++ ECN
+    bit<2> ecn;
+    bit<20> flow_label;  // in no key
+    bit<16> payload_len;
+    bit<8> next_hdr;
+    bit<8> hop_limit;
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+}
+
 header udp_h {
     bit<16> src_port;
     bit<16> dst_port;
@@ -192,6 +204,7 @@ struct headers_t {
     ethernet_h ethernet;
     vlan_h vlan;
     ipv4_h ipv4;
+    ipv6_h ipv6;
     udp_h udp;
     bth_h bth;
     reth_h reth;
@@ -311,13 +324,15 @@ struct msg_digest_t {
 
 #endif
 
-// A flow or host-target pair seen for the first time while not watched (polling).
+// A flow or host-target pair seen for the first time while not watched
+// (polling), or an IPv6 address the endpoint tables lack (LEARN_ENDPOINT).
 struct learn_digest_t {
     bit<32> seq;
     bit<8> kind;         // LEARN_*
-    ipv4_addr_t src;
-    ipv4_addr_t dst;
+    endpoint_key_t src;
+    endpoint_key_t dst;
     qpn_t dest_qp;
+    ipv6_addr_t addr;    // LEARN_ENDPOINT: the missing address; 0 otherwise
 }
 
 // Telemetry configuration, set by the controller through tables only.
@@ -347,6 +362,7 @@ struct stat_flags_t {
     bool ioref_overwritten;
     bool queue_pair_learned;
     bool learned;             // an NVMe host-target pair learned
+    bit<2> unmeasured;        // UNMEASURED_*: forwarded, not measured
     // flow_events
     bool message;
     bool straddled;
@@ -364,6 +380,12 @@ struct local_metadata_t {
     bit<32> now32;           // ingress time, ns, low 32 bits (register timestamps)
     bit<32> now_c;           // ingress time bits 47:16 (liveness, see define_tna.p4)
 #endif
+    // The packet's endpoint keys and ECN (either family), and whether the
+    // trackers measure it (a RoCEv2 packet whose endpoints have keys).
+    endpoint_key_t src_key;
+    endpoint_key_t dst_key;
+    bit<2> ecn;
+    bool measured;
     role_t ingress_role;
     role_t egress_role;
     bool routed;

@@ -1,4 +1,4 @@
-// Architecture-neutral parser and deparser for Ethernet / 802.1Q / IPv4 /
+// Architecture-neutral parser and deparser for Ethernet / 802.1Q / IPv4 or IPv6 /
 // UDP / RoCEv2 (BTH and its extension headers) / NVMe capsules.
 // Anything short or unknown stops parsing; the packet is still forwarded.
 #ifndef __PARSER__
@@ -12,6 +12,7 @@ parser RoceParser(packet_in pkt, out headers_t hdr) {
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
@@ -20,6 +21,17 @@ parser RoceParser(packet_in pkt, out headers_t hdr) {
         pkt.extract(hdr.vlan);
         transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    // An extension header chain (any next header but UDP that is one) is
+    // forwarded but not measured, and counted (ipv6_ext_header).
+    state parse_ipv6 {
+        pkt.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
             default: accept;
         }
     }
@@ -160,6 +172,7 @@ control RoceDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv6);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.bth);
         pkt.emit(hdr.reth);

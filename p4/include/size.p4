@@ -4,6 +4,15 @@
 
 #define PORT_COUNT 512
 #define ROUTE_TABLE_SIZE 1024
+// IPv6 endpoints (address -> endpoint key), per table (src_v6, dst_v6), and
+// the slots of their learn filter.
+#ifdef TARGET_TNA
+#define ENDPOINT_TABLE_SIZE 4096
+#define ENDPOINT_LEARN_SLOTS 4096
+#else
+#define ENDPOINT_TABLE_SIZE 4096
+#define ENDPOINT_LEARN_SLOTS 4096
+#endif
 // Hash-indexed register slots (full mode). Powers of two.
 #ifdef TARGET_TNA
 // Tofino 1 (p4/tna): register slots sized for a 32-port ToR, so that every

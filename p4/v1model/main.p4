@@ -7,6 +7,7 @@
 #include "../include/parser.p4"
 #include "../include/control/config.p4"
 #include "../include/control/forwarding.p4"
+#include "../include/control/endpoints.p4"
 #include "../include/control/port_role.p4"
 #include "../include/control/io_tracker.p4"
 #include "../include/control/flow_tracker.p4"
@@ -30,6 +31,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                          inout standard_metadata_t std_meta) {
     TelemetryConfig() config;
     Forwarding() forwarding;
+    Endpoints() endpoints;
     PortRole() ingress_port_role;
     PortRole() egress_port_role;
     IoTracker() io_tracker;
@@ -42,6 +44,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         // BMv2 timestamps are microseconds; the software switch's are ns.
         meta.now = std_meta.ingress_global_timestamp * meta.cfg.ts_scale;
         forwarding.apply(hdr, meta);
+        endpoints.apply(hdr, meta);
         ingress_port_role.apply(std_meta.ingress_port, meta.ingress_role);
         egress_port_role.apply(meta.egress_port, meta.egress_role);
         meta.stat.roce = hdr.bth.isValid();

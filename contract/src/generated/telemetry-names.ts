@@ -22,6 +22,39 @@ export const P4_NAMES = {
       ],
       "size": 1024
     },
+    "forwarding_ipv6_routes": {
+      "name": "TelemetryIngress.forwarding.ipv6_routes",
+      "fields": {
+        "dst_addr": "dst_addr"
+      },
+      "actions": [
+        "TelemetryIngress.forwarding.route",
+        "TelemetryIngress.forwarding.drop"
+      ],
+      "size": 1024
+    },
+    "endpoints_src_v6": {
+      "name": "TelemetryIngress.endpoints.src_v6",
+      "fields": {
+        "addr": "addr"
+      },
+      "actions": [
+        "TelemetryIngress.endpoints.set_key",
+        "NoAction"
+      ],
+      "size": 4096
+    },
+    "endpoints_dst_v6": {
+      "name": "TelemetryIngress.endpoints.dst_v6",
+      "fields": {
+        "addr": "addr"
+      },
+      "actions": [
+        "TelemetryIngress.endpoints.set_key",
+        "NoAction"
+      ],
+      "size": 4096
+    },
     "ingress_port_role_port_roles": {
       "name": "TelemetryIngress.ingress_port_role.port_roles",
       "fields": {
@@ -92,6 +125,12 @@ export const P4_NAMES = {
     "forwarding_drop": {
       "name": "TelemetryIngress.forwarding.drop",
       "params": {}
+    },
+    "endpoints_set_key": {
+      "name": "TelemetryIngress.endpoints.set_key",
+      "params": {
+        "key": "key"
+      }
     },
     "ingress_port_role_set_role": {
       "name": "TelemetryIngress.ingress_port_role.set_role",
@@ -306,6 +345,10 @@ export const P4_NAMES = {
         {
           "name": "dest_qp",
           "bitwidth": 24
+        },
+        {
+          "name": "addr",
+          "bitwidth": 128
         }
       ]
     }
@@ -317,7 +360,7 @@ export const P4_NAMES = {
     },
     "stats_packet_events": {
       "name": "TelemetryIngress.stats.packet_events",
-      "size": 4096
+      "size": 16384
     },
     "stats_flow_events": {
       "name": "TelemetryIngress.stats.flow_events",
@@ -325,6 +368,14 @@ export const P4_NAMES = {
     }
   },
   "registers": {
+    "endpoints_endpoint_learned": {
+      "name": "TelemetryIngress.endpoints.endpoint_learned",
+      "size": 4096
+    },
+    "endpoints_endpoint_learned_epoch": {
+      "name": "TelemetryIngress.endpoints.endpoint_learned_epoch",
+      "size": 4096
+    },
     "io_tracker_io_host": {
       "name": "TelemetryIngress.io_tracker.io_host",
       "size": 262144
@@ -832,6 +883,7 @@ export const P4_CONSTANTS = {
   "MSG_FLAG_GAP_VALID": 1,
   "LEARN_FLOW": 1,
   "LEARN_IO_PAIR": 2,
+  "LEARN_ENDPOINT": 3,
   "STAT_ROCE_PACKETS": 0,
   "STAT_UNTRACKED_FLOWS": 1,
   "STAT_UNTRACKED_IOS": 2,
@@ -852,6 +904,9 @@ export const P4_CONSTANTS = {
   "STAT_IO_UNPAIRED_RESPONSES": 17,
   "STAT_QUEUE_PAIRS_LEARNED": 18,
   "STAT_CNP_UNTRACKED": 19,
+  "STAT_RESERVED_ADDRESS": 20,
+  "STAT_IPV6_EXT_HEADER": 21,
+  "STAT_UNKNOWN_ENDPOINT": 22,
   "IO_OUTCOME_NONE": 0,
   "IO_OUTCOME_CMD": 1,
   "IO_OUTCOME_REPLACED": 2,
@@ -859,7 +914,11 @@ export const P4_CONSTANTS = {
   "IO_OUTCOME_RSP": 4,
   "IO_OUTCOME_UNMATCHED": 5,
   "IO_OUTCOME_UNPAIRED": 6,
-  "PKT_EV_BITS": 12,
+  "UNMEASURED_NONE": 0,
+  "UNMEASURED_RESERVED_ADDRESS": 1,
+  "UNMEASURED_IPV6_EXT_HEADER": 2,
+  "UNMEASURED_UNKNOWN_ENDPOINT": 3,
+  "PKT_EV_BITS": 14,
   "PKT_EV_ROCE": 0,
   "PKT_EV_PARSER_ERROR": 1,
   "PKT_EV_UNKNOWN_OPCODE": 2,
@@ -869,6 +928,7 @@ export const P4_CONSTANTS = {
   "PKT_EV_IOREF_OVERWRITTEN": 9,
   "PKT_EV_QUEUE_PAIR_LEARNED": 10,
   "PKT_EV_LEARNED": 11,
+  "PKT_EV_UNMEASURED": 12,
   "FLOW_EV_BITS": 7,
   "FLOW_EV_MESSAGE": 0,
   "FLOW_EV_STRADDLED": 1,
@@ -880,7 +940,7 @@ export const P4_CONSTANTS = {
 } as const;
 
 /** The switch's statistics events, by name (STAT_* in define.p4, in order). */
-export const SWITCH_COUNTER_NAMES = ["roce_packets","untracked_flows","untracked_ios","io_commands","io_responses","io_unmatched_responses","messages","straddled_messages","learned","digests","parser_errors","cnp","ecn_ce","no_route","ioref_overwritten","unknown_opcodes","io_replaced","io_unpaired_responses","queue_pairs_learned","cnp_untracked"] as const;
+export const SWITCH_COUNTER_NAMES = ["roce_packets","untracked_flows","untracked_ios","io_commands","io_responses","io_unmatched_responses","messages","straddled_messages","learned","digests","parser_errors","cnp","ecn_ce","no_route","ioref_overwritten","unknown_opcodes","io_replaced","io_unpaired_responses","queue_pairs_learned","cnp_untracked","reserved_address","ipv6_ext_header","unknown_endpoint"] as const;
 
 export type TableKey = keyof typeof P4_NAMES.tables;
 export type ActionKey = keyof typeof P4_NAMES.actions;

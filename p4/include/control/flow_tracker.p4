@@ -68,8 +68,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     // slot and epoch the controller gave it.
     table flow_watchlist {
         key = {
-            hdr.ipv4.src_addr: exact @name("src");
-            hdr.ipv4.dst_addr: exact @name("dst");
+            meta.src_key: exact @name("src");
+            meta.dst_key: exact @name("dst");
             hdr.bth.dest_qp: exact @name("dest_qp");
         }
         actions = {
@@ -81,13 +81,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     apply {
-        if (!hdr.bth.isValid() || meta.cfg.mode == MODE_OFF) {
+        if (!meta.measured || meta.cfg.mode == MODE_OFF) {
             return;
         }
         bit<8> opcode = hdr.bth.opcode;
         if (opcode == OP_CNP) {
             bit<32> cidx;
-            HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr });
+            HASH_INDEX(cidx, PAIR_SLOTS, { meta.dst_key, meta.src_key });
             ipv4_addr_t c_src;
             ipv4_addr_t c_dst;
             bit<32> cnp;
@@ -95,11 +95,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             pair_cnp_dst.read(c_dst, cidx);
             pair_cnp.read(cnp, cidx);
             meta.stat.cnp = true;
-            if (c_src == hdr.ipv4.dst_addr && c_dst == hdr.ipv4.src_addr) {
+            if (c_src == meta.dst_key && c_dst == meta.src_key) {
                 pair_cnp.write(cidx, cnp + 1);
             } else if (cnp == 0) {
-                pair_cnp_src.write(cidx, hdr.ipv4.dst_addr);
-                pair_cnp_dst.write(cidx, hdr.ipv4.src_addr);
+                pair_cnp_src.write(cidx, meta.dst_key);
+                pair_cnp_dst.write(cidx, meta.src_key);
                 pair_cnp.write(cidx, 1);
             } else {
                 meta.stat.cnp_untracked = true;
@@ -116,13 +116,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         psn_t psn = hdr.bth.psn;
 
         if (meta.cfg.mode == MODE_FULL) {
-            HASH_INDEX(slot, FLOW_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+            HASH_INDEX(slot, FLOW_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
             epoch = meta.cfg.epoch;
         } else {
             flow_watchlist.apply();
             if (!watched) {
                 bit<32> lidx;
-                HASH_INDEX(lidx, LEARN_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+                HASH_INDEX(lidx, LEARN_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
                 ipv4_addr_t seen_src;
                 ipv4_addr_t seen_dst;
                 qpn_t seen_qp;
@@ -131,16 +131,16 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                 learned_dst.read(seen_dst, lidx);
                 learned_qp.read(seen_qp, lidx);
                 learned_epoch.read(seen_epoch, lidx);
-                if (seen_src != hdr.ipv4.src_addr || seen_dst != hdr.ipv4.dst_addr || seen_qp != qp
+                if (seen_src != meta.src_key || seen_dst != meta.dst_key || seen_qp != qp
                         || seen_epoch != meta.cfg.epoch) {
-                    learned_src.write(lidx, hdr.ipv4.src_addr);
-                    learned_dst.write(lidx, hdr.ipv4.dst_addr);
+                    learned_src.write(lidx, meta.src_key);
+                    learned_dst.write(lidx, meta.dst_key);
                     learned_qp.write(lidx, qp);
                     learned_epoch.write(lidx, meta.cfg.epoch);
                     meta.digest_kind = DIGEST_LEARN;
                     meta.learn_digest.kind = LEARN_FLOW;
-                    meta.learn_digest.src = hdr.ipv4.src_addr;
-                    meta.learn_digest.dst = hdr.ipv4.dst_addr;
+                    meta.learn_digest.src = meta.src_key;
+                    meta.learn_digest.dst = meta.dst_key;
                     meta.learn_digest.dest_qp = qp;
                     meta.stat.flow_learned = true;
                 }
@@ -160,7 +160,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         flow_slot_epoch.read(slot_epoch, slot);
         flow_state.read(state, slot);
         flow_last_ts.read(last_ts, slot);
-        bool same_flow = slot_src == hdr.ipv4.src_addr && slot_dst == hdr.ipv4.dst_addr && slot_qp == 8w0 ++ qp;
+        bool same_flow = slot_src == meta.src_key && slot_dst == meta.dst_key && slot_qp == 8w0 ++ qp;
         bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
 
         psn_t max_psn;
@@ -177,8 +177,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (!same_flow || slot_epoch != epoch) {
             // A new flow in this slot, or a new epoch (mode switch, rotation):
             // nothing of an earlier message is carried over.
-            flow_src.write(slot, hdr.ipv4.src_addr);
-            flow_dst.write(slot, hdr.ipv4.dst_addr);
+            flow_src.write(slot, meta.src_key);
+            flow_dst.write(slot, meta.dst_key);
             flow_qp.write(slot, 8w0 ++ qp);
             flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
@@ -219,7 +219,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
         bit<32> retx = is_new ? 32w0 : 32w1;
         bit<32> ce = 0;
-        if (hdr.ipv4.ecn == ECN_CE) {
+        if (meta.ecn == ECN_CE) {
             ce = 1;
             meta.stat.ecn_ce = true;
         }
@@ -292,14 +292,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
 
         if (ends && is_new && !earlier && (state & FLOW_MSG_OPEN) != 0) {
             bit<32> cidx;
-            HASH_INDEX(cidx, PAIR_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+            HASH_INDEX(cidx, PAIR_SLOTS, { meta.src_key, meta.dst_key });
             ipv4_addr_t c_src;
             ipv4_addr_t c_dst;
             bit<32> cnp;
             pair_cnp_src.read(c_src, cidx);
             pair_cnp_dst.read(c_dst, cidx);
             pair_cnp.read(cnp, cidx);
-            if (c_src == hdr.ipv4.src_addr && c_dst == hdr.ipv4.dst_addr) {
+            if (c_src == meta.src_key && c_dst == meta.dst_key) {
                 pair_cnp.write(cidx, 0);
             } else {
                 cnp = 0;  // the slot counts for another pair
@@ -311,8 +311,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.msg_digest.mode = meta.cfg.mode;
 #endif
             meta.msg_digest.flags = (dg_msg_flags_t)(((state & FLOW_PREV_VALID) != 0) ? MSG_FLAG_GAP_VALID : 8w0);
-            meta.msg_digest.src = hdr.ipv4.src_addr;
-            meta.msg_digest.dst = hdr.ipv4.dst_addr;
+            meta.msg_digest.src = meta.src_key;
+            meta.msg_digest.dst = meta.dst_key;
             meta.msg_digest.dest_qp = qp;
             meta.msg_digest.first_psn = first_psn;
             meta.msg_digest.last_psn = psn;

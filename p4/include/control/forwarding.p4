@@ -1,4 +1,6 @@
-// Plain IPv4 forwarding, so that the switch carries the traffic it measures.
+// Plain IPv4 and IPv6 forwarding, so that the switch carries the traffic it
+// measures. Neither TTL nor hop limit is changed (the switch is a bump in the
+// wire for its routes).
 #ifndef __FORWARDING__
 #define __FORWARDING__
 
@@ -27,9 +29,26 @@ control Forwarding(in headers_t hdr, inout local_metadata_t meta) {
         size = ROUTE_TABLE_SIZE;
     }
 
+#ifdef TARGET_TNA
+    @stage(0)
+#endif
+    table ipv6_routes {
+        key = {
+            hdr.ipv6.dst_addr: lpm @name("dst_addr");
+        }
+        actions = {
+            route;
+            drop;
+        }
+        const default_action = drop();
+        size = ROUTE_TABLE_SIZE;
+    }
+
     apply {
         if (hdr.ipv4.isValid()) {
             ipv4_routes.apply();
+        } else if (hdr.ipv6.isValid()) {
+            ipv6_routes.apply();
         } else {
             drop();
         }

@@ -117,7 +117,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     apply {
-        if (!hdr.bth.isValid() || meta.cfg.mode == MODE_OFF) {
+        if (!meta.measured || meta.cfg.mode == MODE_OFF) {
             return;
         }
         bit<8> opcode = hdr.bth.opcode;
@@ -133,9 +133,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         // (target -> host) names the target's, and answers the REQ's id.
         if (hdr.cm_req.isValid()) {
             bit<32> cidx;
-            HASH_INDEX(cidx, CM_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.cm_req.local_comm_id });
-            cm_host.write(cidx, hdr.ipv4.src_addr);
-            cm_target.write(cidx, hdr.ipv4.dst_addr);
+            HASH_INDEX(cidx, CM_SLOTS, { meta.src_key, meta.dst_key, hdr.cm_req.local_comm_id });
+            cm_host.write(cidx, meta.src_key);
+            cm_target.write(cidx, meta.dst_key);
             cm_comm_id.write(cidx, hdr.cm_req.local_comm_id);
             cm_host_qp.write(cidx, 8w0 ++ hdr.cm_req.local_qpn);
             return;
@@ -143,7 +143,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool is_cm_rep = hdr.cm_rep.isValid();
         if (is_cm_rep) {
             bit<32> cidx;
-            HASH_INDEX(cidx, CM_SLOTS, { hdr.ipv4.dst_addr, hdr.ipv4.src_addr, hdr.cm_rep.remote_comm_id });
+            HASH_INDEX(cidx, CM_SLOTS, { meta.dst_key, meta.src_key, hdr.cm_rep.remote_comm_id });
             ipv4_addr_t c_host;
             ipv4_addr_t c_target;
             bit<32> c_id;
@@ -152,10 +152,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cm_target.read(c_target, cidx);
             cm_comm_id.read(c_id, cidx);
             cm_host_qp.read(c_qp, cidx);
-            if (c_host == hdr.ipv4.dst_addr && c_target == hdr.ipv4.src_addr && c_id == hdr.cm_rep.remote_comm_id) {
+            if (c_host == meta.dst_key && c_target == meta.src_key && c_id == hdr.cm_rep.remote_comm_id) {
                 qp_op = QP_LEARN;
-                qp_host = hdr.ipv4.dst_addr;
-                qp_target = hdr.ipv4.src_addr;
+                qp_host = meta.dst_key;
+                qp_target = meta.src_key;
                 qp_host_qp = c_qp[23:0];
                 qp_target_qp = hdr.cm_rep.local_qpn;
             }
@@ -195,14 +195,14 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
             if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_READ_RESP) {
                 // host -> target
-                host = hdr.ipv4.src_addr;
-                target = hdr.ipv4.dst_addr;
+                host = meta.src_key;
+                target = meta.dst_key;
                 if (meta.ingress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
                 if (meta.egress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
             } else {
                 // target -> host
-                host = hdr.ipv4.dst_addr;
-                target = hdr.ipv4.src_addr;
+                host = meta.dst_key;
+                target = meta.src_key;
                 if (meta.egress_role == ROLE_COMPUTE) { vantage = vantage | VANTAGE_C; }
                 if (meta.ingress_role == ROLE_STORAGE) { vantage = vantage | VANTAGE_S; }
             }
@@ -346,11 +346,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
             if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
                 bit<32> qidx;
-                HASH_INDEX(qidx, IOREF_SLOTS, { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp });
+                HASH_INDEX(qidx, IOREF_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
                 bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
                 if (starts_message) {
-                    qp_map_src.write(qidx, hdr.ipv4.src_addr);
-                    qp_map_dst.write(qidx, hdr.ipv4.dst_addr);
+                    qp_map_src.write(qidx, meta.src_key);
+                    qp_map_dst.write(qidx, meta.dst_key);
                     qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
                     qp_map_ref.write(qidx, ref);
                     qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
@@ -365,7 +365,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     qp_map_qpn.read(q_qpn, qidx);
                     qp_map_ref.read(q_ref, qidx);
                     qp_map_target_qp.read(q_tqp, qidx);
-                    if (q_src == hdr.ipv4.src_addr && q_dst == hdr.ipv4.dst_addr && q_qpn == qpn_tag) {
+                    if (q_src == meta.src_key && q_dst == meta.dst_key && q_qpn == qpn_tag) {
                         ref = q_ref;
                         ref_tqp = q_tqp[23:0];
                         found = true;
