@@ -23,6 +23,8 @@ export interface DemoOptions {
   snaplen?: number;
   /** the fabric's size: hosts, targets, I/O queues per host on each target (the generator's defaults where omitted) */
   scale?: { hosts?: number; targets?: number; queuesPerHost?: number };
+  /** the address families of the hosts and targets: 4 (default), 6, or mixed */
+  ip?: 4 | 6 | "mixed";
   /** full or polling; from `deployed` when omitted */
   mode?: "full" | "polling";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
@@ -53,7 +55,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
   // Generation gives the event loop a turn every few ms: /metrics answers meanwhile.
-  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...o.scale }, (simNs) => {
+  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...(o.ip !== undefined ? { ip: o.ip } : {}), ...o.scale }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);

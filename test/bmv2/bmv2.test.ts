@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Rig } from "../../app/rig.js";
-import { ipv4Source, Topology } from "../../app/topology.js";
+import { ipSource, Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { TelemetryDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../contract/src/records.js";
@@ -70,7 +70,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     controller.start();
     try {
       await controller.ready(20_000);
-      report = replayOnWire(sw!, pcap, capture.packets.map((p) => topology.portOf(ipv4Source(p.data)!)!), slowdown);
+      report = replayOnWire(sw!, pcap, capture.packets.map((p) => topology.portOf(ipSource(p.data)!)!), slowdown);
       while (Date.now() - lastBatchAt < 300) await new Promise((r) => setTimeout(r, 50));
       bmCounters = await controller.readCounters();
     } finally {

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
-import { Topology, ipv4Source } from "../../app/topology.js";
+import { Topology, ipSource } from "../../app/topology.js";
 import { openCapture, writePcap, type PcapRecord } from "../../traffic/src/pcap.js";
 import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
@@ -58,7 +58,7 @@ test("switch --pcap-in on several ports with a controller gives the records repl
   // One capture per ingress port, as a tap on each port would record them.
   const perPort = new Map<number, PcapRecord[]>();
   for (const p of openCapture(capture)) {
-    const src = ipv4Source(p.data);
+    const src = ipSource(p.data);
     const port = src === undefined ? undefined : topology.portOf(src);
     if (port === undefined) continue;
     let list = perPort.get(port);
