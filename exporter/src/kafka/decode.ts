@@ -89,7 +89,8 @@ export function recordFromMessage(type: string | undefined, value: Uint8Array): 
         totals_since_unix_ns: m.totalsSinceUnixNs.toString(), incomplete_ios: Number(m.incompleteIos), ios_left_window: Number(m.iosLeftWindow), unknown_endpoint_digests: Number(m.unknownEndpointDigests),
         untracked_flows: Number(m.untrackedFlows), untracked_ios: Number(m.untrackedIos), io_references_lost: Number(m.ioReferencesLost), parser_errors: Number(m.parserErrors),
         unknown_opcodes: Number(m.unknownOpcodes), io_replaced: Number(m.ioReplaced), io_unpaired_responses: Number(m.ioUnpairedResponses),
-        queue_pairs_learned: Number(m.queuePairsLearned), cnp_untracked: Number(m.cnpUntracked), mode: mode(m.mode),
+        queue_pairs_learned: Number(m.queuePairsLearned), cnp_untracked: Number(m.cnpUntracked),
+        reserved_address_packets: Number(m.reservedAddressPackets), ipv6_ext_header_packets: Number(m.ipv6ExtHeaderPackets), unknown_endpoint_packets: Number(m.unknownEndpointPackets), mode: mode(m.mode),
       };
     }
     case "rdma.telemetry.v1.RawDigest": {

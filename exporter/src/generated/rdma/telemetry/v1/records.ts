@@ -399,6 +399,14 @@ export interface SwitchStats {
    * never made up.
    */
   unknownEndpointDigests: bigint;
+  /**
+   * Packets forwarded and not measured (the switch's counters): IPv4 from or
+   * to 240.0.0.0/4 (the endpoint keys' range), IPv6 with an extension header
+   * chain, RoCEv2 over IPv6 from or to an address with no endpoint key yet.
+   */
+  reservedAddressPackets: bigint;
+  ipv6ExtHeaderPackets: bigint;
+  unknownEndpointPackets: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -3184,6 +3192,9 @@ function createBaseSwitchStats(): SwitchStats {
     totalsSinceUnixNs: 0n,
     iosLeftWindow: 0n,
     unknownEndpointDigests: 0n,
+    reservedAddressPackets: 0n,
+    ipv6ExtHeaderPackets: 0n,
+    unknownEndpointPackets: 0n,
   };
 }
 
@@ -3317,6 +3328,24 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.unknownEndpointDigests of type uint64 too large");
       }
       writer.uint32(184).uint64(message.unknownEndpointDigests);
+    }
+    if (message.reservedAddressPackets !== 0n) {
+      if (BigInt.asUintN(64, message.reservedAddressPackets) !== message.reservedAddressPackets) {
+        throw new globalThis.Error("value provided for field message.reservedAddressPackets of type uint64 too large");
+      }
+      writer.uint32(192).uint64(message.reservedAddressPackets);
+    }
+    if (message.ipv6ExtHeaderPackets !== 0n) {
+      if (BigInt.asUintN(64, message.ipv6ExtHeaderPackets) !== message.ipv6ExtHeaderPackets) {
+        throw new globalThis.Error("value provided for field message.ipv6ExtHeaderPackets of type uint64 too large");
+      }
+      writer.uint32(200).uint64(message.ipv6ExtHeaderPackets);
+    }
+    if (message.unknownEndpointPackets !== 0n) {
+      if (BigInt.asUintN(64, message.unknownEndpointPackets) !== message.unknownEndpointPackets) {
+        throw new globalThis.Error("value provided for field message.unknownEndpointPackets of type uint64 too large");
+      }
+      writer.uint32(208).uint64(message.unknownEndpointPackets);
     }
     return writer;
   },
@@ -3518,6 +3547,30 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.unknownEndpointDigests = reader.uint64() as bigint;
             continue;
           }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.reservedAddressPackets = reader.uint64() as bigint;
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.ipv6ExtHeaderPackets = reader.uint64() as bigint;
+            continue;
+          }
+          case 26: {
+            if (tag !== 208) {
+              break;
+            }
+
+            message.unknownEndpointPackets = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3639,6 +3692,21 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.unknown_endpoint_digests)
         ? BigInt(object.unknown_endpoint_digests)
         : 0n,
+      reservedAddressPackets: isSet(object.reservedAddressPackets)
+        ? BigInt(object.reservedAddressPackets)
+        : isSet(object.reserved_address_packets)
+        ? BigInt(object.reserved_address_packets)
+        : 0n,
+      ipv6ExtHeaderPackets: isSet(object.ipv6ExtHeaderPackets)
+        ? BigInt(object.ipv6ExtHeaderPackets)
+        : isSet(object.ipv6_ext_header_packets)
+        ? BigInt(object.ipv6_ext_header_packets)
+        : 0n,
+      unknownEndpointPackets: isSet(object.unknownEndpointPackets)
+        ? BigInt(object.unknownEndpointPackets)
+        : isSet(object.unknown_endpoint_packets)
+        ? BigInt(object.unknown_endpoint_packets)
+        : 0n,
     };
   },
 
@@ -3713,6 +3781,15 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.unknownEndpointDigests !== 0n) {
       obj.unknownEndpointDigests = message.unknownEndpointDigests.toString();
     }
+    if (message.reservedAddressPackets !== 0n) {
+      obj.reservedAddressPackets = message.reservedAddressPackets.toString();
+    }
+    if (message.ipv6ExtHeaderPackets !== 0n) {
+      obj.ipv6ExtHeaderPackets = message.ipv6ExtHeaderPackets.toString();
+    }
+    if (message.unknownEndpointPackets !== 0n) {
+      obj.unknownEndpointPackets = message.unknownEndpointPackets.toString();
+    }
     return obj;
   },
 
@@ -3786,6 +3863,17 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     message.unknownEndpointDigests =
       (object.unknownEndpointDigests !== undefined && object.unknownEndpointDigests !== null)
         ? BigInt(object.unknownEndpointDigests)
+        : 0n;
+    message.reservedAddressPackets =
+      (object.reservedAddressPackets !== undefined && object.reservedAddressPackets !== null)
+        ? BigInt(object.reservedAddressPackets)
+        : 0n;
+    message.ipv6ExtHeaderPackets = (object.ipv6ExtHeaderPackets !== undefined && object.ipv6ExtHeaderPackets !== null)
+      ? BigInt(object.ipv6ExtHeaderPackets)
+      : 0n;
+    message.unknownEndpointPackets =
+      (object.unknownEndpointPackets !== undefined && object.unknownEndpointPackets !== null)
+        ? BigInt(object.unknownEndpointPackets)
         : 0n;
     return message;
   },
