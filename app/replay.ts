@@ -42,6 +42,8 @@ export interface ReplayOptions {
   kafkaWaitMs?: number;
   logger?: Logger;
   exporter?: ExporterOptions;
+  /** IPv6 endpoints given keys before the first packet; by default every /128 the topologies place (the others are learned from the switch) */
+  endpoints?: readonly string[];
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
   /**
    * A deployed controller's settings (its config file): mode, watchlist
@@ -146,7 +148,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
   // Every IPv6 host a topology places (a /128) has its endpoint key before its first packet; others are learned (LEARN_ENDPOINT).
-  const endpoints = [...new Set(switches.flatMap((s) => s.topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => canonicalAddress(x.slice(0, -4))))))];
+  const endpoints = opts.endpoints ?? [...new Set(switches.flatMap((s) => s.topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => canonicalAddress(x.slice(0, -4))))))];
   const rigs = switches.map((s, i) => new Rig({
     name: s.name, topology: s.topology, endpoints, mode: opts.mode ?? d?.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling ?? d?.polling, pipeline: s.pipeline ?? opts.pipeline,
     ...(d ? { ioTimeoutMs: d.timeouts.ioTimeoutMs, flowTimeoutMs: d.timeouts.flowTimeoutMs, maxListSize: d.digest.maxListSize, maxTimeoutUs: d.digest.maxTimeoutUs } : {}),
