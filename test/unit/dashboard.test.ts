@@ -30,6 +30,23 @@ function flow(i: number, sw: string, messages: number, src = "10.0.1.1"): FlowAg
 }
 
 describe("dashboard store", () => {
+  test("IPv6 pairs and flows: the store keys them by the records' text, and the page labels them whole", async () => {
+    const store = new DashboardStore("test");
+    store.add(io(0, "tor-c", { e2e_c_ns: stats(10, 50_000) }, "2001:db8:0:1::1"));
+    store.add({ ...io(0, "tor-s", { e2e_s_ns: stats(10, 44_000) }, "2001:db8:0:1::1"), target: "2001:db8:0:2::1" });
+    store.add(flow(0, "tor-c", 3, "2001:db8:0:1::a"));
+    const snap = store.snapshot();
+    expect(Object.keys(snap.pairs).sort()).toEqual(["2001:db8:0:1::1|10.0.2.1|read", "2001:db8:0:1::1|2001:db8:0:2::1|read"]);
+    expect(Object.keys(snap.flows)).toEqual(["2001:db8:0:1::a|10.0.1.2|8192"]);
+    // The page's labels (app/dashboard/static/app.js), as the browser runs them.
+    const { readFileSync } = await import("node:fs");
+    const page = readFileSync(join(import.meta.dirname, "../../app/dashboard/static/app.js"), "utf8");
+    const labels = /const pairLabel = [\s\S]*?\n};\nconst flowLabel = [\s\S]*?\n};/.exec(page)![0];
+    const [pairLabel, flowLabel] = runInNewContext(`${labels}; [pairLabel, flowLabel]`) as Array<(k: string) => string>;
+    expect(pairLabel!("2001:db8:0:1::1|2001:db8:0:2::1|read")).toBe("2001:db8:0:1::1 → 2001:db8:0:2::1 read");
+    expect(flowLabel!("2001:db8:0:1::a|10.0.1.2|8192")).toBe("2001:db8:0:1::a → 10.0.1.2 qp 8192");
+  });
+
   test("a pair's point takes RTT and DPL from the compute side, DAL from the storage side, whatever the order", () => {
     const c = io(0, "tor-c", { e2e_c_ns: stats(10, 50_000), rtt_ns: stats(10, 6_000), dpl_ns: stats(4, 3_000), e2e_s_ns: stats(3, 44_000) });
     const s = io(0, "tor-s", { e2e_s_ns: stats(10, 44_000), dal_ns: stats(10, 30_000), count: 12, incomplete: 1 });
