@@ -10,8 +10,13 @@ export type IpFamily = 4 | 6;
 
 export const familyOf = (a: IpAddress): IpFamily => (typeof a === "bigint" ? 6 : 4);
 
-/** RFC 5952 text of an IPv6 address: lower-case hex, no leading zeros, the longest run of two or more zero groups (the first of equals) as `::`. */
+/**
+ * RFC 5952 text of an IPv6 address: lower-case hex, no leading zeros, the
+ * longest run of two or more zero groups (the first of equals) as `::`; an
+ * IPv4-mapped address (::ffff:0:0/96) with its IPv4 part dotted (§5).
+ */
 export function ipv6Text(v: bigint): string {
+  if (v >> 32n === 0xffffn) return `::ffff:${ipv4Text(Number(v & 0xffffffffn))}`;
   const groups = Array.from({ length: 8 }, (_, i) => Number((v >> BigInt(112 - 16 * i)) & 0xffffn));
   let best = -1;
   let bestLen = 1;

@@ -174,6 +174,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       ? { src: tables.get(T.endpoints_src_v6.name).preamble!.id, dst: tables.get(T.endpoints_dst_v6.name).preamble!.id }
       : undefined;
     if (!this.endpointTables && config.endpoints.length) throw new ConfigError(`endpoints: listed, but the program in pipeline.p4info ${config.pipeline.p4info} has no endpoint tables (no IPv6)`);
+    const capacity = Number(tables.has(T.endpoints_src_v6.name) ? tables.get(T.endpoints_src_v6.name).size : 0n);
+    if (this.endpointTables && capacity > 0 && config.endpoints.length > capacity) throw new ConfigError(`endpoints: ${config.endpoints.length} listed, and the switch's endpoint tables hold ${capacity}`);
     this.buildStaticState();
     // A switch read back (reconnection, takeover, restart): the keys it holds are the keys.
     if (this.endpointTables) this.state.onObserve = (entries) => this.adoptEndpoints(entries);
@@ -353,9 +355,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     if (this.endpoints.keyOf(address) !== undefined) return; // (reported again before the entry was written: one key)
     if (this.addEndpoint(address) === undefined) return;
     this.stats.learnedEndpoints++;
+    const key = this.endpoints.keyOf(address)!;
     this.connection.sync().catch((err: unknown) => {
+      // Refused (e.g. the tables are full): given up, so that it is not written again at every sync; the switch reports it again later.
+      const entries = [T.endpoints_src_v6, T.endpoints_dst_v6].map((table) => this.entry({ table: table.name, match: { addr: address }, action: { name: A.endpoints_set_key.name, params: { key } } }));
+      if (entries.every((e) => this.state.isInstalled(e))) return;
+      for (const e of entries) this.state.remove(e);
+      this.endpoints.remove(address);
+      this.stats.endpoints = this.endpoints.size;
       this.stats.endpointsRefused++;
-      this.log.warn("endpoint entry not written", { address, error: (err as Error).message });
+      this.log.warn("endpoint entry not written: its packets stay unmeasured", { address, error: (err as Error).message });
     });
   }
 

@@ -73,6 +73,15 @@ export class EndpointRegistry {
     return changed;
   }
 
+  /** Forgets an address whose entry the switch refused (its key may be given again). */
+  remove(address: string): void {
+    const key = this.byAddress.get(address);
+    if (key === undefined) return;
+    this.byAddress.delete(address);
+    this.byKey.delete(key);
+    if (key < this.next) this.next = key;
+  }
+
   entries(): EndpointEntry[] {
     return [...this.byKey].map(([key, address]) => ({ key, address }));
   }

@@ -138,6 +138,11 @@ export class DesiredState {
     }
   }
 
+  /** Whether the switch (as last observed or written) holds an entry with `te`'s match key. */
+  isInstalled(te: TableEntry): boolean {
+    return this.installed.has(matchKey(te));
+  }
+
   /** Whether the switch (as last observed or written) holds any of the desired entries that are not a table's default. */
   holdsAny(): boolean {
     for (const [k, te] of this.desired) if (!te.isDefaultAction && this.installed.has(k)) return true;

@@ -64,3 +64,8 @@ test("IPv6 endpoints get keys from 240.0.0.1 in both tables; a controller that t
   expect(n).toBe(2);
   await b.stop();
 }, 30_000);
+
+test("more endpoints in the config than the endpoint tables hold: refused in one line naming the field", () => {
+  const many = Array.from({ length: 4097 }, (_, i) => `2001:db8:1::${i.toString(16)}`);
+  expect(() => controller(3, many)).toThrow("endpoints: 4097 listed, and the switch's endpoint tables hold 4096");
+});

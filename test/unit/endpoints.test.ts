@@ -33,7 +33,8 @@ describe("addresses as text", () => {
     ["::", "::"],
     ["0:0:0:0:0:0:0:1", "::1"],
     ["fe80::", "fe80::"],
-    ["::ffff:10.0.0.1", "::ffff:a00:1"],
+    ["::ffff:10.0.0.1", "::ffff:10.0.0.1"], // IPv4-mapped: the IPv4 part dotted (RFC 5952 §5)
+    ["::ffff:a00:1", "::ffff:10.0.0.1"],
     ["10.0.1.1", "10.0.1.1"],
   ])("%s is written %s (RFC 5952)", (given, text) => {
     expect(canonicalAddress(given)).toBe(text);
