@@ -168,7 +168,10 @@ header bridge_h {
     mode_t mode;
     role_t ingress_role;
     bit<1> no_route;         // dropped in egress
-    bit<7> pad;
+    bit<1> measured;         // the trackers measure it (endpoints.p4)
+    bit<6> pad;
+    endpoint_key_t src_key;
+    endpoint_key_t dst_key;
 }
 
 // A message or flow-learn report of the egress flow tracker: mirrored in
@@ -386,6 +389,8 @@ struct local_metadata_t {
     endpoint_key_t dst_key;
     bit<2> ecn;
     bool measured;
+    bool src_known;          // the source has an endpoint key (IPv4: not in 240.0.0.0/4)
+    bool dst_known;
     role_t ingress_role;
     role_t egress_role;
     bool routed;

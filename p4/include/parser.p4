@@ -1,12 +1,15 @@
 // Architecture-neutral parser and deparser for Ethernet / 802.1Q / IPv4 or IPv6 /
 // UDP / RoCEv2 (BTH and its extension headers) / NVMe capsules.
 // Anything short or unknown stops parsing; the packet is still forwarded.
+// An IPv4 address is its own endpoint key (docs/architecture.md): the
+// parser sets an IPv4 packet's keys (and that they are known); an IPv6
+// packet's come from the endpoint tables (control/endpoints.p4).
 #ifndef __PARSER__
 #define __PARSER__
 
 #include "header.p4"
 
-parser RoceParser(packet_in pkt, out headers_t hdr) {
+parser RoceParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta) {
     state start {
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
@@ -26,19 +29,58 @@ parser RoceParser(packet_in pkt, out headers_t hdr) {
         }
     }
 
-    // An extension header chain (any next header but UDP that is one) is
-    // forwarded but not measured, and counted (ipv6_ext_header).
+    // An extension header chain is forwarded but not measured, and counted
+    // (ipv6_ext_header). The keys come from the endpoint tables.
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_UDP: parse_udp;
+            IP6_EXT_HOP_BY_HOP: ipv6_ext_header;
+            IP6_EXT_ROUTING: ipv6_ext_header;
+            IP6_EXT_FRAGMENT: ipv6_ext_header;
+            IP6_EXT_ESP: ipv6_ext_header;
+            IP6_EXT_AH: ipv6_ext_header;
+            IP6_EXT_DEST_OPTS: ipv6_ext_header;
+            IP6_EXT_MOBILITY: ipv6_ext_header;
+            IP6_EXT_HIP: ipv6_ext_header;
+            IP6_EXT_SHIM6: ipv6_ext_header;
+            IP6_EXT_EXPERIMENT1: ipv6_ext_header;
+            IP6_EXT_EXPERIMENT2: ipv6_ext_header;
             default: accept;
         }
     }
 
+    state ipv6_ext_header {
+        meta.stat.unmeasured = UNMEASURED_IPV6_EXT_HEADER;
+        transition accept;
+    }
+
+    // An address in 240.0.0.0/4 (an IPv6 endpoint's key) is no IPv4 host:
+    // such a packet is forwarded but not measured, and counted (reserved_address).
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        // Options and fragments are forwarded but not measured.
+        meta.src_key = hdr.ipv4.src_addr;
+        meta.dst_key = hdr.ipv4.dst_addr;
+        transition select(hdr.ipv4.src_addr[31:28], hdr.ipv4.dst_addr[31:28]) {
+            (ENDPOINT_KEY_V6_PREFIX, _): ipv4_reserved;
+            (_, ENDPOINT_KEY_V6_PREFIX): ipv4_reserved;
+            default: ipv4_known;
+        }
+    }
+
+    state ipv4_reserved {
+        meta.stat.unmeasured = UNMEASURED_RESERVED_ADDRESS;
+        transition ipv4_payload;
+    }
+
+    state ipv4_known {
+        meta.src_known = true;
+        meta.dst_known = true;
+        transition ipv4_payload;
+    }
+
+    // Options and fragments are forwarded but not measured.
+    state ipv4_payload {
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (5, 0, IP_PROTO_UDP): parse_udp;
             default: accept;

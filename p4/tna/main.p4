@@ -17,6 +17,7 @@
 #include "../include/control/config.p4"
 #include "../include/control/forwarding.p4"
 #include "../include/control/port_role.p4"
+#include "include/control/endpoints.p4"
 #include "include/control/io_tracker.p4"
 #include "include/control/flow_tracker.p4"
 #include "include/control/stats.p4"
@@ -52,7 +53,7 @@ parser TelemetryIngressParser(packet_in pkt, out headers_t hdr, out local_metada
     }
 
     state parse_packet {
-        roce_parser.apply(pkt, hdr);
+        roce_parser.apply(pkt, hdr, meta);
         transition accept;
     }
 }
@@ -72,6 +73,7 @@ parser TelemetryIngressParser(packet_in pkt, out headers_t hdr, out local_metada
 @pa_alias("ingress", "meta.cfg.mode", "hdr.bridge.mode")
 @pa_alias("ingress", "meta.ingress_role", "hdr.bridge.ingress_role")
 @pa_alias("ingress", "meta.stat.no_route", "hdr.bridge.no_route")
+@pa_alias("ingress", "meta.measured", "hdr.bridge.measured")
 @pa_container_size("ingress", "meta.io_digest.cmd_psn", 16)
 @pa_container_size("ingress", "meta.io_digest.cid", 16)
 control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
@@ -81,6 +83,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                          inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     TelemetryConfig() config;
     Forwarding() forwarding;
+    Endpoints() endpoints;
     PortRole() ingress_port_role;
     PortRole() egress_port_role;
     IoTracker() io_tracker;
@@ -143,6 +146,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         } else {
             config.apply(meta);
             forwarding.apply(hdr, meta);
+            endpoints.apply(hdr, meta);
             ingress_port_role.apply(ig_intr_md.ingress_port, meta.ingress_role);
             egress_port_role.apply(meta.egress_port, meta.egress_role);
             if (ig_prsr_md.parser_err != 0) {
@@ -165,6 +169,8 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
             hdr.bridge.ingress_role = meta.ingress_role;
             hdr.bridge.no_route = (bit<1>)meta.stat.no_route;
             hdr.bridge.pad = 0;
+            hdr.bridge.src_key = meta.src_key;
+            hdr.bridge.dst_key = meta.dst_key;
             if (meta.drop) {
                 // Counted in egress (no_route), dropped there.
                 ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
@@ -198,7 +204,7 @@ control TelemetryIngressDeparser(packet_out pkt, inout headers_t hdr, in local_m
                 hdr.report.straddled, hdr.report.cnp });
         } else if (ig_dprsr_md.digest_type == DIGEST_LEARN[2:0]) {
             learn_digest.pack({ meta.io_digest.seq, meta.learn_digest.kind, meta.learn_digest.src,
-                meta.learn_digest.dst, meta.learn_digest.dest_qp });
+                meta.learn_digest.dst, meta.learn_digest.dest_qp, meta.learn_digest.addr });
         }
         pkt.emit(hdr.bridge);
         roce_deparser.apply(pkt, hdr);
@@ -229,6 +235,7 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
@@ -237,6 +244,7 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
         pkt.extract(hdr.vlan);
         transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
@@ -245,6 +253,14 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
         pkt.extract(hdr.ipv4);
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_ipv6 {
+        pkt.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
             default: accept;
         }
     }
@@ -274,6 +290,10 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
 }
 
 @pa_auto_init_metadata
+// The endpoint keys and whether to measure: the bridge's (no copies).
+@pa_alias("egress", "meta.m.src_key", "hdr.bridge.src_key")
+@pa_alias("egress", "meta.m.dst_key", "hdr.bridge.dst_key")
+@pa_alias("egress", "meta.m.measured", "hdr.bridge.measured")
 control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                         in egress_intrinsic_metadata_t eg_intr_md,
                         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,

@@ -18,7 +18,7 @@ parser TelemetryParser(packet_in pkt, out headers_t hdr, inout local_metadata_t 
     RoceParser() roce_parser;
 
     state start {
-        roce_parser.apply(pkt, hdr);
+        roce_parser.apply(pkt, hdr, meta);
         transition accept;
     }
 }

@@ -16,6 +16,9 @@ import { until } from "../support/wait.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
 import { reorderedFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
+import { ipv6 } from "../../traffic/src/ip.js";
+import { IO_EVENT_CMD, IO_EVENT_RSP, IO_FLAG_IN_CAPSULE, IO_FLAG_REPLACED, LEARN_ENDPOINT, type IoDigest, type LearnDigest, type MsgDigest, type TelemetryDigest } from "../../contract/src/digests.js";
+import { v6Switch, writeV6Entries, type V6Port } from "../support/v6-switch.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -271,4 +274,139 @@ describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
     const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
     expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
   }, 60_000);
+});
+
+describe("RoCEv2 over IPv6 (hand-made frames; endpoint entries written over P4Runtime as the controller writes them)", () => {
+  const H = ipv6("2001:db8:0:1::1");
+  const TG = ipv6("2001:db8:0:2::1");
+  const KH = 0xf0000001;
+  const KT = 0xf0000002;
+  const ports: V6Port[] = [
+    { port: 1, role: "compute", prefixes: ["10.0.1.0/24"], prefixes6: ["2001:db8:0:1::/64"] },
+    { port: 33, role: "storage", prefixes: ["10.0.2.0/24"], prefixes6: ["2001:db8:0:2::/64"] },
+  ];
+  const open = async (endpoints: ReadonlyArray<readonly [bigint, number]> = [[H, KH], [TG, KT]], mode: "full" | "polling" = "full") => {
+    const s = await v6Switch(ports, endpoints, mode);
+    cleanups.push(() => s.close());
+    return s;
+  };
+  const ios = (ds: TelemetryDigest[]) => ds.filter((d): d is IoDigest => d.kind === "io");
+
+  test("VLAN-tagged NVMe over IPv6: a read, an in-capsule write on a queue paired by RDMA CM (GIDs are the IPv6 addresses), a CID reused after a lost response; keys are the endpoint keys, durations to the ns", async () => {
+    const s = await open();
+    const Q = { A: { t: 0xa01, h: 0x1a1 }, C: { t: 0xc01, h: 0x1c1 } };
+    let t = T0;
+    let psn = 1000;
+    const at: Record<string, bigint> = {};
+    const send = (f: RoceFrame, label?: string, gap = 3_000n) => {
+      t += gap;
+      if (label) at[label] = t;
+      s.send(f.src === H ? 1 : 33, buildFrame({ ...f, vlan: 100 }).data, t);
+    };
+    const gsi = (src: bigint, dst: bigint, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: 0, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
+    const cmd = (q: { t: number }, cid: number, rkey: number, label: string) =>
+      send({ src: H, dst: TG, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: psn++, payload: nvmeSqe("read", cid, 1, 0n, 4096, rkey) }, label);
+    const data = (q: { h: number }, rkey: number, label: string) =>
+      send({ src: TG, dst: H, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+    const rsp = (q: { h: number }, cid: number, label: string) =>
+      send({ src: TG, dst: H, opcode: Opcode.SEND_ONLY, destQp: q.h, psn: psn++, payload: nvmeCqe(cid, 1, 0, 0, 1) }, label);
+
+    send(gsi(H, TG, cmMad(CmAttr.REQ, 1n, { localCommId: 0x77, localQpn: Q.C.h, src: H, dst: TG })));
+    send(gsi(TG, H, cmMad(CmAttr.REP, 1n, { localCommId: 0x99, remoteCommId: 0x77, localQpn: Q.C.t, src: TG, dst: H })));
+    cmd(Q.A, 7, 0xa7, "cmdA7");
+    data(Q.A, 0xa7, "dataA7");
+    rsp(Q.A, 7, "rspA7");
+    // In-capsule write on C: SEND FIRST with the SQE and SEND LAST; the response on the host QP CM named.
+    const capsule = Buffer.concat([nvmeSqe("write", 0, 1, 0n, 4096, 0, 0n, "in-capsule"), Buffer.alloc(4096 - 64)]);
+    send({ src: H, dst: TG, opcode: Opcode.SEND_FIRST, destQp: Q.C.t, psn: psn++, payload: capsule }, "cmdC0");
+    send({ src: H, dst: TG, opcode: Opcode.SEND_LAST, destQp: Q.C.t, psn: psn++, payloadLength: 64 }, undefined, 400n);
+    rsp(Q.C, 0, "rspC0");
+    // CID 9: the first response is lost; the host reuses the CID.
+    cmd(Q.A, 9, 0xa9, "cmdA9a");
+    data(Q.A, 0xa9, "dataA9a");
+    cmd(Q.A, 9, 0xa90, "cmdA9b");
+    data(Q.A, 0xa90, "dataA9b");
+    rsp(Q.A, 9, "rspA9b");
+
+    // 4 commands, 3 responses.
+    await s.waitDigests(7);
+    const d = ios(s.digests);
+    expect(d.every((x) => x.host === KH && x.target === KT)).toBe(true);
+    const ns = (a: string, b: string) => Number(at[b]! - at[a]!);
+    const rsps = d.filter((x) => x.event === IO_EVENT_RSP).map((x) => [x.target_qp, x.host_qp, x.cid, x.e2e_ns, x.flags & IO_FLAG_IN_CAPSULE]);
+    expect(rsps).toEqual([
+      [Q.A.t, Q.A.h, 7, ns("cmdA7", "rspA7"), 0],
+      [Q.C.t, Q.C.h, 0, ns("cmdC0", "rspC0"), IO_FLAG_IN_CAPSULE],
+      [Q.A.t, Q.A.h, 9, ns("cmdA9b", "rspA9b"), 0],
+    ]);
+    const replaced = d.filter((x) => x.event === IO_EVENT_CMD && (x.flags & IO_FLAG_REPLACED) !== 0).map((x) => [x.cid, x.cmd_psn]);
+    expect(replaced).toHaveLength(1);
+    expect(replaced[0]![0]).toBe(9);
+    const c = await s.counters();
+    expect(c).toMatchObject({ io_replaced: 1, io_commands: 4, io_responses: 3, queue_pairs_learned: 2, unknown_endpoint: 0, ipv6_ext_header: 0, parser_errors: 0 });
+    // Every packet routed by ipv6_routes, unchanged (VLAN tag, hop limit).
+    expect(s.forwarded.every(([i, e]) => e === (i === 1 ? 33 : 1))).toBe(true);
+  }, 30_000);
+
+  test("a CNP and ECN CE over IPv6 (ECN from the traffic class) count for the flow's host pair", async () => {
+    const s = await open();
+    let t = T0;
+    const send = (f: RoceFrame) => s.send(f.src === H ? 1 : 33, buildFrame(f).data, (t += 10_000n));
+    send({ src: TG, dst: H, opcode: Opcode.CNP, destQp: 0x99, psn: 0, payload: Buffer.alloc(16) });
+    send({ src: H, dst: TG, opcode: Opcode.WRITE_FIRST, destQp: 0x20, psn: 1, reth: { va: 0n, rkey: 1, length: 2048 }, payloadLength: 1024, flowLabel: 0x12345 });
+    send({ src: H, dst: TG, opcode: Opcode.WRITE_LAST, destQp: 0x20, psn: 2, payloadLength: 1024, ecn: 3, flowLabel: 0x54321 });
+    await s.waitDigests(1);
+    const m = s.digests.filter((d): d is MsgDigest => d.kind === "msg");
+    expect(m.map((x) => [x.src, x.dst, x.dest_qp, x.first_psn, x.last_psn, x.packets, x.ecn_ce, x.cnp, x.bytes])).toEqual([[KH, KT, 0x20, 1, 2, 2, 1, 1, 2048]]);
+    expect(await s.counters()).toMatchObject({ cnp: 1, cnp_untracked: 0, ecn_ce: 1, messages: 1, roce_packets: 3 });
+  }, 30_000);
+
+  test("an extension header chain is forwarded, not measured, and counted; an IPv4 packet from 240.0.0.0/4 (an endpoint key) likewise", async () => {
+    const s = await open();
+    let t = T0;
+    const withHopByHop = (f: RoceFrame) => {
+      // An 8-byte hop-by-hop options header (PadN) between IPv6 and UDP, as the kernel adds one (e.g. for MLD or jumbograms).
+      const b = Buffer.from(buildFrame(f).data);
+      const ip = 14;
+      const hbh = Buffer.from([17, 0, 1, 4, 0, 0, 0, 0]);
+      b[ip + 6] = 0; // next header: hop-by-hop
+      b.writeUInt16BE(b.readUInt16BE(ip + 4) + 8, ip + 4);
+      return Buffer.concat([b.subarray(0, ip + 40), hbh, b.subarray(ip + 40)]);
+    };
+    const cmd = (src: number | bigint, dst: number | bigint): RoceFrame => ({ src, dst, opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: 1, payload: nvmeSqe("read", 1, 1, 0n, 512, 0x101) });
+    s.send(1, withHopByHop(cmd(H, TG)), (t += 1000n));
+    s.send(1, buildFrame(cmd(ipv4("10.0.1.1"), ipv4("240.0.0.2"))).data, (t += 1000n));
+    s.send(1, buildFrame(cmd(ipv4("240.0.0.1"), ipv4("10.0.2.1"))).data, (t += 1000n));
+    // And one measured command, so that the digests above would have come before it.
+    s.send(1, buildFrame(cmd(H, TG)).data, (t += 1000n));
+    await s.waitDigests(1);
+    expect(s.digests.map((d) => d.kind === "io" && [d.host, d.target])).toEqual([[KH, KT]]);
+    expect(await s.counters()).toMatchObject({ ipv6_ext_header: 1, reserved_address: 2, unknown_endpoint: 0, io_commands: 1, roce_packets: 3, parser_errors: 0 });
+    // Forwarded all the same (the 240/4 destination has no route: dropped and counted as such).
+    expect(s.forwarded).toEqual([[1, 33], [1, undefined], [1, 33], [1, 33]]);
+  }, 30_000);
+
+  test("an endpoint the tables lack: forwarded, not measured, counted, reported once in a LEARN_ENDPOINT digest (the source first); measured once its entries are in", async () => {
+    const s = await open([[TG, KT]]);
+    let t = T0;
+    const cmd = (cid: number): RoceFrame => ({ src: H, dst: TG, opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: cid, payload: nvmeSqe("read", cid, 1, 0n, 512, 0x100 + cid) });
+    for (let cid = 1; cid <= 3; cid++) s.send(1, buildFrame(cmd(cid)).data, (t += 1000n));
+    // Both ends unknown: the source is reported (first), then the destination once the source is known.
+    const X = ipv6("2001:db8:0:1::99");
+    const Y = ipv6("2001:db8:0:2::99");
+    s.send(1, buildFrame({ src: X, dst: Y, opcode: Opcode.WRITE_ONLY, destQp: 0x20, psn: 1, reth: { va: 0n, rkey: 1, length: 64 }, payloadLength: 64 }).data, (t += 1000n));
+    await s.waitDigests(2);
+    await new Promise((r) => setTimeout(r, 100));
+    const learn = s.digests.filter((d): d is LearnDigest => d.kind === "learn");
+    expect(learn.map((d) => [d.learn, d.addr, d.src, d.dst, d.dest_qp])).toEqual([[LEARN_ENDPOINT, H, 0, 0, 0], [LEARN_ENDPOINT, X, 0, 0, 0]]);
+    expect(ios(s.digests)).toHaveLength(0);
+    expect(await s.counters()).toMatchObject({ unknown_endpoint: 4, roce_packets: 4, io_commands: 0, messages: 0, digests: 2 });
+    expect(s.forwarded.every(([, e]) => e === 33)).toBe(true);
+    // The controller answers: the next command is measured.
+    await writeV6Entries(s.controller, [], [[H, KH], [X, 0xf0000003]]);
+    s.send(1, buildFrame(cmd(4)).data, (t += 1000n));
+    s.send(1, buildFrame({ src: X, dst: Y, opcode: Opcode.WRITE_ONLY, destQp: 0x20, psn: 2, reth: { va: 0n, rkey: 1, length: 64 }, payloadLength: 64 }).data, (t += 1000n));
+    await s.waitDigests(4);
+    expect(s.digests.slice(2).map((d) => (d.kind === "io" ? ["io", d.host, d.target, d.cid] : d.kind === "learn" ? ["learn", d.learn, d.addr] : [d.kind]))).toEqual([["io", KH, KT, 4], ["learn", LEARN_ENDPOINT, Y]]);
+  }, 30_000);
 });

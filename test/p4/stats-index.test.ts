@@ -20,6 +20,7 @@ function layout(macro: string): Array<[string, number, number]> {
     if (bool) return [bool[1]!, 1];
     if (p === "(s).io_outcome") return ["io_outcome", 3];
     if (p === "(digest_kind)[1:0]") return ["digest_kind", 2];
+    if (p === "(s).unmeasured") return ["unmeasured", 2];
     throw new Error(`${macro}: unexpected part ${p}`);
   });
   let offset = 0;
@@ -45,6 +46,7 @@ const COUNTERS = [
       ["ioref_overwritten", C.PKT_EV_IOREF_OVERWRITTEN, 1],
       ["queue_pair_learned", C.PKT_EV_QUEUE_PAIR_LEARNED, 1],
       ["learned", C.PKT_EV_LEARNED, 1],
+      ["unmeasured", C.PKT_EV_UNMEASURED, 2],
     ],
   },
   {

@@ -857,6 +857,10 @@ export const P4_COMPACT_DIGESTS = {
       {
         "name": "dest_qp",
         "bitwidth": 24
+      },
+      {
+        "name": "addr",
+        "bitwidth": 128
       }
     ]
   }

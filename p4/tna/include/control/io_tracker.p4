@@ -157,7 +157,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 #define RKEY_IDX rkey_idx.get({ meta.io_digest.host, meta.io_digest.target, sgl_key })[IOREF_SLOT_BITS-1:0]
 #define PSN_IDX psn_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0], hdr.bth.psn })[IOREF_SLOT_BITS-1:0]
 #define BY_TARGET_IDX by_target_idx.get({ meta.io_digest.host, meta.io_digest.target, word[23:0] })[QUEUE_SLOT_BITS-1:0]
-#define QP_IDX qp_idx.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.bth.dest_qp })[IOREF_SLOT_BITS-1:0]
+#define QP_IDX qp_idx.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp })[IOREF_SLOT_BITS-1:0]
 #define BY_HOST_IDX by_host_idx.get({ meta.io_digest.host, meta.io_digest.target, hqp[23:0] })[QUEUE_SLOT_BITS-1:0]
 #define SLOT cref[IO_SLOT_BITS-1:0]
 
@@ -355,15 +355,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         in_capsule = capsule;
         cmd_flags = flags;
         word = (bit<32>)hdr.bth.dest_qp;
-        meta.io_digest.host = hdr.ipv4.src_addr;
-        meta.io_digest.target = hdr.ipv4.dst_addr;
+        meta.io_digest.host = meta.src_key;
+        meta.io_digest.target = meta.dst_key;
         meta.io_digest.op = o[1:0];
     }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
         hqp = (bit<32>)hdr.bth.dest_qp;
-        meta.io_digest.host = hdr.ipv4.dst_addr;
-        meta.io_digest.target = hdr.ipv4.src_addr;
+        meta.io_digest.host = meta.dst_key;
+        meta.io_digest.target = meta.src_key;
     }
     // Data towards the host (WRITE: read data; READ REQUEST from the target).
     @hidden action to_host(bit<8> c, bit<32> i, bool starts) {
@@ -371,8 +371,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         info_set = i;
         starts_message = starts;
         hqp = (bit<32>)hdr.bth.dest_qp;
-        meta.io_digest.host = hdr.ipv4.dst_addr;
-        meta.io_digest.target = hdr.ipv4.src_addr;
+        meta.io_digest.host = meta.dst_key;
+        meta.io_digest.target = meta.src_key;
     }
     // READ RESPONSE (write data from the host).
     @hidden action to_target(bool starts) {
@@ -380,24 +380,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         info_set = IO_INFO_RR_SEEN ++ 24w0;
         word = (bit<32>)hdr.bth.dest_qp;
         starts_message = starts;
-        meta.io_digest.host = hdr.ipv4.src_addr;
-        meta.io_digest.target = hdr.ipv4.dst_addr;
+        meta.io_digest.host = meta.src_key;
+        meta.io_digest.target = meta.dst_key;
     }
     @hidden action cm_req() {
         pkt_class = IO_PKT_CM_REQ;
         watched = true;  // RDMA CM pairs queues whatever the watchlist and the vantage
         word = (bit<32>)hdr.cm_req.local_qpn;
-        meta.io_digest.host = hdr.ipv4.src_addr;
-        meta.io_digest.target = hdr.ipv4.dst_addr;
+        meta.io_digest.host = meta.src_key;
+        meta.io_digest.target = meta.dst_key;
     }
     @hidden action cm_rep() {
         pkt_class = IO_PKT_CM_REP;
         watched = true;
         word = (bit<32>)hdr.cm_rep.local_qpn | WORD_FOUND;
-        meta.io_digest.host = hdr.ipv4.dst_addr;
-        meta.io_digest.target = hdr.ipv4.src_addr;
+        meta.io_digest.host = meta.dst_key;
+        meta.io_digest.target = meta.src_key;
     }
-    @stage(0)
+    @stage(1)  // after the endpoint keys (endpoints.p4)
     @hidden table io_class {
         key = {
             hdr.cm_req.isValid(): ternary;
@@ -534,16 +534,18 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
     @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
     @hidden action take_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id; }
-    // A command's reference and key fingerprint; a response's slot and fingerprint.
+    // A command's reference and key fingerprint (its host and target are the
+    // packet's source and destination, read before the class is known); a
+    // response's slot and fingerprint.
     @hidden action take_slot_cmd() {
-        cref[15:0] = (bit<16>)slot_cmd.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
+        cref[15:0] = (bit<16>)slot_cmd.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp, cid });
         thr_c = meta.now_c |-| meta.cfg.io_timeout_c;  // saturating: 0 until the clock passes the timeout
     }
     @hidden action take_fpc_cmd() {
-        cref[31:16] = fpc_hash.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, hdr.bth.psn[15:0] });
+        cref[31:16] = fpc_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp, hdr.bth.psn[15:0] });
     }
     @hidden action take_fp_cmd() {
-        fp = fp_cmd_hash.get({ meta.io_digest.host, meta.io_digest.target, hdr.bth.dest_qp, cid });
+        fp = fp_cmd_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp, cid });
     }
     @hidden action take_slot_rsp() {
         cref[15:0] = (bit<16>)slot_rsp.get({ meta.io_digest.host, meta.io_digest.target, pword_h[23:0], cid });
@@ -1022,7 +1024,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         } else if (hdr.cm_rep.isValid()) {
             take_cm_rep();
         }
-        if (hdr.bth.isValid()) {
+        if (hdr.bth.isValid() && meta.src_known && meta.dst_known) {  // measured (endpoints.p4)
             io_class.apply();
         }
         take_fp_cmd();
