@@ -15,8 +15,8 @@ import type { KafkaSecurity } from "./security.js";
 /**
  * The partition key of a digest: both vantages of an I/O share host|target,
  * as text (an endpoint key as the address it stands for on its switch, from
- * `names`; one without an entry as its dotted quad: its digest is counted
- * and dropped by the exporter that reads it).
+ * `names`; one without an entry as `key:N`: its digest is counted and
+ * dropped by the exporter that reads it).
  */
 export function digestKey(d: TelemetryDigest, names?: ReadonlyMap<number, string>): string {
   const t = (v: number) => endpointText(v, names) ?? `key:${v >>> 0}`;
