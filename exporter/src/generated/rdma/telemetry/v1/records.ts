@@ -7,7 +7,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 /**
  * Records published by the exporter (SPEC §6). Every record names the switch
  * that measured it and the interval it belongs to; units are in field names.
- * Addresses are dotted-quad strings so that consumers need no decoding.
+ * Addresses are strings (dotted quad, or RFC 5952 IPv6) so that consumers need no decoding.
  */
 
 /** Which data-plane mode measured a record. */
