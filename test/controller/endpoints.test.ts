@@ -6,6 +6,7 @@ import { P4RuntimeServer, SoftwareSwitch } from "../../switch/src/index.js";
 import { parseConfig, TelemetryController } from "../../p4runtime-controller/src/index.js";
 import { P4_NAMES } from "../../contract/src/generated/telemetry-names.js";
 import { ipv6FromBytes, ipv6Text } from "../../contract/src/address.js";
+import { until } from "../support/wait.js";
 
 const sw = new SoftwareSwitch({ clock: "virtual" });
 const server = new P4RuntimeServer(sw, { deviceId: 1n, cpuPort: 510 });
@@ -69,3 +70,28 @@ test("more endpoints in the config than the endpoint tables hold: refused in one
   const many = Array.from({ length: 4097 }, (_, i) => `2001:db8:1::${i.toString(16)}`);
   expect(() => controller(3, many)).toThrow("endpoints: 4097 listed, and the switch's endpoint tables hold 4096");
 });
+
+test("an address the switch reports when its endpoint tables are full: the refused entry is given up and counted once, later writes go through", async () => {
+  const { Rig } = await import("../../app/rig.js");
+  const { Topology } = await import("../../app/topology.js");
+  const { buildFrame, Opcode } = await import("../../traffic/src/roce.js");
+  const full = Array.from({ length: 4096 }, (_, i) => `2001:db8:1::${(i + 1).toString(16)}`);
+  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["2001:db8:0:1::/64"] }, { port: 2, role: "storage", prefixes: ["2001:db8:1::/64"] }] });
+  const rig = new Rig({ name: "tor", topology, endpoints: full });
+  await rig.start(() => {});
+  try {
+    expect(rig.controller.stats.endpoints).toBe(4096);
+    // A host no one listed sends to a listed target: the switch reports it, the controller's entry does not fit.
+    const frame = buildFrame({ src: 0x20010db8000000010000000000000001n, dst: 0x20010db8000100000000000000000001n, opcode: Opcode.SEND_ONLY, destQp: 0x11, psn: 1, payloadLength: 64 });
+    rig.feed({ timestampNs: 1_000_000n, data: frame.data, originalLength: frame.wireLength });
+    await rig.drain();
+    await until(() => rig.controller.stats.endpointsRefused > 0, 10_000, () => `the entry to be refused (${JSON.stringify(rig.controller.stats)})`);
+    expect(rig.controller.stats).toMatchObject({ learnedEndpoints: 1, endpointsRefused: 1, endpoints: 4096 });
+    expect(rig.controller.endpointKey("2001:db8:0:1::1")).toBeUndefined();
+    // Nothing is left to write again: the next write is the next one alone.
+    await expect(rig.controller.connection.sync()).resolves.toBe(0);
+    expect((await rig.controller.readCounters()).unknown_endpoint).toBe(1);
+  } finally {
+    await rig.stop();
+  }
+}, 60_000);
