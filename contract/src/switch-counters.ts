@@ -24,7 +24,8 @@ export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> =
   ["parser_errors", bit(C.PKT_EV_PARSER_ERROR)],
   ["unknown_opcodes", bit(C.PKT_EV_UNKNOWN_OPCODE)],
   ["no_route", bit(C.PKT_EV_NO_ROUTE)],
-  ["digests", (index) => field(C.PKT_EV_DIGEST, 2)(index) !== 0],
+  // A LEARN_ENDPOINT digest has a bit of its own (the TNA build leaves the digest kind to the I/O tracker).
+  ["digests", (index) => field(C.PKT_EV_DIGEST, 2)(index) !== 0 || bit(C.PKT_EV_ENDPOINT_LEARNED)(index)],
   ["io_commands", outcomeIs(C.IO_OUTCOME_CMD, C.IO_OUTCOME_REPLACED)],
   ["io_replaced", outcomeIs(C.IO_OUTCOME_REPLACED)],
   ["untracked_ios", outcomeIs(C.IO_OUTCOME_UNTRACKED)],

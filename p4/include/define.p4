@@ -199,7 +199,7 @@ const bit<2> UNMEASURED_IPV6_EXT_HEADER = 2;   // ipv6_ext_header
 const bit<2> UNMEASURED_UNKNOWN_ENDPOINT = 3;  // unknown_endpoint
 
 // The packet_events index: the offset of each field (1 bit unless noted).
-const bit<32> PKT_EV_BITS = 14;             // the index's width: 16,384 entries
+const bit<32> PKT_EV_BITS = 15;             // the index's width: 32,768 entries
 const bit<32> PKT_EV_ROCE = 0;              // roce_packets
 const bit<32> PKT_EV_PARSER_ERROR = 1;      // parser_errors
 const bit<32> PKT_EV_UNKNOWN_OPCODE = 2;    // unknown_opcodes
@@ -210,6 +210,7 @@ const bit<32> PKT_EV_IOREF_OVERWRITTEN = 9; // ioref_overwritten
 const bit<32> PKT_EV_QUEUE_PAIR_LEARNED = 10;  // queue_pairs_learned
 const bit<32> PKT_EV_LEARNED = 11;          // learned (an NVMe host-target pair)
 const bit<32> PKT_EV_UNMEASURED = 12;       // 2 bits, UNMEASURED_*
+const bit<32> PKT_EV_ENDPOINT_LEARNED = 14; // a LEARN_ENDPOINT digest (digests, with the digest kind)
 
 // The flow_events index: the offset of each field (1 bit each).
 const bit<32> FLOW_EV_BITS = 7;             // the index's width: 128 entries

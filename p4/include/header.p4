@@ -366,6 +366,7 @@ struct stat_flags_t {
     bool queue_pair_learned;
     bool learned;             // an NVMe host-target pair learned
     bit<2> unmeasured;        // UNMEASURED_*: forwarded, not measured
+    bool endpoint_learned;    // a LEARN_ENDPOINT digest sent (the TNA build's digest kind does not say)
     // flow_events
     bool message;
     bool straddled;
@@ -391,6 +392,10 @@ struct local_metadata_t {
     bool measured;
     bool src_known;          // the source has an endpoint key (IPv4: not in 240.0.0.0/4)
     bool dst_known;
+#ifdef TARGET_TNA
+    bit<32> endpoint_epoch32;  // the epoch, as the endpoint learn filter stores it
+    bit<32> endpoint_fold;     // the missing address's four words XORed
+#endif
     role_t ingress_role;
     role_t egress_role;
     bool routed;

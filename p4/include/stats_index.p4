@@ -5,11 +5,11 @@
 #ifndef __STATS_INDEX__
 #define __STATS_INDEX__
 
-#define PACKET_EVENTS_SIZE 16384  // 2^PKT_EV_BITS
+#define PACKET_EVENTS_SIZE 32768  // 2^PKT_EV_BITS
 #define FLOW_EVENTS_SIZE 128     // 2^FLOW_EV_BITS
 
 #define PACKET_EVENTS_INDEX(s, digest_kind) ((bit<32>)( \
-    (s).unmeasured ++ (bit<1>)(s).learned ++ (bit<1>)(s).queue_pair_learned ++ (bit<1>)(s).ioref_overwritten ++ \
+    (bit<1>)(s).endpoint_learned ++ (s).unmeasured ++ (bit<1>)(s).learned ++ (bit<1>)(s).queue_pair_learned ++ (bit<1>)(s).ioref_overwritten ++ \
     (s).io_outcome ++ (digest_kind)[1:0] ++ (bit<1>)(s).no_route ++ (bit<1>)(s).unknown_opcode ++ \
     (bit<1>)(s).parser_error ++ (bit<1>)(s).roce))
 

@@ -102,15 +102,23 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         ig_dprsr_md.digest_type = meta.digest_kind[2:0];
     }
 
+    // A LEARN_ENDPOINT digest (endpoints.p4).
+    @hidden action take_seq_endpoint() {
+        meta.io_digest.seq = next_seq.execute(0);
+        ig_dprsr_md.digest_type = DIGEST_LEARN[2:0];
+        meta.learn_digest.kind = LEARN_ENDPOINT;
+    }
+
     @stage(11)
     @hidden table seq_tbl {
-        key = { meta.digest_kind: exact @name("kind"); }
-        actions = { take_seq; NoAction; }
+        key = { meta.digest_kind: exact @name("kind"); meta.stat.endpoint_learned: exact @name("endpoint"); }
+        actions = { take_seq; take_seq_endpoint; NoAction; }
         const entries = {
-            DIGEST_NONE: NoAction();
+            (DIGEST_NONE, false): NoAction();
+            (DIGEST_NONE, true): take_seq_endpoint();
         }
         const default_action = take_seq();
-        size = 2;
+        size = 4;
     }
 
     @hidden action known_opcode() { }
@@ -290,10 +298,6 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
 }
 
 @pa_auto_init_metadata
-// The endpoint keys and whether to measure: the bridge's (no copies).
-@pa_alias("egress", "meta.m.src_key", "hdr.bridge.src_key")
-@pa_alias("egress", "meta.m.dst_key", "hdr.bridge.dst_key")
-@pa_alias("egress", "meta.m.measured", "hdr.bridge.measured")
 control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                         in egress_intrinsic_metadata_t eg_intr_md,
                         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,

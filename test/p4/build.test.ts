@@ -94,7 +94,8 @@ function p4Sources(defined: readonly string[] = []) {
     actionParams(name: string): Array<{ name: string; bitwidth: number }> {
       const { control, last } = split(name);
       const params = new RegExp(`\\baction\\s+${last}\\s*\\(([^)]*)\\)`).exec(control)![1]!.trim();
-      return params === "" ? [] : params.split(",").map((p) => {
+      // Directional parameters are bound by the table, not the control plane's.
+      return params === "" ? [] : params.split(",").filter((p) => !/^\s*(in|out|inout)\s/.test(p)).map((p) => {
         const [type, pname] = p.trim().split(/\s+/).slice(-2) as [string, string];
         return { name: pname, bitwidth: width(type) };
       });

@@ -47,6 +47,7 @@ const COUNTERS = [
       ["queue_pair_learned", C.PKT_EV_QUEUE_PAIR_LEARNED, 1],
       ["learned", C.PKT_EV_LEARNED, 1],
       ["unmeasured", C.PKT_EV_UNMEASURED, 2],
+      ["endpoint_learned", C.PKT_EV_ENDPOINT_LEARNED, 1],
     ],
   },
   {

@@ -360,7 +360,7 @@ export const P4_NAMES = {
     },
     "stats_packet_events": {
       "name": "TelemetryIngress.stats.packet_events",
-      "size": 16384
+      "size": 32768
     },
     "stats_flow_events": {
       "name": "TelemetryIngress.stats.flow_events",
@@ -922,7 +922,7 @@ export const P4_CONSTANTS = {
   "UNMEASURED_RESERVED_ADDRESS": 1,
   "UNMEASURED_IPV6_EXT_HEADER": 2,
   "UNMEASURED_UNKNOWN_ENDPOINT": 3,
-  "PKT_EV_BITS": 14,
+  "PKT_EV_BITS": 15,
   "PKT_EV_ROCE": 0,
   "PKT_EV_PARSER_ERROR": 1,
   "PKT_EV_UNKNOWN_OPCODE": 2,
@@ -933,6 +933,7 @@ export const P4_CONSTANTS = {
   "PKT_EV_QUEUE_PAIR_LEARNED": 10,
   "PKT_EV_LEARNED": 11,
   "PKT_EV_UNMEASURED": 12,
+  "PKT_EV_ENDPOINT_LEARNED": 14,
   "FLOW_EV_BITS": 7,
   "FLOW_EV_MESSAGE": 0,
   "FLOW_EV_STRADDLED": 1,

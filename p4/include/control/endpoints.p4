@@ -8,13 +8,13 @@
 //   - RoCEv2 over IPv6 whose source or destination misses its table:
 //     forwarded, counted (unknown_endpoint), and the missing address (the
 //     source first) is reported in a LEARN_ENDPOINT learn digest, about once
-//     per address and epoch (a filter indexed by a hash of the address).
+//     per address and epoch (a filter indexed by a fold of the address).
 #ifndef __ENDPOINTS__
 #define __ENDPOINTS__
 
 control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
-    // Addresses reported, by a hash of the address: the address's CRC-32
-    // and the epoch it was reported in (a controller that takes over bumps it).
+    // Addresses reported, by the address's fold (its four words XORed): the
+    // fold and the epoch it was reported in (a controller that takes over bumps it).
     REGISTER(bit<32>, ENDPOINT_LEARN_SLOTS, endpoint_learned)
     REGISTER(bit<16>, ENDPOINT_LEARN_SLOTS, endpoint_learned_epoch)
 
@@ -66,18 +66,18 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
             if (!meta.src_known) {
                 addr = hdr.ipv6.src_addr;
             }
-            // The address's CRC-32: its low bits index the filter.
-            bit<32> crc;
-            hash(crc, HashAlgorithm.crc32, 32w0, { addr }, 33w0x100000000);
-            bit<32> idx = crc & (ENDPOINT_LEARN_SLOTS - 1);
+            // The address's four words XORed: its low bits index the filter.
+            bit<32> fold = addr[127:96] ^ addr[95:64] ^ addr[63:32] ^ addr[31:0];
+            bit<32> idx = fold & (ENDPOINT_LEARN_SLOTS - 1);
             bit<32> seen;
             bit<16> seen_epoch;
             endpoint_learned.read(seen, idx);
             endpoint_learned_epoch.read(seen_epoch, idx);
-            if (seen != crc || seen_epoch != meta.cfg.epoch) {
-                endpoint_learned.write(idx, crc);
+            if (seen != fold || seen_epoch != meta.cfg.epoch) {
+                endpoint_learned.write(idx, fold);
                 endpoint_learned_epoch.write(idx, meta.cfg.epoch);
                 meta.digest_kind = DIGEST_LEARN;
+                meta.stat.endpoint_learned = true;
                 meta.learn_digest.kind = LEARN_ENDPOINT;
                 meta.learn_digest.src = 0;
                 meta.learn_digest.dst = 0;

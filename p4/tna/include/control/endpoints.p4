@@ -5,27 +5,12 @@
 // Stage 0: the endpoint tables (each writes its own key and that it is
 // known). Stage 1: the
 // packet is measured when both keys are known; otherwise (IPv6 RoCEv2 that
-// missed) the missing address and its CRC-32. Stage 2: the learn filter.
+// missed) the missing address. Stage 2: the learn filter.
 // Stage 3: the LEARN_ENDPOINT digest.
 #ifndef __ENDPOINTS__
 #define __ENDPOINTS__
 
 control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
-    // Addresses reported: (CRC-32 of the address, epoch), indexed by its low bits.
-    REGPAIR(endpoint_learned, ENDPOINT_LEARN_SLOTS, ENDPOINT_LEARN_SLOT_BITS)
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) src_crc;
-    Hash<bit<32>>(HashAlgorithm_t.CRC32) dst_crc;
-    bit<32> crc;
-    bit<32> epoch32;
-    bit<4> learned;
-    RegisterAction<pair_t, bit<ENDPOINT_LEARN_SLOT_BITS>, bit<4>>(endpoint_learned) learned_swap = {
-        void apply(inout pair_t value, out bit<4> rv) {
-            rv = this.predicate(value.lo == crc, value.hi == epoch32);
-            value.lo = crc;
-            value.hi = epoch32;
-        }
-    };
-
     // The table binds where the key goes (its own key, in the same stage as
     // the other table); the control plane sets the key.
     action set_key(inout endpoint_key_t to, inout bool known, endpoint_key_t key) {
@@ -62,26 +47,13 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action measure() { meta.measured = true; }
     @hidden action miss_src() {
         meta.stat.unmeasured = UNMEASURED_UNKNOWN_ENDPOINT;
-        crc = src_crc.get({ hdr.ipv6.src_addr });
         meta.learn_digest.addr = hdr.ipv6.src_addr;
-        epoch32 = (bit<32>)meta.cfg.epoch;
+        meta.endpoint_epoch32 = (bit<32>)meta.cfg.epoch;
     }
     @hidden action miss_dst() {
         meta.stat.unmeasured = UNMEASURED_UNKNOWN_ENDPOINT;
-        crc = dst_crc.get({ hdr.ipv6.dst_addr });
         meta.learn_digest.addr = hdr.ipv6.dst_addr;
-        epoch32 = (bit<32>)meta.cfg.epoch;
-    }
-    @hidden action learn_a() { learned = learned_swap.execute(crc[ENDPOINT_LEARN_SLOT_BITS-1:0]); }
-    @stage(2)
-    @hidden table learn_tbl {
-        actions = { learn_a; }
-        const default_action = learn_a();
-        size = 1;
-    }
-    @hidden action learn_digest() {
-        meta.digest_kind = DIGEST_LEARN;
-        meta.learn_digest.kind = LEARN_ENDPOINT;
+        meta.endpoint_epoch32 = (bit<32>)meta.cfg.epoch;
     }
 
     apply {
@@ -90,7 +62,7 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
             src_v6.apply();
             dst_v6.apply();
         }
-        // Stages 1-3.
+        // Stage 1: measured, or the missing address (the source first).
         if (hdr.bth.isValid() && meta.src_known && meta.dst_known) {
             measure();
         } else if (hdr.ipv6.isValid() && hdr.bth.isValid() && meta.cfg.mode != MODE_OFF) {
@@ -99,10 +71,49 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
             } else {
                 miss_dst();
             }
-            learn_tbl.apply();
-            if (learned != 8) {
-                learn_digest();
-            }
+        }
+    }
+}
+
+// The learn filter and digest: applied by the I/O tracker where it does
+// nothing else (no vantage), so that it shares the late stages with it.
+control EndpointLearn(in headers_t hdr, inout local_metadata_t meta) {
+    // Addresses reported: (the address's fold, epoch), indexed by the
+    // fold's low bits. The fold (XOR of the address's four words) is taken
+    // in the stages before, in the ALUs (no hash unit, no crossbar bytes).
+    REGPAIR(endpoint_learned, ENDPOINT_LEARN_SLOTS, ENDPOINT_LEARN_SLOT_BITS)
+    bit<4> learned;
+    bit<32> fold_hi;
+    bit<32> fold_lo;
+    RegisterAction<pair_t, bit<ENDPOINT_LEARN_SLOT_BITS>, bit<4>>(endpoint_learned) learned_swap = {
+        void apply(inout pair_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == meta.endpoint_fold, value.hi == meta.endpoint_epoch32);
+            value.lo = meta.endpoint_fold;
+            value.hi = meta.endpoint_epoch32;
+        }
+    };
+    @hidden action fold_halves() {
+        fold_hi = meta.learn_digest.addr[127:96] ^ meta.learn_digest.addr[95:64];
+        fold_lo = meta.learn_digest.addr[63:32] ^ meta.learn_digest.addr[31:0];
+    }
+    @hidden action fold_words() { meta.endpoint_fold = fold_hi ^ fold_lo; }
+    @hidden action learn_a() { learned = learned_swap.execute(meta.endpoint_fold[ENDPOINT_LEARN_SLOT_BITS-1:0]); }
+    @stage(8)
+    @hidden table learn_tbl {
+        actions = { learn_a; }
+        const default_action = learn_a();
+        size = 1;
+    }
+    // The digest is sent by main.p4's seq_tbl (a flag of its own, not the
+    // digest kind the I/O tracker writes in these stages).
+    @hidden action learn_digest() { meta.stat.endpoint_learned = true; }
+
+    apply {
+        fold_halves();
+        fold_words();
+        learn_tbl.apply();
+        if (learned != 8) {
+            learn_digest();
         }
     }
 }

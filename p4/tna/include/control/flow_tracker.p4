@@ -91,8 +91,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     @name(".TelemetryIngress.flow_tracker.flow_watchlist")
     table flow_watchlist {
         key = {
-            meta.src_key: exact @name("src");
-            meta.dst_key: exact @name("dst");
+            hdr.bridge.src_key: exact @name("src");
+            hdr.bridge.dst_key: exact @name("dst");
             hdr.bth.dest_qp: exact @name("dest_qp");
         }
         actions = {
@@ -104,14 +104,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
 
     // One hash result per action.
-    @hidden action take_slot() { slot = slot_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp })[FLOW_SLOT_BITS-1:0]; }
-    @hidden action take_fp() { fp = fp_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp }); }
-    @hidden action take_lidx() { lidx = learn_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp })[LEARN_SLOT_BITS-1:0]; }
+    @hidden action take_slot() { slot = slot_hash.get({ hdr.bridge.src_key, hdr.bridge.dst_key, hdr.bth.dest_qp })[FLOW_SLOT_BITS-1:0]; }
+    @hidden action take_fp() { fp = fp_hash.get({ hdr.bridge.src_key, hdr.bridge.dst_key, hdr.bth.dest_qp }); }
+    @hidden action take_lidx() { lidx = learn_hash.get({ hdr.bridge.src_key, hdr.bridge.dst_key, hdr.bth.dest_qp })[LEARN_SLOT_BITS-1:0]; }
     // The host pair in the direction of the data: CNP dst -> CNP src.
-    @hidden action take_cidx() { cidx = pair_hash.get({ meta.src_key, meta.dst_key })[PAIR_SLOT_BITS-1:0]; }
-    @hidden action take_pair_fp() { pair_fp = pair_fp_hash.get({ meta.src_key, meta.dst_key }); }
-    @hidden action take_cnp_cidx() { cidx = cnp_pair_hash.get({ meta.dst_key, meta.src_key })[PAIR_SLOT_BITS-1:0]; }
-    @hidden action take_cnp_pair_fp() { pair_fp = cnp_pair_fp_hash.get({ meta.dst_key, meta.src_key }); }
+    @hidden action take_cidx() { cidx = pair_hash.get({ hdr.bridge.src_key, hdr.bridge.dst_key })[PAIR_SLOT_BITS-1:0]; }
+    @hidden action take_pair_fp() { pair_fp = pair_fp_hash.get({ hdr.bridge.src_key, hdr.bridge.dst_key }); }
+    @hidden action take_cnp_cidx() { cidx = cnp_pair_hash.get({ hdr.bridge.dst_key, hdr.bridge.src_key })[PAIR_SLOT_BITS-1:0]; }
+    @hidden action take_cnp_pair_fp() { pair_fp = cnp_pair_fp_hash.get({ hdr.bridge.dst_key, hdr.bridge.src_key }); }
     @hidden action msg_digest_qp() { report.dest_qp = msg_qp_copy.get({ hdr.bth.dest_qp }); }
     @hidden action msg_digest_last_psn() { report.last_psn = last_psn_copy.get({ hdr.bth.psn }); }
     @hidden action learn_digest_qp() { report.dest_qp = learn_qp_copy.get({ hdr.bth.dest_qp }); }
@@ -766,7 +766,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 
 
     apply {
-        if (meta.measured && meta.cfg.mode != MODE_OFF) {
+        if (hdr.bridge.measured == 1 && hdr.bridge.mode != MODE_OFF) {  // the bridge's endpoint keys (endpoints.p4)
             if (hdr.bth.opcode == OP_CNP) {
                 meta.stat.cnp = true;
                 // A CNP's (dst, src) is the pair of the flows it slows.
@@ -821,8 +821,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         msg_decode.apply();
                         report.fct_ns = meta.now32 - first_ts;
                         report.gap_ns = first_ts - prev_end;
-                        report.src = meta.src_key;
-                        report.dst = meta.dst_key;
+                        report.src = hdr.bridge.src_key;
+                        report.dst = hdr.bridge.dst_key;
                         // One hash result per action (32 bits of immediate each).
                         msg_digest_qp();
                         msg_digest_last_psn();
@@ -841,8 +841,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                     if (learned != 8) {
                         report.setValid();
                         report.kind = DIGEST_LEARN;
-                        report.src = meta.src_key;
-                        report.dst = meta.dst_key;
+                        report.src = hdr.bridge.src_key;
+                        report.dst = hdr.bridge.dst_key;
                         learn_digest_qp();
                         meta.stat.flow_learned = true;
                     }

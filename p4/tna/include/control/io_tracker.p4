@@ -87,6 +87,7 @@ const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the targ
 #define PRED_BOTH 4w0b1000 &&& 4w0b1000
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
+    EndpointLearn() endpoint_learn;  // endpoints.p4
     // Set by the classification and the steps before the registers. The
     // metadata starts at zero (@pa_auto_init_metadata), which is every
     // value's "none".
@@ -1042,7 +1043,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_watchlist.apply();
         }
 
-        if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
+        if (meta.stat.unmeasured == UNMEASURED_UNKNOWN_ENDPOINT) {
+            // Not measured here: an IPv6 endpoint without a key is reported.
+            endpoint_learn.apply(hdr, meta);
+        } else if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
                 learn_tbl.apply();
