@@ -23,6 +23,8 @@ export interface DemoOptions {
   snaplen?: number;
   /** the fabric's size: hosts, targets, I/O queues per host on each target (the generator's defaults where omitted) */
   scale?: { hosts?: number; targets?: number; queuesPerHost?: number };
+  /** the address families of the hosts and targets: 4 (default), 6, or mixed */
+  ip?: 4 | 6 | "mixed";
   /** full or polling; from `deployed` when omitted */
   mode?: "full" | "polling";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
@@ -45,6 +47,16 @@ export function demoFaults(durationNs: number): Fault[] {
   ];
 }
 
+/** Packets a switch forwarded without measuring them, where there were any. */
+function unmeasured(s: SwitchStatsJson): string {
+  const parts = [
+    [s.unknown_endpoint_packets, "IPv6 packets before their endpoint's key"],
+    [s.ipv6_ext_header_packets, "IPv6 packets with extension headers"],
+    [s.reserved_address_packets, "IPv4 packets from or to 240.0.0.0/4"],
+  ] as const;
+  return parts.filter(([n]) => n).map(([n, what]) => `, ${n} ${what} not measured`).join("");
+}
+
 export async function runDemo(o: DemoOptions): Promise<{ records: number; packets: number; digests: number; alerts: number }> {
   const durationNs = o.durationMs * 1_000_000;
   const mode = o.mode ?? o.deployed?.mode ?? "full";
@@ -53,7 +65,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
   // Generation gives the event loop a turn every few ms: /metrics answers meanwhile.
-  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...o.scale }, (simNs) => {
+  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...(o.ip !== undefined ? { ip: o.ip } : {}), ...o.scale }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -64,6 +76,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // Self-check: the generator knows the true figures of every I/O and message.
   const check = new StreamingSelfCheck(readTruth(join(o.outDir, TRUTH_FILE))[Symbol.iterator]());
   const lastStats = new Map<string, SwitchStatsJson>();
+  /** per switch: digests dropped for an endpoint key without an address (switch_stats counts them per interval) */
+  const unknownEndpoints = new Map<string, number>();
   let lastInterval: string | undefined;
   let lastProgress = 0;
   const result = await replayCaptures(
@@ -77,7 +91,10 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       logger: o.logger,
       onRecord: (r) => {
         o.onRecord?.(r);
-        if (r.type === "switch_stats") lastStats.set(r.switch_id, r);
+        if (r.type === "switch_stats") {
+          lastStats.set(r.switch_id, r);
+          unknownEndpoints.set(r.switch_id, (unknownEndpoints.get(r.switch_id) ?? 0) + r.unknown_endpoint_digests);
+        }
         if (r.type === "io") check.io(r);
         else if (r.type === "message") check.message(r);
         if ((r.type === "io_interval" || r.type === "flow_interval") && r.interval_start_unix_ns !== lastInterval) {
@@ -108,8 +125,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     (check.ioWrong + check.ioUnexpected + (mode === "polling" ? 0 : check.ioMissing)
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
       : "") +
-    (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : "") +
-    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed`).join("; ")}` : ""));
+    (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken${unmeasured(s)}`).join("; ")}` : "") +
+    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

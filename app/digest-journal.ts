@@ -23,6 +23,7 @@ interface Entry {
   v: string[][]; // samples, members as hex
   n?: number; // switch session
   h?: number; // when this host first journaled the list, ms (the list's time is the switch's clock)
+  e?: Array<[number, string]>; // endpoint keys the list uses, with their IPv6 addresses
 }
 
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
@@ -80,7 +81,7 @@ export class DigestJournal {
         if (replayed.has(key)) continue;
         replayed.add(key);
         const samples = e.v.map((m) => m.map((h) => Buffer.from(h, "hex")));
-        const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples } };
+        const batch: DigestBatch = { switchId: e.s, listTimestampNs: BigInt(e.t), digests: samples.map((m) => decodeDigest(e.d, m)), badDigests: 0, session: e.n ?? 0, raw: { digest: e.d, samples }, ...(e.e?.length ? { endpoints: e.e.map(([key, address]) => ({ key, address })) } : {}) };
         feed(batch);
         this.append(batch, e.h);
         n++;
@@ -93,7 +94,7 @@ export class DigestJournal {
 
   /** Journals a list; `batch.ack` is called once it is fsync'd (group commit, within one event-loop turn). */
   append(batch: DigestBatch, journaledAtMs = Date.now()): void {
-    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session, h: journaledAtMs };
+    const e: Entry = { s: batch.switchId, t: batch.listTimestampNs.toString(), d: batch.raw.digest, v: batch.raw.samples.map((m: DigestMember[]) => m.map((x) => memberBytes(x).toString("hex"))), n: batch.session, h: journaledAtMs, ...(batch.endpoints?.length ? { e: batch.endpoints.map((x): [number, string] => [x.key, x.address]) } : {}) };
     this.lines.push(JSON.stringify(e) + "\n");
     const seg = this.segmentName(this.segment);
     if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);

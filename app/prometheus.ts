@@ -27,7 +27,7 @@ export interface TelemetryMetricsOptions {
 }
 
 /** The switch counters of switch_stats, by metric name. */
-const SWITCH_COUNTERS = ["untracked_ios", "untracked_flows", "io_references_lost", "parser_errors", "unknown_opcodes", "io_replaced", "io_unpaired_responses", "queue_pairs_learned", "cnp_untracked"] as const;
+const SWITCH_COUNTERS = ["untracked_ios", "untracked_flows", "io_references_lost", "parser_errors", "unknown_opcodes", "io_replaced", "io_unpaired_responses", "queue_pairs_learned", "cnp_untracked", "reserved_address_packets", "ipv6_ext_header_packets", "unknown_endpoint_packets"] as const;
 const DIGEST_COUNTS = ["digests_received", "digests_lost", "digests_duplicated", "bad_digests", "switch_restarts", "late_records", "late_responses"] as const;
 const IO_FIGURES = [["e2e_c", "e2e_c_ns"], ["e2e_s", "e2e_s_ns"], ["rtt", "rtt_ns"], ["dal", "dal_ns"], ["dpl", "dpl_ns"]] as const;
 
@@ -64,6 +64,7 @@ export class TelemetryMetrics {
   private readonly records: Counter<"type" | "topic">;
   private readonly latestStats = new Map<string, SwitchStatsJson>();
   private readonly incomplete = new Map<string, number>();
+  private readonly unknownEndpoints = new Map<string, number>();
   private readonly ioLatency: LabeledHistogram;
   private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
   private readonly flowGauges: Record<"fet" | "fnr", Gauge<string>>;
@@ -102,6 +103,14 @@ export class TelemetryMetrics {
       collect() {
         this.reset();
         for (const [sw, n] of incomplete) this.inc({ switch: sw }, n);
+      },
+    });
+    const unknownEndpoints = this.unknownEndpoints;
+    new Counter({
+      name: "rdma_telemetry_unknown_endpoint_digests_total", help: "Digests dropped because an endpoint key in them had no IPv6 address from the switch's controller (switch_stats unknown_endpoint_digests)", labelNames: ["switch"], registers: [register],
+      collect() {
+        this.reset();
+        for (const [sw, n] of unknownEndpoints) this.inc({ switch: sw }, n);
       },
     });
     const buckets = LATENCY_BUCKETS_SECONDS;
@@ -150,6 +159,7 @@ export class TelemetryMetrics {
     if (r.type === "switch_stats") {
       this.latestStats.set(r.switch_id, r);
       this.incomplete.set(r.switch_id, (this.incomplete.get(r.switch_id) ?? 0) + r.incomplete_ios);
+      this.unknownEndpoints.set(r.switch_id, (this.unknownEndpoints.get(r.switch_id) ?? 0) + (r.unknown_endpoint_digests ?? 0));
     } else if (r.type === "io") {
       const base = { switch: r.switch_id, host: r.host, target: r.target, op: r.op };
       for (const [figure, field] of IO_FIGURES) {

@@ -12,6 +12,7 @@ import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALIGNMENT_SCAN_PACKETS, estimateAlignmentsAsync } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
 import type { Topology } from "./topology.js";
+import { canonicalAddress } from "@rdma-telemetry/contract";
 
 export interface ReplaySwitch {
   name: string;
@@ -41,6 +42,8 @@ export interface ReplayOptions {
   kafkaWaitMs?: number;
   logger?: Logger;
   exporter?: ExporterOptions;
+  /** IPv6 endpoints given keys before the first packet; by default every /128 the topologies place (the others are learned from the switch) */
+  endpoints?: readonly string[];
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
   /**
    * A deployed controller's settings (its config file): mode, watchlist
@@ -144,8 +147,10 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   if (opts.onRecord) exporter.addSink(opts.onRecord);
   const kafka = opts.kafka;
   if (kafka) exporter.addSink((r) => kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs)));
+  // Every IPv6 host a topology places (a /128) has its endpoint key before its first packet; others are learned (LEARN_ENDPOINT).
+  const endpoints = opts.endpoints ?? [...new Set(switches.flatMap((s) => s.topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => canonicalAddress(x.slice(0, -4))))))];
   const rigs = switches.map((s, i) => new Rig({
-    name: s.name, topology: s.topology, mode: opts.mode ?? d?.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling ?? d?.polling, pipeline: s.pipeline ?? opts.pipeline,
+    name: s.name, topology: s.topology, endpoints, mode: opts.mode ?? d?.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling ?? d?.polling, pipeline: s.pipeline ?? opts.pipeline,
     ...(d ? { ioTimeoutMs: d.timeouts.ioTimeoutMs, flowTimeoutMs: d.timeouts.flowTimeoutMs, maxListSize: d.digest.maxListSize, maxTimeoutUs: d.digest.maxTimeoutUs } : {}),
   }));
   // Polling coverage on the interval records: the window of the switch's controller.

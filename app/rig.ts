@@ -7,7 +7,7 @@ import { parseConfig, type Mode } from "@rdma-telemetry/controller";
 import type { DigestBatch } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
-import { ipv4Source, type Topology } from "./topology.js";
+import { ipSource, type Topology } from "./topology.js";
 
 export interface RigOptions {
   name: string;
@@ -23,6 +23,8 @@ export interface RigOptions {
   flowTimeoutMs?: number;
   /** the compiled program (BMv2 JSON and P4Info) the switch runs: p4/build/ unless told */
   pipeline?: { p4info: string; deviceConfig: string };
+  /** IPv6 endpoints given keys before the first packet (the controller's `endpoints`) */
+  endpoints?: readonly string[];
 }
 
 export interface FeedPacket {
@@ -89,6 +91,7 @@ export class Rig {
       switch: { address: `127.0.0.1:${this.port}`, device_id: Number(o.deviceId ?? 1n), election_id: 1, switch_id: o.name, timestamp_unit_ns: 1 },
       ...(o.pipeline ? { pipeline: { p4info: o.pipeline.p4info, device_config: o.pipeline.deviceConfig } } : {}),
       ports: o.topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      endpoints: [...(o.endpoints ?? [])],
       mode: o.mode ?? "full",
       polling: {
         rotation_period_ms: o.polling?.rotationPeriodMs ?? 1000,
@@ -123,7 +126,7 @@ export class Rig {
 
   /** Processes one captured packet at its capture time; its ingress port comes from the topology. */
   feed(p: FeedPacket): void {
-    const src = ipv4Source(p.data);
+    const src = ipSource(p.data);
     const port = src === undefined ? undefined : this.options.topology.portOf(src);
     if (port === undefined) {
       this.noIngressPort++;

@@ -10,7 +10,7 @@ import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import { P4RuntimeServer, SoftwareSwitch } from "@rdma-telemetry/switch";
 import { openCapture, PcapWriter, type CapturedPacket } from "@rdma-telemetry/traffic";
 import type { Logger } from "@rdma-telemetry/p4runtime";
-import { ipv4Source, type Topology } from "./topology.js";
+import { ipSource, type Topology } from "./topology.js";
 
 export interface SwitchCommandOptions {
   listen: string;
@@ -107,7 +107,7 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   }
   const tick = setInterval(() => sw.tick(inputs.length ? feed.now() : undefined), 1);
   const routeOf = (p: CapturedPacket): number | undefined => {
-    const src = ipv4Source(p.data);
+    const src = ipSource(p.data);
     return src === undefined ? undefined : o.topology!.portOf(src);
   };
   o.print(`switch: P4Runtime on ${o.listen.replace(/:\d+$/, `:${port}`)}, device ${o.deviceId}, CPU port ${o.cpuPort}${o.p4info ? `, pipeline from ${o.p4info}` : ", no pipeline yet"}`);

@@ -1,13 +1,12 @@
-// Where each address sits (SPEC §7): ports with roles and IPv4 prefixes; the
-// longest matching prefix wins. Replay uses it to give each packet its
+// Where each address sits (SPEC §7): ports with roles and prefixes of either
+// family; the longest matching prefix wins. Replay uses it to give each packet its
 // ingress port; the controller uses the same file for routes and roles.
 import { readFileSync } from "node:fs";
-import type { PortSpec } from "@rdma-telemetry/contract";
+import { parsePrefix, prefixContains, type IpAddress, type IpPrefix, type PortSpec } from "@rdma-telemetry/contract";
 import { ConfigError, parsePorts } from "@rdma-telemetry/controller";
 
 interface Route {
-  value: number;
-  len: number;
+  prefix: IpPrefix;
   port: number;
 }
 
@@ -16,14 +15,8 @@ export class Topology {
 
   constructor(readonly ports: readonly PortSpec[]) {
     this.routes = ports
-      .flatMap((p) => p.prefixes.map((pre) => {
-        const [addr, len] = pre.split("/") as [string, string];
-        const v = addr.split(".").reduce((a, b) => a * 256 + Number(b), 0);
-        const l = Number(len);
-        const mask = l === 0 ? 0 : Number((0xffffffffn << BigInt(32 - l)) & 0xffffffffn);
-        return { value: (v & mask) >>> 0, len: l, port: p.port };
-      }))
-      .sort((a, b) => b.len - a.len);
+      .flatMap((p) => p.prefixes.map((pre) => ({ prefix: parsePrefix(pre), port: p.port })))
+      .sort((a, b) => b.prefix.len - a.prefix.len);
   }
 
   static parse(raw: unknown, source = "topology"): Topology {
@@ -52,12 +45,9 @@ export class Topology {
     }
   }
 
-  /** The port behind which `ip` sits, or undefined. */
-  portOf(ip: number): number | undefined {
-    for (const r of this.routes) {
-      const mask = r.len === 0 ? 0 : (0xffffffff << (32 - r.len)) >>> 0;
-      if (((ip & mask) >>> 0) === r.value) return r.port;
-    }
+  /** The port behind which `ip` (either family) sits, or undefined. */
+  portOf(ip: IpAddress): number | undefined {
+    for (const r of this.routes) if (prefixContains(r.prefix, ip)) return r.port;
     return undefined;
   }
 
@@ -66,15 +56,20 @@ export class Topology {
   }
 }
 
-/** The IPv4 source address of an Ethernet frame (802.1Q allowed), or undefined. */
-export function ipv4Source(frame: Uint8Array): number | undefined {
+/** The source address of an Ethernet frame (IPv4 or IPv6, 802.1Q allowed), or undefined. */
+export function ipSource(frame: Uint8Array): IpAddress | undefined {
   let off = 12;
   let type = (frame[off]! << 8) | frame[off + 1]!;
   if (type === 0x8100 && frame.length >= 18) {
     off += 4;
     type = (frame[off]! << 8) | frame[off + 1]!;
   }
-  if (type !== 0x0800 || frame.length < off + 2 + 20) return undefined;
   const ip = off + 2;
+  if (type === 0x86dd && frame.length >= ip + 40) {
+    let v = 0n;
+    for (let i = 8; i < 24; i++) v = (v << 8n) | BigInt(frame[ip + i]!);
+    return v;
+  }
+  if (type !== 0x0800 || frame.length < ip + 20) return undefined;
   return ((frame[ip + 12]! << 24) | (frame[ip + 13]! << 16) | (frame[ip + 14]! << 8) | frame[ip + 15]!) >>> 0;
 }

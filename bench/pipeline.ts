@@ -8,7 +8,7 @@ import { Rig } from "../app/rig.js";
 import { Pipeline } from "@rdma-telemetry/switch";
 import { parseConfig } from "@rdma-telemetry/controller";
 import { TelemetryController } from "@rdma-telemetry/controller";
-import { ipv4Source, Topology } from "../app/topology.js";
+import { ipSource, Topology } from "../app/topology.js";
 import { writePcap } from "@rdma-telemetry/traffic";
 
 import { bmv2Unavailable, launchBmv2 } from "../tools/bmv2.js";
@@ -21,7 +21,7 @@ export async function benchPipeline(): Promise<void> {
   let digests = 0;
   await rig.start((b) => (digests += b.digests.length));
   const packets = sw.packets;
-  const ports = packets.map((p) => rig.options.topology.portOf(ipv4Source(p.data)!)!);
+  const ports = packets.map((p) => rig.options.topology.portOf(ipSource(p.data)!)!);
   // Warm up, then time the pipeline alone (the switch's own work per packet).
   const run = (n: number) => {
     const t0 = performance.now();

@@ -5,6 +5,7 @@ export * from "./errors.js";
 export * from "./digest-batch.js";
 export * from "./digests.js";
 export * from "./ipv4.js";
+export * from "./address.js";
 export * from "./records.js";
 export * from "./switch-counters.js";
 export * from "./topology.js";

@@ -144,6 +144,8 @@ export interface SwitchStatsJson {
   incomplete_ios: number;
   /** polling: I/Os whose pair left the window between command and response, in this interval (that vantage's figures absent, not incomplete) */
   ios_left_window: number;
+  /** digests of this interval dropped because an endpoint key (240.0.0.0/4) in them had no IPv6 address from the switch's controller: never printed as an address */
+  unknown_endpoint_digests: number;
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;
   untracked_ios: number | null;
@@ -161,6 +163,12 @@ export interface SwitchStatsJson {
   queue_pairs_learned: number | null;
   /** CNPs not counted because their host pair's slot was held by another pair */
   cnp_untracked: number | null;
+  /** packets forwarded and not measured: IPv4 from or to 240.0.0.0/4 (the endpoint keys' range) */
+  reserved_address_packets: number | null;
+  /** IPv6 packets with an extension header chain (forwarded, not measured) */
+  ipv6_ext_header_packets: number | null;
+  /** RoCEv2 over IPv6 from or to an address with no endpoint key yet (forwarded, not measured; the switch reports the address) */
+  unknown_endpoint_packets: number | null;
   mode: ModeName;
 }
 

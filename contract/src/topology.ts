@@ -1,5 +1,5 @@
 // Where each address sits (SPEC §7): a switch's ports, each with its role
-// and the IPv4 prefixes behind it. The controller installs routes and port
+// and the prefixes behind it (IPv4 and IPv6, side by side). The controller installs routes and port
 // roles from it, replay gives each packet its ingress port by it, and the
 // traffic generator writes one for each capture.
 

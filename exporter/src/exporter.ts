@@ -35,7 +35,7 @@ export class Exporter {
   }
 
   onBatch(b: DigestBatch): void {
-    this.metrics.onDigestList(b.switchId, b.listTimestampNs, b.digests, b.badDigests, b.session || undefined);
+    this.metrics.onDigestList(b.switchId, b.listTimestampNs, b.digests, b.badDigests, b.session || undefined, b.endpoints);
   }
 
   /** Flushes everything still open (end of a replay or shutdown). */

@@ -2,7 +2,8 @@
 // from correlating the compute-side and storage-side halves of an I/O, per-
 // message records, and per-interval aggregates. Time comes from the digests
 // (switch clocks mapped to the wall clock), so a replay is deterministic.
-import { ipv4Text } from "@rdma-telemetry/contract";
+import { EndpointNames } from "./metrics/endpoint-names.js";
+import type { EndpointEntry } from "@rdma-telemetry/contract";
 import {
   IO_EVENT_CMD,
   IO_EVENT_QUEUE_PAIR,
@@ -115,6 +116,8 @@ export class MetricsEngine {
   // Interval buckets are keyed by their start on the common clock.
   private readonly intervals: IntervalAggregates;
   private readonly health = new SwitchHealth();
+  /** endpoint keys (IPv6 addresses) of each switch, and their text */
+  private readonly endpoints = new EndpointNames();
   /** per switch: the newest list timestamp seen, on the common clock (each switch's digests lag differently) */
   private readonly watermarks = new Map<string, bigint>();
   private watermark = 0n;
@@ -243,7 +246,7 @@ export class MetricsEngine {
    * that could not be decoded, `session` is the switch session it came from
    * (a new one: the switch restarted or reloaded its pipeline).
    */
-  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number): void {
+  onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number, endpoints?: readonly EndpointEntry[]): void {
     const aligned = listTimestampNs + this.align(switchId);
     this.note(switchId, aligned);
     const si = this.switchInterval(switchId, aligned, this.health.mode(switchId) ?? 0);
@@ -253,7 +256,13 @@ export class MetricsEngine {
     // (A digest of the switch's very first packet has timestamp 0: still a time.)
     const newest = digests.reduce((m, d) => Math.max(m, d.kind === "io" ? d.ts : d.kind === "msg" ? d.first_ts + d.fct_ns : -1), -1);
     if (newest >= 0) this.clock(switchId).calibrate(listTimestampNs, newest);
-    for (const d of digests) this.onDigest(switchId, d);
+    if (endpoints?.length) this.endpoints.learn(switchId, endpoints);
+    for (const d of digests) {
+      // Endpoint keys to the engine's own (one per address, whichever switch named it); a key with no address is dropped, counted.
+      const e = this.endpoints.resolve(switchId, d);
+      if (e) this.onDigest(switchId, e);
+      else si.unknownEndpoints++;
+    }
     if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
     this.advance(aligned);
   }
@@ -456,8 +465,8 @@ export class MetricsEngine {
       type: "io",
       switch_id: switchId,
       interval_start_unix_ns: interval.toString(),
-      host: ipv4Text(first.host),
-      target: ipv4Text(first.target),
+      host: this.endpoints.text(first.host),
+      target: this.endpoints.text(first.target),
       host_qp: c?.hostQp || s?.hostQp || 0,
       target_qp: first.targetQp,
       cid: first.cid,
@@ -503,8 +512,8 @@ export class MetricsEngine {
         type: "message",
         switch_id: switchId,
         interval_start_unix_ns: interval.toString(),
-        src: ipv4Text(d.src),
-        dst: ipv4Text(d.dst),
+        src: this.endpoints.text(d.src),
+        dst: this.endpoints.text(d.dst),
         dest_qp: d.dest_qp,
         first_psn: d.first_psn,
         last_psn: d.last_psn,
@@ -556,7 +565,11 @@ export class MetricsEngine {
    */
   windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint): void {
     if (!pairs.length) return;
-    const left = new Set(pairs.map((p) => `${p.host}|${p.target}`));
+    const left = new Set(pairs.flatMap((p) => {
+      const host = this.endpoints.local(switchId, p.host);
+      const target = this.endpoints.local(switchId, p.target);
+      return host === undefined || target === undefined ? [] : [`${host}|${target}`];
+    }));
     for (const o of this.outstanding.values()) {
       if (o.switchId === switchId && o.leftWindowUnixNs === undefined && o.cmdUnixNs < atUnixNs && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowUnixNs = atUnixNs;
     }
@@ -635,7 +648,7 @@ export class MetricsEngine {
       };
       const { ios, flows, cnps, switches } = this.intervals.take(start);
       for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId), this.pairCoverage?.(a.switchId) ?? null));
-      for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null));
+      for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null, (v) => this.endpoints.text(v)));
       for (const sw of this.health.switches()) {
         const si = switches?.get(sw);
         // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).

@@ -6,7 +6,7 @@ import { dirname, resolve } from "node:path";
 import { ControllerError } from "./errors.js";
 import { packageRoot } from "./paths.js";
 
-import type { PortSpec } from "@rdma-telemetry/contract";
+import { canonicalAddress, parsePrefix, type PortSpec } from "@rdma-telemetry/contract";
 
 export type Mode = "full" | "polling";
 
@@ -41,6 +41,11 @@ export interface ControllerConfig {
     readonly recirculationPort?: number;
   };
   readonly ports: readonly PortConfig[];
+  /**
+   * IPv6 endpoints given endpoint keys before any of their packets is seen
+   * (RFC 5952 text); the others get theirs when the switch reports them.
+   */
+  readonly endpoints: readonly string[];
   readonly mode: Mode;
   readonly polling: { readonly rotationPeriodMs: number; readonly flowCapacity: number; readonly ioPairCapacity: number };
   readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number };
@@ -120,8 +125,6 @@ function checkUnknown(o: Json, path: string, known: string[]): void {
   }
 }
 
-const PREFIX = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
-
 export function parsePorts(v: unknown, path = "ports"): PortConfig[] {
   if (!Array.isArray(v) || v.length === 0) throw new ConfigError(`${path}: must be a non-empty list of {port, role, prefixes}`);
   const seen = new Set<number>();
@@ -138,31 +141,51 @@ export function parsePorts(v: unknown, path = "ports"): PortConfig[] {
     const role = o.role;
     if (role !== "compute" && role !== "storage" && role !== "fabric") throw new ConfigError(`${at}.role: must be compute, storage or fabric (got ${JSON.stringify(role)})`);
     const list = o.prefixes ?? [];
-    if (!Array.isArray(list)) throw new ConfigError(`${at}.prefixes: must be a list of IPv4 prefixes`);
-    if (list.length === 0) throw new ConfigError(`${at}.prefixes: port ${port} has no prefixes: no traffic would be routed to it (a fabric uplink takes "0.0.0.0/0")`);
+    if (!Array.isArray(list)) throw new ConfigError(`${at}.prefixes: must be a list of IPv4 or IPv6 prefixes`);
+    if (list.length === 0) throw new ConfigError(`${at}.prefixes: port ${port} has no prefixes: no traffic would be routed to it (a fabric uplink takes "0.0.0.0/0", and "::/0" for IPv6)`);
     const pre = list.map((x, j) => {
-      const m = typeof x === "string" ? PREFIX.exec(x) : null;
-      if (!m || m.slice(1, 5).some((b) => Number(b) > 255) || Number(m[5]) > 32) throw new ConfigError(`${at}.prefixes[${j}]: not an IPv4 prefix like 10.0.0.0/24 (got ${JSON.stringify(x)})`);
+      if (typeof x !== "string") throw new ConfigError(`${at}.prefixes[${j}]: not a prefix like 10.0.0.0/24 or 2001:db8::/64 (got ${JSON.stringify(x)})`);
       // Compared as networks, not as text: 10.0.1.1/24 is 10.0.1.0/24 with host bits set.
-      const len = Number(m[5]);
-      const addr = m.slice(1, 5).reduce((a, b) => a * 256 + Number(b), 0);
-      const mask = len === 0 ? 0 : Number((0xffffffffn << BigInt(32 - len)) & 0xffffffffn);
-      const net = (addr & mask) >>> 0;
-      const canonical = `${net >>> 24}.${(net >>> 16) & 255}.${(net >>> 8) & 255}.${net & 255}/${len}`;
-      if (net !== addr >>> 0) throw new ConfigError(`${at}.prefixes[${j}]: ${x as string} has host bits set (did you mean ${canonical}?)`);
+      let canonical: string;
+      try {
+        canonical = parsePrefix(x).text;
+      } catch (err) {
+        throw new ConfigError(`${at}.prefixes[${j}]: ${(err as Error).message}`);
+      }
       const other = prefixes.get(canonical);
-      if (other !== undefined) throw new ConfigError(`${at}.prefixes[${j}]: ${x as string} is also routed to port ${other}`);
+      if (other !== undefined) throw new ConfigError(`${at}.prefixes[${j}]: ${x} is also routed to port ${other}`);
       prefixes.set(canonical, port);
-      return x as string;
+      return x;
     });
     return { port, role, prefixes: pre };
+  });
+}
+
+/** The IPv6 endpoints to give keys at start (canonical text); refused in one line naming the entry. */
+export function parseEndpoints(v: unknown, path = "endpoints"): string[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw new ConfigError(`${path}: must be a list of IPv6 addresses`);
+  const seen = new Set<string>();
+  return v.flatMap((x, i) => {
+    if (typeof x !== "string" || !x.includes(":")) {
+      throw new ConfigError(`${path}[${i}]: not an IPv6 address (got ${JSON.stringify(x)})${typeof x === "string" && /^\d+\.\d+\.\d+\.\d+$/.test(x) ? ": an IPv4 address is its own endpoint key" : ""}`);
+    }
+    let a: string;
+    try {
+      a = canonicalAddress(x);
+    } catch {
+      throw new ConfigError(`${path}[${i}]: not an IPv6 address (got ${JSON.stringify(x)})`);
+    }
+    if (seen.has(a)) return [];
+    seen.add(a);
+    return [a];
   });
 }
 
 /** Validates a parsed config object; relative paths are resolved against `baseDir`. */
 export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerConfig {
   const o = obj(raw, "config");
-  checkUnknown(o, "", ["switch", "pipeline", "ports", "mode", "polling", "timeouts", "digest", "control_port", "control_host", "control_tls", "control_insecure_plaintext"]);
+  checkUnknown(o, "", ["switch", "pipeline", "ports", "endpoints", "mode", "polling", "timeouts", "digest", "control_port", "control_host", "control_tls", "control_insecure_plaintext"]);
   const sw = obj(o.switch, "switch");
   checkUnknown(sw, "switch", ["address", "device_id", "election_id", "role", "switch_id", "timestamp_unit_ns", "tls"]);
   const address = str(sw.address, "switch.address", DEFAULTS.address);
@@ -220,6 +243,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
       ...(pipe.recirculation_port === undefined ? {} : { recirculationPort: num(pipe.recirculation_port, "pipeline.recirculation_port", 0, 0, 511) }),
     }),
     ports: Object.freeze(parsePorts(o.ports)),
+    endpoints: Object.freeze(parseEndpoints(o.endpoints)),
     mode,
     polling: Object.freeze({
       rotationPeriodMs: num(polling.rotation_period_ms, "polling.rotation_period_ms", DEFAULTS.rotationPeriodMs, 1, 3_600_000),

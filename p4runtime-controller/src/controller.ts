@@ -10,13 +10,15 @@ import { EventEmitter } from "node:events";
 import { P4Info } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4info";
 import type { P4BitstringLikeTypeSpec } from "@rdma-telemetry/p4runtime/proto/p4/config/v1/p4types";
 import type { DigestList } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, IO_EVENT_QUEUE_PAIR, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, SWITCH_COUNTER_NAMES, switchCounters, type DigestBatch, type SwitchCounters, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { compactContext, decodeCompactDigest, decodeDigest, digestLayoutOf, fullDigestValues, ipv6, ipv6FromBytes, ipv6Text, isEndpointKey, IO_EVENT_QUEUE_PAIR, LEARN_ENDPOINT, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, type EndpointEntry, SWITCH_COUNTER_NAMES, switchCounters, type DigestBatch, type SwitchCounters, type DigestLayout, type DigestSchema, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { isFastDigestList, type DigestMember } from "@rdma-telemetry/p4runtime";
 import { buildTableEntry, digestValues } from "@rdma-telemetry/p4runtime";
 import { DesiredState } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { SwitchConnection, silentLogger, type Logger } from "@rdma-telemetry/p4runtime";
+import type { TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
 import { ConfigError, type ControllerConfig, type Mode } from "./config.js";
+import { EndpointRegistry } from "./endpoints.js";
 import { ListClock } from "./list-clock.js";
 import { Rotation } from "./rotation.js";
 
@@ -87,6 +89,12 @@ export interface ControllerStats {
   role: ControllerRole;
   /** switch sessions seen (1 + pipeline pushes after the first) */
   sessions: number;
+  /** IPv6 endpoints with a key (written to both endpoint tables) */
+  endpoints: number;
+  /** IPv6 endpoints given a key because the switch reported them (LEARN_ENDPOINT) */
+  learnedEndpoints: number;
+  /** IPv6 endpoints the switch reported that got no key (every key taken, or the tables refused the entry): their packets stay unmeasured */
+  endpointsRefused: number;
 }
 
 export class TelemetryController extends EventEmitter<ControllerEvents> {
@@ -115,6 +123,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   readonly digestLayout: DigestLayout;
   /** the port the report mirror session sends to (Tofino); undefined for a program without one */
   readonly reportPort: number | undefined;
+  /** IPv6 endpoints and their keys on this switch (docs/architecture.md, "Endpoint keys") */
+  readonly endpoints = new EndpointRegistry();
+  /** the program's endpoint tables (a program without IPv6 has none) */
+  private readonly endpointTables: { src: number; dst: number } | undefined;
 
   private readonly rotationTimerEnabled: boolean;
 
@@ -156,8 +168,17 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.reportPort = defaultPort === undefined ? undefined : (config.pipeline.recirculationPort ?? defaultPort);
     this.mode = config.mode;
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
-    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0 };
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0, endpoints: 0, learnedEndpoints: 0, endpointsRefused: 0 };
+    const tables = this.schema.tables;
+    this.endpointTables = tables.has(T.endpoints_src_v6.name) && tables.has(T.endpoints_dst_v6.name)
+      ? { src: tables.get(T.endpoints_src_v6.name).preamble!.id, dst: tables.get(T.endpoints_dst_v6.name).preamble!.id }
+      : undefined;
+    if (!this.endpointTables && config.endpoints.length) throw new ConfigError(`endpoints: listed, but the program in pipeline.p4info ${config.pipeline.p4info} has no endpoint tables (no IPv6)`);
+    const capacity = Number(tables.has(T.endpoints_src_v6.name) ? tables.get(T.endpoints_src_v6.name).size : 0n);
+    if (this.endpointTables && capacity > 0 && config.endpoints.length > capacity) throw new ConfigError(`endpoints: ${config.endpoints.length} listed, and the switch's endpoint tables hold ${capacity}`);
     this.buildStaticState();
+    // A switch read back (reconnection, takeover, restart): the keys it holds are the keys.
+    if (this.endpointTables) this.state.onObserve = (entries) => this.adoptEndpoints(entries);
     this.connection = new SwitchConnection({
       address: config.switch.address,
       deviceId: config.switch.deviceId,
@@ -220,15 +241,19 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
 
   private buildStaticState(): void {
     const c = this.config;
-    for (const p of c.ports) {
-      for (const prefix of p.prefixes) {
+    const v6Routes = this.schema.tables.has(T.forwarding_ipv6_routes.name);
+    c.ports.forEach((p, i) => {
+      p.prefixes.forEach((prefix, j) => {
+        const v6 = prefix.includes(":");
+        if (v6 && !v6Routes) throw new ConfigError(`ports[${i}].prefixes[${j}]: ${prefix} is IPv6, and the program in pipeline.p4info has no IPv6 routes`);
         // (A /0 prefix is the table's wildcard: the client omits its match field.)
-        this.state.set(this.entry({ table: T.forwarding_ipv4_routes.name, match: { dst_addr: prefix }, action: { name: A.forwarding_route.name, params: { port: p.port } } }));
-      }
+        this.state.set(this.entry({ table: (v6 ? T.forwarding_ipv6_routes : T.forwarding_ipv4_routes).name, match: { dst_addr: prefix }, action: { name: A.forwarding_route.name, params: { port: p.port } } }));
+      });
       for (const [table, action] of [[T.ingress_port_role_port_roles, A.ingress_port_role_set_role], [T.egress_port_role_port_roles, A.egress_port_role_set_role]] as const) {
         this.state.set(this.entry({ table: table.name, match: { port: p.port }, action: { name: action.name, params: { r: ROLE_CODE[p.role] } } }));
       }
-    }
+    });
+    for (const address of c.endpoints) this.addEndpoint(address);
     this.setConfigEntry();
     if (this.reportPort !== undefined) {
       // Tofino: the flow tracker's reports reach the ingress (and become
@@ -265,6 +290,87 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
         },
       },
     }));
+  }
+
+  /** Gives an IPv6 address (RFC 5952 text) a key, and wants it in both endpoint tables; undefined when none is left. */
+  private addEndpoint(address: string): number | undefined {
+    const r = this.endpoints.assign(address);
+    if (!r) {
+      this.stats.endpointsRefused++;
+      this.log.warn("IPv6 endpoint not measured: every endpoint key is taken", { address });
+      return undefined;
+    }
+    if (r.added) this.writeEndpoint(address, r.key);
+    return r.key;
+  }
+
+  private writeEndpoint(address: string, key: number): void {
+    for (const table of [T.endpoints_src_v6, T.endpoints_dst_v6]) {
+      this.state.set(this.entry({ table: table.name, match: { addr: address }, action: { name: A.endpoints_set_key.name, params: { key } } }));
+    }
+    this.stats.endpoints = this.endpoints.size;
+  }
+
+  /** The endpoint entries a read of the switch found: the keys they hold stay (see EndpointRegistry.adopt). */
+  private adoptEndpoints(entries: readonly TableEntry[]): void {
+    const found: EndpointEntry[] = [];
+    for (const te of entries) {
+      if (te.tableId !== this.endpointTables!.src && te.tableId !== this.endpointTables!.dst) continue;
+      const m = te.match[0]?.fieldMatchType;
+      const a = te.action?.type;
+      if (m?.$case !== "exact" || a?.$case !== "action" || !a.value.params[0]) continue;
+      const key = Number(ipv6FromBytes(a.value.params[0].value));
+      if (!isEndpointKey(key)) continue;
+      found.push({ key, address: ipv6Text(ipv6FromBytes(m.value.value)) });
+    }
+    const changed = this.endpoints.adopt(found);
+    for (const address of changed) this.writeEndpoint(address, this.endpoints.keyOf(address)!);
+    if (found.length) this.log.info("endpoint keys read back from the switch", { entries: found.length, changed: changed.length });
+  }
+
+  /** The entries of the endpoint keys `digests` use (what the exporter needs to write their addresses). */
+  private endpointsOf(digests: readonly TelemetryDigest[]): EndpointEntry[] | undefined {
+    if (!this.endpointTables || this.endpoints.size === 0) return undefined;
+    let out: Map<number, string> | undefined;
+    const add = (v: number) => {
+      if (!isEndpointKey(v) || out?.has(v)) return;
+      const address = this.endpoints.addressOf(v);
+      if (address !== undefined) (out ??= new Map()).set(v, address);
+    };
+    for (const d of digests) {
+      if (d.kind === "io") {
+        add(d.host);
+        add(d.target);
+      } else {
+        add(d.src);
+        add(d.dst);
+      }
+    }
+    return out && [...out].map(([key, address]) => ({ key, address }));
+  }
+
+  /** An IPv6 address the switch has no key for (LEARN_ENDPOINT): one now, written at once. */
+  private learnEndpoint(addr: bigint): void {
+    const address = ipv6Text(addr);
+    if (this.endpoints.keyOf(address) !== undefined) return; // (reported again before the entry was written: one key)
+    if (this.addEndpoint(address) === undefined) return;
+    this.stats.learnedEndpoints++;
+    const key = this.endpoints.keyOf(address)!;
+    this.connection.sync().catch((err: unknown) => {
+      // Refused (e.g. the tables are full): given up, so that it is not written again at every sync; the switch reports it again later.
+      const entries = [T.endpoints_src_v6, T.endpoints_dst_v6].map((table) => this.entry({ table: table.name, match: { addr: address }, action: { name: A.endpoints_set_key.name, params: { key } } }));
+      if (entries.every((e) => this.state.isInstalled(e))) return;
+      for (const e of entries) this.state.remove(e);
+      this.endpoints.remove(address);
+      this.stats.endpoints = this.endpoints.size;
+      this.stats.endpointsRefused++;
+      this.log.warn("endpoint entry not written: its packets stay unmeasured", { address, error: (err as Error).message });
+    });
+  }
+
+  /** The key of an IPv6 address on this switch (for tests and tools), given if it has none. */
+  endpointKey(address: string): number | undefined {
+    return this.endpoints.keyOf(ipv6Text(ipv6(address)));
   }
 
   start(): void {
@@ -445,11 +551,13 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
         })
       : list.timestamp;
-    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.session, raw: { digest: name, samples: raw }, ack: this.deferAck ? ack : undefined });
+    const endpoints = this.endpointsOf(digests);
+    this.emit("digests", { switchId: this.config.switch.switchId, listTimestampNs, digests, badDigests: bad, session: this.session, raw: { digest: name, samples: raw }, ack: this.deferAck ? ack : undefined, ...(endpoints ? { endpoints } : {}) });
   }
 
   private learn(d: TelemetryDigest): void {
     if (d.kind === "learn") {
+      if (d.learn === LEARN_ENDPOINT && this.endpointTables && d.addr) this.learnEndpoint(d.addr);
       if (d.learn === LEARN_FLOW && this.rotation.addFlow(d.src, d.dst, d.dest_qp)) this.stats.learnedFlows++;
       if (d.learn === LEARN_IO_PAIR && this.rotation.addPair(d.src, d.dst)) this.stats.learnedPairs++;
     } else if (d.kind === "msg") {

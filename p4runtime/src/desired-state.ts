@@ -68,6 +68,12 @@ export class DesiredState {
   private readonly installedClones = new Map<number, CloneSessionEntry>();
   /** tables whose entries this state owns (extra entries there are deleted) */
   readonly managedTables = new Set<number>();
+  /**
+   * Called with every table entry a Read found, before the difference is
+   * written: the owner may take entries the switch holds into the desired
+   * state (e.g. keys a controller before it gave out).
+   */
+  onObserve: ((entries: readonly TableEntry[]) => void) | undefined;
 
   /** Wants `te` on the switch (replacing any entry with the same match key). */
   set(te: TableEntry): void {
@@ -116,6 +122,10 @@ export class DesiredState {
 
   /** Replaces the belief about the switch with what a Read returned (clone sessions: those of the wanted ids). */
   observe(entries: Iterable<TableEntry>, digests: Iterable<DigestEntry>, clones: Iterable<CloneSessionEntry> = []): void {
+    if (this.onObserve) {
+      entries = [...entries];
+      this.onObserve(entries as TableEntry[]);
+    }
     this.installedClones.clear();
     for (const c of clones) this.installedClones.set(c.sessionId, c);
     this.installed.clear();
@@ -126,6 +136,11 @@ export class DesiredState {
     for (const d of digests) {
       if (d.config) this.installedDigests.set(d.digestId, { maxTimeoutNs: d.config.maxTimeoutNs, maxListSize: d.config.maxListSize, ackTimeoutNs: d.config.ackTimeoutNs });
     }
+  }
+
+  /** Whether the switch (as last observed or written) holds an entry with `te`'s match key. */
+  isInstalled(te: TableEntry): boolean {
+    return this.installed.has(matchKey(te));
   }
 
   /** Whether the switch (as last observed or written) holds any of the desired entries that are not a table's default. */

@@ -109,6 +109,8 @@ export class Bmv2Switch {
       switch: { address: this.address, device_id: this.deviceId, switch_id: "bmv2", timestamp_unit_ns: 1000 },
       pipeline: { p4info: pipeline?.p4info ?? join(root, "p4/build/telemetry.p4info.json"), device_config: pipeline?.deviceConfig ?? join(root, "p4/build/telemetry.json") },
       ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      // Every IPv6 host the topology places has its endpoint key before its first packet (as replay gives them).
+      endpoints: topologyEndpoints(topology),
       digest: { ...digest, ack_timeout_ms: 1000 },
     });
   }
@@ -231,4 +233,9 @@ export function replayOnWire(sw: Bmv2Switch, pcap: string, ports: readonly numbe
   const r = spawnSync("python3", [join(here, "wire.py"), "replay", pcap, map, String(slowdown), report], { encoding: "utf8", timeout: 120_000 });
   if (r.status !== 0) throw new Error(`wire.py replay: ${r.stderr || r.error?.message}`);
   return JSON.parse(readFileSync(report, "utf8")) as ReplayReport;
+}
+
+/** The IPv6 hosts a topology places (its /128 prefixes), as replay gives them to the controller. */
+export function topologyEndpoints(topology: Topology): string[] {
+  return topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => x.slice(0, -4)));
 }

@@ -125,7 +125,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("--ip and --reorder given bad values, and demo asked for what the switch does not measure yet (IPv6, reordered paths): one line saying so", { timeout: 300_000 }, async () => {
+  test("--ip and --reorder given bad values, and demo asked for what the switch does not measure yet (reordered paths): one line saying so", { timeout: 300_000 }, async () => {
     const gen = ["generate", "--out-dir", "never-made"];
     const demo = ["demo", "--out-dir", "never-made"];
     const cases: Array<{ args: string[]; says: string }> = [
@@ -136,8 +136,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...gen, "--reorder", "0.2:x"], says: "(got '0.2:x')" },
       { args: [...gen, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
       { args: [...gen, "--reorder", "0.2", "--reorder-loss", "2"], says: "--reorder-loss must be a share from 0 to 1" },
-      { args: [...demo, "--ip", "6"], says: "the switch does not measure RoCEv2 over IPv6 yet (generate --ip 6 writes such captures)" },
-      { args: [...demo, "--ip", "mixed"], says: "the switch does not measure RoCEv2 over IPv6 yet" },
+      { args: [...demo, "--ip", "v6"], says: "--ip must be 4, 6 or mixed (got 'v6')" },
       { args: [...demo, "--reorder", "0.2:4"], says: "the switch does not measure reordered paths yet" },
     ];
     const results = await runAll(cases.map((c) => c.args));
@@ -201,6 +200,24 @@ describe("captures are not overwritten without --force", () => {
     }
     const refused = await run(["demo", "--out-dir", demoDir, "--duration-ms", "300", "--load", "0.1"]);
     expectOneLineNaming(refused, "already holds files", "demo without --force");
+  });
+
+  test("demo --ip 6 and --ip mixed: the self-check finds every record exact to the ns, addresses in RFC 5952 text", { timeout: 180_000 }, async () => {
+    const families = ["6", "mixed"] as const;
+    const results = await runAll(families.map((ip) => ["demo", "--out-dir", join(dir, `demo-ip${ip}`), "--duration-ms", "300", "--load", "0.1", "--ip", ip]));
+    families.forEach((ip, i) => {
+      const r = results[i]!;
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      const m = /self-check against the generator's ground truth: (\d+)\/(\d+) I\/O records and (\d+)\/(\d+) messages exact to the ns/.exec(r.stdout);
+      expect(m, r.stdout).not.toBeNull();
+      expect(m![1]).toBe(m![2]);
+      expect(m![3]).toBe(m![4]);
+      expect(Number(m![2])).toBeGreaterThan(0);
+      const hosts = readFileSync(join(dir, `demo-ip${ip}`, "records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; host?: string }).filter((x) => x.type === "io").map((x) => x.host!);
+      const v6 = hosts.filter((h) => /^2001:db8:0:1::[0-9a-f]+$/.test(h)).length;
+      if (ip === "6") expect(v6).toBe(hosts.length);
+      else expect(v6 > 0 && v6 < hosts.length, `${v6} of ${hosts.length} over IPv6`).toBe(true);
+    });
   });
 });
 

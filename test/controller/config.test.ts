@@ -19,6 +19,12 @@ describe("controller config", () => {
     expect(() => parseConfig({ ports, control_insecure_plaintext: "yes" })).toThrow(/control_insecure_plaintext: must be true or false/);
   });
 
+  test("IPv6 prefixes beside IPv4 ones on a port, and IPv6 endpoints in RFC 5952 text", () => {
+    const c = parseConfig({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24", "2001:db8:0:1::/64"] }, { port: 4, role: "fabric", prefixes: ["0.0.0.0/0", "::/0"] }], endpoints: ["2001:0DB8:0:1:0:0:0:1", "2001:db8:0:1::1", "2001:db8:0:2::1"] });
+    expect(c.ports[0]!.prefixes).toEqual(["10.0.1.0/24", "2001:db8:0:1::/64"]);
+    expect(c.endpoints).toEqual(["2001:db8:0:1::1", "2001:db8:0:2::1"]);
+  });
+
   test("defaults are filled in and the result is immutable", () => {
     const c = parseConfig({ ports });
     expect(c.mode).toBe("full");
@@ -45,6 +51,12 @@ describe("controller config", () => {
     [{ ports, switch: { address: "no-port" } }, /switch\.address: expected host:port/],
     [{ ports, switch: { tls: { cert: "c.pem" } } }, /cert and key go together/],
     [{}, /ports: must be a non-empty list/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["2001:db8::1/64"] }] }, /ports\[0\]\.prefixes\[0\]: 2001:db8::1\/64 has host bits set \(did you mean 2001:db8::\/64\?\)/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["2001:db8::/129"] }] }, /ports\[0\]\.prefixes\[0\]: 2001:db8::\/129: an IPv6 prefix is at most \/128/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["2001:db8:::/64"] }] }, /ports\[0\]\.prefixes\[0\]: not an IPv6 prefix like 2001:db8::\/64 \(got "2001:db8:::\/64"\)/],
+    [{ ports: [{ port: 1, role: "compute", prefixes: ["2001:db8::/64"] }, { port: 2, role: "storage", prefixes: ["2001:0db8:0::/64"] }] }, /ports\[1\]\.prefixes\[0\]: 2001:0db8:0::\/64 is also routed to port 1/],
+    [{ ports, endpoints: ["10.0.0.1"] }, /endpoints\[0\]: not an IPv6 address \(got "10\.0\.0\.1"\): an IPv4 address is its own endpoint key/],
+    [{ ports, endpoints: ["2001:db8::g"] }, /endpoints\[0\]: not an IPv6 address/],
   ])("rejects %j", (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);

@@ -15,8 +15,8 @@ import { ioRecordKey, messageRecordKey } from "../../app/self-check.js";
 import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "polling-replay-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const top = mkdtempSync(join(tmpdir(), "polling-replay-"));
+afterAll(() => rmSync(top, { recursive: true, force: true }));
 
 const cli = (args: string[]) => {
   const r = spawnSync(process.execPath, [...CLI, ...args], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
@@ -29,8 +29,10 @@ const PERIOD_MS = 100;
 const FLOWS_N = 1;
 const PAIRS_N = 3;
 
-test("replay --config: polling with the deployed watchlists and rotation: every record full mode's or less, never more; every pair and flow within ceil(known/N) periods", () => {
-  cli(["generate", "--out-dir", dir, "--duration-ms", "1500", "--seed", "5", "--snaplen", "128"]);
+// Mixed families: IPv6 pairs and flows are learned and rotated beside IPv4 ones (they reach the controller with endpoint keys).
+test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchlists and rotation: every record full mode's or less, never more; every pair and flow within ceil(known/N) periods", (ip) => {
+  const dir = mkdtempSync(join(top, `ip${ip}-`));
+  cli(["generate", "--out-dir", dir, "--duration-ms", "1500", "--seed", "5", "--snaplen", "128", "--ip", ip]);
   const topo = (sw: string) => join(dir, `${sw}.topology.json`);
   const config = join(dir, "controller.json");
   writeFileSync(config, JSON.stringify({
@@ -90,6 +92,8 @@ test("replay --config: polling with the deployed watchlists and rotation: every 
   expect(equal).toBeGreaterThan(pollIos.length * 0.95);
   expect(leftWindow).toBe(counted);
   expect(pollIos.every((r) => r.mode === "polling")).toBe(true);
+  // Both families measured: IPv6 pairs are learned and rotated as IPv4 ones.
+  expect(pollIos.some((r) => r.host.includes(":")) && pollIos.some((r) => !r.host.includes(":"))).toBe(true);
   // The windows are smaller than what is known: polling measures a share of it.
   expect(pollIos.length).toBeGreaterThan(fullIos.size * 0.1);
   expect(pollIos.length).toBeLessThan(fullIos.size * 0.8);

@@ -4,7 +4,7 @@
 // histogram_quantile through its HTTP API. It prints the scrape durations'
 // p50, p99 and max as Prometheus measured them (scrape_duration_seconds).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
@@ -52,7 +52,8 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   };
 
   // 6 s of traffic: on a quiet machine generating 2 s ended before Prometheus's first scrape.
-  const demo = startCli(["demo", "--duration-ms", "6000", "--out-dir", join(dir, "demo"), "--metrics-listen", `127.0.0.1:${metricsPort}`], dir, children);
+  // Both families (--ip mixed): Prometheus takes the IPv6 addresses in labels as the records write them.
+  const demo = startCli(["demo", "--duration-ms", "6000", "--ip", "mixed", "--out-dir", join(dir, "demo"), "--metrics-listen", `127.0.0.1:${metricsPort}`], dir, children);
   await until(() => demo.out().includes("metrics: "), 30_000, () => demo.out());
   const from = Date.now() / 1000;
   await until(() => demo.out().includes("generated "), 120_000, () => demo.out());
@@ -78,4 +79,9 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   // The histograms as Prometheus users read them: p99 DAL over the fabric.
   const p99 = await api(`histogram_quantile(0.99, sum by (le) (rdma_telemetry_io_latency_seconds_bucket{figure="dal"}))`, to);
   expect(Number(p99[0]?.value?.[1])).toBeGreaterThan(0);
+  // The hosts Prometheus holds series for are the records' hosts, IPv6 ones in RFC 5952 text.
+  const hosts = (await api(`count by (host) (rdma_telemetry_io_latency_seconds_count{job="demo"})`, to)).map((r) => r.metric.host).sort();
+  const recorded = [...new Set(readFileSync(join(dir, "demo/records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; host?: string }).filter((r) => r.type === "io").map((r) => r.host!))].sort();
+  expect(hosts).toEqual(recorded);
+  expect(hosts.some((h) => /^2001:db8:0:1::[0-9a-f]+$/.test(h!)) && hosts.some((h) => /^10\.0\.1\.\d+$/.test(h!))).toBe(true);
 }, 600_000);

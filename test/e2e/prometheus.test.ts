@@ -129,3 +129,23 @@ test("the Grafana dashboard in deploy/ asks only for metrics the processes serve
   expect(names).toBeGreaterThan(25);
   expect(wrong).toEqual([]);
 });
+
+test("an IPv6 demo's /metrics: the I/O and flow series carry the addresses in RFC 5952 text, as the records do", async () => {
+  const metrics = new TelemetryMetrics();
+  const served = await metrics.listen("127.0.0.1:0");
+  const out = join(dir, "ip6");
+  await runDemo({ seed: 5, durationMs: 300, load: 0.1, ip: 6, outDir: out, mode: "full", onRecord: (r) => metrics.onRecord(r), print: () => {} });
+  const text = await (await fetch(served.url)).text();
+  await served.close();
+  const records = readFileSync(join(out, "records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
+  const pairs = new Set(records.filter((r): r is IoRecordJson => r.type === "io").map((r) => `${r.host}|${r.target}`));
+  const flows = new Set(records.filter((r): r is MessageRecordJson => r.type === "message").map((r) => `${r.src}|${r.dst}`));
+  expect(pairs.size).toBeGreaterThan(0);
+  expect(flows.size).toBeGreaterThan(0);
+  const label = (line: string, name: string) => new RegExp(`${name}="([^"]*)"`).exec(line)?.[1];
+  const seenPairs = new Set(text.split("\n").filter((l) => l.startsWith("rdma_telemetry_io_latency_seconds_count{")).map((l) => `${label(l, "host")}|${label(l, "target")}`));
+  const seenFlows = new Set(text.split("\n").filter((l) => /^rdma_telemetry_\w+\{.*src="/.test(l)).map((l) => `${label(l, "src")}|${label(l, "dst")}`));
+  expect(seenPairs).toEqual(pairs);
+  expect(seenFlows).toEqual(flows);
+  for (const p of [...seenPairs, ...seenFlows]) expect(p).toMatch(/^2001:db8:0:\d::[0-9a-f]+\|2001:db8:0:\d::[0-9a-f]+$/);
+}, 120_000);

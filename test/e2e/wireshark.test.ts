@@ -6,8 +6,8 @@
 // ns, and tshark must decode nearly every I/O of the queues set up in the
 // capture: proof that the generated captures are framed as Linux frames them.
 // IPv6 and mixed captures (RoCEv2 over IPv6, GIDs equal to the addresses,
-// rdma_cm's AF_INET6 header) must decode alike; until the switch measures
-// IPv6, their latencies are checked against the ground truth.
+// rdma_cm's AF_INET6 header) must decode alike, and their latencies equal
+// the records' (replayed through the switch, IPv6 on endpoint keys).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -115,10 +115,14 @@ test.skipIf(!haveTshark)("tshark decodes the generated NVMe/RDMA and its command
   }
 }, 180_000);
 
-test.skipIf(!haveTshark)("tshark decodes RoCEv2 over IPv6 and mixed families as over IPv4: its command latencies equal the ground truth's e2e at each switch, to the ns", () => {
+test.skipIf(!haveTshark)("tshark decodes RoCEv2 over IPv6 and mixed families as over IPv4: its command latencies equal the records' e2e (and the ground truth's) at each switch, to the ns", () => {
   for (const family of ["6", "mixed"] as const) {
     const out = join(dir, `ip${family}`);
     cli(["generate", "--out-dir", out, "--duration-ms", "250", "--seed", "4", "--ip", family]);
+    const records = join(out, "records.jsonl");
+    cli(["replay", join(out, "tor-c.pcap"), join(out, "tor-s.pcap"), "--topology", join(out, "tor-c.topology.json"), "--topology", join(out, "tor-s.topology.json"), "--out", records]);
+    const ios = new Map(readFileSync(records, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson)
+      .filter((r): r is IoRecordJson => r.type === "io").map((r) => [ioRecordKey(r), r]));
     const truths: IoTruth[] = [];
     for (const t of readTruth(join(out, "ground-truth.jsonl"))) if (t.type === "io") truths.push(t.truth);
     const byKey = new Map(truths.map((t) => [ioTruthKey(t), t]));
@@ -127,7 +131,10 @@ test.skipIf(!haveTshark)("tshark decodes RoCEv2 over IPv6 and mixed families as 
       const decoded = tsharkLatencies(capture);
       const problems = decoded.flatMap((d) => {
         const t = byKey.get(d.key);
-        return !t ? [`${d.key}: tshark paired it, no I/O`] : t[e2e] !== d.latencyNs ? [`${d.key}: tshark ${d.latencyNs} ns, truth ${e2e} ${String(t[e2e])}`] : [];
+        const r = ios.get(d.key);
+        if (!t) return [`${d.key}: tshark paired it, no I/O`];
+        if (t[e2e] !== d.latencyNs) return [`${d.key}: tshark ${d.latencyNs} ns, truth ${e2e} ${String(t[e2e])}`];
+        return !r ? [`${d.key}: tshark paired it, no record`] : r[e2e] !== d.latencyNs ? [`${d.key}: tshark ${d.latencyNs} ns, record ${e2e} ${String(r[e2e])}`] : [];
       });
       expect(problems.slice(0, 10), `${problems.length} of ${decoded.length} differ at ${sw} (--ip ${family})`).toEqual([]);
       const queues = cmQueues(capture);
@@ -135,7 +142,7 @@ test.skipIf(!haveTshark)("tshark decodes RoCEv2 over IPv6 and mixed families as 
       const got = new Set(decoded.map((d) => d.key));
       const share = onePacket.filter((t) => got.has(ioTruthKey(t))).length / onePacket.length;
       const v6 = decoded.filter((d) => d.key.includes(":")).length;
-      console.log(`--ip ${family}, ${sw}: tshark paired ${decoded.length} reads and writes (${v6} over IPv6) with their completions, every one equal to the truth's ${e2e} to the ns; ` +
+      console.log(`--ip ${family}, ${sw}: tshark paired ${decoded.length} reads and writes (${v6} over IPv6) with their completions, every one equal to the record's and the truth's ${e2e} to the ns; ` +
         `${(100 * share).toFixed(1)} % of the ${onePacket.length} timed on the ${queues.size} queues set up in the capture decoded`);
       expect(v6).toBeGreaterThan(0);
       if (family === "mixed") expect(v6).toBeLessThan(decoded.length);

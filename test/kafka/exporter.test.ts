@@ -207,18 +207,18 @@ describe("exporter on Kafka", () => {
     }
   }, 240_000);
 
-  test("two exporters in one consumer group share the digest partitions, and RTT still comes out right", async () => {
+  test("two exporters in one consumer group share the digest partitions, and RTT still comes out right, over IPv4 and IPv6 (each raw digest with its endpoint entries)", async () => {
     const t = topics("group");
     const sink = new KafkaSink({ brokers, topics: t, partitions: 6 });
     await sink.start();
     // Both exporters join the group (and get their partitions) before the digests flow.
     const ios: IoRecordJson[] = [];
     const engines = [0, 1].map(() => new MetricsEngine((r) => { if (r.type === "io") ios.push(r); }, { correlationWindowNs: 10_000_000_000n }));
-    const consumers = engines.map((e, i) => new DigestConsumer({ brokers, groupId: `exporters-${t.digest}`, topic: t.digest, clientId: `exporter-${i}`, onBatch: (b) => e.onDigestList(b.switchId, b.listTimestampNs, b.digests) }));
+    const consumers = engines.map((e, i) => new DigestConsumer({ brokers, groupId: `exporters-${t.digest}`, topic: t.digest, clientId: `exporter-${i}`, onBatch: (b) => e.onDigestList(b.switchId, b.listTimestampNs, b.digests, 0, undefined, b.endpoints) }));
     await Promise.all(consumers.map((c) => c.start()));
     await until(() => consumers.every((c) => c.assigned.size > 0) && consumers.reduce((a, c) => a + c.assigned.size, 0) === 6, 60_000, () => `both exporters to get their partitions (${consumers.map((c) => c.assigned.size).join(" + ")} of 6)`, 100);
     expect(consumers.map((c) => c.assigned.size).sort()).toEqual([3, 3]);
-    const traffic = generateTraffic({ seed: 8, durationNs: 80_000_000, hosts: 3, targets: 2, ioRate: 1500 });
+    const traffic = generateTraffic({ seed: 8, ip: "mixed", durationNs: 80_000_000, hosts: 3, targets: 2, ioRate: 1500 });
     let published = 0;
     await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
       exporter: { perEventRecords: false },
@@ -249,6 +249,7 @@ describe("exporter on Kafka", () => {
       // Each exporter places the switches' clocks from the digests' list times (µs-close); every duration is exact.
       expect(ioMismatches(truth, r).filter((m) => !m.startsWith("cmd_unix_ns"))).toEqual([]);
     }
+    expect(ios.some((r) => r.host.includes(":")) && ios.some((r) => !r.host.includes(":"))).toBe(true);
   }, 180_000);
 
   test("bad digests on the digest topic are counted, the good ones still exported", async () => {

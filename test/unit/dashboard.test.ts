@@ -29,6 +29,23 @@ function flow(i: number, sw: string, messages: number, src = "10.0.1.1"): FlowAg
 }
 
 describe("dashboard store", () => {
+  test("IPv6 pairs and flows: the store keys them by the records' text, and the page labels them whole", async () => {
+    const store = new DashboardStore("test");
+    store.add(io(0, "tor-c", { e2e_c_ns: stats(10, 50_000) }, "2001:db8:0:1::1"));
+    store.add({ ...io(0, "tor-s", { e2e_s_ns: stats(10, 44_000) }, "2001:db8:0:1::1"), target: "2001:db8:0:2::1" });
+    store.add(flow(0, "tor-c", 3, "2001:db8:0:1::a"));
+    const snap = store.snapshot();
+    expect(Object.keys(snap.pairs).sort()).toEqual(["2001:db8:0:1::1|10.0.2.1|read", "2001:db8:0:1::1|2001:db8:0:2::1|read"]);
+    expect(Object.keys(snap.flows)).toEqual(["2001:db8:0:1::a|10.0.1.2|8192"]);
+    // The page's labels (app/dashboard/static/app.js), as the browser runs them.
+    const { readFileSync } = await import("node:fs");
+    const page = readFileSync(join(import.meta.dirname, "../../app/dashboard/static/app.js"), "utf8");
+    const labels = /const pairLabel = [\s\S]*?\n};\nconst flowLabel = [\s\S]*?\n};/.exec(page)![0];
+    const [pairLabel, flowLabel] = runInNewContext(`${labels}; [pairLabel, flowLabel]`) as Array<(k: string) => string>;
+    expect(pairLabel!("2001:db8:0:1::1|2001:db8:0:2::1|read")).toBe("2001:db8:0:1::1 → 2001:db8:0:2::1 read");
+    expect(flowLabel!("2001:db8:0:1::a|10.0.1.2|8192")).toBe("2001:db8:0:1::a → 10.0.1.2 qp 8192");
+  });
+
   test("a pair's point takes RTT and DPL from the compute side, DAL from the storage side, whatever the order", () => {
     const c = io(0, "tor-c", { e2e_c_ns: stats(10, 50_000), rtt_ns: stats(10, 6_000), dpl_ns: stats(4, 3_000), e2e_s_ns: stats(3, 44_000) });
     const s = io(0, "tor-s", { e2e_s_ns: stats(10, 44_000), dal_ns: stats(10, 30_000), count: 12, incomplete: 1 });
@@ -64,7 +81,7 @@ describe("dashboard store", () => {
     const alert = (n: number): AlertJson => ({ type: "alert", switch_id: "tor-c", interval_start_unix_ns: start(4), metric: "fnr", scope: "flow", scope_key: `k${n}`, state: "raised", value: 1, raise_threshold: 0.5, clear_threshold: 0.1, at_unix_ns: start(5) });
     for (let n = 0; n < 3; n++) store.add(alert(n));
     expect(store.snapshot().alerts.map((a) => a.scope_key)).toEqual(["k1", "k2"]);
-    const sw = (id: string) => ({ type: "switch_stats" as const, switch_id: id, interval_start_unix_ns: start(4), interval_end_unix_ns: start(5), digests_received: 1, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, ios_left_window: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0, io_replaced: 0, io_unpaired_responses: 0, queue_pairs_learned: 0, cnp_untracked: 0, mode: "full" as const });
+    const sw = (id: string) => ({ type: "switch_stats" as const, switch_id: id, interval_start_unix_ns: start(4), interval_end_unix_ns: start(5), digests_received: 1, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, ios_left_window: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0, io_replaced: 0, io_unpaired_responses: 0, queue_pairs_learned: 0, cnp_untracked: 0, unknown_endpoint_digests: 0, reserved_address_packets: null, ipv6_ext_header_packets: null, unknown_endpoint_packets: null, mode: "full" as const });
     store.add(sw("tor-c"));
     store.add(sw("tor-s"));
     expect(Object.keys(store.snapshot().switches)).toEqual(["tor-c"]);

@@ -76,3 +76,14 @@ test("when this host journaled the oldest list is kept through a replay (Kafka's
   expect(new DigestJournal(d).oldestUnsettledJournaledAtMs()).toBe(1_700_000_000_123);
   expect(new DigestJournal(join(dir, "empty")).oldestUnsettledJournaledAtMs()).toBeUndefined();
 });
+
+test("a list's endpoint entries (IPv6 addresses of its keys) come back with it from the journal", () => {
+  const d = join(dir, "endpoints");
+  const j0 = new DigestJournal(d);
+  const endpoints = [{ key: 0xf0000001, address: "2001:db8:0:1::1" }, { key: 0xf0000002, address: "2001:db8:0:2::1" }];
+  j0.append({ switchId: "tor", listTimestampNs: 9n, digests: [], badDigests: 0, session: 7, raw: { digest: "learn_digest_t", samples: [] }, endpoints }, 1);
+  j0.close();
+  const fed: Array<readonly unknown[] | undefined> = [];
+  new DigestJournal(d).replayInto((b) => fed.push(b.endpoints));
+  expect(fed).toEqual([endpoints]);
+});

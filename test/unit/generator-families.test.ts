@@ -76,7 +76,8 @@ describe("RoCEv2 frames of either family", () => {
     expect(ipv6Text(ipv6("::"))).toBe("::");
     expect(ipv6Text(ipv6("FE80::A"))).toBe("fe80::a");
     expect(() => ipv6("2001:db8::1::2")).toThrow(/not an IPv6 address/);
-    expect(() => ipv6("::ffff:10.0.0.1")).toThrow(/not an IPv6 address/);
+    expect(ipv6Text(ipv6("::ffff:10.0.0.1"))).toBe("::ffff:10.0.0.1"); // IPv4-mapped, as RFC 5952 §5 writes it
+    expect(() => ipv6("::ffff:10.0.0.300")).toThrow(/not an IPv6 address/);
   });
 
   test("Linux's flow label and UDP source port rules", () => {

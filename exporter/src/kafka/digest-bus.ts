@@ -7,21 +7,34 @@ import "./kafkajs-codecs.js";
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 import { memberBytes } from "@rdma-telemetry/p4runtime";
-import { ipv4Text, type DigestBatch } from "@rdma-telemetry/contract";
+import { endpointText, isEndpointKey, type DigestBatch, type EndpointEntry } from "@rdma-telemetry/contract";
 import { decodeDigest, EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import type { KafkaSecurity } from "./security.js";
 
-/** The partition key of a digest: both vantages of an I/O share host|target. */
-export function digestKey(d: TelemetryDigest): string {
-  if (d.kind === "io") return `${ipv4Text(d.host)}|${ipv4Text(d.target)}`;
+/**
+ * The partition key of a digest: both vantages of an I/O share host|target,
+ * as text (an endpoint key as the address it stands for on its switch, from
+ * `names`; one without an entry as `key:N`: its digest is counted and
+ * dropped by the exporter that reads it).
+ */
+export function digestKey(d: TelemetryDigest, names?: ReadonlyMap<number, string>): string {
+  const t = (v: number) => endpointText(v, names) ?? `key:${v >>> 0}`;
+  if (d.kind === "io") return `${t(d.host)}|${t(d.target)}`;
   // A pair's CNPs are counted on each of its flows (flow_interval cnp_packets): all of them in one partition.
-  return `${ipv4Text(d.src)}|${ipv4Text(d.dst)}`;
+  return `${t(d.src)}|${t(d.dst)}`;
+}
+
+/** The endpoint keys of a digest's address fields. */
+function endpointKeysOf(d: TelemetryDigest): number[] {
+  const [a, b] = d.kind === "io" ? [d.host, d.target] : [d.src, d.dst];
+  return [a, b].filter(isEndpointKey);
 }
 
 /** One Kafka message per digest of a batch. */
 export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMessageOut[] {
   const names = Object.keys(EXPECTED[b.raw.digest]?.fields ?? {});
+  const endpoints = b.endpoints?.length ? new Map(b.endpoints.map((e) => [e.key >>> 0, e.address])) : undefined;
   return b.digests.map((d, i) => encodeRawDigest(
     RawDigest.fromPartial({
       switchId: b.switchId,
@@ -29,8 +42,10 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
       seq: BigInt(d.seq),
       listTimestampNs: b.listTimestampNs,
       fields: (b.raw.samples[i] ?? []).map((v, j) => ({ name: names[j] ?? String(j), value: memberBytes(v) })),
+      // Each digest with the entries of the endpoint keys it uses: understood on its own, in whichever partition and after whichever takeover.
+      endpoints: endpoints ? endpointKeysOf(d).flatMap((key) => (endpoints.has(key) ? [{ key, address: endpoints.get(key)! }] : [])) : [],
     }),
-    digestKey(d),
+    digestKey(d, endpoints),
     topics,
   ));
 }
@@ -43,7 +58,8 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
   const values = names.map((n) => byName.get(n) ?? Buffer.alloc(0));
   const d = decodeDigest(raw.digest, values.map((v) => (v.length ? v : new Uint8Array([0]))));
   if (names.some((n) => !byName.has(n))) throw new Error(`raw digest '${raw.digest}' from ${raw.switchId} lacks members ${names.filter((n) => !byName.has(n)).join(", ")}`);
-  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [values] } };
+  const endpoints: EndpointEntry[] = raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address }));
+  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [values] }, ...(endpoints.length ? { endpoints } : {}) };
 }
 
 export interface DigestConsumerOptions extends KafkaSecurity {

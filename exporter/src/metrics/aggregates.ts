@@ -1,7 +1,7 @@
 // The per-interval aggregates: per (switch, host, target, op) for I/Os, per
 // (switch, flow) for messages, per switch for its own figures, with the CNPs
 // of each host pair; and the records they close into.
-import { ipv4Text, modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MsgDigest, type StatsJson } from "@rdma-telemetry/contract";
+import { modeName, type FlowAggregateJson, type IoAggregateJson, type IoRecordJson, type MsgDigest, type StatsJson } from "@rdma-telemetry/contract";
 import { QuantileSketch } from "../sketch.js";
 
 /** A distribution that costs one number until it has two values (most flows send one message an interval). */
@@ -74,6 +74,8 @@ export interface SwitchInterval {
   lateResponses: number;
   /** I/Os whose pair left the polling window before their response */
   leftWindow: number;
+  /** digests dropped: an endpoint key (240.0.0.0/4) in them had no address from the switch's controller */
+  unknownEndpoints: number;
   /** the highest digest sequence number (unwrapped) seen by the end of the interval's lists, in session seqSession */
   seqHighest: number;
   seqSession: number | undefined;
@@ -102,7 +104,7 @@ export class IntervalAggregates {
   switchInterval(start: bigint, switchId: string, mode: number): SwitchInterval {
     const sw = this.bucket(this.switches, start);
     let s = sw.get(switchId);
-    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, leftWindow: 0, seqHighest: -1, seqSession: undefined }));
+    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, leftWindow: 0, unknownEndpoints: 0, seqHighest: -1, seqSession: undefined }));
     return s;
   }
 
@@ -180,10 +182,10 @@ export function ioIntervalRecord(a: IoAgg, own: IntervalTimes, coverage: IoAggre
   };
 }
 
-export function flowIntervalRecord(a: FlowAgg, own: IntervalTimes, cnps: Map<string, number> | undefined, coverage: FlowAggregateJson["coverage"]): FlowAggregateJson {
+export function flowIntervalRecord(a: FlowAgg, own: IntervalTimes, cnps: Map<string, number> | undefined, coverage: FlowAggregateJson["coverage"], text: (address: number) => string): FlowAggregateJson {
   return {
     type: "flow_interval", switch_id: a.switchId, ...own,
-    src: ipv4Text(a.src), dst: ipv4Text(a.dst), dest_qp: a.destQp, messages: a.messages, bytes: a.bytes, packets: a.packets,
+    src: text(a.src), dst: text(a.dst), dest_qp: a.destQp, messages: a.messages, bytes: a.bytes, packets: a.packets,
     retransmitted: a.retransmitted, fnr: a.packets > 0 ? a.retransmitted / a.packets : 0,
     fct_ns: a.fct.json(), fet_bps: a.fet.json(), ecn_ce_packets: a.ecn,
     cnp_packets: cnps?.get(`${a.switchId}|${a.src}|${a.dst}`) ?? 0,

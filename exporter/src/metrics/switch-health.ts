@@ -23,6 +23,10 @@ export interface SwitchCounterFigures {
   io_unpaired_responses: number;
   queue_pairs_learned: number;
   cnp_untracked: number;
+  /** packets forwarded, not measured: IPv4 from or to 240.0.0.0/4, IPv6 with an extension header chain, RoCEv2 over IPv6 from or to an address with no endpoint key */
+  reserved_address?: number;
+  ipv6_ext_header?: number;
+  unknown_endpoint?: number;
 }
 
 /** The totals a switch_stats record carries. */
@@ -221,10 +225,12 @@ export class SwitchHealth {
       totals_since_unix_ns: (st.since ?? 0n).toString(),
       incomplete_ios: si?.incomplete ?? 0,
       ios_left_window: si?.leftWindow ?? 0,
+      unknown_endpoint_digests: si?.unknownEndpoints ?? 0,
       untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
       parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,
       io_replaced: c?.io_replaced ?? null, io_unpaired_responses: c ? c.io_unpaired_responses : si?.untracked ? si.untracked : null,
       queue_pairs_learned: c?.queue_pairs_learned ?? null, cnp_untracked: c?.cnp_untracked ?? null,
+      reserved_address_packets: c?.reserved_address ?? null, ipv6_ext_header_packets: c?.ipv6_ext_header ?? null, unknown_endpoint_packets: c?.unknown_endpoint ?? null,
       mode: modeName(this.modes.get(sw) ?? si?.mode ?? 0),
     };
   }

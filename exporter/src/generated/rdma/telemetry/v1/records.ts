@@ -7,7 +7,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 /**
  * Records published by the exporter (SPEC §6). Every record names the switch
  * that measured it and the interval it belongs to; units are in field names.
- * Addresses are dotted-quad strings so that consumers need no decoding.
+ * Addresses are strings (dotted quad, or RFC 5952 IPv6) so that consumers need no decoding.
  */
 
 /** Which data-plane mode measured a record. */
@@ -312,6 +312,17 @@ export interface RawDigest {
   seq: bigint;
   listTimestampNs: bigint;
   fields: DigestField[];
+  /**
+   * The endpoint keys (240.0.0.0/4) this digest's address fields hold, each
+   * with the IPv6 address it stands for on this switch.
+   */
+  endpoints: Endpoint[];
+}
+
+export interface Endpoint {
+  key: number;
+  /** RFC 5952 text */
+  address: string;
 }
 
 export interface DigestField {
@@ -382,6 +393,20 @@ export interface SwitchStats {
    * absent (the response was not watched), never reported incomplete.
    */
   iosLeftWindow: bigint;
+  /**
+   * Digests of this interval dropped because an endpoint key (240.0.0.0/4)
+   * in them had no IPv6 address from the switch's controller: an address is
+   * never made up.
+   */
+  unknownEndpointDigests: bigint;
+  /**
+   * Packets forwarded and not measured (the switch's counters): IPv4 from or
+   * to 240.0.0.0/4 (the endpoint keys' range), IPv6 with an extension header
+   * chain, RoCEv2 over IPv6 from or to an address with no endpoint key yet.
+   */
+  reservedAddressPackets: bigint;
+  ipv6ExtHeaderPackets: bigint;
+  unknownEndpointPackets: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -2806,7 +2831,7 @@ export const Alert: MessageFns<Alert> = {
 };
 
 function createBaseRawDigest(): RawDigest {
-  return { switchId: "", digest: "", seq: 0n, listTimestampNs: 0n, fields: [] };
+  return { switchId: "", digest: "", seq: 0n, listTimestampNs: 0n, fields: [], endpoints: [] };
 }
 
 export const RawDigest: MessageFns<RawDigest> = {
@@ -2831,6 +2856,9 @@ export const RawDigest: MessageFns<RawDigest> = {
     }
     for (const v of message.fields) {
       DigestField.encode(v!, writer.uint32(42).fork()).join();
+    }
+    for (const v of message.endpoints) {
+      Endpoint.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -2888,6 +2916,14 @@ export const RawDigest: MessageFns<RawDigest> = {
             message.fields.push(DigestField.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.endpoints.push(Endpoint.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2915,6 +2951,9 @@ export const RawDigest: MessageFns<RawDigest> = {
         ? BigInt(object.list_timestamp_ns)
         : 0n,
       fields: globalThis.Array.isArray(object?.fields) ? object.fields.map((e: any) => DigestField.fromJSON(e)) : [],
+      endpoints: globalThis.Array.isArray(object?.endpoints)
+        ? object.endpoints.map((e: any) => Endpoint.fromJSON(e))
+        : [],
     };
   },
 
@@ -2935,6 +2974,9 @@ export const RawDigest: MessageFns<RawDigest> = {
     if (message.fields?.length) {
       obj.fields = message.fields.map((e) => DigestField.toJSON(e));
     }
+    if (message.endpoints?.length) {
+      obj.endpoints = message.endpoints.map((e) => Endpoint.toJSON(e));
+    }
     return obj;
   },
 
@@ -2950,6 +2992,92 @@ export const RawDigest: MessageFns<RawDigest> = {
       ? BigInt(object.listTimestampNs)
       : 0n;
     message.fields = object.fields?.map((e) => DigestField.fromPartial(e)) || [];
+    message.endpoints = object.endpoints?.map((e) => Endpoint.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEndpoint(): Endpoint {
+  return { key: 0, address: "" };
+}
+
+export const Endpoint: MessageFns<Endpoint> = {
+  encode(message: Endpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== 0) {
+      writer.uint32(8).uint32(message.key);
+    }
+    if (message.address !== "") {
+      writer.uint32(18).string(message.address);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Endpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndpoint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.key = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Endpoint {
+    return {
+      key: isSet(object.key) ? globalThis.Number(object.key) : 0,
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+    };
+  },
+
+  toJSON(message: Endpoint): unknown {
+    const obj: any = {};
+    if (message.key !== 0) {
+      obj.key = Math.round(message.key);
+    }
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Endpoint>, I>>(base?: I): Endpoint {
+    return Endpoint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Endpoint>, I>>(object: I): Endpoint {
+    const message = createBaseEndpoint();
+    message.key = object.key ?? 0;
+    message.address = object.address ?? "";
     return message;
   },
 };
@@ -3063,6 +3191,10 @@ function createBaseSwitchStats(): SwitchStats {
     lateResponses: 0n,
     totalsSinceUnixNs: 0n,
     iosLeftWindow: 0n,
+    unknownEndpointDigests: 0n,
+    reservedAddressPackets: 0n,
+    ipv6ExtHeaderPackets: 0n,
+    unknownEndpointPackets: 0n,
   };
 }
 
@@ -3190,6 +3322,30 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.iosLeftWindow of type uint64 too large");
       }
       writer.uint32(176).uint64(message.iosLeftWindow);
+    }
+    if (message.unknownEndpointDigests !== 0n) {
+      if (BigInt.asUintN(64, message.unknownEndpointDigests) !== message.unknownEndpointDigests) {
+        throw new globalThis.Error("value provided for field message.unknownEndpointDigests of type uint64 too large");
+      }
+      writer.uint32(184).uint64(message.unknownEndpointDigests);
+    }
+    if (message.reservedAddressPackets !== 0n) {
+      if (BigInt.asUintN(64, message.reservedAddressPackets) !== message.reservedAddressPackets) {
+        throw new globalThis.Error("value provided for field message.reservedAddressPackets of type uint64 too large");
+      }
+      writer.uint32(192).uint64(message.reservedAddressPackets);
+    }
+    if (message.ipv6ExtHeaderPackets !== 0n) {
+      if (BigInt.asUintN(64, message.ipv6ExtHeaderPackets) !== message.ipv6ExtHeaderPackets) {
+        throw new globalThis.Error("value provided for field message.ipv6ExtHeaderPackets of type uint64 too large");
+      }
+      writer.uint32(200).uint64(message.ipv6ExtHeaderPackets);
+    }
+    if (message.unknownEndpointPackets !== 0n) {
+      if (BigInt.asUintN(64, message.unknownEndpointPackets) !== message.unknownEndpointPackets) {
+        throw new globalThis.Error("value provided for field message.unknownEndpointPackets of type uint64 too large");
+      }
+      writer.uint32(208).uint64(message.unknownEndpointPackets);
     }
     return writer;
   },
@@ -3383,6 +3539,38 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.iosLeftWindow = reader.uint64() as bigint;
             continue;
           }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.unknownEndpointDigests = reader.uint64() as bigint;
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.reservedAddressPackets = reader.uint64() as bigint;
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.ipv6ExtHeaderPackets = reader.uint64() as bigint;
+            continue;
+          }
+          case 26: {
+            if (tag !== 208) {
+              break;
+            }
+
+            message.unknownEndpointPackets = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3499,6 +3687,26 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.ios_left_window)
         ? BigInt(object.ios_left_window)
         : 0n,
+      unknownEndpointDigests: isSet(object.unknownEndpointDigests)
+        ? BigInt(object.unknownEndpointDigests)
+        : isSet(object.unknown_endpoint_digests)
+        ? BigInt(object.unknown_endpoint_digests)
+        : 0n,
+      reservedAddressPackets: isSet(object.reservedAddressPackets)
+        ? BigInt(object.reservedAddressPackets)
+        : isSet(object.reserved_address_packets)
+        ? BigInt(object.reserved_address_packets)
+        : 0n,
+      ipv6ExtHeaderPackets: isSet(object.ipv6ExtHeaderPackets)
+        ? BigInt(object.ipv6ExtHeaderPackets)
+        : isSet(object.ipv6_ext_header_packets)
+        ? BigInt(object.ipv6_ext_header_packets)
+        : 0n,
+      unknownEndpointPackets: isSet(object.unknownEndpointPackets)
+        ? BigInt(object.unknownEndpointPackets)
+        : isSet(object.unknown_endpoint_packets)
+        ? BigInt(object.unknown_endpoint_packets)
+        : 0n,
     };
   },
 
@@ -3570,6 +3778,18 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     if (message.iosLeftWindow !== 0n) {
       obj.iosLeftWindow = message.iosLeftWindow.toString();
     }
+    if (message.unknownEndpointDigests !== 0n) {
+      obj.unknownEndpointDigests = message.unknownEndpointDigests.toString();
+    }
+    if (message.reservedAddressPackets !== 0n) {
+      obj.reservedAddressPackets = message.reservedAddressPackets.toString();
+    }
+    if (message.ipv6ExtHeaderPackets !== 0n) {
+      obj.ipv6ExtHeaderPackets = message.ipv6ExtHeaderPackets.toString();
+    }
+    if (message.unknownEndpointPackets !== 0n) {
+      obj.unknownEndpointPackets = message.unknownEndpointPackets.toString();
+    }
     return obj;
   },
 
@@ -3640,6 +3860,21 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     message.iosLeftWindow = (object.iosLeftWindow !== undefined && object.iosLeftWindow !== null)
       ? BigInt(object.iosLeftWindow)
       : 0n;
+    message.unknownEndpointDigests =
+      (object.unknownEndpointDigests !== undefined && object.unknownEndpointDigests !== null)
+        ? BigInt(object.unknownEndpointDigests)
+        : 0n;
+    message.reservedAddressPackets =
+      (object.reservedAddressPackets !== undefined && object.reservedAddressPackets !== null)
+        ? BigInt(object.reservedAddressPackets)
+        : 0n;
+    message.ipv6ExtHeaderPackets = (object.ipv6ExtHeaderPackets !== undefined && object.ipv6ExtHeaderPackets !== null)
+      ? BigInt(object.ipv6ExtHeaderPackets)
+      : 0n;
+    message.unknownEndpointPackets =
+      (object.unknownEndpointPackets !== undefined && object.unknownEndpointPackets !== null)
+        ? BigInt(object.unknownEndpointPackets)
+        : 0n;
     return message;
   },
 };
