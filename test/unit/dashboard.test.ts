@@ -1,6 +1,7 @@
 // The dashboard's store (merging the switches' aggregates, its bounds) and
 // its server (assets from the package, snapshot and live updates by SSE).
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { runInNewContext } from "node:vm";
 import { describe, expect, test } from "vitest";
 import type { AlertJson, FlowAggregateJson, IoAggregateJson, StatsJson } from "../../contract/src/records.js";
