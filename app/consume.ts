@@ -48,13 +48,14 @@ export async function consume(o: ConsumeOptions): Promise<number> {
     const ours = topics.filter((t) => t.startsWith("rdma.")).sort();
     throw new NoSuchTopicError(`no topic '${o.topic}' on ${o.brokers.join(",")}${ours.length ? ` (it has ${ours.join(", ")})` : ""}`);
   }
-  return o.client === "kafkajs" ? consumeKafkajs(kafka, o) : consumePlatformatic(o);
+  const groupId = `rdma-telemetry-consume-${process.pid}-${Date.now()}`;
+  return o.client === "kafkajs" ? consumeKafkajs(kafka, groupId, o) : consumePlatformatic(groupId, o);
 }
 
-async function consumePlatformatic(o: ConsumeOptions): Promise<number> {
+async function consumePlatformatic(groupId: string, o: ConsumeOptions): Promise<number> {
   // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
   const consumer = new Consumer({
-    clientId: "rdma-telemetry-consume", groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, bootstrapBrokers: o.brokers,
+    clientId: "rdma-telemetry-consume", groupId, bootstrapBrokers: o.brokers,
     tls: platformaticTls(o.ssl), sasl: platformaticSasl(o.sasl), connectTimeout: 5000, retries: 2, maxWaitTime: 500, autocommit: false, isolationLevel: 1,
   });
   let n = 0;
@@ -95,9 +96,9 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
 }
 
-async function consumeKafkajs(kafka: Kafka, o: ConsumeOptions): Promise<number> {
+async function consumeKafkajs(kafka: Kafka, groupId: string, o: ConsumeOptions): Promise<number> {
   // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
-  const consumer = kafka.consumer({ groupId: `rdma-telemetry-consume-${process.pid}-${Date.now()}`, maxWaitTimeInMs: 500 });
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 500 });
   try {
     await consumer.connect();
   } catch (err) {

@@ -27,8 +27,8 @@ export interface Browser {
 }
 
 /**
- * Starts Chromium and waits for its DevTools endpoint. Now and then (about one
- * run in ten of the whole suite on a loaded 2-core machine) Chromium prints
+ * Starts Chromium and waits for its DevTools endpoint. Now and then (once in
+ * the CI runs of two sessions, on a loaded 2-core machine) Chromium prints
  * nothing at all for more than 30 s; that start is killed and another made,
  * up to three in all, each with a fresh profile.
  */

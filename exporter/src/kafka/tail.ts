@@ -1,10 +1,10 @@
 // Reads back what is already on Kafka: the messages of some topics from a
 // point in time up to their current end. A restarted exporter uses it to
 // learn which records an earlier run had published, so that replaying its
-// journal publishes none of them twice.
-import "./kafkajs-codecs.js";
-import { Admin } from "@platformatic/kafka";
-import { Kafka, logLevel } from "kafkajs";
+// journal publishes none of them twice; an exporter group member taking a
+// partition over, to learn which records the partition's earlier owners
+// committed.
+import { Consumer, type ClusterMetadata, type RecordsBatch } from "@platformatic/kafka";
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 
@@ -24,125 +24,151 @@ export interface ReadTailOptions extends KafkaSecurity {
   timeoutMs?: number;
 }
 
+const IS_TRANSACTIONAL = 0x10;
+const IS_CONTROL = 0x20;
+/** A control record's key: version (int16), then type: 0 abort, 1 commit. */
+const COMMIT = 1;
+
 /**
  * Reads every message of `topics` from `sinceMs` to the end each partition
- * had when the read began. Topics that do not exist are skipped. Resolves
- * with the number of messages read.
+ * had when the read began (its high watermark). Topics that do not exist are
+ * skipped. Resolves with the number of messages read.
  *
- * The end is the partition's high watermark, not its last stable offset: a
- * transaction another producer has open holds the last stable offset back,
- * and what was committed after that transaction began lies past it. The read
- * (read_committed) waits for such a transaction to end, up to `timeoutMs`.
+ * Only what is committed is read: a message outside any transaction, or in a
+ * transaction whose commit marker lies before that end. The read sorts the
+ * transactions itself, from the markers (it fetches read_uncommitted): an
+ * aborted transaction is never read, however its records interleave with
+ * other producers' (the kafkajs client's read_committed let some through
+ * when two aborted transactions overlapped a fetch), and a transaction
+ * still open at that end is not read and not waited for. Callers read back
+ * what producers that are gone (a crashed run, an owner fenced by
+ * InitProducerId, which ends its transaction first) have written: their
+ * transactions are all decided by then.
  */
 export async function readTopicTails(o: ReadTailOptions): Promise<number> {
-  const kafka = new Kafka({ clientId: "rdma-telemetry-tail", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
-  const admin = kafka.admin();
-  // The part of each partition to read: [from, end).
-  const ranges = new Map<string, { from: bigint; end: bigint }>();
-  try {
-    await admin.connect();
-    const existing = new Set(await admin.listTopics());
-    const topics = o.topics.filter((t) => existing.has(t));
-    const highWatermarks = await highWatermarksOf(o, topics);
-    for (const topic of topics) {
-      // kafkajs lists offsets read_committed: these ends are last stable offsets.
-      const stable = await admin.fetchTopicOffsets(topic);
-      const froms = await admin.fetchTopicOffsetsByTimestamp(topic, o.sinceMs);
-      for (const e of stable) {
-        const f = froms.find((x) => x.partition === e.partition);
-        const end = highWatermarks.get(`${topic}|${e.partition}`) ?? BigInt(e.high);
-        // No message at or after the time below the last stable offset: read from there.
-        const from = f && Number(f.offset) >= 0 ? BigInt(f.offset) : BigInt(e.high);
-        if (from < end) ranges.set(`${topic}|${e.partition}`, { from, end });
-      }
-    }
-  } catch (err) {
-    throw new KafkaConnectError(describeKafkaError(err, o));
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
-  if (ranges.size === 0) return 0;
-
-  // A consumer group can fail to start on a loaded machine (its join times
-  // out, the consumer crashes before it is seeked): the read starts again with
-  // a fresh group, and what was read already is read again (the caller's
-  // set of records takes it twice without harm).
   const timeoutMs = o.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
-  for (let attempt = 1; ; attempt++) {
+  const consumer = new Consumer({
+    clientId: "rdma-telemetry-tail", groupId: `rdma-telemetry-tail-${process.pid}`, bootstrapBrokers: o.brokers,
+    tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, requestTimeout: 30_000, retries: 3, retryDelay: 200,
+  });
+  try {
+    let meta: ClusterMetadata;
+    const ranges = new Map<string, Range>();
     try {
-      return await readRanges(kafka, ranges, o, deadline, timeoutMs);
+      meta = await consumer.metadata({ topics: [] });
+      const topics = o.topics.filter((t) => meta.topics.has(t) || false);
+      // Topics not in the cluster-wide listing are looked up by name (the listing above may be partial under ACLs).
+      const wanted = o.topics.filter((t) => !topics.includes(t));
+      if (wanted.length) {
+        const named = await consumer.metadata({ topics: wanted }).catch(() => undefined);
+        for (const t of wanted) if (named?.topics.has(t)) topics.push(t);
+      }
+      if (topics.length === 0) return 0;
+      meta = await consumer.metadata({ topics, forceUpdate: true });
+      const ends = await consumer.listOffsets({ topics, isolationLevel: 0 });
+      const froms = await consumer.listOffsets({ topics, timestamp: BigInt(o.sinceMs), isolationLevel: 0 });
+      for (const topic of topics) {
+        const e = ends.get(topic) ?? [];
+        const f = froms.get(topic) ?? [];
+        for (let partition = 0; partition < e.length; partition++) {
+          const end = e[partition]!;
+          // No message at or after the time: nothing to read.
+          const from = f[partition] !== undefined && f[partition]! >= 0n ? f[partition]! : end;
+          if (from < end) ranges.set(`${topic}|${partition}`, { topic, partition, next: from, from, end, pending: new Map() });
+        }
+      }
     } catch (err) {
-      if (attempt >= TAIL_ATTEMPTS || Date.now() >= deadline) throw err;
+      throw new KafkaConnectError(describeKafkaError(err, o));
     }
-  }
-}
-
-/** Each partition's high watermark (offsets listed read_uncommitted), by "topic|partition". */
-async function highWatermarksOf(o: ReadTailOptions, topics: string[]): Promise<Map<string, bigint>> {
-  const out = new Map<string, bigint>();
-  if (topics.length === 0) return out;
-  const admin = new Admin({ clientId: "rdma-telemetry-tail", bootstrapBrokers: o.brokers, tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, requestTimeout: 30_000, retries: 2, retryDelay: 200 });
-  try {
-    const meta = await admin.metadata({ topics });
-    const request = topics.map((name) => ({ name, partitions: [...(meta.topics.get(name)?.partitions.keys() ?? [])].map((partitionIndex) => ({ partitionIndex, timestamp: -1n })) }));
-    for (const t of await admin.listOffsets({ topics: request, isolationLevel: 0 })) for (const p of t.partitions) out.set(`${t.name}|${p.partitionIndex}`, p.offset);
+    let read = 0;
+    while (ranges.size > 0) {
+      if (Date.now() >= deadline) throw new Error(`reading back ${ranges.size} partitions of ${o.topics.join(", ")} took over ${timeoutMs} ms`);
+      // One fetch per leader, every open partition of it.
+      const byNode = new Map<number, Range[]>();
+      for (const r of ranges.values()) {
+        const leader = meta.topics.get(r.topic)?.partitions[r.partition]?.leader ?? -1;
+        byNode.set(leader, [...(byNode.get(leader) ?? []), r]);
+      }
+      for (const [node, rs] of byNode) {
+        const topicIds = new Map<string, string>();
+        const request = new Map<string, { topicId: string; partitions: { partition: number; currentLeaderEpoch: number; fetchOffset: bigint; lastFetchedEpoch: number; partitionMaxBytes: number }[] }>();
+        for (const r of rs) {
+          const id = meta.topics.get(r.topic)!.id;
+          topicIds.set(id, r.topic);
+          const t = request.get(id) ?? { topicId: id, partitions: [] };
+          t.partitions.push({ partition: r.partition, currentLeaderEpoch: -1, fetchOffset: r.next, lastFetchedEpoch: -1, partitionMaxBytes: 4 << 20 });
+          request.set(id, t);
+        }
+        let response;
+        try {
+          response = await consumer.fetch({ node, topics: [...request.values()], isolationLevel: 0, maxWaitTime: 200, minBytes: 1, maxBytes: 16 << 20 });
+        } catch (err) {
+          // A leader moved or a connection dropped: the metadata is looked up again, and the read goes on from where it stands.
+          if (Date.now() >= deadline) throw new KafkaConnectError(describeKafkaError(err, o));
+          meta = await consumer.metadata({ topics: [...new Set([...ranges.values()].map((r) => r.topic))], forceUpdate: true });
+          continue;
+        }
+        for (const t of response.responses) {
+          const topic = topicIds.get(t.topicId);
+          for (const p of t.partitions) {
+            const r = topic === undefined ? undefined : ranges.get(`${topic}|${p.partitionIndex}`);
+            if (!r) continue;
+            for (const batch of p.records ?? []) read += take(r, batch, o.onMessage);
+            // An offset the partition no longer has (deleted by retention meanwhile): what is left starts later.
+            if (p.logStartOffset > r.next) r.next = p.logStartOffset;
+            if (r.next >= r.end) ranges.delete(`${r.topic}|${r.partition}`);
+          }
+        }
+      }
+    }
+    return read;
   } finally {
-    await admin.close().catch(() => undefined);
+    await consumer.close().catch(() => undefined);
   }
-  return out;
 }
 
-/** Reads with a fresh consumer group a try. */
-const TAIL_ATTEMPTS = 3;
+interface Range {
+  topic: string;
+  partition: number;
+  /** where the next fetch starts */
+  next: bigint;
+  from: bigint;
+  end: bigint;
+  /** the messages of each producer's open transaction, until its marker says whether they count */
+  pending: Map<bigint, TailMessage[]>;
+}
 
-async function readRanges(kafka: Kafka, ranges: Map<string, { from: bigint; end: bigint }>, o: ReadTailOptions, deadline: number, timeoutMs: number): Promise<number> {
-  // A consumer of its own group, which commits nothing: it seeks to each range's start.
-  const groupId = `rdma-telemetry-tail-${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200, retry: { retries: 3, restartOnFailure: async () => false } });
+/** Takes a fetched record batch into its partition's range: returns the messages it read. */
+function take(r: Range, batch: RecordsBatch, onMessage: (m: TailMessage) => void): number {
+  const last = batch.firstOffset + BigInt(batch.lastOffsetDelta);
+  if (last < r.next) return 0; // fetched again (a batch starts before the offset asked for)
   let read = 0;
-  let finish!: () => void;
-  let fail!: (err: Error) => void;
-  const done = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
-  done.catch(() => undefined); // a crash after the read gave up is nobody's
-  consumer.on(consumer.events.CRASH, (e) => fail(new Error(`the reading consumer stopped: ${(e.payload.error as Error).message}`)));
-  const open = new Set(ranges.keys());
-  try {
-    await consumer.connect();
-    for (const topic of new Set([...ranges.keys()].map((k) => k.slice(0, k.lastIndexOf("|"))))) await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        const key = `${batch.topic}|${batch.partition}`;
-        const range = ranges.get(key);
-        if (!range) return;
-        for (const m of batch.messages) {
-          const offset = BigInt(m.offset);
-          if (offset < range.from || offset >= range.end) continue;
-          const headers: Record<string, string> = {};
-          for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = v.toString();
-          if (m.value) o.onMessage({ topic: batch.topic, headers, value: m.value });
-          read++;
-        }
-        // (The batch's last offset counts transaction markers, which are never messages: a partition may end with one.)
-        const last = BigInt(batch.lastOffset());
-        if (last + 1n >= range.end || BigInt(batch.highWatermark) <= range.from) {
-          open.delete(key);
-          if (open.size === 0) finish();
-        }
-      },
-    });
-    for (const [key, r] of ranges) {
-      const i = key.lastIndexOf("|");
-      consumer.seek({ topic: key.slice(0, i), partition: Number(key.slice(i + 1)), offset: String(r.from) });
+  if (batch.attributes & IS_CONTROL) {
+    const marker = batch.records[0]?.key;
+    const messages = r.pending.get(batch.producerId);
+    r.pending.delete(batch.producerId);
+    if (batch.firstOffset < r.end && messages && marker && marker.length >= 4 && marker.readInt16BE(2) === COMMIT) {
+      for (const m of messages) onMessage(m);
+      read += messages.length;
     }
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
-    if (timedOut) throw new Error(`reading back ${open.size} partitions of ${o.topics.join(", ")} took over ${timeoutMs} ms`);
-  } finally {
-    await consumer.disconnect().catch(() => undefined);
-    const cleanup = kafka.admin();
-    await cleanup.connect().then(() => cleanup.deleteGroups([groupId])).catch(() => undefined).finally(() => cleanup.disconnect().catch(() => undefined));
+  } else {
+    for (const record of batch.records) {
+      const offset = batch.firstOffset + BigInt(record.offsetDelta);
+      if (offset < r.next || offset < r.from || offset >= r.end || !record.value) continue;
+      const headers: Record<string, string> = {};
+      for (const [k, v] of record.headers) if (k && v) headers[k.toString()] = v.toString();
+      const m = { topic: r.topic, headers, value: record.value };
+      if (batch.attributes & IS_TRANSACTIONAL) {
+        const list = r.pending.get(batch.producerId) ?? [];
+        list.push(m);
+        r.pending.set(batch.producerId, list);
+      } else {
+        onMessage(m);
+        read++;
+      }
+    }
   }
+  r.next = last + 1n;
   return read;
 }
