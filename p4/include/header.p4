@@ -393,8 +393,8 @@ struct local_metadata_t {
     bool src_known;          // the source has an endpoint key (IPv4: not in 240.0.0.0/4)
     bool dst_known;
 #ifdef TARGET_TNA
-    bit<32> endpoint_epoch32;  // the epoch, as the endpoint learn filter stores it
-    bit<32> endpoint_fold;     // the missing address's four words XORed
+    bit<32> endpoint_fold;     // the missing address folded: words 3^0 (TNA endpoint learn filter)
+    bit<32> endpoint_fold_hi;  // and words 2^1
 #endif
     role_t ingress_role;
     role_t egress_role;

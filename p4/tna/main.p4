@@ -75,6 +75,9 @@ parser TelemetryIngressParser(packet_in pkt, out headers_t hdr, out local_metada
 @pa_alias("ingress", "meta.stat.no_route", "hdr.bridge.no_route")
 @pa_alias("ingress", "meta.measured", "hdr.bridge.measured")
 @pa_container_size("ingress", "meta.io_digest.cmd_psn", 16)
+// The endpoint learn filter writes its flag from a stateful ALU: a container
+// of its own, so that no tracker table in its stage is held back.
+@pa_solitary("ingress", "meta.stat.endpoint_learned")
 @pa_container_size("ingress", "meta.io_digest.cid", 16)
 control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
                          in ingress_intrinsic_metadata_t ig_intr_md,
@@ -123,6 +126,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
 
     @hidden action known_opcode() { }
     @hidden action unknown_opcode() { meta.stat.unknown_opcode = true; }
+    @stage(1)
     @hidden table opcode_check {
         key = {
             hdr.bth.opcode: range;

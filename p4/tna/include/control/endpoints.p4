@@ -3,10 +3,11 @@
 // ECN is the egress's (the flow tracker reads it from the headers there);
 // the parser counts reserved addresses and extension headers.
 // Stage 0: the endpoint tables (each writes its own key and that it is
-// known). Stage 1: the
-// packet is measured when both keys are known; otherwise (IPv6 RoCEv2 that
-// missed) the missing address. Stage 2: the learn filter.
-// Stage 3: the LEARN_ENDPOINT digest.
+// known). Stage 1: the packet is measured when both keys are known;
+// otherwise (IPv6 RoCEv2 that missed) the missing address and its fold.
+// Stage 2: the learn filter, in a stateful ALU the trackers leave free
+// there, which raises the LEARN_ENDPOINT flag (main.p4's seq_tbl sends the
+// digest).
 #ifndef __ENDPOINTS__
 #define __ENDPOINTS__
 
@@ -48,12 +49,42 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action miss_src() {
         meta.stat.unmeasured = UNMEASURED_UNKNOWN_ENDPOINT;
         meta.learn_digest.addr = hdr.ipv6.src_addr;
-        meta.endpoint_epoch32 = (bit<32>)meta.cfg.epoch;
+        meta.endpoint_fold = hdr.ipv6.src_addr[127:96] ^ hdr.ipv6.src_addr[31:0];
+        meta.endpoint_fold_hi = hdr.ipv6.src_addr[95:64] ^ hdr.ipv6.src_addr[63:32];
     }
     @hidden action miss_dst() {
         meta.stat.unmeasured = UNMEASURED_UNKNOWN_ENDPOINT;
         meta.learn_digest.addr = hdr.ipv6.dst_addr;
-        meta.endpoint_epoch32 = (bit<32>)meta.cfg.epoch;
+        meta.endpoint_fold = hdr.ipv6.dst_addr[127:96] ^ hdr.ipv6.dst_addr[31:0];
+        meta.endpoint_fold_hi = hdr.ipv6.dst_addr[95:64] ^ hdr.ipv6.dst_addr[63:32];
+    }
+
+    // The learn filter: the missing address, folded to 64 bits (its words
+    // XORed in pairs, at the miss), last reported in each slot; the slot is
+    // a hash of the fold and the epoch, so that a new epoch reports every
+    // address again. One digest per address and epoch unless two share a
+    // slot.
+    REGPAIR(endpoint_learned, ENDPOINT_LEARN_SLOTS, ENDPOINT_LEARN_SLOT_BITS)
+    RegisterAction<pair_t, bit<ENDPOINT_LEARN_SLOT_BITS>, bit<1>>(endpoint_learned) learned_swap = {
+        void apply(inout pair_t value, out bit<1> rv) {
+            if (value.lo == meta.endpoint_fold && value.hi == meta.endpoint_fold_hi) {
+                rv = 0;
+            } else {
+                rv = 1;
+            }
+            value.lo = meta.endpoint_fold;
+            value.hi = meta.endpoint_fold_hi;
+        }
+    };
+    Hash<bit<ENDPOINT_LEARN_SLOT_BITS>>(HashAlgorithm_t.CRC16) learn_slot;
+    @hidden action learn_a() {
+        meta.stat.endpoint_learned = (bool)learned_swap.execute(learn_slot.get({ meta.endpoint_fold, meta.cfg.epoch }));
+    }
+    @stage(2)
+    @hidden table learn_tbl {
+        actions = { learn_a; }
+        const default_action = learn_a();
+        size = 1;
     }
 
     apply {
@@ -72,48 +103,9 @@ control Endpoints(in headers_t hdr, inout local_metadata_t meta) {
                 miss_dst();
             }
         }
-    }
-}
-
-// The learn filter and digest: applied by the I/O tracker where it does
-// nothing else (no vantage), so that it shares the late stages with it.
-control EndpointLearn(in headers_t hdr, inout local_metadata_t meta) {
-    // Addresses reported: (the address's fold, epoch), indexed by the
-    // fold's low bits. The fold (XOR of the address's four words) is taken
-    // in the stages before, in the ALUs (no hash unit, no crossbar bytes).
-    REGPAIR(endpoint_learned, ENDPOINT_LEARN_SLOTS, ENDPOINT_LEARN_SLOT_BITS)
-    bit<4> learned;
-    bit<32> fold_hi;
-    bit<32> fold_lo;
-    RegisterAction<pair_t, bit<ENDPOINT_LEARN_SLOT_BITS>, bit<4>>(endpoint_learned) learned_swap = {
-        void apply(inout pair_t value, out bit<4> rv) {
-            rv = this.predicate(value.lo == meta.endpoint_fold, value.hi == meta.endpoint_epoch32);
-            value.lo = meta.endpoint_fold;
-            value.hi = meta.endpoint_epoch32;
-        }
-    };
-    @hidden action fold_halves() {
-        fold_hi = meta.learn_digest.addr[127:96] ^ meta.learn_digest.addr[95:64];
-        fold_lo = meta.learn_digest.addr[63:32] ^ meta.learn_digest.addr[31:0];
-    }
-    @hidden action fold_words() { meta.endpoint_fold = fold_hi ^ fold_lo; }
-    @hidden action learn_a() { learned = learned_swap.execute(meta.endpoint_fold[ENDPOINT_LEARN_SLOT_BITS-1:0]); }
-    @stage(8)
-    @hidden table learn_tbl {
-        actions = { learn_a; }
-        const default_action = learn_a();
-        size = 1;
-    }
-    // The digest is sent by main.p4's seq_tbl (a flag of its own, not the
-    // digest kind the I/O tracker writes in these stages).
-    @hidden action learn_digest() { meta.stat.endpoint_learned = true; }
-
-    apply {
-        fold_halves();
-        fold_words();
-        learn_tbl.apply();
-        if (learned != 8) {
-            learn_digest();
+        // Stage 2: reported once per address and epoch.
+        if (meta.stat.unmeasured == UNMEASURED_UNKNOWN_ENDPOINT) {
+            learn_tbl.apply();
         }
     }
 }

@@ -122,6 +122,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         st_b = b;
         strad_k = k;
     }
+    @stage(0)
     @hidden table op_params {
         key = {
             hdr.bth.opcode: exact;

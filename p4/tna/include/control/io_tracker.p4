@@ -87,7 +87,6 @@ const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the targ
 #define PRED_BOTH 4w0b1000 &&& 4w0b1000
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
-    EndpointLearn() endpoint_learn;  // endpoints.p4
     // Set by the classification and the steps before the registers. The
     // metadata starts at zero (@pa_auto_init_metadata), which is every
     // value's "none".
@@ -559,6 +558,28 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
     @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
     @hidden action take_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id; }
+    // The capsule's, the R_Key's or the RDMA CM message's fields, one
+    // table (in the order of the header checks): stage 0's logical tables
+    // are shared with the egress flow tracker's first tables.
+    @hidden table take_tbl {
+        key = {
+            hdr.nvme_sqe.isValid(): ternary;
+            hdr.nvme_cqe.isValid(): ternary;
+            hdr.reth.isValid(): ternary;
+            hdr.cm_req.isValid(): ternary;
+            hdr.cm_rep.isValid(): ternary;
+        }
+        actions = { take_cmd; take_rsp; take_rkey; take_cm_req; take_cm_rep; @defaultonly NoAction; }
+        const entries = {
+            (true, _, _, _, _): take_cmd();
+            (false, true, _, _, _): take_rsp();
+            (false, false, true, _, _): take_rkey();
+            (false, false, false, true, _): take_cm_req();
+            (false, false, false, false, true): take_cm_rep();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
     // A command's reference and key fingerprint (its host and target are the
     // packet's source and destination, read before the class is known); a
     // response's slot and fingerprint.
@@ -1105,17 +1126,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     apply {
         // Stage 0-1, for every packet: values taken from the headers through
         // the hash units, the class, the fingerprints.
+        // The R_Key map's inputs are the same for every packet.
+        take_tbl.apply();
         if (hdr.nvme_sqe.isValid()) {
-            take_cmd();
             take_sgl_key();
-        } else if (hdr.nvme_cqe.isValid()) {
-            take_rsp();
-        } else if (hdr.reth.isValid()) {
-            take_rkey();  // the R_Key map's inputs are the same for every packet
-        } else if (hdr.cm_req.isValid()) {
-            take_cm_req();
-        } else if (hdr.cm_rep.isValid()) {
-            take_cm_rep();
         }
         if (hdr.bth.isValid() && meta.src_known && meta.dst_known) {  // measured (endpoints.p4)
             io_class.apply();
@@ -1135,10 +1149,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_watchlist.apply();
         }
 
-        if (meta.stat.unmeasured == UNMEASURED_UNKNOWN_ENDPOINT) {
-            // Not measured here: an IPv6 endpoint without a key is reported.
-            endpoint_learn.apply(hdr, meta);
-        } else if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
+        if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
                 learn_tbl.apply();
