@@ -258,7 +258,7 @@ describe("exporter on Kafka", () => {
     await sink.start();
     const good = (seq: number) => RawDigest.fromPartial({
       switchId: "s", digest: "learn_digest_t", seq: BigInt(seq), listTimestampNs: 1n,
-      fields: [["seq", [seq]], ["kind", [1]], ["src", [10, 0, 0, 1]], ["dst", [10, 0, 0, 2]], ["dest_qp", [0, 0, 7]]].map(([name, v]) => ({ name: name as string, value: Buffer.from(v as number[]) })),
+      fields: [["seq", [seq]], ["kind", [1]], ["src", [10, 0, 0, 1]], ["dst", [10, 0, 0, 2]], ["dest_qp", [0, 0, 7]], ["addr", new Array(16).fill(0)]].map(([name, v]) => ({ name: name as string, value: Buffer.from(v as number[]) })),
     });
     const wide = good(2);
     wide.fields[1]!.value = Buffer.from([1, 0]);
@@ -274,7 +274,7 @@ describe("exporter on Kafka", () => {
     await c.start();
     await until(() => got.length + bad.length >= 4, 30_000, () => `4 digests consumed (got ${got.length} good, ${bad.length} bad)`, 100);
     await c.stop();
-    expect(got).toEqual([1, 4]);
+    expect(got, JSON.stringify(bad)).toEqual([1, 4]);
     expect(bad).toHaveLength(2);
     expect(bad[0]).toMatch(/member 'kind': value 256 does not fit in 8 bits/);
     expect(bad[1]).toMatch(/unknown digest 'nonsense_t'/);

@@ -1,5 +1,6 @@
 // A fabric on real processes and a real broker: two software switches replay
-// the two captures of a generated two-ToR workload, a controller per switch
+// the two captures of a generated two-ToR workload over IPv4 and IPv6 (mixed
+// families), a controller per switch
 // publishes digests only, and `rdma-telemetry exporter` members of one group
 // join the vantages. Every I/O record on the io topic (read read_committed)
 // equals the ground truth, RTT included, exactly once: also when a member is
@@ -45,7 +46,8 @@ let workload: string;
 let truth: IoTruth[];
 beforeAll(async () => {
   if (KAFKAJS_RUN) return;
-  workload = await generateWorkload(dir, children);
+  // Both families: hosts of even number on IPv4, odd on IPv6 (endpoint keys learned by each switch, joined by address).
+  workload = await generateWorkload(dir, children, 300, "mixed");
   truth = truthIos(workload);
 }, 120_000);
 

@@ -20,9 +20,9 @@ import { until } from "./wait.js";
 export const TORS = ["tor-c", "tor-s"] as const;
 
 /** Generates the workload with the command; resolves with its directory. */
-export async function generateWorkload(dir: string, children: ChildProcess[], durationMs = 300): Promise<string> {
+export async function generateWorkload(dir: string, children: ChildProcess[], durationMs = 300, ip: "4" | "6" | "mixed" = "4"): Promise<string> {
   const out = join(dir, "workload");
-  const g = startCli(["generate", "--out-dir", out, "--duration-ms", String(durationMs), "--seed", "3"], dir, children);
+  const g = startCli(["generate", "--out-dir", out, "--duration-ms", String(durationMs), "--seed", "3", "--ip", ip], dir, children);
   const code = await g.exited;
   if (code !== 0) throw new Error(`generate failed: ${g.out()}`);
   return out;
@@ -65,10 +65,12 @@ export function controller(dir: string, brokers: string, prefix: string, config:
 export async function startFabric(o: { dir: string; workload: string; brokers: string; prefix: string; children: ChildProcess[]; delayMs?: number }): Promise<Fabric> {
   const switches = TORS.map((t) => startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(o.workload, `${t}.topology.json`), "--pcap-in", join(o.workload, `${t}.pcap`), "--capture-clock", "--pcap-delay-ms", String(o.delayMs ?? 1500)], o.dir, o.children));
   const ports = await Promise.all(switches.map(async (s) => Number((await printed(s, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1])));
+  const topologies = TORS.map((t) => JSON.parse(readFileSync(join(o.workload, `${t}.topology.json`), "utf8")) as { ports: { prefixes: string[] }[] });
+  // As deployed: every IPv6 host of the fabric listed, so that each has its endpoint key before its first packet.
+  const endpoints = [...new Set(topologies.flatMap((t) => t.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => x.slice(0, -4)))))];
   const configs = TORS.map((t, i) => {
     const file = join(o.dir, `${o.prefix}-${t}.json`);
-    const topology = JSON.parse(readFileSync(join(o.workload, `${t}.topology.json`), "utf8")) as { ports: unknown[] };
-    writeFileSync(file, JSON.stringify({ switch: { address: `127.0.0.1:${ports[i]}`, switch_id: t, timestamp_unit_ns: 1 }, ports: topology.ports, digest: { max_list_size: 64, max_timeout_us: 2000 } }));
+    writeFileSync(file, JSON.stringify({ switch: { address: `127.0.0.1:${ports[i]}`, switch_id: t, timestamp_unit_ns: 1 }, ports: topologies[i]!.ports, endpoints, digest: { max_list_size: 64, max_timeout_us: 2000 } }));
     return file;
   });
   const journals = TORS.map((t) => join(o.dir, `${o.prefix}-${t}-journal`));
