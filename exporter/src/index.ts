@@ -15,6 +15,7 @@ export * from "./kafka/kafka-sink.js";
 export * from "./kafka/partitioner.js";
 export * from "./kafka/security.js";
 export * from "./kafka/tail.js";
+export * from "./kafka/committed-reader.js";
 export * from "./kafka/transport.js";
 export { saslOptions as platformaticSasl, tlsOptions as platformaticTls } from "./kafka/platformatic-transport.js";
 export * from "./group/exporter-group.js";
