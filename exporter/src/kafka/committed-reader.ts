@@ -10,11 +10,11 @@
 // one that began before the fetch leak), and @platformatic/kafka drops an
 // aborted transaction's records only when its abort marker is in the same
 // fetch response.
-import { Consumer, type ClusterMetadata, type KafkaRecord, type RecordsBatch } from "@platformatic/kafka";
+import { Admin, Consumer, type ClusterMetadata, type KafkaRecord, type RecordsBatch } from "@platformatic/kafka";
 
 type FetchResponse = Awaited<ReturnType<Consumer["fetch"]>>;
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
-import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
+import type { KafkaSecurity } from "./security.js";
 
 const IS_TRANSACTIONAL = 0x10;
 const IS_CONTROL = 0x20;
@@ -273,9 +273,9 @@ export class CommittedReader {
   }
 
   /**
-   * Fetches and delivers until `signal` aborts. Rejects with a
-   * KafkaConnectError when `retries` fetches in a row failed (the reader
-   * keeps its place: `run` again goes on from there).
+   * Fetches and delivers until `signal` aborts. Rejects with the client's
+   * error (describeKafkaError names its cause) when `retries` fetches in a
+   * row failed; the reader keeps its place: `run` again goes on from there.
    */
   async run(signal: AbortSignal): Promise<void> {
     let failures = 0;
@@ -290,7 +290,7 @@ export class CommittedReader {
         if (failures > retries) {
           // A client made anew for the next run (its connections may be to a broker that went away).
           await this.close();
-          throw new KafkaConnectError(describeKafkaError(err, this.o));
+          throw err;
         }
         this.meta = undefined;
         await sleep(200 * failures, signal);
@@ -374,6 +374,47 @@ export class CommittedReader {
     this.consumer = undefined;
     this.meta = undefined;
     await c?.close(true).catch(() => undefined);
+  }
+}
+
+/**
+ * A consumer group's offsets, for a reader that is not a member of it: read
+ * when it starts, and committed as it goes (OffsetCommit without a member, as
+ * the Java consumer does with assigned partitions), so that the group's
+ * offsets and lag show where it stands and a reader of the same group starts
+ * again there.
+ */
+export class GroupOffsets {
+  private readonly admin: Admin;
+  private last = new Map<string, bigint>();
+
+  constructor(o: KafkaSecurity & { brokers: string[]; clientId: string; readonly groupId: string }, private readonly groupId = o.groupId) {
+    this.admin = new Admin({ clientId: o.clientId, bootstrapBrokers: o.brokers, tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, retries: 1, retryDelay: 200 });
+  }
+
+  /** The group's committed offset of each partition of `topic` that has one. */
+  async committed(topic: string): Promise<Map<number, bigint>> {
+    const [group] = await this.admin.listConsumerGroupOffsets({ groups: [this.groupId] });
+    const out = new Map<number, bigint>();
+    for (const t of group?.topics ?? []) {
+      if (t.name !== topic) continue;
+      for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(p.partitionIndex, p.committedOffset);
+    }
+    return out;
+  }
+
+  /** Commits the positions that moved since the last commit. */
+  async commit(positions: readonly { topic: string; partition: number; offset: bigint }[]): Promise<void> {
+    const moved = positions.filter((p) => this.last.get(`${p.topic}|${p.partition}`) !== p.offset);
+    if (moved.length === 0) return;
+    const topics = new Map<string, { partition: number; offset: bigint }[]>();
+    for (const p of moved) topics.set(p.topic, [...(topics.get(p.topic) ?? []), { partition: p.partition, offset: p.offset }]);
+    await this.admin.alterConsumerGroupOffsets({ groupId: this.groupId, topics: [...topics].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
+    for (const p of moved) this.last.set(`${p.topic}|${p.partition}`, p.offset);
+  }
+
+  async close(): Promise<void> {
+    await this.admin.close().catch(() => undefined);
   }
 }
 
