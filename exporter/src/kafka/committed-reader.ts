@@ -160,6 +160,8 @@ export interface CommittedReaderOptions extends KafkaSecurity {
   onMessage: (m: CommittedMessage) => void;
   /** called after each fetch answered */
   onFetch?: () => void;
+  /** called with each failed fetch (before it is tried again) */
+  onError?: (err: unknown) => void;
   /** how long the broker holds a fetch that has nothing yet (default 500 ms: a stop ends a pending fetch within that) */
   maxWaitMs?: number;
   /** failed fetches in a row before `run` gives up (default 3) */
@@ -190,6 +192,7 @@ const OFFSET_OUT_OF_RANGE = 1;
  */
 export class CommittedReader {
   private consumer: Consumer | undefined;
+  private admin: Admin | undefined;
   private meta: ClusterMetadata | undefined;
   private metaAt = 0;
   private readonly parts = new Map<string, Part>();
@@ -210,8 +213,10 @@ export class CommittedReader {
 
   /** The topics the cluster has (those the principal may describe). */
   async listTopics(): Promise<Set<string>> {
-    const meta = await this.client().metadata({ topics: [], forceUpdate: true });
-    return new Set(meta.topics.keys());
+    this.admin ??= new Admin({
+      clientId: this.o.clientId, bootstrapBrokers: this.o.brokers, tls: tlsOptions(this.o.ssl), sasl: saslOptions(this.o.sasl), connectTimeout: 5000, retries: 1, retryDelay: 200,
+    });
+    return new Set(await this.admin.listTopics());
   }
 
   /** The topics followed. */
@@ -287,6 +292,7 @@ export class CommittedReader {
         failures = 0;
       } catch (err) {
         failures++;
+        this.o.onError?.(err);
         if (failures > retries) {
           // A client made anew for the next run (its connections may be to a broker that went away).
           await this.close();
@@ -370,10 +376,12 @@ export class CommittedReader {
   }
 
   async close(): Promise<void> {
-    const c = this.consumer;
+    const [c, a] = [this.consumer, this.admin];
     this.consumer = undefined;
+    this.admin = undefined;
     this.meta = undefined;
     await c?.close(true).catch(() => undefined);
+    await a?.close().catch(() => undefined);
   }
 }
 
