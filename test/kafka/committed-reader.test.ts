@@ -2,11 +2,13 @@
 // transactions are open: it delivers what a read_committed consumer would,
 // in offset order, holding the partition at the first record of a
 // transaction still open (what follows it waits for it to end), and drops an
-// aborted transaction whose marker comes in a later fetch than its records.
+// aborted transaction whose marker comes in a later fetch than its records;
+// its positions, committed to a consumer group it is not a member of, are
+// the group's offsets.
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { expect, inject, test } from "vitest";
-import { CommittedReader } from "../../exporter/src/kafka/committed-reader.js";
+import { CommittedReader, GroupOffsets } from "../../exporter/src/kafka/committed-reader.js";
 import { until } from "../support/wait.js";
 
 const brokers = inject("kafkaBrokers");
@@ -61,6 +63,14 @@ test("the reader holds a partition at its first open transaction, then delivers 
     await until(() => got.length >= 7, 15_000, () => `p8 and p10 delivered: ${JSON.stringify(got.map(([v]) => v))}`);
     expect(got.map(([v]) => v)).toEqual(["p0", "x1", "p2", "y3", "x5", "p8", "p10"]);
     await until(() => reader.positions()[0]!.offset === 11n, 5_000, "the position past the last record");
+    // Committed to a consumer group the reader is not a member of, and read back from it.
+    const group = new GroupOffsets({ brokers: [brokers], clientId: "test-reader", groupId: `${topic}-group` });
+    try {
+      await group.commit(reader.positions());
+      expect(await group.committed(topic)).toEqual(new Map([[0, 11n]]));
+    } finally {
+      await group.close();
+    }
   } finally {
     ac.abort();
     await running;

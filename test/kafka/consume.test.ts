@@ -4,7 +4,7 @@
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { afterAll, expect, inject, test } from "vitest";
-import type { ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
 
 const brokers = inject("kafkaBrokers");
+const root = join(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "consume-"));
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -68,7 +69,7 @@ test("both clients print the same committed records, decoded; an aborted transac
 // transactions overlapping one another and committed ones
 // (test/support/aborted-transactions.ts). Either client's read_committed let
 // some of the aborted records through; `consume` prints exactly the committed
-// ones, in offset order.
+// ones, in offset order, the offsets Kafka's own Java consumer reads.
 test("consume prints exactly the committed records where aborted transactions overlap one another and committed ones", async () => {
   const topic = `consume-aborts-${Date.now()}`;
   const topics = { ...DEFAULT_TOPICS, io: topic };
@@ -82,14 +83,23 @@ test("consume prints exactly the committed records where aborted transactions ov
     return { key: m.key, value: m.value, headers: m.headers };
   });
   expect(written.end, "every marker written").toBe(19n);
+  // Kafka's own Java console consumer, read_committed: the offsets of the committed records.
+  const java = spawnSync("java", ["-Xmx256m", "-cp", `${join(root, ".cache/kafka", process.env.KAFKA_VERSION || "4.4.0", "libs")}/*`, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "--bootstrap-server", brokers, "--topic", topic, "--from-beginning", "--isolation-level", "read_committed", "--max-messages", String(written.committed.length), "--timeout-ms", "30000",
+    "--property", "print.offset=true", "--property", "print.value=false"], { encoding: "utf8", timeout: 90_000 });
+  expect(java.status, java.stderr).toBe(0);
+  const javaOffsets = [...java.stdout.matchAll(/Offset:(\d+)/g)].map((m) => m[1]);
+  expect(javaOffsets).toHaveLength(written.committed.length);
   for (const client of ["platformatic", "kafkajs"]) {
     const p = startCli(["consume", "--topic", topic, "--from-beginning", "--kafka-brokers", brokers, "--kafka-client", client], dir, children);
-    const cids = () => p.out().split("\n").filter((l) => l.startsWith("{")).map((l) => (JSON.parse(l) as { value: { cid: number } }).value.cid - 100);
+    const lines = () => p.out().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { offset: string; value: { cid: number } });
+    const cids = () => lines().map((l) => l.value.cid - 100);
     await until(() => cids().includes(12) || p.child.exitCode !== null, 60_000, () => `${client}: ${p.out()}`, 100);
     // What a record behind the last one would take to arrive.
     await new Promise((r) => setTimeout(r, 500));
     p.child.kill("SIGTERM");
     expect(await p.exited, p.out()).toBe(0);
     expect(cids(), `${client}: the committed records, in offset order`).toEqual(written.committed);
+    expect(lines().map((l) => l.offset), `${client}: the offsets Kafka's Java consumer reads`).toEqual(javaOffsets);
   }
 }, 120_000);
