@@ -5,6 +5,7 @@
 // aborted transaction whose marker comes in a later fetch than its records;
 // its positions, committed to a consumer group it is not a member of, are
 // the group's offsets.
+import { Admin } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { expect, inject, test } from "vitest";
@@ -78,3 +79,50 @@ test("the reader holds a partition at its first open transaction, then delivers 
     for (const p of [x, y, plain]) await p.disconnect().catch(() => undefined);
   }
 }, 90_000);
+
+// A group's offset the partition no longer has: below its start (deleted by
+// retention) the reader goes on from the oldest record left; past its end (a
+// topic made anew) from the end, reading what comes next.
+test("an offset the partition no longer has: below its start, read from the oldest left; past its end, from the end", async () => {
+  const topic = `committed-reader-range-${Date.now()}`;
+  const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-reader" });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const readers: CommittedReader[] = [];
+  const ac = new AbortController();
+  const runs: Promise<void>[] = [];
+  try {
+    await producer.send({ topic, messages: ["m0", "m1", "m2"].map((value) => ({ value })) });
+    const records = new Admin({ clientId: "test-reader", bootstrapBrokers: [brokers] });
+    try {
+      await records.deleteRecords({ topics: [{ name: topic, partitions: [{ partition: 0, offset: 2n }] }] });
+    } finally {
+      await records.close();
+    }
+    const follow = async (offset: bigint) => {
+      const got: string[] = [];
+      const reader = new CommittedReader({ brokers: [brokers], clientId: "test-reader", maxWaitMs: 100, onMessage: (m) => got.push(m.value!.toString()) });
+      readers.push(reader);
+      await reader.follow(topic, "earliest", new Map([[0, offset]]));
+      runs.push(reader.run(ac.signal));
+      return got;
+    };
+    const below = await follow(0n);
+    const past = await follow(50n);
+    await until(() => below.length >= 1, 15_000, "the oldest record left");
+    await until(() => readers[1]!.positions()[0]!.offset === 3n, 15_000, () => `the reader past the end moved to it: ${JSON.stringify(readers[1]!.positions())}`);
+    await producer.send({ topic, messages: [{ value: "m3" }] });
+    await until(() => below.length >= 2 && past.length >= 1, 15_000, () => `m3 read by both: ${JSON.stringify({ below, past })}`);
+    expect(below).toEqual(["m2", "m3"]);
+    expect(past).toEqual(["m3"]);
+  } finally {
+    ac.abort();
+    await Promise.all(runs);
+    for (const r of readers) await r.close();
+    await producer.disconnect();
+    await admin.disconnect();
+  }
+}, 60_000);

@@ -340,8 +340,8 @@ export class CommittedReader {
       response = await this.client().fetch({ node, topics: [...request.values()], isolationLevel: 0, maxWaitTime: this.maxWaitMs, minBytes: 1, maxBytes: 16 << 20 });
     } catch (err) {
       // Some partitions answered with an error: the others' records are taken all the same.
-      const partial = (err as { response?: FetchResponse }).response;
-      if (!partial?.responses) throw err;
+      const partial = answered(err);
+      if (!partial) throw err;
       response = partial;
       stale = true;
     }
@@ -424,6 +424,23 @@ export class GroupOffsets {
   async close(): Promise<void> {
     await this.admin.close().catch(() => undefined);
   }
+}
+
+/** The fetch response an error carries (partitions that answered with an error), however the client wrapped it. */
+function answered(err: unknown): FetchResponse | undefined {
+  const seen = new Set<unknown>();
+  const walk = (e: unknown): FetchResponse | undefined => {
+    if (!e || typeof e !== "object" || seen.has(e)) return undefined;
+    seen.add(e);
+    const x = e as { response?: FetchResponse; errors?: unknown[]; cause?: unknown };
+    if (Array.isArray(x.response?.responses)) return x.response;
+    for (const inner of [...(x.errors ?? [])].reverse()) {
+      const r = walk(inner);
+      if (r) return r;
+    }
+    return walk(x.cause);
+  };
+  return walk(err);
 }
 
 function message(p: Part, batch: RecordsBatch, record: KafkaRecord, offset: bigint): CommittedMessage {
