@@ -72,7 +72,7 @@ async function consumeCommitted(groupId: string, o: ConsumeOptions): Promise<num
   });
   const group = new GroupOffsets({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-consume", groupId });
   const commit = () => group.commit(reader.positions()).catch(() => undefined);
-  const timer = setInterval(() => void commit(), 1000);
+  const timer = setInterval(() => void (group.busy || commit()), 1000);
   try {
     try {
       await reader.follow(o.topic, o.fromBeginning ? "earliest" : "latest");

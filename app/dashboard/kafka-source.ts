@@ -83,7 +83,7 @@ export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
   // The group's offsets: where a dashboard of the same group goes on from, and its lag for the operator.
   const group = new GroupOffsets({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-dashboard", groupId });
   const commit = () => group.commit(reader.positions()).catch(() => undefined);
-  const committer = setInterval(() => void commit(), 1_000);
+  const committer = setInterval(() => void (group.busy || commit()), 1_000);
   /** topics present when the dashboard first reached the broker: read from now (or the beginning, if asked) */
   let atStart: Set<string> | undefined;
   let failures = 0;

@@ -16,6 +16,8 @@ export * from "./kafka/partitioner.js";
 export * from "./kafka/security.js";
 export * from "./kafka/tail.js";
 export * from "./kafka/committed-reader.js";
+export * from "./kafka/group-offsets.js";
+export * from "./kafka/transaction-sorter.js";
 export * from "./kafka/transport.js";
 export { saslOptions as platformaticSasl, tlsOptions as platformaticTls } from "./kafka/platformatic-transport.js";
 export * from "./group/exporter-group.js";

@@ -36,7 +36,7 @@ test("the dashboard shows exactly the committed records where aborted transactio
   const topics = { io: `${prefix}.io.v1`, flow: `${prefix}.flow.v1`, alert: `${prefix}.alert.v1`, digest: `${prefix}.digest.v1` };
   const admin = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [topics.io, topics.flow, topics.alert].map((topic) => ({ topic, numPartitions: 1 })) });
+  await admin.createTopics({ waitForLeaders: false, topics: [topics.io, topics.flow, topics.alert].map((topic) => ({ topic, numPartitions: 1 })) });
   await admin.disconnect();
   const written = await writeAbortedTransactions(brokers, topics.io, (i) => {
     const m = encodeRecord(interval(i), topics, "protobuf", 1_000_000_000n);

@@ -5,7 +5,7 @@
 // partition over, to learn which records the partition's earlier owners
 // committed.
 import { Consumer, type ClusterMetadata, type RecordsBatch } from "@platformatic/kafka";
-import { TransactionSorter } from "./committed-reader.js";
+import { TransactionSorter } from "./transaction-sorter.js";
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 
