@@ -1,16 +1,16 @@
 // Tails a topic and prints each record decoded, one JSON object a line,
-// read_committed, in a consumer group of its own: with @platformatic/kafka
-// (the default) or kafkajs (--kafka-client kafkajs), as the exporter publishes.
-import { Consumer, MessagesStreamModes, type Message } from "@platformatic/kafka";
+// committed records only, in a consumer group of its own. Whatever
+// --kafka-client says, the reading is the committed-record reader's (neither
+// client's read_committed filters overlapping aborted transactions right).
 import { Kafka, logLevel } from "kafkajs";
-import { platformaticSasl, platformaticTls, recordFromMessage, type KafkaClientName } from "@rdma-telemetry/exporter";
+import { CommittedReader, GroupOffsets, recordFromMessage, type KafkaClientName } from "@rdma-telemetry/exporter";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
 
 export interface ConsumeOptions extends KafkaSecurity {
   brokers: string[];
   topic: string;
   fromBeginning: boolean;
-  /** the Kafka client that reads (default platformatic) */
+  /** the Kafka client asked for (the reading is the committed-record reader's either way) */
   client?: KafkaClientName;
   print: (t: string) => void;
   signal: AbortSignal;
@@ -49,83 +49,47 @@ export async function consume(o: ConsumeOptions): Promise<number> {
     throw new NoSuchTopicError(`no topic '${o.topic}' on ${o.brokers.join(",")}${ours.length ? ` (it has ${ours.join(", ")})` : ""}`);
   }
   const groupId = `rdma-telemetry-consume-${process.pid}-${Date.now()}`;
-  return o.client === "kafkajs" ? consumeKafkajs(kafka, groupId, o) : consumePlatformatic(groupId, o);
+  return consumeCommitted(groupId, o);
 }
 
-async function consumePlatformatic(groupId: string, o: ConsumeOptions): Promise<number> {
-  // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
-  const consumer = new Consumer({
-    clientId: "rdma-telemetry-consume", groupId, bootstrapBrokers: o.brokers,
-    tls: platformaticTls(o.ssl), sasl: platformaticSasl(o.sasl), connectTimeout: 5000, retries: 2, maxWaitTime: 500, autocommit: false, isolationLevel: 1,
-  });
+/**
+ * Reads with the committed-record reader (exporter/src/kafka/committed-reader.ts):
+ * fetched read_uncommitted, transactions sorted by their markers, so that a
+ * record of an aborted transaction is never printed, however aborted
+ * transactions overlap (both clients' read_committed let some through). The
+ * group's offsets are committed as it reads (its lag shows in the group's
+ * listing).
+ */
+async function consumeCommitted(groupId: string, o: ConsumeOptions): Promise<number> {
   let n = 0;
+  // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
+  const reader = new CommittedReader({
+    brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-consume", maxWaitMs: 500, retries: 3,
+    onMessage: (m) => {
+      n++;
+      o.print(line(m.partition, m.offset.toString(), m.key?.length ? m.key.toString() : undefined, { type: m.headers.type, encoding: m.headers.encoding }, m.value));
+    },
+  });
+  const group = new GroupOffsets({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-consume", groupId });
+  const commit = () => group.commit(reader.positions()).catch(() => undefined);
+  const timer = setInterval(() => void (group.busy || commit()), 1000);
   try {
-    let stream;
     try {
-      stream = await consumer.consume({ topics: [o.topic], mode: o.fromBeginning ? MessagesStreamModes.EARLIEST : MessagesStreamModes.LATEST, autocommit: false, isolationLevel: 1 });
+      await reader.follow(o.topic, o.fromBeginning ? "earliest" : "latest");
     } catch (err) {
       throw new KafkaConnectError(describeKafkaError(err, o));
     }
-    const failed = new Promise<never>((_, reject) => stream.once("error", (err: Error) => {
-      const failure = describeKafkaError(err, o);
-      reject(new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` }));
-    }));
-    failed.catch(() => undefined);
-    stream.on("data", (m: Message<Buffer, Buffer, Buffer, Buffer>) => {
-      const headers: { type?: string; encoding?: string } = {};
-      for (const [k, v] of m.headers) {
-        const name = k.toString();
-        if (name === "type" || name === "encoding") headers[name] = v.toString();
-      }
-      n++;
-      o.print(line(m.partition, m.offset.toString(), m.key?.length ? m.key.toString() : undefined, headers, m.value));
-    });
     try {
-      await Promise.race([failed, aborted(o.signal)]);
-    } finally {
-      await stream.close().catch(() => undefined);
+      await reader.run(o.signal);
+    } catch (err) {
+      const failure = describeKafkaError(err, o);
+      throw new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` });
     }
   } finally {
-    await consumer.close(true).catch(() => undefined);
-  }
-  return n;
-}
-
-/** Resolves when the command is asked to stop. */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
-}
-
-async function consumeKafkajs(kafka: Kafka, groupId: string, o: ConsumeOptions): Promise<number> {
-  // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 500 });
-  try {
-    await consumer.connect();
-  } catch (err) {
-    throw new KafkaConnectError(describeKafkaError(err, o));
-  }
-  await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
-  // A consumer that stopped for good (kafkajs restarts it after a retriable failure) ends the command with its error.
-  let crashed: ((err: Error) => void) | undefined;
-  const crash = new Promise<never>((_, reject) => (crashed = reject));
-  crash.catch(() => undefined);
-  consumer.on(consumer.events.CRASH, (e) => {
-    if (!e.payload.restart) {
-      const failure = describeKafkaError(e.payload.error, o);
-      crashed?.(new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` }));
-    }
-  });
-  let n = 0;
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      n++;
-      o.print(line(partition, message.offset, message.key?.toString(), { type: message.headers?.type?.toString(), encoding: message.headers?.encoding?.toString() }, message.value));
-    },
-  });
-  try {
-    await Promise.race([crash, aborted(o.signal)]);
-  } finally {
-    await consumer.disconnect();
+    clearInterval(timer);
+    await commit();
+    await reader.close();
+    await group.close();
   }
   return n;
 }

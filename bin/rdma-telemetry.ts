@@ -109,7 +109,8 @@ Usage:
   rdma-telemetry consume --topic TOPIC [--kafka-brokers HOST:PORT,...] [--from-beginning]
                  [--kafka-client platformatic|kafkajs]
       Tails a topic and prints its records decoded, one JSON object a line
-      (read_committed; with @platformatic/kafka unless kafkajs is asked for).
+      (committed records only, in offset order per partition; the same reading
+      with either client).
   rdma-telemetry dashboard [--kafka-brokers HOST:PORT,...] [--listen 127.0.0.1:8080]
                  [--from-beginning] [--group ID] [--intervals N] [--max-pairs N]
                  [--max-flows N] [--max-switches N] [--max-alerts N] [--reread-seconds S]

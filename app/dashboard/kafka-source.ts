@@ -1,11 +1,12 @@
-// The dashboard's feed: a consumer of its own group on the metric topics,
-// which decodes each message into its record for the store. It waits for
-// topics not there yet, and outlives a broker that goes away: the consumer is
-// made anew, with a growing pause, until the broker answers again; the
-// group's committed offsets carry it on where it was.
+// The dashboard's feed: the committed records of the metric topics (the
+// committed-record reader, exporter/src/kafka/committed-reader.ts: no record
+// of an aborted transaction, however aborted transactions overlap), each
+// decoded into its record for the store, with its offsets committed to a
+// consumer group of its own. It waits for topics not there yet, and outlives
+// a broker that goes away: the connections are made anew, with a growing
+// pause, until the broker answers again, and reading goes on where it was.
 import { hostname } from "node:os";
-import { Kafka, logLevel, type Consumer } from "kafkajs";
-import { describeKafkaError, KafkaConnectError, recordFromMessage, type KafkaSecurity } from "@rdma-telemetry/exporter";
+import { CommittedReader, describeKafkaError, GroupOffsets, KafkaConnectError, recordFromMessage, type KafkaSecurity } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { DashboardStore } from "./store.js";
 
@@ -57,116 +58,103 @@ export function decodeMessage(headers: Record<string, unknown> | undefined, valu
 export async function runKafkaSource(o: KafkaSourceOptions): Promise<void> {
   const wanted = [...(o.topics ?? DASHBOARD_TOPICS)];
   const groupId = o.groupId ?? `rdma-telemetry-dashboard-${hostname()}-${process.pid}`;
-  const kafka = new Kafka({ clientId: "rdma-telemetry-dashboard", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 3, maxRetryTime: 5_000 } });
   const status = o.store.setStatus.bind(o.store);
   const where = o.brokers.join(",");
+  const reader = new CommittedReader({
+    brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-dashboard", maxWaitMs: 500, retries: 3,
+    onMessage: (m) => {
+      let r: RecordJson | null;
+      try {
+        r = decodeMessage(m.headers, m.value ?? null);
+      } catch (err) {
+        o.store.undecodable(`${m.topic}[${m.partition}]@${m.offset}: ${(err as Error).message}`);
+        return;
+      }
+      if (r) o.store.add(r);
+    },
+    onFetch: () => {
+      if (o.store.status.state !== "consuming") status({ state: "consuming", detail: `${reader.followed().join(", ")} on ${where} (group ${groupId})` });
+    },
+    onError: (err) => {
+      const message = describeKafkaError(err, o).message;
+      status({ state: "reconnecting", detail: `fetching: ${message}`, lastError: message });
+    },
+  });
+  // The group's offsets: where a dashboard of the same group goes on from, and its lag for the operator.
+  const group = new GroupOffsets({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-dashboard", groupId });
+  const commit = () => group.commit(reader.positions()).catch(() => undefined);
+  const committer = setInterval(() => void (group.busy || commit()), 1_000);
   /** topics present when the dashboard first reached the broker: read from now (or the beginning, if asked) */
   let atStart: Set<string> | undefined;
   let failures = 0;
-  /** the window before the start, read again once (the first consumer only: later ones carry on from the group's offsets) */
+  /** the window before the start, read again once (the topics there at start only: later the dashboard carries on from where it is) */
   let reread = !o.fromBeginning && (o.rereadMs ?? 0) > 0 ? Date.now() - o.rereadMs! : undefined;
   status({ state: "starting", detail: `connecting to ${where}` });
 
-  while (!o.signal.aborted) {
-    let consumer: Consumer | undefined;
-    try {
-      const present = await listTopics(kafka);
-      const topics = wanted.filter((t) => present.has(t));
-      atStart ??= new Set(topics);
-      if (topics.length === 0) {
-        status({ state: "waiting", detail: `no topic ${wanted.join(", ")} on ${where} yet` });
-        failures = 0;
-        await sleep(2_000, o.signal);
-        continue;
-      }
-      consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 500, allowAutoTopicCreation: false, retry: { retries: 5, maxRetryTime: 5_000 } });
-      // Ends this consumer's turn: a crash it does not restart from, or topics to add.
-      let ended = false;
-      let endTurn!: (why: string) => void;
-      const turn = new Promise<string>((r) => (endTurn = (why) => ((ended = true), r(why))));
-      consumer.on(consumer.events.CRASH, (e) => {
-        status({ state: "reconnecting", detail: `consumer stopped: ${describeKafkaError(e.payload.error, o).message}`, lastError: e.payload.error.message });
-        if (!e.payload.restart) endTurn("crash");
-      });
-      consumer.on(consumer.events.FETCH, () => {
-        if (o.store.status.state !== "consuming") status({ state: "consuming", detail: `${topics.join(", ")} on ${where} (group ${groupId})` });
-      });
-      await consumer.connect();
-      // Where the group has no offset yet: a topic made since the dashboard started holds nothing older than the dashboard, so all of it is read.
-      const older = topics.filter((t) => atStart!.has(t));
-      const newer = topics.filter((t) => !atStart!.has(t));
-      if (older.length) await consumer.subscribe({ topics: older, fromBeginning: o.fromBeginning ?? false });
-      if (newer.length) await consumer.subscribe({ topics: newer, fromBeginning: true });
-      await consumer.run({
-        eachMessage: async ({ topic, partition, message }) => {
-          let r: RecordJson | null;
-          try {
-            r = decodeMessage(message.headers as Record<string, unknown> | undefined, message.value);
-          } catch (err) {
-            o.store.undecodable(`${topic}[${partition}]@${message.offset}: ${(err as Error).message}`);
-            return;
+  try {
+    while (!o.signal.aborted) {
+      try {
+        const present = await reader.listTopics();
+        const topics = wanted.filter((t) => present.has(t));
+        atStart ??= new Set(topics);
+        if (topics.length === 0) {
+          status({ state: "waiting", detail: `no topic ${wanted.join(", ")} on ${where} yet` });
+          failures = 0;
+          await sleep(2_000, o.signal);
+          continue;
+        }
+        for (const topic of topics) {
+          if (reader.followed().includes(topic)) continue;
+          if (!atStart.has(topic)) {
+            // Made since the dashboard started: it holds nothing older than the dashboard, so all of it is read (from the group's offsets, where it has them).
+            await reader.follow(topic, "earliest", await group.committed(topic));
+          } else if (reread !== undefined) {
+            await reader.follow(topic, { timestampMs: reread });
+          } else {
+            await reader.follow(topic, o.fromBeginning ? "earliest" : "latest", await group.committed(topic));
           }
-          if (r) o.store.add(r);
-        },
-      });
-      if (reread !== undefined && older.length) {
-        await seekToTime(kafka, consumer, older, reread);
+        }
         reread = undefined;
+        failures = 0;
+        // Consuming from its first fetch on (onFetch above).
+        status({ state: "starting", detail: `reading ${topics.join(", ")} on ${where} (group ${groupId})` });
+        // Topics still missing: look for them now and then, and take them in when they come.
+        const turn = new AbortController();
+        const endTurn = () => turn.abort();
+        o.signal.addEventListener("abort", endTurn, { once: true });
+        const missing = wanted.filter((t) => !present.has(t));
+        const watch = missing.length
+          ? (async () => {
+              while (!turn.signal.aborted) {
+                await sleep(2_000, turn.signal);
+                const now = await reader.listTopics().catch(() => new Set<string>());
+                if (missing.some((t) => now.has(t))) return endTurn();
+              }
+            })()
+          : undefined;
+        try {
+          await reader.run(turn.signal);
+        } finally {
+          endTurn();
+          o.signal.removeEventListener("abort", endTurn);
+          await watch;
+        }
+      } catch (err) {
+        const failure = describeKafkaError(err, o);
+        if (atStart === undefined && (failure.cause === "authentication" || failure.cause === "tls")) throw new KafkaConnectError(failure);
+        failures++;
+        const pause = Math.min(30_000, 1_000 * 2 ** Math.min(failures - 1, 5));
+        status({ state: "reconnecting", detail: `${failure.message}; trying again in ${Math.round(pause / 1000)} s`, lastError: failure.message });
+        // Connections made anew after the pause (the broker may have gone away); the reader keeps its place.
+        await reader.close();
+        await sleep(pause, o.signal);
       }
-      failures = 0;
-      // Consuming from its first fetch on (the FETCH handler above).
-      status({ state: "starting", detail: `joining group ${groupId} on ${where}` });
-      // Topics still missing: look for them now and then, and take them in when they come.
-      const missing = wanted.filter((t) => !present.has(t));
-      const watch = missing.length
-        ? (async () => {
-            while (!ended && !o.signal.aborted) {
-              await sleep(2_000, o.signal);
-              const now = await listTopics(kafka).catch(() => new Set<string>());
-              if (missing.some((t) => now.has(t))) return endTurn("new topics");
-            }
-          })()
-        : undefined;
-      const onAbort = () => endTurn("abort");
-      o.signal.addEventListener("abort", onAbort, { once: true });
-      await turn;
-      o.signal.removeEventListener("abort", onAbort);
-      await watch;
-    } catch (err) {
-      const failure = describeKafkaError(err, o);
-      if (atStart === undefined && (failure.cause === "authentication" || failure.cause === "tls")) throw new KafkaConnectError(failure);
-      failures++;
-      const pause = Math.min(30_000, 1_000 * 2 ** Math.min(failures - 1, 5));
-      status({ state: "reconnecting", detail: `${failure.message}; trying again in ${Math.round(pause / 1000)} s`, lastError: failure.message });
-      await consumer?.disconnect().catch(() => undefined);
-      consumer = undefined;
-      await sleep(pause, o.signal);
-    } finally {
-      await consumer?.disconnect().catch(() => undefined);
     }
+  } finally {
+    clearInterval(committer);
+    await commit();
+    await reader.close();
+    await group.close();
   }
   status({ state: "finished", detail: "stopped" });
-}
-
-/** Seeks each partition of `topics` to its first message at or after `timestampMs` (the end, if none). */
-async function seekToTime(kafka: Kafka, consumer: Consumer, topics: readonly string[], timestampMs: number): Promise<void> {
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    for (const topic of topics) {
-      for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(topic, timestampMs)) consumer.seek({ topic, partition, offset });
-    }
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
-}
-
-async function listTopics(kafka: Kafka): Promise<Set<string>> {
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    return new Set(await admin.listTopics());
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
 }

@@ -4,16 +4,18 @@
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { afterAll, expect, inject, test } from "vitest";
-import type { ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
 import type { RecordJson } from "../../contract/src/records.js";
+import { writeAbortedTransactions } from "../support/aborted-transactions.js";
 import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
 
 const brokers = inject("kafkaBrokers");
+const root = join(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "consume-"));
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -61,4 +63,43 @@ test("both clients print the same committed records, decoded; an aborted transac
   expect(order(byPlatformatic)).toEqual(order(byKafkajs));
   expect(byPlatformatic.map((l) => l.value).sort((a, b) => (a as { cid: number }).cid - (b as { cid: number }).cid)).toEqual(committed);
   for (const l of byPlatformatic) expect(l.type).toBe("rdma.telemetry.v1.IoRecord");
+}, 120_000);
+
+// The exporter group's record topics after a member was killed -9: aborted
+// transactions overlapping one another and committed ones
+// (test/support/aborted-transactions.ts). Either client's read_committed let
+// some of the aborted records through; `consume` prints exactly the committed
+// ones, in offset order, the offsets Kafka's own Java consumer reads.
+test("consume prints exactly the committed records where aborted transactions overlap one another and committed ones", async () => {
+  const topic = `consume-aborts-${Date.now()}`;
+  const topics = { ...DEFAULT_TOPICS, io: topic };
+  const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-consume" });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+  await admin.disconnect();
+  const written = await writeAbortedTransactions(brokers, topic, (i) => {
+    const m = encodeRecord(io(100 + i, "10.0.1.1"), topics, "protobuf", 1_000_000_000n);
+    return { key: m.key, value: m.value, headers: m.headers };
+  });
+  expect(written.end, "every marker written").toBe(19n);
+  // Kafka's own Java console consumer, read_committed: the offsets of the committed records.
+  const java = spawnSync("java", ["-Xmx256m", "-cp", `${join(root, ".cache/kafka", process.env.KAFKA_VERSION || "4.4.0", "libs")}/*`, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "--bootstrap-server", brokers, "--topic", topic, "--from-beginning", "--isolation-level", "read_committed", "--max-messages", String(written.committed.length), "--timeout-ms", "30000",
+    "--property", "print.offset=true", "--property", "print.value=false"], { encoding: "utf8", timeout: 90_000 });
+  expect(java.status, java.stderr).toBe(0);
+  const javaOffsets = [...java.stdout.matchAll(/Offset:(\d+)/g)].map((m) => m[1]);
+  expect(javaOffsets).toHaveLength(written.committed.length);
+  for (const client of ["platformatic", "kafkajs"]) {
+    const p = startCli(["consume", "--topic", topic, "--from-beginning", "--kafka-brokers", brokers, "--kafka-client", client], dir, children);
+    const lines = () => p.out().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { offset: string; value: { cid: number } });
+    const cids = () => lines().map((l) => l.value.cid - 100);
+    await until(() => cids().includes(12) || p.child.exitCode !== null, 60_000, () => `${client}: ${p.out()}`, 100);
+    // What a record behind the last one would take to arrive.
+    await new Promise((r) => setTimeout(r, 500));
+    p.child.kill("SIGTERM");
+    expect(await p.exited, p.out()).toBe(0);
+    expect(cids(), `${client}: the committed records, in offset order`).toEqual(written.committed);
+    expect(lines().map((l) => l.offset), `${client}: the offsets Kafka's Java consumer reads`).toEqual(javaOffsets);
+  }
 }, 120_000);

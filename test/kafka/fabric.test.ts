@@ -2,7 +2,7 @@
 // the two captures of a generated two-ToR workload over IPv4 and IPv6 (mixed
 // families), a controller per switch
 // publishes digests only, and `rdma-telemetry exporter` members of one group
-// join the vantages. Every I/O record on the io topic (read read_committed)
+// join the vantages. Every committed I/O record on the io topic
 // equals the ground truth, RTT included, exactly once: also when a member is
 // killed -9 mid-run, when a member joins mid-run and leaves, and when a
 // controller is killed and restarted on its journal. Bad digests are

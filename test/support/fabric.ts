@@ -2,13 +2,12 @@
 // (`rdma-telemetry generate`), a software switch per ToR replaying its
 // capture (`rdma-telemetry switch --pcap-in --capture-clock`), a controller
 // per switch publishing digests only, and `rdma-telemetry exporter` members
-// of one group. Records are read back read_committed and checked against
+// of one group. Committed records are read back and checked against
 // the workload's ground truth.
 import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Kafka, logLevel } from "kafkajs";
-import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
+import { CommittedReader } from "../../exporter/src/kafka/committed-reader.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import { readTruth } from "../../traffic/src/generator.js";
@@ -79,22 +78,32 @@ export async function startFabric(o: { dir: string; workload: string; brokers: s
   return { switches, controllers, configs, journals };
 }
 
-/** Every I/O record on the io topic (read_committed), with its count per key, read until `done` holds or `timeoutMs`. */
+/**
+ * Every I/O record on the io topic (committed records only: the
+ * committed-record reader, which no aborted transaction of a killed member
+ * gets through), with its count per key, read until `done` holds or `timeoutMs`.
+ */
 export async function readIoRecords(brokers: string, topic: string, done: (ios: IoRecordJson[]) => boolean, timeoutMs: number): Promise<IoRecordJson[]> {
-  const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-reader" });
-  const consumer = kafka.consumer({ groupId: `reader-${topic}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 200 });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
   const ios: IoRecordJson[] = [];
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      const r = recordFromMessage(message.headers?.type?.toString(), message.value!) as RecordJson;
+  const reader = new CommittedReader({
+    brokers: brokers.split(","), clientId: "test-reader", maxWaitMs: 200, retries: 10,
+    onMessage: (m) => {
+      const r = recordFromMessage(m.headers.type, m.value!) as RecordJson;
       if (r.type === "io") ios.push(r);
     },
   });
-  // What is there by the deadline is returned: the caller's checks say what is missing.
-  await until(() => done(ios), timeoutMs, "", 200).catch(() => undefined);
-  await consumer.disconnect();
+  const ac = new AbortController();
+  await reader.follow(topic, "earliest");
+  const running = reader.run(ac.signal);
+  running.catch(() => undefined);
+  try {
+    // What is there by the deadline is returned: the caller's checks say what is missing.
+    await until(() => done(ios), timeoutMs, "", 200).catch(() => undefined);
+  } finally {
+    ac.abort();
+    await running.catch(() => undefined);
+    await reader.close();
+  }
   return ios;
 }
 

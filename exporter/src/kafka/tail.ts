@@ -5,6 +5,7 @@
 // partition over, to learn which records the partition's earlier owners
 // committed.
 import { Consumer, type ClusterMetadata, type RecordsBatch } from "@platformatic/kafka";
+import { TransactionSorter } from "./transaction-sorter.js";
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 
@@ -23,11 +24,6 @@ export interface ReadTailOptions extends KafkaSecurity {
   /** give up after this long (default 60 s): the tail is then incomplete, and the caller is told */
   timeoutMs?: number;
 }
-
-const IS_TRANSACTIONAL = 0x10;
-const IS_CONTROL = 0x20;
-/** A control record's key: version (int16), then type: 0 abort, 1 commit. */
-const COMMIT = 1;
 
 /**
  * Reads every message of `topics` from `sinceMs` to the end each partition
@@ -75,7 +71,7 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
           const end = e[partition]!;
           // No message at or after the time: nothing to read.
           const from = f[partition] !== undefined && f[partition]! >= 0n ? f[partition]! : end;
-          if (from < end) ranges.set(`${topic}|${partition}`, { topic, partition, next: from, from, end, pending: new Map() });
+          if (from < end) ranges.set(`${topic}|${partition}`, { topic, partition, next: from, from, end, sorter: new TransactionSorter(false) });
         }
       }
     } catch (err) {
@@ -135,40 +131,21 @@ interface Range {
   next: bigint;
   from: bigint;
   end: bigint;
-  /** the messages of each producer's open transaction, until its marker says whether they count */
-  pending: Map<bigint, TailMessage[]>;
+  /** the messages of each producer's open transaction, until its marker says whether they count (committed-reader.ts) */
+  sorter: TransactionSorter<TailMessage>;
 }
 
 /** Takes a fetched record batch into its partition's range: returns the messages it read. */
 function take(r: Range, batch: RecordsBatch, onMessage: (m: TailMessage) => void): number {
   const last = batch.firstOffset + BigInt(batch.lastOffsetDelta);
   if (last < r.next) return 0; // fetched again (a batch starts before the offset asked for)
-  let read = 0;
-  if (batch.attributes & IS_CONTROL) {
-    const marker = batch.records[0]?.key;
-    const messages = r.pending.get(batch.producerId);
-    r.pending.delete(batch.producerId);
-    if (batch.firstOffset < r.end && messages && marker && marker.length >= 4 && marker.readInt16BE(2) === COMMIT) {
-      for (const m of messages) onMessage(m);
-      read += messages.length;
-    }
-  } else {
-    for (const record of batch.records) {
-      const offset = batch.firstOffset + BigInt(record.offsetDelta);
-      if (offset < r.next || offset < r.from || offset >= r.end || !record.value) continue;
-      const headers: Record<string, string> = {};
-      for (const [k, v] of record.headers) if (k && v) headers[k.toString()] = v.toString();
-      const m = { topic: r.topic, headers, value: record.value };
-      if (batch.attributes & IS_TRANSACTIONAL) {
-        const list = r.pending.get(batch.producerId) ?? [];
-        list.push(m);
-        r.pending.set(batch.producerId, list);
-      } else {
-        onMessage(m);
-        read++;
-      }
-    }
-  }
+  // A marker at or past the end decides a transaction that was still open at the end: not read.
+  const read = batch.firstOffset >= r.end ? 0 : r.sorter.take(batch, r.next > r.from ? r.next : r.from, (record, offset) => {
+    if (offset >= r.end || !record.value) return undefined;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of record.headers) if (k && v) headers[k.toString()] = v.toString();
+    return { topic: r.topic, headers, value: record.value };
+  }, onMessage);
   r.next = last + 1n;
   return read;
 }
