@@ -109,7 +109,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken`).join("; ")}` : "") +
-    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed`).join("; ")}` : ""));
+    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up on the switch silent`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

@@ -570,6 +570,8 @@ async function main(argv: string[]): Promise<number> {
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
+      const silent = r.exporter.metrics.givenUpSilentSwitch;
+      if (silent) print(`${silent} I/O commands given up on a switch silent for ${r.exporter.metrics.options.silentSwitchNs / 1_000_000_000n} s (recorded without its figures, not incomplete)`);
       return delivered ? 0 : 1;
     }
     case "generate": {

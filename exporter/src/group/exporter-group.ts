@@ -75,6 +75,8 @@ export interface ExporterGroupStats {
   replayedDigests: number;
   /** partitions taken over with open digests to re-read */
   takeovers: number;
+  /** commands given up because the switch that saw them went silent (--silent-switch-ms), their records committed */
+  givenUpSilentSwitch: number;
 }
 
 /** Offset metadata: where the open digests begin, and the switches' clock starts. */
@@ -108,6 +110,8 @@ class PartitionTask {
   /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
   newestListNs = 0n;
   newestAt = Date.now();
+  /** the engine's commands given up on a silent switch, as counted in the member's stats (at commits) */
+  givenUpCounted = 0;
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
   closed = false;
@@ -140,7 +144,7 @@ export class ExporterGroupMember {
   private readonly switchIds: Set<string> | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 
@@ -410,6 +414,8 @@ export class ExporterGroupMember {
     }
     t.committedOffset = offset;
     this.stats.transactions++;
+    this.stats.givenUpSilentSwitch += m.givenUpSilentSwitch - t.givenUpCounted;
+    t.givenUpCounted = m.givenUpSilentSwitch;
     this.stats.records += publish.length;
     for (const r of publish) this.o.onRecord?.(r);
     return true;
