@@ -87,7 +87,9 @@ Usage:
       the digest topic has partitions. With --switch-id, digests of other
       switches are counted and dropped. Halves wait for their other vantage
       while its switch is silent for up to --silent-switch-ms (default 60000;
-      1000 to 3600000), then go out alone. Prints a summary line at SIGTERM.
+      1000 to 3600000), then go out alone, and the commands that switch saw
+      unanswered go out without its figures (counted). Prints a summary line
+      at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
                  [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
