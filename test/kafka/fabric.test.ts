@@ -28,7 +28,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * The 4 I/Os whose command was unanswered when the traffic stopped go out once the switch that did not see the
- * response is taken for silent (60 s by default). The silence is counted on an idle partition by the wall clock, so
+ * response is taken for silent (60 s by default): its command given up, joined with the other switch's half. The silence is counted on an idle partition by the wall clock, so
  * it must outlast one switch's digests reaching Kafka behind the other's: the switches start their captures when
  * their own controller has set the pipeline (with 15 s, 35 I/Os of a run at a load average of 30 went out as two
  * halves), and a controller's restart on its journal (about 12 s at a load average of 45).

@@ -5,6 +5,7 @@ import { describe, expect, test } from "vitest";
 import { IO_EVENT_CMD, IO_EVENT_RSP, VANTAGE_C, VANTAGE_S, type IoDigest, type MsgDigest } from "../../contract/src/digests.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
+import { TelemetryMetrics } from "../../app/prometheus.js";
 
 const T0 = 1_800_000_000_000_000_000n;
 const S = 1_000_000_000n;
@@ -60,7 +61,7 @@ describe("a switch gone silent", () => {
     expect(out.filter((r) => r.type === "io_interval").reduce((a, r) => a + (r.type === "io_interval" ? r.count : 0), 0)).toBe(2);
   });
 
-  test("a switch alone whose digests stop (its engine moved on by the wall clock, as an exporter group's idle partition or a controller is): its open command goes out after silentSwitchNs, not before", () => {
+  test("a switch alone whose digests stop (its engine moved on by the wall clock, as an exporter group's idle partition or a controller is): its open command goes out after silentSwitchNs, not before; counted on Prometheus", async () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { silentSwitchNs: 5n * S });
     m.onDigestList("tor-c", T0 + 1_000n, [io({ seq: 0, event: IO_EVENT_CMD, vantage: VANTAGE_C, ts: 1_000 })]);
@@ -69,6 +70,10 @@ describe("a switch gone silent", () => {
     m.advance(T0 + 5n * S + 1_000n);
     expect(ios(out).map((r) => [r.cid, r.c_switch_id, r.s_switch_id, r.incomplete, r.e2e_c_ns])).toEqual([[9, "tor-c", null, false, null]]);
     expect(m.givenUpSilentSwitch).toBe(1);
+    // Where an operator looks: the controller's Prometheus counter.
+    const prom = new TelemetryMetrics();
+    prom.watchEngine(m);
+    expect(await prom.text()).toMatch(/^rdma_telemetry_given_up_silent_switch_total\{switch="tor-c"\} 1$/m);
     // Everything before the switch's last list is settled: a member taking the partition over need not re-read it.
     m.advance(T0 + 10n * S);
     expect(m.settledBefore).toBeGreaterThan(T0);
