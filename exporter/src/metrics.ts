@@ -74,6 +74,8 @@ interface IoHalf {
   incomplete: boolean;
   /** the response was seen on a queue whose pairing the switch had lost: status known, no figure */
   answered?: boolean;
+  /** a command given up because its switch went silent (giveUpSilent) */
+  silent?: boolean;
   cmdUnixNs: bigint;
   atUnixNs: bigint;
   /** atUnixNs on the engine's common clock (see setClockAlignment) */
@@ -478,6 +480,8 @@ export class MetricsEngine {
       s_switch_id: s ? s.switchId : null,
       cmd_unix_ns: cmdUnix.toString(),
     };
+    const silent = (c?.silent ? 1 : 0) + (s?.silent ? 1 : 0);
+    if (silent) this.silentRecords.set(rec, silent);
     if (this.options.perEventRecords) this.sink(rec);
     if (this.isLate(switchId, interval + this.align(switchId))) return;
     this.intervals.addIo(interval + this.align(switchId), rec, first.mode);
@@ -568,8 +572,16 @@ export class MetricsEngine {
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-      e2e: null, dal: null, dpl: null, incomplete: false, cmdUnixNs: o.cmdUnixNs, atUnixNs: at, atAlignedNs: atAligned,
+      e2e: null, dal: null, dpl: null, incomplete: false, silent: true, cmdUnixNs: o.cmdUnixNs, atUnixNs: at, atAlignedNs: atAligned,
     });
+  }
+
+  /** I/O records made with commands given up on a silent switch: how many of its halves were (1, or 2 when both switches went silent). */
+  private readonly silentRecords = new WeakMap<object, number>();
+
+  /** How many commands given up on a silent switch the record carries (0 for any other record). */
+  givenUpSilentIn(r: RecordJson): number {
+    return this.silentRecords.get(r) ?? 0;
   }
 
   /** Per switch: its open commands given up because it went silent (giveUpSilent). */

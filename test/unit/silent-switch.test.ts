@@ -46,6 +46,8 @@ describe("a switch gone silent", () => {
       [10, "tor-c", null, false, null, null, null, null, 0],
     ]);
     expect(m.givenUpSilentSwitch).toBe(2);
+    // Each record says how many given-up commands it carries (an exporter group member counts them as it commits them).
+    expect(early.map((r) => m.givenUpSilentIn(r))).toEqual([1, 1]);
     expect(m.givenUpSilent.get("tor-c")).toBe(2);
     expect(m.givenUpSilent.get("tor-s")).toBeUndefined();
     // Not timed out: no switch said no response came.

@@ -110,8 +110,6 @@ class PartitionTask {
   /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
   newestListNs = 0n;
   newestAt = Date.now();
-  /** the engine's commands given up on a silent switch, as counted in the member's stats (at commits) */
-  givenUpCounted = 0;
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
   closed = false;
@@ -414,8 +412,8 @@ export class ExporterGroupMember {
     }
     t.committedOffset = offset;
     this.stats.transactions++;
-    this.stats.givenUpSilentSwitch += m.givenUpSilentSwitch - t.givenUpCounted;
-    t.givenUpCounted = m.givenUpSilentSwitch;
+    // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
+    for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
     this.stats.records += publish.length;
     for (const r of publish) this.o.onRecord?.(r);
     return true;
