@@ -15,7 +15,7 @@ import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
 import type { TelemetryController } from "@rdma-telemetry/controller";
-import { DEFAULT_TOPICS, type ExporterGroupMember, type ExporterGroupStats, type KafkaSink, type TopicNames } from "@rdma-telemetry/exporter";
+import { DEFAULT_TOPICS, type ExporterGroupMember, type ExporterGroupStats, type KafkaSink, type MetricsEngine, type TopicNames } from "@rdma-telemetry/exporter";
 import { LabeledHistogram } from "./prometheus-histogram.js";
 
 export interface TelemetryMetricsOptions {
@@ -208,12 +208,21 @@ export class TelemetryMetrics {
       badDigests: "Digests that could not be decoded, dropped", unknownSwitch: "Digests of a switch not in --switch-id, dropped", duplicateDigests: "Digests received twice, taken once",
       lateDigests: "Digests older than what was settled (their interval aggregates were out)", suppressedRecords: "Records an earlier owner of the partition had committed, not published again",
       replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",
+      givenUpSilentSwitch: "I/O commands given up because the switch that saw them sent nothing for --silent-switch-ms (recorded without that switch's figures, not incomplete)",
     };
     for (const [k, h] of Object.entries(help) as Array<[keyof ExporterGroupStats, string]>) {
       const name = `rdma_telemetry_exporter_group_${k.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())}_total`;
       new Counter({ name, help: h, registers: register, collect() { this.reset(); this.inc(member.stats[k]); } });
     }
     new Gauge({ name: "rdma_telemetry_exporter_group_partitions", help: "Digest partitions this member holds", registers: register, collect() { this.set(member.assigned.size); } });
+  }
+
+  /** The in-process engine's own counts (those not carried on switch_stats records). */
+  watchEngine(engine: MetricsEngine): void {
+    new Counter({
+      name: "rdma_telemetry_given_up_silent_switch_total", help: "I/O commands given up because the switch that saw them sent nothing for the silent-switch time (recorded without that switch's figures, not incomplete)", labelNames: ["switch"], registers: [this.registry],
+      collect() { this.reset(); for (const [sw, n] of engine.givenUpSilent) this.inc({ switch: sw }, n); },
+    });
   }
 
   /** A controller's P4Runtime state, rotation and watchlist coverage. */

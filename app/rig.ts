@@ -255,6 +255,8 @@ export async function feedMerged(rigs: ReadonlyArray<{ rig: Rig; packets: Iterab
       best.fed++;
       done++;
       advance(best);
+      // A switch whose capture has ended sends its last digest list at its digest timeout, not when the others end.
+      if (!best.head) await best.rig.drain();
       // A turn for the event loop every 1024 packets, or sooner when they take over 10 ms (/metrics answers meanwhile).
       if ((done & 1023) === 0 || ((done & 63) === 0 && performance.now() - turnAt > 10)) {
         if ((done & 1023) === 0) onProgress?.(done, lanes.reduce((a, l) => a + laneTotal(l), 0), at);

@@ -83,6 +83,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // Digests only: this controller still tracks its switch's sequence, losses and
   // counters (it alone sees the whole sequence) and publishes them as switch_stats.
   const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false } : {});
+  // Its records' engine (digests only: the exporter group's).
+  if (!o.digestsOnly) metrics?.watchEngine(exporter.metrics);
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
   // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).

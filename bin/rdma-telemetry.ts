@@ -88,7 +88,9 @@ Usage:
       the digest topic has partitions. With --switch-id, digests of other
       switches are counted and dropped. Halves wait for their other vantage
       while its switch is silent for up to --silent-switch-ms (default 60000;
-      1000 to 3600000), then go out alone. Prints a summary line at SIGTERM.
+      1000 to 3600000), then go out alone, and the commands that switch saw
+      unanswered go out without its figures (counted). Prints a summary line
+      at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
                  [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
@@ -573,6 +575,8 @@ async function main(argv: string[]): Promise<number> {
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
+      const silent = r.exporter.metrics.givenUpSilentSwitch;
+      if (silent) print(`${silent} I/O commands given up on a switch silent for ${r.exporter.metrics.options.silentSwitchNs / 1_000_000_000n} s (recorded without its figures, not incomplete)`);
       return delivered ? 0 : 1;
     }
     case "generate": {

@@ -75,6 +75,8 @@ interface IoHalf {
   incomplete: boolean;
   /** the response was seen on a queue whose pairing the switch had lost: status known, no figure */
   answered?: boolean;
+  /** a command given up because its switch went silent (giveUpSilent) */
+  silent?: boolean;
   cmdUnixNs: bigint;
   atUnixNs: bigint;
   /** atUnixNs on the engine's common clock (see setClockAlignment) */
@@ -487,6 +489,8 @@ export class MetricsEngine {
       s_switch_id: s ? s.switchId : null,
       cmd_unix_ns: cmdUnix.toString(),
     };
+    const silent = (c?.silent ? 1 : 0) + (s?.silent ? 1 : 0);
+    if (silent) this.silentRecords.set(rec, silent);
     if (this.options.perEventRecords) this.sink(rec);
     if (this.isLate(switchId, interval + this.align(switchId))) return;
     this.intervals.addIo(interval + this.align(switchId), rec, first.mode);
@@ -559,6 +563,47 @@ export class MetricsEngine {
   }
 
   /**
+   * A command whose switch went silent (nothing from it for silentSwitchNs)
+   * before the I/O timeout passed on its clock: the response may have
+   * crossed it unseen by us, so its half says only that the command was seen
+   * (no figure, not incomplete, the status of the other vantage if that saw
+   * the response), and it goes out now, with the other vantage's half if
+   * that waits. Counted (givenUpSilentSwitch); a response that still comes
+   * is counted as late, never made a second record.
+   */
+  private giveUpSilent(key: string, o: Outstanding, lastSeenUnixNs: bigint): void {
+    const at = lastSeenUnixNs > o.cmdUnixNs ? lastSeenUnixNs : o.cmdUnixNs;
+    this.outstanding.delete(key);
+    const d = o.digest;
+    const atAligned = at + this.align(o.switchId);
+    this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
+    this.givenUpSilent.set(o.switchId, (this.givenUpSilent.get(o.switchId) ?? 0) + 1);
+    this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
+      switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
+      inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
+      e2e: null, dal: null, dpl: null, incomplete: false, silent: true, cmdUnixNs: o.cmdUnixNs, atUnixNs: at, atAlignedNs: atAligned,
+    });
+  }
+
+  /** I/O records made with commands given up on a silent switch: how many of its halves were (1, or 2 when both switches went silent). */
+  private readonly silentRecords = new WeakMap<object, number>();
+
+  /** How many commands given up on a silent switch the record carries (0 for any other record). */
+  givenUpSilentIn(r: RecordJson): number {
+    return this.silentRecords.get(r) ?? 0;
+  }
+
+  /** Per switch: its open commands given up because it went silent (giveUpSilent). */
+  readonly givenUpSilent = new Map<string, number>();
+
+  /** All switches' open commands given up because their switch went silent. */
+  get givenUpSilentSwitch(): number {
+    let n = 0;
+    for (const v of this.givenUpSilent.values()) n += v;
+    return n;
+  }
+
+  /**
    * A polling rotation took these host-target pairs out of the switch's
    * window at `atUnixNs` (the switch's clock): the responses of their I/Os
    * still open there are no longer watched.
@@ -586,6 +631,8 @@ export class MetricsEngine {
     for (const [k, o] of this.outstanding) {
       const own = this.watermarks.get(o.switchId) ?? now;
       if (own - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
+      // Its switch gone silent before the I/O timeout passed there: whether the response crossed it is unknown.
+      else if (now - own >= this.options.silentSwitchNs) this.giveUpSilent(k, o, own - this.align(o.switchId));
     }
     // A response later than this is taken for an I/O of its own (its command's digest lost).
     for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);

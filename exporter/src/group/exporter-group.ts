@@ -75,6 +75,8 @@ export interface ExporterGroupStats {
   replayedDigests: number;
   /** partitions taken over with open digests to re-read */
   takeovers: number;
+  /** commands given up because the switch that saw them went silent (--silent-switch-ms), their records committed */
+  givenUpSilentSwitch: number;
 }
 
 /** Offset metadata: where the open digests begin, and the switches' clock starts. */
@@ -140,7 +142,7 @@ export class ExporterGroupMember {
   private readonly switchIds: Set<string> | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 
@@ -410,6 +412,8 @@ export class ExporterGroupMember {
     }
     t.committedOffset = offset;
     this.stats.transactions++;
+    // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
+    for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
     this.stats.records += publish.length;
     for (const r of publish) this.o.onRecord?.(r);
     return true;

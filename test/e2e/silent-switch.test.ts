@@ -1,0 +1,70 @@
+// `rdma-telemetry replay` of two ToRs where the compute side goes silent
+// mid-run (its capture stops) while the storage side carries on past the
+// silent-switch time (60 s of capture time): the commands the compute side
+// saw unanswered go out once, joined with the storage side's half, with no
+// compute-side figure and not incomplete, and are counted in the summary.
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, expect, test } from "vitest";
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import { generateTraffic } from "../../traffic/src/generator.js";
+import { PcapWriter } from "../../traffic/src/pcap.js";
+import { startCli } from "../support/cli.js";
+
+const dir = mkdtempSync(join(tmpdir(), "silent-switch-"));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function write(path: string, packets: ReadonlyArray<{ timestampNs: bigint; data: Buffer; originalLength: number }>): void {
+  const w = new PcapWriter(path, { snaplen: 128, blockBytes: 64 << 10 });
+  for (const p of packets) w.write(p);
+  w.close();
+}
+
+test("a compute-side ToR gone silent mid-run: its unanswered commands go out once after 60 s of the other switch's time, saying only what was seen, counted", async () => {
+  const opts = { layout: "two-tor" as const, hosts: 2, targets: 2, snaplen: 128 };
+  const run = generateTraffic({ ...opts, seed: 11, durationNs: 200_000_000 });
+  // Later traffic at the storage side only (the compute side's ToR is gone): other queues, 61 s on.
+  const later = generateTraffic({ ...opts, seed: 12, durationNs: 20_000_000 });
+  const c = run.switches.find((s) => s.name === "tor-c")!;
+  const s = run.switches.find((x) => x.name === "tor-s")!;
+  expect(later.switches.find((x) => x.name === "tor-s")!.topology).toEqual(s.topology);
+  // It stops while an I/O of the middle of the run is waiting for its response.
+  const both = run.ios.filter((t) => t.record && t.c_seen && t.s_seen && t.cmdCNs !== null && t.e2e_c_ns !== null && t.e2e_s_ns !== null);
+  const mid = both[Math.floor(both.length / 2)]!;
+  const cut = mid.cmdCNs! + BigInt(Math.floor(mid.e2e_c_ns! / 2));
+  const end = s.packets.at(-1)!.timestampNs;
+  const laterS = later.switches.find((x) => x.name === "tor-s")!.packets;
+  const shift = end + 61_000_000_000n - laterS[0]!.timestampNs;
+  write(join(dir, "tor-c.pcap"), c.packets.filter((p) => p.timestampNs < cut));
+  write(join(dir, "tor-s.pcap"), [...s.packets, ...laterS.map((p) => ({ ...p, timestampNs: p.timestampNs + shift }))]);
+  writeFileSync(join(dir, "tor-c.topology.json"), JSON.stringify(c.topology));
+  writeFileSync(join(dir, "tor-s.topology.json"), JSON.stringify(s.topology));
+
+  const cli = startCli(["replay", "tor-c.pcap", "tor-s.pcap", "--topology", "tor-c.topology.json", "--topology", "tor-s.topology.json", "--out", "records.jsonl"], dir, children);
+  expect(await cli.exited, cli.out()).toBe(0);
+  const records = readFileSync(join(dir, "records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
+  const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+  const key = (r: { host: string; target: string; target_qp: number; cid: number; cmd_psn: number }) => `${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn & 0xffff}`;
+
+  // The I/Os whose command crossed the compute side before it went silent and whose response did not.
+  const held = run.ios.filter((t) => t.record && t.c_seen && t.s_seen && t.cmdCNs !== null && t.cmdCNs < cut && t.e2e_c_ns !== null && t.cmdCNs + BigInt(t.e2e_c_ns) >= cut && t.e2e_s_ns !== null);
+  expect(held.length).toBeGreaterThan(0);
+  const byKey = new Map<string, IoRecordJson[]>();
+  for (const r of ios) byKey.set(key(r), [...(byKey.get(key(r)) ?? []), r]);
+  for (const t of held) {
+    const got = byKey.get(key(t)) ?? [];
+    // One record, both switches named, the storage side's figures, nothing the compute side did not see.
+    expect(got.map((r) => [r.c_switch_id, r.s_switch_id, r.incomplete, r.e2e_c_ns, r.rtt_ns, r.dpl_ns, r.e2e_s_ns, r.nvme_status]), key(t)).toEqual([["tor-c", "tor-s", false, null, null, null, t.e2e_s_ns, t.status]]);
+  }
+  // No I/O recorded twice, none said incomplete that the storage side saw answered.
+  expect([...byKey.values()].filter((l) => l.length > 1).map((l) => key(l[0]!))).toEqual([]);
+  const given = /(\d+) I\/O commands given up on a switch silent for 60 s/.exec(cli.out());
+  expect(given, cli.out()).not.toBeNull();
+  expect(Number(given![1])).toBe(held.length);
+}, 120_000);
