@@ -40,8 +40,36 @@ function metricValue(rec: IoAggregateJson | FlowAggregateJson, metric: string): 
   return undefined;
 }
 
+/** Characters of one alert's hash in alertHash's encoding (6 bits each: 42 bits). */
+export const ALERT_HASH_CHARS = 7;
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/**
+ * A compact name of one alert (rule and scope key), for carrying which alerts
+ * are raised where space is short (an exporter group's offset metadata):
+ * 42 bits of two FNV-1a hashes, ALERT_HASH_CHARS characters of base64url.
+ */
+export function alertHash(key: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x050c5d1f;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x01000193) ^ (h2 >>> 13);
+  }
+  h1 >>>= 0;
+  h2 >>>= 0;
+  let out = "";
+  for (let i = 0; i < 5; i++) out += B64[(h1 >>> (i * 6)) & 63];
+  out += B64[((h1 >>> 30) | ((h2 & 15) << 2)) & 63];
+  out += B64[(h2 >>> 4) & 63];
+  return out;
+}
+
 export class AlertEngine {
   private readonly active = new Map<string, boolean>();
+  /** hashes (alertHash) of alerts raised per an earlier engine's state (restoreRaised) and not raised or cleared here since */
+  private restored = new Set<string>();
   /** worst value per (rule, scope key) within the interval being evaluated */
   private pending = new Map<string, { rule: AlertRule; key: string; value: number; switchId: string; interval: string; at: string }>();
   private currentInterval: string | undefined;
@@ -72,7 +100,7 @@ export class AlertEngine {
   /** Evaluates the pending interval: raises and clears. */
   flush(): void {
     for (const [k, p] of this.pending) {
-      const on = this.active.get(k) ?? false;
+      const on = this.active.get(k) ?? (this.restored.size > 0 && this.restored.has(alertHash(k)));
       if (!on && p.value > p.rule.raise) this.fire(k, p, "raised");
       else if (on && p.value < p.rule.clear) this.fire(k, p, "cleared");
     }
@@ -81,6 +109,7 @@ export class AlertEngine {
 
   private fire(k: string, p: { rule: AlertRule; key: string; value: number; switchId: string; interval: string; at: string }, state: "raised" | "cleared"): void {
     this.active.set(k, state === "raised");
+    if (this.restored.size) this.restored.delete(alertHash(k));
     this.emit({
       type: "alert",
       switch_id: p.switchId,
@@ -94,6 +123,21 @@ export class AlertEngine {
       clear_threshold: p.rule.clear,
       at_unix_ns: p.at,
     });
+  }
+
+  /**
+   * The alerts raised now, as alertHash values (restoreRaised takes them):
+   * an engine restored from them raises and clears as this one would.
+   */
+  raisedHashes(): string[] {
+    const out = new Set(this.restored);
+    for (const [k, on] of this.active) if (on) out.add(alertHash(k));
+    return [...out];
+  }
+
+  /** Takes the alerts an earlier engine had raised (its raisedHashes), before any record is observed. */
+  restoreRaised(hashes: Iterable<string>): void {
+    this.restored = new Set(hashes);
   }
 
   activeAlerts(): string[] {

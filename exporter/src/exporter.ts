@@ -16,12 +16,14 @@ export class Exporter {
   readonly alerts: AlertEngine;
   private readonly sinks: Sink[] = [];
   readonly counts = new Map<RecordJson["type"], number>();
+  /** which interval aggregates the alerts evaluate (all when unset): an exporter group member skips those an earlier owner of its partition evaluated */
+  alertFilter: ((r: RecordJson) => boolean) | undefined;
 
   constructor(options: ExporterOptions = {}) {
     this.alerts = new AlertEngine(options.alertRules ?? DEFAULT_ALERT_RULES, (a) => this.deliver(a));
     this.metrics = new MetricsEngine((r) => {
       this.deliver(r);
-      this.alerts.observe(r);
+      if (!this.alertFilter || this.alertFilter(r)) this.alerts.observe(r);
     }, options);
   }
 

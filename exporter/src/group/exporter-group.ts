@@ -18,6 +18,11 @@
 //   re-reads from there, and publishes only the records that the earlier
 //   owners did not commit (it reads back the records committed since those
 //   digests were published, by their keys).
+// - the alerts raised are state too: each commit carries them (hashes of the
+//   alert keys), the alerts are evaluated before each commit, and a member
+//   taking a partition over feeds its alerts only the interval aggregates
+//   that the earlier owners did not commit, so it raises and clears as the
+//   earlier owner would have.
 //
 // This member uses kafkajs: its transactional producer commits consumer
 // offsets inside a transaction (sendOffsets), with metadata.
@@ -25,6 +30,7 @@ import "../kafka/kafkajs-codecs.js"; // the digests may come compressed with any
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from "kafkajs";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { Logger } from "@rdma-telemetry/p4runtime";
+import { ALERT_HASH_CHARS } from "../alerts.js";
 import { Exporter, type ExporterOptions } from "../exporter.js";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 import { batchFromRaw } from "../kafka/digest-bus.js";
@@ -77,20 +83,44 @@ export interface ExporterGroupStats {
   takeovers: number;
   /** commands given up because the switch that saw them went silent (--silent-switch-ms), their records committed */
   givenUpSilentSwitch: number;
+  /** raised alerts of partitions taken on whose state the offset metadata had no room for (their partition's new owner may raise them again, or never clear them) */
+  alertsNotCarried: number;
 }
 
-/** Offset metadata: where the open digests begin, and the switches' clock starts. */
-interface CommitState {
+/** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
+export interface CommitState {
   /** offset of the oldest open digest */
   r: string;
   /** its Kafka timestamp, ms */
   t: number;
   /** clock start per switch, ns */
   c?: Record<string, string>;
+  /** the alerts raised, their alertHash values concatenated */
+  a?: string;
+  /** how many alerts were raised, when `a` had no room for all of them */
+  n?: number;
 }
 
 /** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
 const MAX_METADATA = 4096;
+
+/**
+ * The offset metadata of a commit, within MAX_METADATA bytes: the alerts
+ * raised first (without them a new owner raises an alert again, or never
+ * clears it), then the clock placements (without them it places the clocks
+ * again from the digests). Raised alerts beyond the room left are left out,
+ * their number kept (`n`): the member that takes the partition on counts them.
+ */
+export function commitMetadata(state: CommitState, raised: readonly string[], clocks: Record<string, string>): string {
+  const a = raised.join("");
+  const withClocks = JSON.stringify({ ...state, ...(a ? { a } : {}), c: clocks });
+  if (Buffer.byteLength(withClocks) <= MAX_METADATA) return withClocks;
+  const all = JSON.stringify({ ...state, ...(a ? { a } : {}) });
+  if (Buffer.byteLength(all) <= MAX_METADATA) return all;
+  const room = MAX_METADATA - Buffer.byteLength(JSON.stringify({ ...state, a: "", n: raised.length }));
+  const fit = Math.max(0, Math.floor(room / ALERT_HASH_CHARS));
+  return JSON.stringify({ ...state, a: raised.slice(0, fit).join(""), n: raised.length });
+}
 
 /** One partition's engine and transactional producer. */
 class PartitionTask {
@@ -120,6 +150,8 @@ class PartitionTask {
       // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
       if (r.type !== "switch_stats") this.out.push(r);
     });
+    // Aggregates an earlier owner committed were evaluated by its alerts, whose state this partition took on.
+    this.exporter.alertFilter = (r) => !this.committed?.has(recordKey(r));
     this.open = new OpenDigests(this.exporter.metrics.options.intervalNs + this.exporter.metrics.options.correlationWindowNs);
   }
 
@@ -142,7 +174,7 @@ export class ExporterGroupMember {
   private readonly switchIds: Set<string> | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, alertsNotCarried: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 
@@ -239,6 +271,15 @@ export class ExporterGroupMember {
       state = mine?.metadata ? (JSON.parse(mine.metadata) as CommitState) : undefined;
     } catch {
       state = undefined;
+    }
+    const raised = typeof state?.a === "string" ? state.a : "";
+    const hashes: string[] = [];
+    for (let i = 0; i + ALERT_HASH_CHARS <= raised.length; i += ALERT_HASH_CHARS) hashes.push(raised.slice(i, i + ALERT_HASH_CHARS));
+    task.exporter.alerts.restoreRaised(hashes);
+    const notCarried = typeof state?.n === "number" ? Math.max(0, state.n - hashes.length) : 0;
+    if (notCarried > 0) {
+      this.stats.alertsNotCarried += notCarried;
+      this.o.logger?.warn("exporter group: raised alerts of a partition taken on were not in its offset metadata (no room): they may be raised again, or not cleared", { partition, carried: hashes.length, not_carried: notCarried });
     }
     for (const [sw, start] of Object.entries(state?.c ?? {})) {
       const ns = BigInt(start);
@@ -373,6 +414,8 @@ export class ExporterGroupMember {
   private async commit(t: PartitionTask, offset: bigint): Promise<boolean> {
     const m = t.exporter.metrics;
     t.open.prune(m.settledBefore);
+    // The aggregates about to be committed are evaluated now, so that the alerts raised go in this commit's state.
+    t.exporter.alerts.flush();
     const records = t.out;
     t.out = [];
     const messages: KafkaMessageOut[] = [];
@@ -387,9 +430,7 @@ export class ExporterGroupMember {
     }
     const oldest = t.open.oldest();
     const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
-    const clocks = Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)]));
-    let metadata = JSON.stringify({ ...state, c: clocks });
-    if (metadata.length > MAX_METADATA) metadata = JSON.stringify(state);
+    const metadata = commitMetadata(state, t.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
     const tx = await t.producer.transaction();
     try {
       const byTopic = new Map<string, Array<{ key: string; value: Buffer; headers: Record<string, string> }>>();
