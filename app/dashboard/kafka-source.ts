@@ -8,6 +8,7 @@
 import { hostname } from "node:os";
 import { CommittedReader, describeKafkaError, GroupOffsets, KafkaConnectError, recordFromMessage, type KafkaSecurity } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
+import { sleep } from "@rdma-telemetry/p4runtime";
 import type { DashboardStore } from "./store.js";
 
 export const DASHBOARD_TOPICS = ["rdma.io.v1", "rdma.flow.v1", "rdma.alert.v1"] as const;
@@ -29,18 +30,6 @@ export interface KafkaSourceOptions extends KafkaSecurity {
   rereadMs?: number;
   signal: AbortSignal;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 
 /** Decodes a message as `consume` does: protobuf by its `type` header, or JSON when `encoding: json`. */
 export function decodeMessage(headers: Record<string, unknown> | undefined, value: Buffer | null): RecordJson | null {

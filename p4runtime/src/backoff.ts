@@ -37,3 +37,17 @@ export class Backoff {
     return wait;
   }
 }
+
+/** Waits `ms`, or less if `signal` aborts first (resolves either way, never rejects). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

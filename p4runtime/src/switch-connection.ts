@@ -14,7 +14,7 @@ import {
 import { P4RuntimeClient, P4WriteError, type ClientOptions, type StreamChannel } from "./client.js";
 import { fromUint128, toUint128 } from "./wire.js";
 import type { DesiredState } from "./desired-state.js";
-import { Backoff, isRetriable, type BackoffOptions } from "./backoff.js";
+import { Backoff, isRetriable, sleep, type BackoffOptions } from "./backoff.js";
 import { P4RuntimeError } from "./errors.js";
 import { p4infoDifferences } from "./p4info-compare.js";
 import { silentLogger, type Logger } from "./logger.js";
@@ -78,19 +78,6 @@ export interface ConnectionEvents {
   /** the next attempt to reach the switch, in `inMs` (`attempt` counts since the switch last answered) */
   retrying: [{ error: string; inMs: number; attempt: number }];
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve();
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 
 export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   readonly client: P4RuntimeClient;

@@ -12,16 +12,14 @@ import { expect, inject, test } from "vitest";
 import { CommittedReader } from "../../exporter/src/kafka/committed-reader.js";
 import { GroupOffsets } from "../../exporter/src/kafka/group-offsets.js";
 import { until } from "../support/wait.js";
+import { createTopics } from "../support/topics.js";
 
 const brokers = inject("kafkaBrokers");
 
 test("the reader holds a partition at its first open transaction, then delivers in offset order; an aborted transaction decided in a later fetch is dropped", async () => {
   const topic = `committed-reader-${Date.now()}`;
   const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-reader" });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
-  await admin.disconnect();
+  await createTopics(brokers, [topic]);
   const x = kafka.producer({ transactionalId: `${topic}-x`, idempotent: true, maxInFlightRequests: 1 });
   const y = kafka.producer({ transactionalId: `${topic}-y`, idempotent: true, maxInFlightRequests: 1 });
   const plain = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

@@ -13,6 +13,7 @@ import type { RecordJson } from "../../contract/src/records.js";
 import { writeAbortedTransactions } from "../support/aborted-transactions.js";
 import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
+import { createTopics } from "../support/topics.js";
 
 const brokers = inject("kafkaBrokers");
 const root = join(import.meta.dirname, "../..");
@@ -31,10 +32,7 @@ test("both clients print the same committed records, decoded; an aborted transac
   const topic = `consume-${Date.now()}`;
   const topics = { ...DEFAULT_TOPICS, io: topic };
   const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-consume" });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] });
-  await admin.disconnect();
+  await createTopics(brokers, [topic], 3);
   const producer = kafka.producer({ transactionalId: `${topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const committed = [io(1, "10.0.1.1"), io(2, "10.0.1.2"), io(3, "2001:db8::1")];
@@ -73,11 +71,7 @@ test("both clients print the same committed records, decoded; an aborted transac
 test("consume prints exactly the committed records where aborted transactions overlap one another and committed ones", async () => {
   const topic = `consume-aborts-${Date.now()}`;
   const topics = { ...DEFAULT_TOPICS, io: topic };
-  const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-consume" });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
-  await admin.disconnect();
+  await createTopics(brokers, [topic]);
   const written = await writeAbortedTransactions(brokers, topic, (i) => {
     const m = encodeRecord(io(100 + i, "10.0.1.1"), topics, "protobuf", 1_000_000_000n);
     return { key: m.key, value: m.value, headers: m.headers };

@@ -7,7 +7,6 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
 import type { IoAggregateJson } from "../../contract/src/records.js";
 import type { Snapshot } from "../../app/dashboard/store.js";
@@ -15,6 +14,7 @@ import { encodeRecord } from "../../exporter/src/kafka/encode.js";
 import { writeAbortedTransactions } from "../support/aborted-transactions.js";
 import { startCli } from "../support/cli.js";
 import { waitFor } from "../support/wait.js";
+import { createTopics } from "../support/topics.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dashboard-tx-"));
 const children: ChildProcess[] = [];
@@ -34,10 +34,7 @@ test("the dashboard shows exactly the committed records where aborted transactio
   const brokers = inject("kafkaBrokers");
   const prefix = `dashboard-tx-${Date.now()}`;
   const topics = { io: `${prefix}.io.v1`, flow: `${prefix}.flow.v1`, alert: `${prefix}.alert.v1`, digest: `${prefix}.digest.v1` };
-  const admin = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: false, topics: [topics.io, topics.flow, topics.alert].map((topic) => ({ topic, numPartitions: 1 })) });
-  await admin.disconnect();
+  await createTopics(brokers, [topics.io, topics.flow, topics.alert], 1, false);
   const written = await writeAbortedTransactions(brokers, topics.io, (i) => {
     const m = encodeRecord(interval(i), topics, "protobuf", 1_000_000_000n);
     return { key: m.key, value: m.value, headers: m.headers };

@@ -7,16 +7,15 @@ import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only 
 import { expect, inject, test } from "vitest";
 import { readTopicTails } from "../../exporter/src/kafka/tail.js";
 import { until } from "../support/wait.js";
+import { createTopics } from "../support/topics.js";
 
 const brokers = inject("kafkaBrokers");
 
 test("a topic whose partition ends with a commit marker is read back to its end", async () => {
   const topic = `tx-tail-${Date.now()}`;
   const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-tx" });
+  await createTopics(brokers, [topic]);
   const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
-  await admin.disconnect();
   const producer = kafka.producer({ transactionalId: `${topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const tx = await producer.transaction();
@@ -40,9 +39,7 @@ test("a topic whose partition ends with a commit marker is read back to its end"
 test("records committed behind another producer's open transaction are read back; the open one is not read or waited for", async () => {
   const topic = `tx-open-${Date.now()}`;
   const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-tx" });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+  await createTopics(brokers, [topic]);
   const other = kafka.producer({ transactionalId: `${topic}-other`, idempotent: true, maxInFlightRequests: 1 });
   const owner = kafka.producer({ transactionalId: `${topic}-owner`, idempotent: true, maxInFlightRequests: 1 });
   await other.connect();
@@ -62,7 +59,6 @@ test("records committed behind another producer's open transaction are read back
   } finally {
     await other.disconnect();
     await owner.disconnect();
-    await admin.disconnect();
   }
 }, 90_000);
 
@@ -74,9 +70,7 @@ test("records committed behind another producer's open transaction are read back
 test("aborted transactions that overlap one another are never read back, from whatever point the read starts", async () => {
   const topic = `tx-aborts-${Date.now()}`;
   const kafka = new Kafka({ brokers: [brokers], logLevel: logLevel.NOTHING, clientId: "test-tx" });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+  await createTopics(brokers, [topic]);
   const names = ["a", "b", "c"];
   const producers = names.map((n) => kafka.producer({ transactionalId: `${topic}-${n}`, idempotent: true, maxInFlightRequests: 1 }));
   const plain = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -106,7 +100,6 @@ test("aborted transactions that overlap one another are never read back, from wh
     }
   } finally {
     for (const p of [...producers, plain]) await p.disconnect().catch(() => undefined);
-    await admin.disconnect();
   }
 }, 90_000);
 

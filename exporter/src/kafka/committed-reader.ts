@@ -12,6 +12,7 @@
 // same fetch response. The sorting is transaction-sorter.ts's; a consumer group's
 // offsets are kept with group-offsets.ts.
 import { Admin, Consumer, type ClusterMetadata, type KafkaRecord, type RecordsBatch } from "@platformatic/kafka";
+import { sleep } from "@rdma-telemetry/p4runtime";
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import type { KafkaSecurity } from "./security.js";
 import { TransactionSorter } from "./transaction-sorter.js";
@@ -203,19 +204,11 @@ export class CommittedReader {
   }
 
   private async fetchFrom(node: number, parts: Part[], meta: ClusterMetadata): Promise<void> {
-    const byId = new Map<string, string>();
-    const request = new Map<string, { topicId: string; partitions: { partition: number; currentLeaderEpoch: number; fetchOffset: bigint; lastFetchedEpoch: number; partitionMaxBytes: number }[] }>();
-    for (const p of parts) {
-      const id = meta.topics.get(p.topic)!.id;
-      byId.set(id, p.topic);
-      const t = request.get(id) ?? { topicId: id, partitions: [] };
-      t.partitions.push({ partition: p.partition, currentLeaderEpoch: -1, fetchOffset: p.next, lastFetchedEpoch: -1, partitionMaxBytes: 1 << 20 });
-      request.set(id, t);
-    }
+    const { topics, byId } = fetchRequest(parts, meta, 1 << 20);
     let response: FetchResponse;
     let stale = false;
     try {
-      response = await this.client().fetch({ node, topics: [...request.values()], isolationLevel: 0, maxWaitTime: this.maxWaitMs, minBytes: 1, maxBytes: 16 << 20 });
+      response = await this.client().fetch({ node, topics, isolationLevel: 0, maxWaitTime: this.maxWaitMs, minBytes: 1, maxBytes: 16 << 20 });
     } catch (err) {
       // Some partitions answered with an error: the others' records are taken all the same.
       const partial = answered(err);
@@ -263,6 +256,25 @@ export class CommittedReader {
   }
 }
 
+type FetchRequestTopic = Parameters<Consumer["fetch"]>[0]["topics"][number];
+
+/**
+ * A read_uncommitted fetch's topics for `parts`, each partition from its
+ * `next` offset, and the topic name of each topic id the answer names.
+ */
+export function fetchRequest(parts: readonly { topic: string; partition: number; next: bigint }[], meta: ClusterMetadata, partitionMaxBytes: number): { topics: FetchRequestTopic[]; byId: Map<string, string> } {
+  const byId = new Map<string, string>();
+  const request = new Map<string, FetchRequestTopic>();
+  for (const p of parts) {
+    const id = meta.topics.get(p.topic)!.id;
+    byId.set(id, p.topic);
+    const t = request.get(id) ?? { topicId: id, partitions: [] };
+    t.partitions.push({ partition: p.partition, currentLeaderEpoch: -1, fetchOffset: p.next, lastFetchedEpoch: -1, partitionMaxBytes });
+    request.set(id, t);
+  }
+  return { topics: [...request.values()], byId };
+}
+
 /** The fetch response an error carries (partitions that answered with an error), however the client wrapped it. */
 function answered(err: unknown): FetchResponse | undefined {
   const seen = new Set<unknown>();
@@ -287,17 +299,4 @@ function message(p: Part, batch: RecordsBatch, record: KafkaRecord, offset: bigi
     topic: p.topic, partition: p.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta,
     key: record.key ?? undefined, value: record.value ?? undefined, headers,
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -5,6 +5,7 @@
 // partition over, to learn which records the partition's earlier owners
 // committed.
 import { Consumer, type ClusterMetadata, type RecordsBatch } from "@platformatic/kafka";
+import { fetchRequest } from "./committed-reader.js";
 import { TransactionSorter } from "./transaction-sorter.js";
 import { saslOptions, tlsOptions } from "./platformatic-transport.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
@@ -87,18 +88,10 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
         byNode.set(leader, [...(byNode.get(leader) ?? []), r]);
       }
       for (const [node, rs] of byNode) {
-        const topicIds = new Map<string, string>();
-        const request = new Map<string, { topicId: string; partitions: { partition: number; currentLeaderEpoch: number; fetchOffset: bigint; lastFetchedEpoch: number; partitionMaxBytes: number }[] }>();
-        for (const r of rs) {
-          const id = meta.topics.get(r.topic)!.id;
-          topicIds.set(id, r.topic);
-          const t = request.get(id) ?? { topicId: id, partitions: [] };
-          t.partitions.push({ partition: r.partition, currentLeaderEpoch: -1, fetchOffset: r.next, lastFetchedEpoch: -1, partitionMaxBytes: 4 << 20 });
-          request.set(id, t);
-        }
+        const { topics, byId: topicIds } = fetchRequest(rs, meta, 4 << 20);
         let response;
         try {
-          response = await consumer.fetch({ node, topics: [...request.values()], isolationLevel: 0, maxWaitTime: 200, minBytes: 1, maxBytes: 16 << 20 });
+          response = await consumer.fetch({ node, topics, isolationLevel: 0, maxWaitTime: 200, minBytes: 1, maxBytes: 16 << 20 });
         } catch (err) {
           // A leader moved or a connection dropped: the metadata is looked up again, and the read goes on from where it stands.
           if (Date.now() >= deadline) throw new KafkaConnectError(describeKafkaError(err, o));
