@@ -12,6 +12,7 @@ import { replayCaptures, type ReplayOptions } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
 import { SummaryView } from "./summary.js";
 import { Topology } from "./topology.js";
+import { durationText } from "./summary.js";
 
 export interface DemoOptions {
   seed: number;
@@ -29,6 +30,8 @@ export interface DemoOptions {
   mode?: "full" | "polling";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
   deployed?: ReplayOptions["deployed"];
+  /** how long a switch that sends nothing holds the commands it saw (default: `deployed`'s, else 60 s) */
+  silentSwitchMs?: number;
   logger?: Logger;
   print: (text: string) => void;
   onRecord?: (r: RecordJson) => void;
@@ -87,6 +90,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       deployed: o.deployed,
       out: join(o.outDir, "records.jsonl"),
       outMode: "replace", // the demo's own output directory
+      ...(o.silentSwitchMs !== undefined ? { exporter: { silentSwitchNs: BigInt(o.silentSwitchMs) * 1_000_000n } } : {}),
       kafka: o.kafka,
       logger: o.logger,
       onRecord: (r) => {
@@ -126,7 +130,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken${unmeasured(s)}`).join("; ")}` : "") +
-    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
+    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)})${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

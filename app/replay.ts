@@ -136,8 +136,9 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     throw err;
   }
   const d = opts.deployed;
-  // The exporter gives an I/O up as incomplete after the deployed I/O timeout, as the switch does.
-  const exporter = new Exporter(d ? { ioTimeoutNs: BigInt(d.timeouts.ioTimeoutMs) * 1_000_000n, ...opts.exporter } : opts.exporter);
+  // The exporter gives an I/O up as incomplete after the deployed I/O timeout, as the switch does,
+  // and waits for a silent switch as long as the deployment does; `exporter` wins.
+  const exporter = new Exporter(d ? { ioTimeoutNs: BigInt(d.timeouts.ioTimeoutMs) * 1_000_000n, silentSwitchNs: BigInt(d.timeouts.silentSwitchMs) * 1_000_000n, ...opts.exporter } : opts.exporter);
   if (sink) {
     exporter.addSink((r) => {
       sink.write(r);

@@ -46,6 +46,8 @@ export interface RunControllerOptions {
    * made from digests come from an exporter group (`rdma-telemetry exporter`).
    */
   digestsOnly?: boolean;
+  /** how long the switch may send nothing before the commands it holds go out without its figures (default: the config's timeouts.silent_switch_ms) */
+  silentSwitchMs?: number;
   logger: Logger;
   print: (t: string) => void;
 }
@@ -82,7 +84,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   metrics?.watchController(config.switch.switchId, controller);
   // Digests only: this controller still tracks its switch's sequence, losses and
   // counters (it alone sees the whole sequence) and publishes them as switch_stats.
-  const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false } : {});
+  // Its switch silent (the controller not primary, the switch gone) for this long, the commands it holds go out without its figures.
+  const silentSwitchNs = BigInt(o.silentSwitchMs ?? config.timeouts.silentSwitchMs) * 1_000_000n;
+  const exporter = new Exporter(o.digestsOnly ? { perEventRecords: false, silentSwitchNs } : { silentSwitchNs });
   // Its records' engine (digests only: the exporter group's).
   if (!o.digestsOnly) metrics?.watchEngine(exporter.metrics);
   exporter.metrics.coverage = () => controller.coverage();

@@ -13,6 +13,11 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
 }
 
+/** A silent-switch time for a summary line: whole seconds as "60 s", anything else in ms ("1500 ms"). */
+export function durationText(ns: bigint): string {
+  return ns % 1_000_000_000n === 0n ? `${ns / 1_000_000_000n} s` : `${ns / 1_000_000n} ms`;
+}
+
 export class SummaryView {
   private io = new Map<string, IoAggregateJson[]>();
   private flows = new Map<string, FlowAggregateJson[]>();

@@ -18,6 +18,7 @@ import { ListenError, parseListen, startDashboardServer, type DashboardServer } 
 import { DashboardStore } from "../app/dashboard/store.js";
 import { createLogger, isLogLevel, type LogLevel } from "../app/logger.js";
 import { terminalProgress } from "../app/progress.js";
+import { durationText } from "../app/summary.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
 import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
@@ -33,7 +34,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--dashboard [--listen 127.0.0.1:8080]]
+                 [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
       the traffic (1: the default fabric, 0.25: a quarter of its I/Os and
@@ -43,6 +44,7 @@ Usage:
       load 1); --snaplen 128 keeps the headers the switch reads.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling] [--config FILE] [--switch-id NAME...]
+                 [--silent-switch-ms N]
       Replays pcap/pcapng captures through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
       topology belongs to the i-th capture (one serves all when only one is
@@ -51,6 +53,7 @@ Usage:
       --config takes a deployed controller's config file: its mode, polling
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
+      --silent-switch-ms: see "A switch gone silent" below.
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
@@ -69,6 +72,7 @@ Usage:
       reordered paths yet.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
+                 [--silent-switch-ms N]
       Runs the controller and exporter against a switch (BMv2 simple_switch_grpc
       or the software switch). Env KAFKA_BROKERS if --kafka-brokers is not given.
       With --journal, digest lists are acknowledged once journaled and fsync'd,
@@ -80,6 +84,9 @@ Usage:
       With --digests-only it publishes the raw digests (rdma.digest.v1) and
       its switch's switch_stats, and no other record: an exporter group makes
       them (for fabrics whose I/Os cross switches driven by other controllers).
+      --silent-switch-ms (or the config's timeouts.silent_switch_ms): see "A
+      switch gone silent" below; the switch counts as silent while this
+      controller is not its primary.
   rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
       A member of an exporter group: consumes the digests that controllers
       publish with --digests-only (rdma.digest.v1) in consumer group ID
@@ -126,6 +133,13 @@ Usage:
       (--from-beginning). Keeps the last --intervals intervals (300),
       --max-pairs pair series (128), --max-flows flows (128), --max-switches
       switches (32) and --max-alerts alerts (500) in memory.
+
+A switch gone silent: demo, replay, controller and exporter take
+--silent-switch-ms N (1000 to 3600000; default 60000, or the timeouts of
+--config): once a switch has sent nothing for that long (the other switches'
+digest time; for a controller, the wall clock), the halves of I/Os waiting
+for it go out alone, and the commands it saw unanswered go out without its
+figures, not incomplete (counted in the summary line and in /metrics).
 
 Demo, replay, controller and exporter take --metrics-listen HOST:PORT to serve
 Prometheus metrics at /metrics (docs/operations.md lists them).
@@ -213,6 +227,11 @@ function int(v: string | undefined, name: keyof typeof LIMITS, def: number): num
   const n = Number(v);
   if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}${unit} (got '${v}')`);
   return n;
+}
+
+/** --silent-switch-ms, when given (the commands' own default otherwise: their config's, else 60 s). */
+function silentSwitchMs(v: string | undefined): number | undefined {
+  return v === undefined ? undefined : int(v, "silent-switch-ms", 0);
 }
 
 /** --snaplen: bytes of each packet the captures keep (default: whole packets, as Wireshark decodes them). */
@@ -471,6 +490,7 @@ async function main(argv: string[]): Promise<number> {
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
       const demoScale = scale(values);
+      const demoSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
       const [kafkaTopics, kafkaClient, kafkaCompression, kafkaSecurity] = [topics(), client(), compression(), brokers ? security() : undefined];
@@ -507,6 +527,7 @@ async function main(argv: string[]): Promise<number> {
         ip: demoIp,
         deployed,
         mode: demoMode,
+        silentSwitchMs: demoSilentMs,
         logger,
         print,
       }).catch(failed);
@@ -541,6 +562,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "replay": {
       const brokers = brokerList();
+      const replaySilentMs = silentSwitchMs(values["silent-switch-ms"]);
       if (rest.length === 0) throw new UsageError("replay needs a CAPTURE file");
       const topologies = values.topology ?? [];
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
@@ -566,7 +588,7 @@ async function main(argv: string[]): Promise<number> {
       metrics = await metricsServer(values["metrics-listen"], kafka, print).catch(failed);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: replayMode, deployed, out: values.out, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: replayMode, deployed, out: values.out, ...(replaySilentMs !== undefined ? { exporter: { silentSwitchNs: BigInt(replaySilentMs) * 1_000_000n } } : {}), outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop()).catch(failed);
@@ -576,7 +598,7 @@ async function main(argv: string[]): Promise<number> {
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
       const silent = r.exporter.metrics.givenUpSilentSwitch;
-      if (silent) print(`${silent} I/O commands given up on a switch silent for ${r.exporter.metrics.options.silentSwitchNs / 1_000_000_000n} s (recorded without its figures, not incomplete)`);
+      if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} (recorded without its figures, not incomplete)`);
       return delivered ? 0 : 1;
     }
     case "generate": {
@@ -601,8 +623,9 @@ async function main(argv: string[]): Promise<number> {
     }
     case "controller": {
       if (!values.config) throw new UsageError("controller needs --config FILE");
+      const controllerSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const brokers = brokerList();
-      return await runController({ digestsOnly: values["digests-only"], configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
+      return await runController({ silentSwitchMs: controllerSilentMs, digestsOnly: values["digests-only"], configFile: values.config, controlToken: controlTokenSource(), metricsListen: values["metrics-listen"], out: values.out, append: values.append, journal: values.journal, brokers, kafkaSecurity: brokers ? security() : undefined, kafkaClient: brokers ? client() : undefined, kafkaCompression: brokers ? compression() : undefined, topics: topics(), logger, print });
     }
     case "exporter": {
       if (rest.length) throw new UsageError(`exporter takes no arguments (got '${rest[0]}')`);
@@ -612,7 +635,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: values["silent-switch-ms"] !== undefined ? int(values["silent-switch-ms"], "silent-switch-ms", 0) : undefined, logger, print, signal: ac.signal });
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: silentSwitchMs(values["silent-switch-ms"]), logger, print, signal: ac.signal });
       // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
       await new Promise((r) => process.stdout.write("", r));
       process.exit(0);

@@ -48,7 +48,12 @@ export interface ControllerConfig {
   readonly endpoints: readonly string[];
   readonly mode: Mode;
   readonly polling: { readonly rotationPeriodMs: number; readonly flowCapacity: number; readonly ioPairCapacity: number };
-  readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number };
+  /**
+   * The switch's I/O and flow timeouts, and how long the exporter waits for a
+   * switch that sends nothing (silentSwitchMs) before its held commands go out
+   * without its figures.
+   */
+  readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number; readonly silentSwitchMs: number };
   readonly digest: { readonly maxTimeoutUs: number; readonly maxListSize: number; readonly ackTimeoutMs: number };
   /** HTTP endpoint for status and run-time mode switches (token required); 0 = off */
   readonly controlPort: number;
@@ -83,6 +88,7 @@ export const DEFAULTS = {
   ioPairCapacity: 1024,
   ioTimeoutMs: 1000,
   flowTimeoutMs: 1000,
+  silentSwitchMs: 60_000,
   maxTimeoutUs: 1000,
   maxListSize: 128,
   ackTimeoutMs: 1000,
@@ -203,7 +209,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   const polling = obj(o.polling, "polling");
   checkUnknown(polling, "polling", ["rotation_period_ms", "flow_capacity", "io_pair_capacity"]);
   const timeouts = obj(o.timeouts, "timeouts");
-  checkUnknown(timeouts, "timeouts", ["io_timeout_ms", "flow_timeout_ms"]);
+  checkUnknown(timeouts, "timeouts", ["io_timeout_ms", "flow_timeout_ms", "silent_switch_ms"]);
   const digest = obj(o.digest, "digest");
   checkUnknown(digest, "digest", ["max_timeout_us", "max_list_size", "ack_timeout_ms"]);
   const mode = o.mode ?? DEFAULTS.mode;
@@ -253,6 +259,8 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
     timeouts: Object.freeze({
       ioTimeoutMs: num(timeouts.io_timeout_ms, "timeouts.io_timeout_ms", DEFAULTS.ioTimeoutMs, 1, 3_600_000),
       flowTimeoutMs: num(timeouts.flow_timeout_ms, "timeouts.flow_timeout_ms", DEFAULTS.flowTimeoutMs, 1, 3_600_000),
+      // As the commands' --silent-switch-ms: at least a second, at most an hour.
+      silentSwitchMs: num(timeouts.silent_switch_ms, "timeouts.silent_switch_ms", DEFAULTS.silentSwitchMs, 1000, 3_600_000),
     }),
     digest: Object.freeze({
       maxTimeoutUs: num(digest.max_timeout_us, "digest.max_timeout_us", DEFAULTS.maxTimeoutUs, 1, 10_000_000),

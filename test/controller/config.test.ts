@@ -47,6 +47,9 @@ describe("controller config", () => {
     [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.0.0/8"] }, { port: 2, role: "storage", prefixes: ["10.0.0.0/8"] }] }, /also routed to port 1/],
     [{ ports, mode: "sometimes" }, /mode: must be full or polling/],
     [{ ports, polling: { flow_capacity: 5000 } }, /polling\.flow_capacity: must be between 1 and 1024/],
+    [{ ports, timeouts: { silent_switch_ms: 999 } }, /timeouts\.silent_switch_ms: must be between 1000 and 3600000 \(got 999\)/],
+    [{ ports, timeouts: { silent_switch_ms: 3_600_001 } }, /timeouts\.silent_switch_ms: must be between 1000 and 3600000/],
+    [{ ports, timeouts: { silent_switch_ms: "30s" } }, /timeouts\.silent_switch_ms: must be an integer \(got "30s"\)/],
     [{ ports, switch: { adress: "x" } }, /switch\.adress: unknown setting/],
     [{ ports, switch: { address: "no-port" } }, /switch\.address: expected host:port/],
     [{ ports, switch: { tls: { cert: "c.pem" } } }, /cert and key go together/],
@@ -60,6 +63,11 @@ describe("controller config", () => {
   ])("rejects %j", (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
+  });
+
+  test("timeouts.silent_switch_ms: 60 s unless set", () => {
+    expect(parseConfig({ ports }).timeouts.silentSwitchMs).toBe(60_000);
+    expect(parseConfig({ ports, timeouts: { silent_switch_ms: 5000 } }).timeouts.silentSwitchMs).toBe(5000);
   });
 
   test("pipeline.push: pushed by default; false attaches, takes no device_config, and only true or false", () => {
