@@ -94,3 +94,17 @@ test("--silent-switch-ms 5000: the compute side taken for silent after 5 s of th
   expect(given, out).not.toBeNull();
   expect(Number(given![1])).toBe(held.length);
 }, 120_000);
+
+// The demo's generated traffic never silences a switch: what shows is the time its exporter waits, on the summary line.
+test.each([
+  ["--silent-switch-ms 1500", ["--silent-switch-ms", "1500"], "1500 ms"],
+  ["timeouts.silent_switch_ms 2000 in --config", ["--config", "deployed.json"], "2 s"],
+])("demo %s: the exporter waits that long for a silent switch", async (name, args, said) => {
+  const at = join(dir, `demo-${name.replace(/\W+/g, "-")}`);
+  mkdirSync(at);
+  writeFileSync(join(at, "deployed.json"), JSON.stringify({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }], timeouts: { silent_switch_ms: 2000 } }));
+  const cli = startCli(["demo", "--duration-ms", "200", "--load", "0.1", "--out-dir", "out", ...args], at, children);
+  expect(await cli.exited, cli.out()).toBe(0);
+  const line = cli.out().split("\n").find((l) => l.startsWith("counted by the exporter:"));
+  expect(line?.match(/commands given up when the switch went silent \(([^)]+)\)/g), cli.out()).toEqual([1, 2].map(() => `commands given up when the switch went silent (${said})`));
+}, 120_000);
