@@ -39,6 +39,7 @@ import { DEFAULT_TOPICS, encodeRecord, type KafkaMessageOut, type TopicNames } f
 import { KeyedPartitioner } from "../kafka/partitioner.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../kafka/security.js";
 import { readTopicTails } from "../kafka/tail.js";
+import { waitForLeaders } from "../kafka/topics-ready.js";
 import { OpenDigests } from "./open-digests.js";
 import { recordKey } from "./record-key.js";
 
@@ -224,10 +225,17 @@ export class ExporterGroupMember {
     }
     const wanted = [...new Set([this.topics.digest, this.topics.io, this.topics.flow, this.topics.alert])].filter((t) => !existing.has(t));
     if (wanted.length) {
-      await this.admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) }).catch((err: unknown) => {
+      await this.admin.createTopics({ waitForLeaders: false, topics: wanted.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) }).catch((err: unknown) => {
         // Another member created them meanwhile.
         if ((err as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw err;
       });
+      // Created (by this member or another): a broker may not know a topic just created yet and answer
+      // UNKNOWN_TOPIC_OR_PARTITION, which kafkajs's own wait for leaders takes for a failure. Looked at again until
+      // every partition has its leader.
+      await waitForLeaders(async (t) => {
+        const md = await this.admin.fetchTopicMetadata({ topics: t });
+        return { topics: new Map(md.topics.map((x) => [x.name, { partitions: x.partitions.map((p) => ({ leader: p.leader })) }])) };
+      }, wanted);
     }
   }
 
