@@ -10,9 +10,8 @@ import type { RecordSink } from "@rdma-telemetry/exporter";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { replayCaptures, type ReplayOptions } from "./replay.js";
 import { StreamingSelfCheck } from "./self-check.js";
-import { SummaryView } from "./summary.js";
+import { durationText, SummaryView } from "./summary.js";
 import { Topology } from "./topology.js";
-import { durationText } from "./summary.js";
 
 export interface DemoOptions {
   seed: number;

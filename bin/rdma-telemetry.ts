@@ -53,7 +53,9 @@ Usage:
       --config takes a deployed controller's config file: its mode, polling
       watchlist capacities and rotation period, timeouts and digest list
       settings, and (without --topology) its ports for every capture.
-      --silent-switch-ms: see "A switch gone silent" below.
+      --silent-switch-ms N: how long a switch that sends nothing holds the
+      others' halves and its unanswered commands (default 60000, or the
+      --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
@@ -84,9 +86,10 @@ Usage:
       With --digests-only it publishes the raw digests (rdma.digest.v1) and
       its switch's switch_stats, and no other record: an exporter group makes
       them (for fabrics whose I/Os cross switches driven by other controllers).
-      --silent-switch-ms (or the config's timeouts.silent_switch_ms): see "A
-      switch gone silent" below; the switch counts as silent while this
-      controller is not its primary.
+      --silent-switch-ms N (else the config's timeouts.silent_switch_ms,
+      default 60000): how long the switch may send nothing (this controller
+      not its primary) before the commands it saw unanswered go out without
+      its figures ("A switch gone silent" in --help).
   rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
       A member of an exporter group: consumes the digests that controllers
       publish with --digests-only (rdma.digest.v1) in consumer group ID
