@@ -252,7 +252,7 @@ export class TelemetryMetrics {
     const i = listen.lastIndexOf(":");
     const host = i > 0 ? listen.slice(0, i) : "127.0.0.1";
     const port = Number(listen.slice(i + 1));
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`--metrics-listen: '${listen}' is not HOST:PORT`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError("not HOST:PORT with a port from 0 to 65535"); // the caller names the option and its value
     const server: Server = createServer((req, res) => {
       if (req.url !== "/metrics") {
         res.writeHead(404).end("only /metrics here\n");

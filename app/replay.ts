@@ -197,9 +197,14 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     }
     exporter.finish();
     forwarded?.close();
-    // Kafka may be away: records wait (and spill) in the sink, which its owner closes.
-    if (kafka && !(await kafka.waitDelivered(opts.kafkaWaitMs ?? 30_000))) {
-      opts.logger?.warn("Kafka has not acknowledged every record; they stay buffered", { pending: kafka.pending, lastError: kafka.stats.lastError });
+    // Kafka may be away: records wait (and spill) in the sink, which its owner
+    // closes. Kafka away (failing longer than a passing error) ends the wait:
+    // the owner's close spills what is left at once.
+    const waitMs = opts.kafkaWaitMs ?? 30_000;
+    if (kafka && !(await kafka.waitDelivered(waitMs, { untilAway: true }))) {
+      const why = kafka.away ? "Kafka is away" : `Kafka has not acknowledged every record in ${waitMs / 1000} s`;
+      const then = kafka.spillDir !== undefined ? "what is left goes to the spill as the sink closes" : "what is left when the sink closes is lost (no spill)";
+      opts.logger?.warn(`${why}; ${then}`, { pending: kafka.pending, spill: kafka.spillDir, lastError: kafka.stats.lastError });
     }
   } finally {
     for (const r of rigs) await r.stop();

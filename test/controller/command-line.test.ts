@@ -155,7 +155,9 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: ["replay", "x.pcap", "--topology", "t.json", "--out", "r.jsonl", "--kafka-brokers", " , "], says: "--kafka-brokers: no broker given" },
       { args: ["controller", "--config", "c.json", "--kafka-brokers", ","], says: "--kafka-brokers: no broker given" },
       // Ports beyond 65535 in the addresses commands listen on or talk to.
-      { args: ["demo", "--out-dir", "fresh-demo", "--metrics-listen", "127.0.0.1:99999"], says: "--metrics-listen" },
+      // (the option and its value named once, then what is wrong)
+      { args: ["demo", "--out-dir", "fresh-demo", "--metrics-listen", "127.0.0.1:99999"], says: "rdma-telemetry: --metrics-listen 127.0.0.1:99999: not HOST:PORT with a port from 0 to 65535" },
+      { args: ["exporter", "--kafka-brokers", "127.0.0.1:1", "--metrics-listen", "0.0.0.0:abc"], says: "rdma-telemetry: --metrics-listen 0.0.0.0:abc: not HOST:PORT with a port from 0 to 65535" },
       { args: ["switch", "--listen", "127.0.0.1:99999"], says: "--listen" },
       { args: ["mode", "full", "--control", "127.0.0.1:99999"], says: "127.0.0.1:99999" },
     ];

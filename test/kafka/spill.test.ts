@@ -120,6 +120,9 @@ describe("Kafka unreachable when a command ends", () => {
     const spillDir = join(cwd, ".cache/kafka-spill");
     const { kept, where } = keptInSpill(out);
     expect(where).toBe(spillDir);
+    // Kafka away ends the wait for acknowledgements, and the log says where the records go.
+    expect(out).toMatch(/"msg":"Kafka is away; what is left goes to the spill as the sink closes"/);
+    expect(out).not.toMatch(/not acknowledged every record; they stay buffered/);
     const spilled = spillMessages(spillDir);
     expect(spilled.length).toBe(kept);
     // Every record the demo wrote, and every digest it received, are in the spill.

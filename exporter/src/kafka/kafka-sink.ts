@@ -544,11 +544,23 @@ export class KafkaSink implements RecordSink {
     return this.memoryLength + this.stats.spilledNow;
   }
 
-  /** Waits up to `timeoutMs` for everything pushed so far to be acknowledged; true when it was. */
-  async waitDelivered(timeoutMs: number): Promise<boolean> {
+  /**
+   * Kafka has failed for longer than a passing error and a spill takes what
+   * is left: close() spills at once rather than wait for it.
+   */
+  get away(): boolean {
+    return this.opts.spillDir !== undefined && this.failingSince !== undefined && Date.now() - this.failingSince > FAILING_MS;
+  }
+
+  /**
+   * Waits up to `timeoutMs` for everything pushed so far to be acknowledged;
+   * true when it was. With `untilAway`, the wait also ends (false) once Kafka
+   * is `away`: a command ending then keeps its records in the spill at once.
+   */
+  async waitDelivered(timeoutMs: number, o: { untilAway?: boolean } = {}): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (this.memoryLength > 0 || this.segments.length > 0) {
-      if (Date.now() > deadline) return false;
+      if (Date.now() > deadline || (o.untilAway && this.away)) return false;
       await sleep(10);
     }
     return true;
@@ -576,8 +588,7 @@ export class KafkaSink implements RecordSink {
     void this.pumping?.then(() => (done = true), () => (done = true));
     // The pump's waits do not keep the process alive; this one does.
     // Kafka failing for a while (away, refusing): what is left goes to the spill at once; a passing error is waited out.
-    const failing = () => this.opts.spillDir !== undefined && this.failingSince !== undefined && Date.now() - this.failingSince > FAILING_MS;
-    while (!done && Date.now() < this.closeDeadline && !failing()) await wait(20);
+    while (!done && Date.now() < this.closeDeadline && !this.away) await wait(20);
     this.stopped = true;
     this.wake?.();
     if (this.memoryLength > 0) {

@@ -26,10 +26,15 @@ export interface KafkaSinkStats {
 export interface RecordSink {
   start(): Promise<void>;
   push(m: KafkaMessageOut): void;
-  waitDelivered(timeoutMs: number): Promise<boolean>;
+  /** true once everything pushed is acknowledged; with untilAway, false as soon as Kafka is `away` */
+  waitDelivered(timeoutMs: number, o?: { untilAway?: boolean }): Promise<boolean>;
   flush(timeoutMs?: number): Promise<void>;
   close(timeoutMs?: number): Promise<number>;
   readonly pending: number;
+  /** Kafka failing longer than a passing error, with a spill to take what is left */
+  readonly away: boolean;
+  /** where what Kafka has not acknowledged is kept (undefined: nowhere) */
+  readonly spillDir: string | undefined;
   readonly stats: KafkaSinkStats;
   readonly topicNames: TopicNames;
   spillFiles(): string[];
