@@ -108,7 +108,7 @@ function inProcess(w: Workload): number {
  * counted from the first report of a digest consumed to the last (the
  * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[] }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[] }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
@@ -121,6 +121,10 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     }));
   const digests = workers.map(() => 0);
   const assigned = workers.map(() => 0);
+  const transactions = workers.map(() => 0);
+  // Each member's event loop time (active, idle) at its first report of a digest and at its last new one.
+  const loopFirst = workers.map(() => undefined as { active: number; idle: number } | undefined);
+  const loopLast = workers.map(() => ({ active: 0, idle: 0 }));
   let first = 0;
   // What the members had consumed by the first report that saw any: the time before it is not counted, nor are they.
   let atFirst = 0;
@@ -129,8 +133,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const settled = new Promise<void>((resolve) => (onSettled = resolve));
   const done = new Promise<void>((resolve, reject) => {
     workers.forEach((wk, i) => {
-      wk.on("message", (m: { digests: number; assigned: number; at: number }) => {
+      wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number }) => {
         assigned[i] = m.assigned;
+        transactions[i] = m.transactions;
+        if (m.digests > 0) loopFirst[i] ??= { active: m.active, idle: m.idle };
+        if (m.digests > digests[i]!) loopLast[i] = { active: m.active, idle: m.idle };
         if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) onSettled?.();
         if (m.digests > 0 && !first) {
           first = m.at;
@@ -151,7 +158,13 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
   const s = (last - first) / 1000;
-  return { perS: (total - atFirst) / s, perMember: digests.map((d) => d / s), assigned };
+  return { perS: (total - atFirst) / s, perMember: digests.map((d) => d / s), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
+    busy: loopLast.map((l, i) => {
+      const f = loopFirst[i] ?? l;
+      const active = l.active - f.active;
+      return active / Math.max(1e-9, active + l.idle - f.idle);
+    }),
+  };
 }
 
 export async function benchExporterGroup(): Promise<void> {
@@ -167,6 +180,8 @@ export async function benchExporterGroup(): Promise<void> {
   try {
     const w = await workload();
     print(`exporter group: ${w.messages.length} digests (${w.ioDigests} I/O, ${w.msgDigests} message) for ${w.ios} I/Os and ${w.rdmaMessages} messages: ${(w.ioDigests / w.ios).toFixed(2)} I/O digests per I/O, ${(w.msgDigests / Math.max(1, w.rdmaMessages)).toFixed(2)} message digests per message`);
+    const bytes = w.messages.reduce((a, m) => a + m.value.length + m.key.length, 0);
+    print(`  ${Math.round(bytes / w.messages.length)} bytes per digest message (key and value)`);
     const perPartition = spread(w);
     print(`  ${w.pairs} host-target pairs; digests per partition (of ${PARTITIONS}): ${perPartition.join(", ")} (largest ${(Math.max(...perPartition) / w.messages.length * 100).toFixed(0)} % of all)`);
     const local = inProcess(w);
@@ -176,7 +191,7 @@ export async function benchExporterGroup(): Promise<void> {
     for (const compression of compressions) {
       for (const n of counts) {
         const r = await measureGroup(brokers, w, compression, n);
-        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end)`).join(", ")})`);
+        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions)`);
       }
     }
   } finally {
