@@ -1,7 +1,8 @@
 // One exporter group member for bench/exporter-group.ts: argv brokers,
 // topics (JSON), group; reports every 50 ms over IPC its digests consumed,
-// transactions committed, partitions held, and its event loop's active and
-// idle time so far (ms): how much of the time measured it was busy.
+// transactions committed, partitions held, its event loop's active and
+// idle time so far (ms): how much of the time measured it was busy, and the
+// CPU time it used so far (µs, user and system).
 import { performance } from "node:perf_hooks";
 import { ExporterGroupMember, type TopicNames } from "@rdma-telemetry/exporter";
 
@@ -10,7 +11,8 @@ const member = new ExporterGroupMember({ brokers: [brokers], topics: JSON.parse(
 await member.start();
 const report = setInterval(() => {
   const elu = performance.eventLoopUtilization();
-  process.send!({ digests: member.stats.digests, transactions: member.stats.transactions, assigned: member.assigned.size, at: Date.now(), active: elu.active, idle: elu.idle });
+  const cpu = process.cpuUsage();
+  process.send!({ digests: member.stats.digests, transactions: member.stats.transactions, assigned: member.assigned.size, at: Date.now(), active: elu.active, idle: elu.idle, cpuUs: cpu.user + cpu.system });
 }, 50);
 process.once("SIGTERM", () => {
   clearInterval(report);

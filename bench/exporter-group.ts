@@ -35,6 +35,7 @@ import { Topology } from "../app/topology.js";
 import { compiled, here, print } from "./common.js";
 
 const PARTITIONS = 8;
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const topicsOf = (id: string): TopicNames => ({ io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` });
 
 interface Workload {
@@ -80,9 +81,10 @@ function spread(w: Workload): number[] {
 }
 
 /** The in-process exporter on the same digests: decoded from their Kafka values, joined, records encoded. */
-function inProcess(w: Workload): number {
+function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
   const topics = topicsOf("x");
   let best = 0;
+  let cpuUs = Infinity;
   for (let run = 0; run < 3; run++) {
     const exporter = new Exporter();
     let encoded = 0;
@@ -91,12 +93,15 @@ function inProcess(w: Workload): number {
       encoded++;
     });
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
     exporter.finish();
+    const c = process.cpuUsage(c0);
     const rate = w.messages.length / ((performance.now() - t0) / 1000);
     if (rate > best) best = rate;
+    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
   }
-  return best;
+  return { perS: best, cpuUsPerDigest: cpuUs };
 }
 
 /**
@@ -108,7 +113,7 @@ function inProcess(w: Workload): number {
  * counted from the first report of a digest consumed to the last (the
  * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[] }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
@@ -123,8 +128,8 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const assigned = workers.map(() => 0);
   const transactions = workers.map(() => 0);
   // Each member's event loop time (active, idle) at its first report of a digest and at its last new one.
-  const loopFirst = workers.map(() => undefined as { active: number; idle: number } | undefined);
-  const loopLast = workers.map(() => ({ active: 0, idle: 0 }));
+  const loopFirst = workers.map(() => undefined as { active: number; idle: number; cpuUs: number; digests: number } | undefined);
+  const loopLast = workers.map(() => ({ active: 0, idle: 0, cpuUs: 0, digests: 0 }));
   let first = 0;
   // What the members had consumed by the first report that saw any: the time before it is not counted, nor are they.
   let atFirst = 0;
@@ -133,11 +138,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const settled = new Promise<void>((resolve) => (onSettled = resolve));
   const done = new Promise<void>((resolve, reject) => {
     workers.forEach((wk, i) => {
-      wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number }) => {
+      wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number; cpuUs: number }) => {
         assigned[i] = m.assigned;
         transactions[i] = m.transactions;
-        if (m.digests > 0) loopFirst[i] ??= { active: m.active, idle: m.idle };
-        if (m.digests > digests[i]!) loopLast[i] = { active: m.active, idle: m.idle };
+        if (m.digests > 0) loopFirst[i] ??= { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        if (m.digests > digests[i]!) loopLast[i] = { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
         if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) onSettled?.();
         if (m.digests > 0 && !first) {
           first = m.at;
@@ -164,6 +169,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       const active = l.active - f.active;
       return active / Math.max(1e-9, active + l.idle - f.idle);
     }),
+    cpuUsPerDigest: sum(loopLast.map((l, i) => l.cpuUs - (loopFirst[i]?.cpuUs ?? l.cpuUs))) / Math.max(1, sum(loopLast.map((l, i) => l.digests - (loopFirst[i]?.digests ?? l.digests)))),
   };
 }
 
@@ -184,14 +190,14 @@ export async function benchExporterGroup(): Promise<void> {
     print(`  ${Math.round(bytes / w.messages.length)} bytes per digest message (key and value)`);
     const perPartition = spread(w);
     print(`  ${w.pairs} host-target pairs; digests per partition (of ${PARTITIONS}): ${perPartition.join(", ")} (largest ${(Math.max(...perPartition) / w.messages.length * 100).toFixed(0)} % of all)`);
-    const local = inProcess(w);
-    print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s`);
+    const { perS: local, cpuUsPerDigest: localCpu } = inProcess(w);
+    print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
     const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
     const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
     for (const compression of compressions) {
       for (const n of counts) {
         const r = await measureGroup(brokers, w, compression, n);
-        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions)`);
+        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest)`);
       }
     }
   } finally {
