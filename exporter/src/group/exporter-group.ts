@@ -146,11 +146,7 @@ class PartitionTask {
   newestAt = Date.now();
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
-  /** the transaction of the batch taken last (settled: committed, or failed and this task let go) */
-  committing: Promise<void> = Promise.resolve();
   closed = false;
-  /** a transaction failed: this task's engine is past what Kafka has, and it is let go */
-  failed = false;
 
   constructor(readonly partition: number, readonly producer: Producer, engine: ExporterOptions) {
     this.exporter = new Exporter(engine);
@@ -374,29 +370,22 @@ export class ExporterGroupMember {
       this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
       return;
     }
-    // One transaction of a partition in flight while its next batch is taken: the batch waits for the one
-    // before it to be committed (or not), so that a failed one is taken on again before anything else.
-    await t.committing;
-    if (t.closed || !isRunning() || isStale()) return;
-    t.highWatermark = BigInt(batch.highWatermark);
-    let last: bigint | undefined;
-    // Taken at once, without a wait: a commit's records and offsets are those of every batch taken before it.
-    for (const m of batch.messages) {
-      const offset = BigInt(m.offset);
-      if (offset < t.next) continue;
-      last = offset;
-      this.onDigest(t, offset, Number(m.timestamp), m.value);
-    }
-    if (last === undefined) return;
-    t.next = last + 1n;
-    const offset = last + 1n;
-    t.committing = t.run(async () => {
-      // A transaction of this partition that failed dropped its engine: what it took after is taken again.
-      if (t.failed) return;
-      await this.commit(t, offset);
-    }).catch((err: unknown) => this.dropAfterFailure(t, err));
-    resolveOffset(String(last));
-    await heartbeat();
+    await t.run(async () => {
+      if (t.closed || !isRunning() || isStale()) return;
+      t.highWatermark = BigInt(batch.highWatermark);
+      let last: bigint | undefined;
+      for (const m of batch.messages) {
+        const offset = BigInt(m.offset);
+        if (offset < t.next) continue;
+        last = offset;
+        this.onDigest(t, offset, Number(m.timestamp), m.value);
+      }
+      if (last === undefined) return;
+      t.next = last + 1n;
+      if (!(await this.commit(t, last + 1n))) return;
+      resolveOffset(String(last));
+      await heartbeat();
+    });
   }
 
   private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
@@ -468,9 +457,11 @@ export class ExporterGroupMember {
       await tx.commit();
     } catch (err) {
       this.stats.aborted++;
-      t.failed = true;
       await tx.abort().catch(() => undefined);
-      this.dropAfterFailure(t, err);
+      // The engine has moved on past what is not committed: start this partition over from its committed state.
+      this.o.logger?.warn("exporter group: a transaction failed; the partition is taken on again from its last commit", { partition: t.partition, error: (err as Error).message });
+      void this.release(t, true);
+      if (!this.stopping && this.assigned.has(t.partition)) this.consumer.seek({ topic: this.topics.digest, partition: t.partition, offset: String(t.committedOffset >= 0n ? t.committedOffset : 0n) });
       return false;
     }
     t.committedOffset = offset;
@@ -482,24 +473,14 @@ export class ExporterGroupMember {
     return true;
   }
 
-  /** The engine has moved on past what is not committed: this partition starts over from its committed state. */
-  private dropAfterFailure(t: PartitionTask, err: unknown): void {
-    t.failed = true;
-    this.o.logger?.warn("exporter group: a transaction failed; the partition is taken on again from its last commit", { partition: t.partition, error: (err as Error).message });
-    void this.release(t, true);
-    if (!this.stopping && this.assigned.has(t.partition)) this.consumer.seek({ topic: this.topics.digest, partition: t.partition, offset: String(t.committedOffset >= 0n ? t.committedOffset : 0n) });
-  }
-
   /** Moves caught-up, idle partitions on by the wall clock: halves whose other vantage never comes, intervals that are over. */
   private onIdle(): void {
     if (this.stopping) return;
     const idleMs = this.o.idleMs ?? 500;
     for (const t of this.tasks.values()) {
       if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
-      const at = t.next;
       void t.run(async () => {
-        // A batch taken since (its own commit follows in this chain) has records that belong with its offset.
-        if (t.closed || t.failed || this.stopping || t.next !== at) return;
+        if (t.closed || this.stopping) return;
         // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
         // hold it back): their clocks need not be this host's.
         t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
