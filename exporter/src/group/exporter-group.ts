@@ -102,9 +102,6 @@ export interface CommitState {
   n?: number;
 }
 
-/** Partitions whose batches a member takes at once (their transactions in flight together). */
-const CONCURRENT_PARTITIONS = 64;
-
 /** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
 const MAX_METADATA = 4096;
 
@@ -215,9 +212,7 @@ export class ExporterGroupMember {
     } catch (err) {
       throw new KafkaConnectError(describeKafkaError(err, this.o));
     }
-    // Every partition held at once: each one's transaction overlaps the others' (the client fetches again only when
-    // every batch of a fetch is done, so a partition waiting for its slot would hold the next fetch back).
-    await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: CONCURRENT_PARTITIONS, eachBatch: (p) => this.onBatch(p) });
+    await this.consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 4, eachBatch: (p) => this.onBatch(p) });
     this.idleTimer = setInterval(() => this.onIdle(), Math.max(50, (this.o.idleMs ?? 500) / 2));
   }
 
