@@ -5,20 +5,29 @@
 // topics. Also prints digests per I/O and per message of the workload, the
 // inputs of docs/capacity.md.
 //
-// The digests are those of the demo's two-ToR workload (BENCH_GROUP_MS of
-// traffic at BENCH_GROUP_LOAD, default 2000 ms at load 1), made by replaying
-// it through both switches and controllers in process, and published on a
-// digest topic of 8 partitions once the members share its partitions.
+// The digests are those of a two-ToR fabric workload (BENCH_GROUP_MS of
+// traffic at BENCH_GROUP_LOAD, default 2000 ms at load 0.25, with
+// BENCH_GROUP_HOSTS hosts, BENCH_GROUP_TARGETS targets and
+// BENCH_GROUP_QUEUES I/O queues per host, default 32, 8 and 4: 256
+// host-target pairs, so that digests spread over the partitions as a
+// fabric's do; `generate --hosts --targets --queues-per-host` makes the same
+// layout), made by replaying it through both switches and controllers in
+// process, and published on a digest topic of 8 partitions once the members
+// share its partitions. Prints how the digests spread over the partitions,
+// and each member's digests/s. The demo's own workload (4 hosts, 2 targets:
+// 8 pairs, on few partitions) is BENCH_GROUP_HOSTS=4 BENCH_GROUP_TARGETS=2
+// BENCH_GROUP_LOAD=1.
 //
 // Environment: KAFKA_BROKERS (use that broker; otherwise one is started),
-// BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_MEMBERS (default 1,2),
+// BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_HOSTS, BENCH_GROUP_TARGETS,
+// BENCH_GROUP_QUEUES, BENCH_GROUP_MEMBERS (default 1,2),
 // BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_CPU_PROF (a
 // directory: CPU profiles of the members).
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { batchFromRaw, encodeRecord, Exporter, KafkaSink, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
+import { batchFromRaw, encodeRecord, Exporter, KafkaSink, partitionOf, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
 import { RawDigest } from "@rdma-telemetry/exporter/proto/rdma/telemetry/v1/records";
 import { generateTraffic, loadOptions } from "@rdma-telemetry/traffic";
 import { replaySwitches } from "../app/replay.js";
@@ -26,6 +35,7 @@ import { Topology } from "../app/topology.js";
 import { compiled, here, print } from "./common.js";
 
 const PARTITIONS = 8;
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const topicsOf = (id: string): TopicNames => ({ io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` });
 
 interface Workload {
@@ -34,11 +44,14 @@ interface Workload {
   rdmaMessages: number;
   ioDigests: number;
   msgDigests: number;
+  /** host-target pairs of the fabric */
+  pairs: number;
 }
 
 async function workload(): Promise<Workload> {
   const durationNs = Number(process.env.BENCH_GROUP_MS ?? 2000) * 1e6;
-  const traffic = generateTraffic({ seed: 1, durationNs, ...loadOptions(Number(process.env.BENCH_GROUP_LOAD ?? 1)) });
+  const scale = { hosts: Number(process.env.BENCH_GROUP_HOSTS ?? 32), targets: Number(process.env.BENCH_GROUP_TARGETS ?? 8), queuesPerHost: Number(process.env.BENCH_GROUP_QUEUES ?? 4) };
+  const traffic = generateTraffic({ seed: 1, durationNs, ...scale, ...loadOptions(Number(process.env.BENCH_GROUP_LOAD ?? 0.25)) });
   const messages: KafkaMessageOut[] = [];
   const topics = topicsOf("x");
   let ioDigests = 0;
@@ -57,13 +70,21 @@ async function workload(): Promise<Workload> {
       }
     },
   });
-  return { messages, ios: traffic.ios.length, rdmaMessages: traffic.messages.length, ioDigests, msgDigests };
+  return { messages, ios: traffic.ios.length, rdmaMessages: traffic.messages.length, ioDigests, msgDigests, pairs: scale.hosts * scale.targets };
+}
+
+/** Digests per partition of the digest topic, as Kafka's default partitioner places them by key. */
+function spread(w: Workload): number[] {
+  const n = new Array<number>(PARTITIONS).fill(0);
+  for (const m of w.messages) n[partitionOf(m.key, PARTITIONS)]!++;
+  return n;
 }
 
 /** The in-process exporter on the same digests: decoded from their Kafka values, joined, records encoded. */
-function inProcess(w: Workload): number {
+function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
   const topics = topicsOf("x");
   let best = 0;
+  let cpuUs = Infinity;
   for (let run = 0; run < 3; run++) {
     const exporter = new Exporter();
     let encoded = 0;
@@ -72,34 +93,32 @@ function inProcess(w: Workload): number {
       encoded++;
     });
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
     exporter.finish();
+    const c = process.cpuUsage(c0);
     const rate = w.messages.length / ((performance.now() - t0) / 1000);
     if (rate > best) best = rate;
+    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
   }
-  return best;
-}
-
-async function publish(brokers: string, w: Workload, topics: TopicNames, compression: "gzip" | "none"): Promise<void> {
-  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression, maxBuffered: w.messages.length + 1 });
-  await sink.start();
-  for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
-  await sink.flush(600_000);
-  await sink.close();
+  return { perS: best, cpuUsPerDigest: cpuUs };
 }
 
 /**
- * `members` group members, each a process, on a digest topic of their own
- * that holds the whole workload before they start (a backlog, so that the
- * rate is the members', not the publisher's): digests/s is counted from the
- * first report of a digest consumed to the last (the digests of that first
- * report not counted). With two members, the second one's
- * joining (a rebalance) falls inside that time.
+ * `members` group members, each a process, on a digest topic of their own:
+ * once the group is settled (every member holds partitions, all of them
+ * held), the whole workload is published at once, faster than members take
+ * it (the producer's rate is ten times theirs), so that the rate is the
+ * members' and no rebalance falls inside the time measured. Digests/s is
+ * counted from the first report of a digest consumed to the last (the
+ * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[] }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
-  await publish(brokers, w, topics, compression);
+  // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
+  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression, maxBuffered: total + 1 });
+  await sink.start();
   const group = `bench-group-${Date.now()}`;
   const workers = Array.from({ length: members }, () =>
     fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], {
@@ -107,14 +126,24 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     }));
   const digests = workers.map(() => 0);
   const assigned = workers.map(() => 0);
+  const transactions = workers.map(() => 0);
+  // Each member's event loop time (active, idle) at its first report of a digest and at its last new one.
+  const loopFirst = workers.map(() => undefined as { active: number; idle: number; cpuUs: number; digests: number } | undefined);
+  const loopLast = workers.map(() => ({ active: 0, idle: 0, cpuUs: 0, digests: 0 }));
   let first = 0;
   // What the members had consumed by the first report that saw any: the time before it is not counted, nor are they.
   let atFirst = 0;
   let last = 0;
+  let onSettled: (() => void) | undefined;
+  const settled = new Promise<void>((resolve) => (onSettled = resolve));
   const done = new Promise<void>((resolve, reject) => {
     workers.forEach((wk, i) => {
-      wk.on("message", (m: { digests: number; assigned: number; at: number }) => {
+      wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number; cpuUs: number }) => {
         assigned[i] = m.assigned;
+        transactions[i] = m.transactions;
+        if (m.digests > 0) loopFirst[i] ??= { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        if (m.digests > digests[i]!) loopLast[i] = { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) onSettled?.();
         if (m.digests > 0 && !first) {
           first = m.at;
           atFirst = digests.reduce((a, b) => a + b, 0) - digests[i]! + m.digests;
@@ -126,11 +155,22 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       wk.on("exit", (code) => code && reject(new Error(`exporter group worker exited (${code})`)));
     });
   });
+  await settled;
+  for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
+  await sink.flush(600_000);
+  await sink.close();
   await done;
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
   const s = (last - first) / 1000;
-  return { perS: (total - atFirst) / s, perMember: digests.map((d) => d / s) };
+  return { perS: (total - atFirst) / s, perMember: digests.map((d) => d / s), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
+    busy: loopLast.map((l, i) => {
+      const f = loopFirst[i] ?? l;
+      const active = l.active - f.active;
+      return active / Math.max(1e-9, active + l.idle - f.idle);
+    }),
+    cpuUsPerDigest: sum(loopLast.map((l, i) => l.cpuUs - (loopFirst[i]?.cpuUs ?? l.cpuUs))) / Math.max(1, sum(loopLast.map((l, i) => l.digests - (loopFirst[i]?.digests ?? l.digests)))),
+  };
 }
 
 export async function benchExporterGroup(): Promise<void> {
@@ -146,14 +186,18 @@ export async function benchExporterGroup(): Promise<void> {
   try {
     const w = await workload();
     print(`exporter group: ${w.messages.length} digests (${w.ioDigests} I/O, ${w.msgDigests} message) for ${w.ios} I/Os and ${w.rdmaMessages} messages: ${(w.ioDigests / w.ios).toFixed(2)} I/O digests per I/O, ${(w.msgDigests / Math.max(1, w.rdmaMessages)).toFixed(2)} message digests per message`);
-    const local = inProcess(w);
-    print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s`);
+    const bytes = w.messages.reduce((a, m) => a + m.value.length + m.key.length, 0);
+    print(`  ${Math.round(bytes / w.messages.length)} bytes per digest message (key and value)`);
+    const perPartition = spread(w);
+    print(`  ${w.pairs} host-target pairs; digests per partition (of ${PARTITIONS}): ${perPartition.join(", ")} (largest ${(Math.max(...perPartition) / w.messages.length * 100).toFixed(0)} % of all)`);
+    const { perS: local, cpuUsPerDigest: localCpu } = inProcess(w);
+    print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
     const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
     const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
     for (const compression of compressions) {
       for (const n of counts) {
         const r = await measureGroup(brokers, w, compression, n);
-        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x) => Math.round(x).toLocaleString("en")).join(", ")})`);
+        print(`  ${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest)`);
       }
     }
   } finally {
