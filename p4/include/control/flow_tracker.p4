@@ -9,8 +9,13 @@
 // it has seen (serial arithmetic mod 2^24); a PSN older than that window
 // counts as retransmitted. A late packet seen for the first time (reordered
 // on the way) is not; it counts in its message if that message is still
-// open, else in the flow's figures for the interval. (A message whose FIRST
-// is overtaken is not yet reported: its packets count for the interval.)
+// open, else in the flow's figures for the interval it arrives in.
+// Packets of a message seen before its FIRST (overtaken on the way) are held
+// until the FIRST comes and opens the message with them (FLOW_PENDING); a
+// packet counted outside any message goes out at once in a flow-only digest
+// (a msg_digest_t with packets and bytes 0), so that it counts in the
+// interval it arrives in, also after the flow's last message. docs/spec.md
+// §4 has the cases.
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
