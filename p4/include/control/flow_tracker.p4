@@ -187,8 +187,18 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             flow_qp.write(slot, 8w0 ++ qp);
             flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
-            max_psn = psn - 64;  // nothing seen: the whole window behind this PSN is open
-            seen = 0;
+            if (!same_flow && meta.cfg.mode == MODE_FULL) {
+                // A flow new to the switch: nothing of it seen, the whole
+                // window behind this PSN is open (a late FIRST opens its message).
+                max_psn = psn - 64;
+                seen = 0;
+            } else {
+                // A new epoch (mode switch, rotation): what was seen before is
+                // not known here, so every PSN behind counts as seen (a packet
+                // behind is retransmitted and opens no message).
+                max_psn = psn - 1;
+                seen = 0xffffffffffffffff;
+            }
             x_packets = 0;
             x_retx = 0;
             x_ecn = 0;
