@@ -577,6 +577,8 @@ async function main(argv: string[]): Promise<number> {
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
       const silent = r.exporter.metrics.givenUpSilentSwitch;
       if (silent) print(`${silent} I/O commands given up on a switch silent for ${r.exporter.metrics.options.silentSwitchNs / 1_000_000_000n} s (recorded without its figures, not incomplete)`);
+      const flowOnly = [...r.exporter.metrics.flowOnlyDigests.values()].reduce((a, n) => a + n, 0);
+      if (flowOnly) print(`${flowOnly} digests of RDMA WRITE packets outside any message (after their message's last packet, or of a message whose first packet was not seen), in their flow's interval figures`);
       return delivered ? 0 : 1;
     }
     case "generate": {
