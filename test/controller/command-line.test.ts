@@ -125,7 +125,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("--ip and --reorder given bad values, and demo asked for what the switch does not measure yet (reordered paths): one line saying so", { timeout: 300_000 }, async () => {
+  test("--ip and --reorder given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
     const gen = ["generate", "--out-dir", "never-made"];
     const demo = ["demo", "--out-dir", "never-made"];
     const cases: Array<{ args: string[]; says: string }> = [
