@@ -25,6 +25,8 @@ export interface DemoOptions {
   scale?: { hosts?: number; targets?: number; queuesPerHost?: number };
   /** the address families of the hosts and targets: 4 (default), 6, or mixed */
   ip?: 4 | 6 | "mixed";
+  /** reordering paths for a share of the RDMA WRITE messages (generate --reorder, --reorder-loss) */
+  reorder?: { reorderShare?: number; reorderMaxDisplacement?: number; reorderLoss?: number };
   /** full or polling; from `deployed` when omitted */
   mode?: "full" | "polling";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
@@ -67,7 +69,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   // from them: memory holds what is in flight, however long the run.
   let lastGen = Date.now();
   // Generation gives the event loop a turn every few ms: /metrics answers meanwhile.
-  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...(o.ip !== undefined ? { ip: o.ip } : {}), ...o.scale }, (simNs) => {
+  const traffic = await writeTrafficStreamAsync(o.outDir, { seed: o.seed, durationNs, faults: demoFaults(durationNs), ...loadOptions(o.load ?? 1), ...(o.snaplen !== undefined ? { snaplen: o.snaplen } : {}), ...(o.ip !== undefined ? { ip: o.ip } : {}), ...o.scale, ...o.reorder }, (simNs) => {
     if (Date.now() - lastGen < 1000) return;
     lastGen = Date.now();
     o.print(`generating: ${(simNs / 1e9).toFixed(1)} of ${(durationNs / 1e9).toFixed(1)} s of traffic, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -129,7 +131,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${mode === "polling" ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => mode !== "polling" || !p.startsWith("no record")).join(" | ")}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken${unmeasured(s)}`).join("; ")}` : "") +
-    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)})${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
+    (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)}), ${result.exporter.metrics.flowOnlyDigests.get(s.switch_id) ?? 0} digests of flow packets outside any message${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };
 }

@@ -224,6 +224,10 @@ export class TelemetryMetrics {
       name: "rdma_telemetry_given_up_silent_switch_total", help: "I/O commands given up because the switch that saw them sent nothing for the silent-switch time (recorded without that switch's figures, not incomplete)", labelNames: ["switch"], registers: [this.registry],
       collect() { this.reset(); for (const [sw, n] of engine.givenUpSilent) this.inc({ switch: sw }, n); },
     });
+    new Counter({
+      name: "rdma_telemetry_flow_only_digests_total", help: "Digests of RDMA WRITE packets counted outside any message (late or retransmitted after their message's last packet, or of a message whose first packet was never seen), added to their flow's interval figures; no message record", labelNames: ["switch"], registers: [this.registry],
+      collect() { this.reset(); for (const [sw, n] of engine.flowOnlyDigests) this.inc({ switch: sw }, n); },
+    });
   }
 
   /** A controller's P4Runtime state, rotation and watchlist coverage. */

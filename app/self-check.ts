@@ -1,6 +1,6 @@
 // Records against the traffic generator's ground truth: what the demo's
 // self-check counts and the end-to-end tests assert.
-import type { IoRecordJson, MessageRecordJson } from "@rdma-telemetry/contract";
+import type { FlowAggregateJson, IoRecordJson, MessageRecordJson } from "@rdma-telemetry/contract";
 import type { IoTruth, MessageTruth } from "@rdma-telemetry/traffic";
 
 /** One I/O: (host, target, queue, CID) and the command's PSN. */
@@ -28,6 +28,65 @@ export function messageMismatches(t: MessageTruth, r: MessageRecordJson): string
   const want: Record<string, unknown> = { last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn_ce_packets: t.ecn_ce_packets, gap_ns: t.gap_ns };
   const got: Record<string, unknown> = { last_psn: r.last_psn, bytes: r.bytes, packets: r.packets, retransmitted: r.retransmitted, fct_ns: r.fct_ns, ecn_ce_packets: r.ecn_ce_packets, gap_ns: r.gap_ns };
   return Object.keys(want).filter((k) => want[k] !== got[k]).map((k) => `${k}: got ${String(got[k])}, want ${String(want[k])}`);
+}
+
+/** A flow's figures for one interval: what a flow_interval record counts. */
+export interface FlowIntervalFigures {
+  messages: number;
+  packets: number;
+  retransmitted: number;
+  ecn_ce_packets: number;
+}
+
+/** One flow and interval: switch, flow (src, dst, DestQP) and interval start. */
+export const flowIntervalRecordKey = (r: FlowAggregateJson): string => `${r.switch_id}|${r.src}|${r.dst}|${r.dest_qp}|${r.interval_start_unix_ns}`;
+
+/**
+ * The flow interval figures the truth gives (SPEC §4), keyed as
+ * flowIntervalRecordKey: a message and its packets count in the interval its
+ * last PSN is first seen in; each packet seen after that (late, or
+ * retransmitted after the last PSN) in the interval it arrives in, also after
+ * the flow's last message. Intervals of `intervalNs` from the Unix epoch.
+ */
+export function flowIntervalTruth(messages: Iterable<MessageTruth>, intervalNs: bigint): Map<string, FlowIntervalFigures> {
+  const out = new Map<string, FlowIntervalFigures>();
+  const at = (m: MessageTruth, ns: bigint): FlowIntervalFigures => {
+    const k = `${m.switch}|${m.src}|${m.dst}|${m.dest_qp}|${ns - (ns % intervalNs)}`;
+    let f = out.get(k);
+    if (!f) out.set(k, (f = { messages: 0, packets: 0, retransmitted: 0, ecn_ce_packets: 0 }));
+    return f;
+  };
+  for (const m of messages) {
+    const f = at(m, m.firstNs + BigInt(m.fct_ns));
+    f.messages++;
+    f.packets += m.packets;
+    f.retransmitted += m.retransmitted;
+    f.ecn_ce_packets += m.ecn_ce_packets;
+    for (const x of m.late) {
+      const g = at(m, m.firstNs + BigInt(x.after_first_ns));
+      g.packets++;
+      if (x.retransmitted) g.retransmitted++;
+      if (x.ecn_ce) g.ecn_ce_packets++;
+    }
+  }
+  return out;
+}
+
+/** Where the flow interval records differ from the truth (flowIntervalTruth), as "key: got x, want y"; empty when they agree. */
+export function flowIntervalMismatches(truth: ReadonlyMap<string, FlowIntervalFigures>, records: readonly FlowAggregateJson[]): string[] {
+  const got = new Map<string, FlowIntervalFigures>();
+  for (const r of records) {
+    const k = flowIntervalRecordKey(r);
+    const f = got.get(k) ?? { messages: 0, packets: 0, retransmitted: 0, ecn_ce_packets: 0 };
+    got.set(k, { messages: f.messages + r.messages, packets: f.packets + r.packets, retransmitted: f.retransmitted + r.retransmitted, ecn_ce_packets: f.ecn_ce_packets + r.ecn_ce_packets });
+  }
+  const text = (f: FlowIntervalFigures | undefined) => (f ? `${f.messages} messages, ${f.packets} packets, ${f.retransmitted} retransmitted, ${f.ecn_ce_packets} ECN-CE` : "none");
+  const out: string[] = [];
+  for (const k of new Set([...truth.keys(), ...got.keys()])) {
+    const [w, g] = [truth.get(k), got.get(k)];
+    if (text(w) !== text(g)) out.push(`${k}: got ${text(g)}, want ${text(w)}`);
+  }
+  return out;
 }
 
 /**

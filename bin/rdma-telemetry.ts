@@ -34,6 +34,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -70,8 +71,7 @@ Usage:
       a fifth of the RDMA WRITE messages over reordering paths, packets
       displaced 1 to 6 places (default 6); --reorder-loss 0.5 also loses one
       packet after the switch in half of those, resent go-back-N. Demo takes
-      --ip too (default 4), not --reorder: the switch does not measure
-      reordered paths yet.
+      --ip (default 4) and --reorder, --reorder-loss too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -484,8 +484,7 @@ async function main(argv: string[]): Promise<number> {
     case "demo": {
       if (values.listen && !values.dashboard) throw new UsageError("--listen is for --dashboard");
       const demoIp = ipFamilies(values.ip);
-      // The data plane measures RoCEv2 on paths that keep order: a demo of anything else could not check itself.
-      if (values.reorder !== undefined || values["reorder-loss"] !== undefined) throw new UsageError("demo does not take --reorder: the switch does not measure reordered paths yet (generate --reorder writes such captures)");
+      const demoReorder = reorder(values.reorder, values["reorder-loss"]);
       const seed = int(values.seed, "seed", 1);
       const durationMs = int(values["duration-ms"], "duration-ms", 3000);
       const demoLoad = load(values.load);
@@ -528,6 +527,7 @@ async function main(argv: string[]): Promise<number> {
         snaplen: demoSnaplen,
         scale: demoScale,
         ip: demoIp,
+        reorder: demoReorder,
         deployed,
         mode: demoMode,
         silentSwitchMs: demoSilentMs,
@@ -602,6 +602,8 @@ async function main(argv: string[]): Promise<number> {
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
       const silent = r.exporter.metrics.givenUpSilentSwitch;
       if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} (recorded without its figures, not incomplete)`);
+      const flowOnly = [...r.exporter.metrics.flowOnlyDigests.values()].reduce((a, n) => a + n, 0);
+      if (flowOnly) print(`${flowOnly} digests of RDMA WRITE packets outside any message (after their message's last packet, or of a message whose first packet was not seen), in their flow's interval figures`);
       return delivered ? 0 : 1;
     }
     case "generate": {

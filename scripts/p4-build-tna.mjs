@@ -16,12 +16,11 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { manifestProblems } from "./p4-manifest.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 export const TNA_MAIN = "p4/tna/main.p4";
-const TNA_SOURCE_DIRS = ["p4/include", "p4/tna"];
 export const TNA_OUTPUTS = ["telemetry.p4info.txtpb", "telemetry.p4info.json", "bfrt.json", "main.bfa", "resources.json"];
 /** The chips built: p4c-barefoot's target and architecture, the build directory, the MAU stages per pipeline. */
 export const TNA_TARGETS = [
@@ -35,19 +34,27 @@ const VENV = join(P4_PREFIX, "venv/bin");
 
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
 
-/** The P4 sources the TNA build reads, sorted. */
+/**
+ * The P4 sources the TNA build reads, sorted: p4/tna/main.p4 and every file it
+ * includes with `#include "..."`, followed transitively (under any #if: a
+ * superset is safe). The compiler's own headers (`#include <...>`) are not
+ * the project's. A file of p4/include that only the v1model program reads
+ * (the v1model trackers) is not among them, so changing it leaves the
+ * Tofino builds current.
+ */
 export function tnaSources(base = root) {
-  const out = [];
-  const walk = (d) => {
-    if (!existsSync(d)) return;
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith(".p4")) out.push(relative(base, p));
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    const abs = join(base, file);
+    if (!existsSync(abs)) throw new Error(`${file} is included by the TNA build and missing`);
+    seen.add(file);
+    for (const m of readFileSync(abs, "utf8").matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+      visit(relative(base, join(dirname(abs), m[1])));
     }
   };
-  for (const d of TNA_SOURCE_DIRS) walk(join(base, d));
-  return out.sort();
+  visit(TNA_MAIN);
+  return [...seen].sort();
 }
 
 function sourceHash(files, base = root) {

@@ -111,6 +111,18 @@ export interface LearnDigest {
 
 export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
 
+/**
+ * A message digest that carries flow packets only, no message (SPEC §4: every
+ * packet of a flow counts in the interval it arrives in, also after the
+ * flow's last message): packets counted outside any message (extra_*) as
+ * they arrive. Marked by packets and bytes 0, which no message has (a message
+ * has at least one packet; one of 0 bytes has exactly one), in both digest
+ * layouts. Sent by the v1model build (p4/include/control/flow_tracker.p4).
+ */
+export function isFlowOnly(d: MsgDigest): boolean {
+  return d.packets === 0 && d.bytes === 0;
+}
+
 /** Which typed view each digest of the program gets. */
 const KINDS: Readonly<Record<keyof typeof P4_NAMES.digests, TelemetryDigest["kind"]>> = { io_digest_t: "io", msg_digest_t: "msg", learn_digest_t: "learn" };
 

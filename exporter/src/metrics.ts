@@ -18,6 +18,7 @@ import {
   VANTAGE_S,
   type IoDigest,
   type MsgDigest,
+  isFlowOnly,
   type TelemetryDigest,
 } from "@rdma-telemetry/contract";
 import { modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
@@ -509,6 +510,14 @@ export class MetricsEngine {
     const endUnix = firstUnix + BigInt(d.fct_ns);
     const interval = this.intervalOf(endUnix);
     const bucketStart = interval + this.align(switchId);
+    if (isFlowOnly(d)) {
+      // Packets counted outside any message, in the interval they arrived
+      // in: the flow's figures only, no message record.
+      this.flowOnlyDigests.set(switchId, (this.flowOnlyDigests.get(switchId) ?? 0) + 1);
+      if (this.isLate(switchId, bucketStart)) return;
+      this.intervals.addFlowPackets(bucketStart, switchId, d);
+      return;
+    }
     const fet = d.fct_ns > 0 ? (d.bytes * 8 * 1e9) / d.fct_ns : null;
     const gap = d.flags & MSG_FLAG_GAP_VALID ? d.gap_ns : null;
     if (this.options.perEventRecords) {
@@ -592,6 +601,9 @@ export class MetricsEngine {
   givenUpSilentIn(r: RecordJson): number {
     return this.silentRecords.get(r) ?? 0;
   }
+
+  /** Per switch: digests of flow packets counted outside any message (isFlowOnly), which make no message record. */
+  readonly flowOnlyDigests = new Map<string, number>();
 
   /** Per switch: its open commands given up because it went silent (giveUpSilent). */
   readonly givenUpSilent = new Map<string, number>();

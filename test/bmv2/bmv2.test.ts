@@ -14,14 +14,14 @@ import { Rig } from "../../app/rig.js";
 import { ipSource, Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { TelemetryDigest } from "../../contract/src/digests.js";
-import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../contract/src/records.js";
+import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson } from "../../contract/src/records.js";
 import { TelemetryController, type SwitchCounters } from "../../p4runtime-controller/src/controller.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ioRecordKey } from "../../app/self-check.js";
 import { writePcap } from "../../traffic/src/pcap.js";
 import type { GeneratedTraffic } from "../../traffic/src/types.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
-import { reorderedFlow } from "../support/reordered.js";
+import { overtakenFirstFlow, reorderedFlow } from "../support/reordered.js";
 import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire, topologyEndpoints, type ReplayReport } from "./harness.js";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -278,5 +278,20 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const msgs = (rs: RecordJson[]) => rs.filter((r): r is MessageRecordJson => r.type === "message").map((m) => [m.first_psn, m.last_psn, m.packets, m.retransmitted, m.fct_ns]);
     expect(msgs(bmRecords)).toEqual(msgs(swRecords));
     expect(msgs(bmRecords).map((m) => m.slice(0, 4))).toEqual(s.messages.map((m) => [m.firstPsn, m.lastPsn, m.packets, m.retransmitted]));
+  }, 300_000);
+
+  test("messages whose FIRST is overtaken, a go-back-N resend before the FIRST, packets after the flow's last message: the same digests (flow-only ones too), counters and records on BMv2 and on the software switch", async () => {
+    const s = overtakenFirstFlow(0n, 20_000n);
+    const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware({ switches: [s.capture] });
+    const noTime = (d: TelemetryDigest) => (d.kind === "msg" ? { ...d, first_ts: 0 } : d);
+    expect(bmDigests.map(noTime).sort((a, b) => a.seq - b.seq)).toEqual(swDigests.map(noTime).sort((a, b) => a.seq - b.seq));
+    expect(bmDigests.filter((d) => d.kind === "msg" && d.packets === 0 && d.bytes === 0)).toHaveLength(2);
+    expect(bmCounters).toEqual(swCounters);
+    const msgs = (rs: RecordJson[]) => rs.filter((r): r is MessageRecordJson => r.type === "message").map((m) => [m.first_psn, m.last_psn, m.packets, m.retransmitted, m.fct_ns]);
+    expect(msgs(bmRecords)).toEqual(msgs(swRecords));
+    expect(msgs(bmRecords).map((m) => m.slice(0, 4))).toEqual(s.messages.map((m) => [m.firstPsn, m.lastPsn, m.packets, m.retransmitted]));
+    const flows = (rs: RecordJson[]) => rs.filter((r): r is FlowAggregateJson => r.type === "flow_interval").reduce((a, f) => [a[0]! + f.messages, a[1]! + f.packets, a[2]! + f.retransmitted], [0, 0, 0]);
+    expect(flows(bmRecords)).toEqual([4, 29, 3]);
+    expect(flows(swRecords)).toEqual([4, 29, 3]);
   }, 300_000);
 });

@@ -125,7 +125,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("--ip and --reorder given bad values, and demo asked for what the switch does not measure yet (reordered paths): one line saying so", { timeout: 300_000 }, async () => {
+  test("--ip and --reorder given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
     const gen = ["generate", "--out-dir", "never-made"];
     const demo = ["demo", "--out-dir", "never-made"];
     const cases: Array<{ args: string[]; says: string }> = [
@@ -137,7 +137,8 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...gen, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
       { args: [...gen, "--reorder", "0.2", "--reorder-loss", "2"], says: "--reorder-loss must be a share from 0 to 1" },
       { args: [...demo, "--ip", "v6"], says: "--ip must be 4, 6 or mixed (got 'v6')" },
-      { args: [...demo, "--reorder", "0.2:4"], says: "the switch does not measure reordered paths yet" },
+      { args: [...demo, "--reorder", "0.2:65"], says: "--reorder must be SHARE[:MAXDISP]" },
+      { args: [...demo, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
     ];
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));

@@ -89,3 +89,20 @@ test("two captures whose clocks are seconds apart, replayed together, give RTT f
     expect(start > first - 1_000_000_000n && start < first + 3_000_000_000n, `interval ${start} against the capture's first packet ${first}`).toBe(true);
   }
 }, 180_000);
+
+test("demo --reorder 0.3:6 --reorder-loss 0.3: the self-check finds every message record exact to the ns", async () => {
+  const out = mkdtempSync(join(tmpdir(), "demo-reorder-"));
+  try {
+    const printed: string[] = [];
+    await runDemo({ seed: 7, durationMs: 300, outDir: out, mode: "full", reorder: { reorderShare: 0.3, reorderMaxDisplacement: 6, reorderLoss: 0.3 }, print: (t) => printed.push(t) });
+    const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth"));
+    const m = /(\d+)\/(\d+) messages exact to the ns/.exec(line ?? "");
+    expect(m, line).not.toBeNull();
+    expect(Number(m![2])).toBeGreaterThan(50);
+    expect(Number(m![1]), line).toBe(Number(m![2]));
+    // Over reordering paths some packets come after their message's LAST: the exporter says how many digests carried them.
+    expect(printed.join("\n")).toMatch(/tor-c [^;]*, [1-9]\d* digests of flow packets outside any message/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}, 180_000);

@@ -14,7 +14,7 @@ import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
-import { reorderedFlow } from "../support/reordered.js";
+import { overtakenFirstFlow, reorderedFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
 import { IO_EVENT_CMD, IO_EVENT_RSP, IO_FLAG_IN_CAPSULE, IO_FLAG_REPLACED, LEARN_ENDPOINT, type IoDigest, type LearnDigest, type MsgDigest, type TelemetryDigest } from "../../contract/src/digests.js";
@@ -273,6 +273,22 @@ describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
     expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
     const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
     expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
+  }, 60_000);
+
+  test("messages whose FIRST is overtaken by one and by three packets, a go-back-N resend before the FIRST, packets after the flow's last message: a record for each message, every packet in the flow's totals for the interval it arrives in", async () => {
+    const s = overtakenFirstFlow(T0, 1_500_000_000n);
+    const records: RecordJson[] = [];
+    const result = await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    // Each message's gap runs from the previous one's LAST to its own FIRST, both first sightings.
+    expect(msgs.slice(1).every((m) => m.gap_ns !== null)).toBe(true);
+    const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    expect(flow.map((f) => BigInt(f.interval_start_unix_ns) - T0)).toEqual([0n, 1_000_000_000n]);
+    expect(flow.map((f) => ({ messages: f.messages, packets: f.packets, retransmitted: f.retransmitted }))).toEqual(s.intervals);
+    expect(flow.reduce((a, f) => a + f.straddled_messages, 0)).toBe(0);
+    // The two packets outside any message each went out at once, in a digest of their own, counted.
+    expect(result.exporter.metrics.flowOnlyDigests.get("sw")).toBe(2);
   }, 60_000);
 });
 

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 // @ts-expect-error: a build script without type declarations
-import { TNA_TARGETS, memorySummary, phvSummary, resourceSummary } from "../../scripts/p4-build-tna.mjs";
+import { TNA_TARGETS, checkTnaManifest, memorySummary, phvSummary, resourceSummary, tnaSources } from "../../scripts/p4-build-tna.mjs";
 
 const root = new URL("../..", import.meta.url).pathname;
 const read = (f: string) => readFileSync(join(root, f), "utf8");
@@ -130,5 +130,17 @@ describe("the resource summary of an assembly", () => {
     const s = resourceSummary(bfa(12), 12) as Summary;
     expect(s.egress.stages).toBe(13);
     expect(s.fits).toBe(false);
+  });
+});
+
+describe("the Tofino build's sources", () => {
+  test("are the files p4/tna/main.p4 includes, transitively: the v1model trackers are not among them, so changing one leaves the Tofino builds current", () => {
+    const files = tnaSources() as string[];
+    expect(files).toContain("p4/tna/main.p4");
+    expect(files).toContain("p4/tna/include/control/flow_tracker.p4");
+    expect(files).toContain("p4/include/define.p4");
+    expect(files).toContain("p4/include/stats_index.p4"); // through p4/tna/include/control/stats.p4
+    for (const v1 of ["p4/include/control/flow_tracker.p4", "p4/include/control/io_tracker.p4", "p4/include/control/queue_pairs.p4"]) expect(files).not.toContain(v1);
+    expect(checkTnaManifest()).toEqual([]);
   });
 });

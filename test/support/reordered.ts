@@ -51,3 +51,57 @@ export function reorderedFlow(t0: bigint): { capture: SwitchCapture; src: string
     ],
   };
 }
+
+/**
+ * One flow whose messages' FIRST packets are overtaken (SPEC §4: packets of a
+ * message seen before its first-PSN packet still belong to it), then late
+ * packets after the flow's last message:
+ *  - 200..205: FIRST overtaken by one packet;
+ *  - 206..213: FIRST overtaken by three, one of them itself displaced;
+ *  - 214..221: 215 lost after the switch and resent go-back-N (215, 216 again)
+ *    while FIRST is still on a slow path: the resends before FIRST are the
+ *    message's, retransmitted;
+ *  - 222..225, the flow's last message: 224 is seen after LAST (flow figures
+ *    only); `lateAt` later (another interval), LAST is resent once more
+ *    (retransmitted, flow figures only).
+ * `intervals`: what the flow's interval records must say, oldest first.
+ */
+export function overtakenFirstFlow(t0: bigint, lateAt: bigint): {
+  capture: SwitchCapture; messages: ReorderedMessage[]; lateNs: bigint;
+  intervals: Array<{ messages: number; packets: number; retransmitted: number }>;
+} {
+  const src = ipv4("10.0.1.3");
+  const dst = ipv4("10.0.1.4");
+  const destQp = 0x2c5;
+  let t = t0;
+  const packets: SwitchCapture["packets"] = [];
+  const at = new Map<number, bigint>();
+  const send = (psn: number, opcode: number, length: number, gap = 1_000n) => {
+    t += gap;
+    if (!at.has(psn)) at.set(psn, t);
+    const { data, wireLength } = buildFrame({ src, dst, opcode, destQp, psn, ...(opcode === Opcode.WRITE_FIRST ? { reth: { va: 0n, rkey: 0x56, length } } : {}), payloadLength: 1024 });
+    packets.push({ timestampNs: t, data, originalLength: wireLength });
+  };
+  const op = (psn: number, first: number, last: number) => (psn === first ? Opcode.WRITE_FIRST : psn === last ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE);
+  const message = (first: number, count: number, order: number[]) => {
+    for (const i of order) send(first + i, op(first + i, first, first + count - 1), count * 1024);
+  };
+  message(200, 6, [1, 0, 2, 3, 4, 5]);
+  message(206, 8, [2, 3, 1, 0, 4, 5, 6, 7]);
+  message(214, 8, [1, 2, 1, 0, 2, 3, 4, 5, 6, 7]);
+  message(222, 4, [0, 1, 3, 2]);
+  send(225, Opcode.WRITE_LAST, 0, lateAt);
+  const lateNs = t;
+  const fct = (first: number, last: number) => Number(at.get(last)! - at.get(first)!);
+  return {
+    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    messages: [
+      { firstPsn: 200, lastPsn: 205, packets: 6, retransmitted: 0, fctNs: fct(200, 205) },
+      { firstPsn: 206, lastPsn: 213, packets: 8, retransmitted: 0, fctNs: fct(206, 213) },
+      { firstPsn: 214, lastPsn: 221, packets: 10, retransmitted: 2, fctNs: fct(214, 221) },
+      { firstPsn: 222, lastPsn: 225, packets: 3, retransmitted: 0, fctNs: fct(222, 225) },
+    ],
+    lateNs,
+    intervals: [{ messages: 4, packets: 28, retransmitted: 2 }, { messages: 0, packets: 1, retransmitted: 1 }],
+  };
+}

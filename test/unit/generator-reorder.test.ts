@@ -55,6 +55,7 @@ function fromCapture(g: GeneratedTraffic) {
         firstNs: s[first]!.t,
         late_packets: s.length - inMsg.length,
         late_retransmitted: retx.slice(last + 1).filter(Boolean).length,
+        late: s.slice(last + 1).map((x, i) => ({ after_first_ns: Number(x.t - s[first]!.t), retransmitted: retx[last + 1 + i], ecn_ce: x.ce })),
         reordered: s.some((x, i) => i > 0 && x.k < s[i - 1]!.k && !retx[i]),
         displacement: Math.max(...s.map((x, i) => (retx[i] ? 0 : Math.abs(i - x.k)))),
         firstOvertaken: first > 0,
@@ -67,7 +68,7 @@ function fromCapture(g: GeneratedTraffic) {
 
 const truthFields = (m: MessageTruth) => ({
   packets: m.packets, retransmitted: m.retransmitted, fct_ns: m.fct_ns, ecn_ce_packets: m.ecn_ce_packets, gap_ns: m.gap_ns,
-  firstNs: m.firstNs, late_packets: m.late_packets, late_retransmitted: m.late_retransmitted, reordered: m.reordered,
+  firstNs: m.firstNs, late_packets: m.late_packets, late_retransmitted: m.late_retransmitted, late: m.late, reordered: m.reordered,
 });
 
 describe("reordering paths", () => {

@@ -73,6 +73,23 @@ describe("metrics engine", () => {
     expect(f.fct_ns).toMatchObject({ count: 2, min: 20_000, max: 40_000 });
   });
 
+  test("a flow-only digest (packets and bytes 0): its packets count in the flow's interval it arrived in, no message record, counted", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r));
+    m.onDigestList("tor", T0 + 30_000n, [msg({ seq: 0, first_ts: 0, fct_ns: 20_000, packets: 64 })]);
+    // After the flow's last message: one late packet and one resend, 1.5 s later (the next interval).
+    m.onDigestList("tor", T0 + 1_500_000_000n, [
+      msg({ seq: 1, first_ts: 1_499_000_000, fct_ns: 0, first_psn: 161, last_psn: 161, bytes: 0, packets: 0, extra_packets: 1, extra_ecn_ce: 1 }),
+      msg({ seq: 2, first_ts: 1_500_000_000, fct_ns: 0, first_psn: 163, last_psn: 163, bytes: 0, packets: 0, extra_packets: 1, extra_retransmitted: 1 }),
+    ]);
+    m.finish();
+    expect(out.filter((r) => r.type === "message")).toHaveLength(1);
+    const flows = out.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    expect(flows.map((f) => [BigInt(f.interval_start_unix_ns) - T0, f.messages, f.packets, f.retransmitted, f.ecn_ce_packets, f.fct_ns?.count ?? 0]))
+      .toEqual([[0n, 1, 64, 0, 0, 1], [1_000_000_000n, 0, 2, 1, 1, 0]]);
+    expect(m.flowOnlyDigests.get("tor")).toBe(2);
+  });
+
   test("digests with a member of the wrong width are rejected, naming it", () => {
     const vals = Array(19).fill(0);
     vals[1] = 256;

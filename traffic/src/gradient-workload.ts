@@ -126,6 +126,7 @@ export class WriteFlow {
       firstNs: m.abs(first.t),
       late_retransmitted: retx.slice(lastAt + 1).filter(Boolean).length,
       late_packets: sightings.length - inMsg.length,
+      late: sightings.slice(lastAt + 1).map((x, i) => ({ after_first_ns: Math.round(x.t) - Math.round(first.t), retransmitted: retx[lastAt + 1 + i]!, ecn_ce: x.ce })),
       reordered: seenOrder.some((i, slot) => i !== slot),
     });
     this.prevEnd = last.t;

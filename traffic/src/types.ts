@@ -102,6 +102,12 @@ export type MessageTruth = Pick<MessageRecordJson, "src" | "dst" | "dest_qp" | "
   late_retransmitted: number;
   /** every packet of this message seen after its last PSN was first seen (late retransmissions and reordered packets): in the flow's interval figures only */
   late_packets: number;
+  /**
+   * Those packets in the order seen: each one's time after firstNs, whether
+   * its PSN had been seen before, and its ECN-CE mark. Each counts in the
+   * flow's figures for the interval it arrives in (SPEC §4).
+   */
+  late: Array<{ after_first_ns: number; retransmitted: boolean; ecn_ce: boolean }>;
   /** the switch saw the message's packets out of the order they were sent in (a reordering path) */
   reordered: boolean;
 };

@@ -127,7 +127,7 @@ export class IntervalAggregates {
     a.dpl.add(rec.dpl_ns);
   }
 
-  addMessage(start: bigint, switchId: string, d: MsgDigest, fet: number | null, gap: number | null): void {
+  private flowAgg(start: bigint, switchId: string, d: MsgDigest): FlowAgg {
     const aggs = this.bucket(this.flows, start);
     const key = `${switchId}|${d.src}|${d.dst}|${d.dest_qp}`;
     let a = aggs.get(key);
@@ -135,6 +135,21 @@ export class IntervalAggregates {
       a = { switchId, src: d.src, dst: d.dst, destQp: d.dest_qp, messages: 0, bytes: 0, packets: 0, retransmitted: 0, fct: this.acc(), fet: this.acc(), gap: this.acc(), ecn: 0, cnp: 0, straddled: 0, mode: d.mode };
       aggs.set(key, a);
     }
+    return a;
+  }
+
+  /** A flow-only digest (isFlowOnly): packets counted outside any message, in the interval they arrived in; no message. */
+  addFlowPackets(start: bigint, switchId: string, d: MsgDigest): void {
+    const a = this.flowAgg(start, switchId, d);
+    a.packets += d.extra_packets;
+    a.retransmitted += d.extra_retransmitted;
+    a.ecn += d.extra_ecn_ce;
+    a.straddled += d.straddled;
+    a.mode = d.mode;
+  }
+
+  addMessage(start: bigint, switchId: string, d: MsgDigest, fet: number | null, gap: number | null): void {
+    const a = this.flowAgg(start, switchId, d);
     a.messages++;
     a.bytes += d.bytes;
     // Packets outside any message since the previous digest (late retransmissions) count for the flow.

@@ -9,8 +9,13 @@
 // it has seen (serial arithmetic mod 2^24); a PSN older than that window
 // counts as retransmitted. A late packet seen for the first time (reordered
 // on the way) is not; it counts in its message if that message is still
-// open, else in the flow's figures for the interval. (A message whose FIRST
-// is overtaken is not yet reported: its packets count for the interval.)
+// open, else in the flow's figures for the interval it arrives in.
+// Packets of a message seen before its FIRST (overtaken on the way) are held
+// until the FIRST comes and opens the message with them (FLOW_PENDING); a
+// packet counted outside any message goes out at once in a flow-only digest
+// (a msg_digest_t with packets and bytes 0), so that it counts in the
+// interval it arrives in, also after the flow's last message. docs/spec.md
+// §4 has the cases.
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
@@ -18,7 +23,7 @@
 const bit<8> FLOW_IN_USE = 0x01;
 const bit<8> FLOW_MSG_OPEN = 0x02;
 const bit<8> FLOW_PREV_VALID = 0x04;  // flow_prev_last_ts holds a message end
-const bit<8> FLOW_ORPHAN = 0x08;      // inside a message whose start was not seen
+const bit<8> FLOW_PENDING = 0x10;     // packets wait for an overtaken FIRST in msg_packets..
 
 control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ipv4_addr_t, FLOW_SLOTS, flow_src)
@@ -182,8 +187,18 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             flow_qp.write(slot, 8w0 ++ qp);
             flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
-            max_psn = psn - 1;
-            seen = 0;
+            if (!same_flow && meta.cfg.mode == MODE_FULL) {
+                // A flow new to the switch: nothing of it seen, the whole
+                // window behind this PSN is open (a late FIRST opens its message).
+                max_psn = psn - 64;
+                seen = 0;
+            } else {
+                // A new epoch (mode switch, rotation): what was seen before is
+                // not known here, so every PSN behind counts as seen (a packet
+                // behind is retransmitted and opens no message).
+                max_psn = psn - 1;
+                seen = 0xffffffffffffffff;
+            }
             x_packets = 0;
             x_retx = 0;
             x_ecn = 0;
@@ -226,6 +241,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool starts = opcode == OP_WRITE_FIRST || opcode == OP_WRITE_ONLY || opcode == OP_WRITE_ONLY_IMM;
         bool ends = opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM
             || opcode == OP_WRITE_ONLY || opcode == OP_WRITE_ONLY_IMM;
+        bool open = (state & FLOW_MSG_OPEN) != 0;
+        bool pending = (state & FLOW_PENDING) != 0;
 
         ts_t first_ts = 0;
         psn_t first_psn = 0;
@@ -234,36 +251,67 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> m_retx = 0;
         bit<32> m_ecn = 0;
         ts_t gap = 0;
-        // A late packet before the open message's first PSN belongs to an
-        // earlier message: it counts for the interval only.
+        // While a message is open, msg_first_psn is its first PSN: a late
+        // packet before it belongs to an earlier message (flow figures only).
+        // While packets wait for an overtaken FIRST (FLOW_PENDING), it is the
+        // lowest PSN that message can have (one after the highest PSN seen
+        // when the first of them came): packets from there on are its.
         bool earlier = false;
+        bool held = false;
         psn_t open_first = 0;
-        if ((state & FLOW_MSG_OPEN) != 0) {
+        if (open || pending) {
             msg_first_psn.read(open_first, slot);
             psn_t since_first = psn - open_first;
-            earlier = late && since_first[23:23] == 1;
+            earlier = open && late && since_first[23:23] == 1;
+            held = pending && since_first[23:23] == 0;
         }
-        if (starts && is_new && !late) {
-            if ((state & FLOW_MSG_OPEN) != 0) {
+        bool in_order_start = starts && is_new && !late;
+        // A FIRST first seen behind the highest PSN while packets of its
+        // message wait for it: it opens the message with them (FCT from now).
+        bool late_first = opcode == OP_WRITE_FIRST && is_new && late && held;
+        bool keep = false;       // msg_packets.. hold the open or pending message after this packet
+        bool outside = false;    // this packet (or the pending ones) went to the flow's figures only
+        if (in_order_start || late_first) {
+            if (open) {
                 n_straddled = n_straddled + 1;  // the previous message never ended here
                 meta.stat.straddled = true;
+            }
+            if (pending) {
+                msg_packets.read(packets, slot);
+                msg_retransmitted.read(m_retx, slot);
+                msg_ecn_ce.read(m_ecn, slot);
+            }
+            if (pending && !late_first) {
+                // The held packets were of a message whose FIRST this switch
+                // never saw: flow figures only, counted as straddled.
+                x_packets = x_packets + packets;
+                x_retx = x_retx + m_retx;
+                x_ecn = x_ecn + m_ecn;
+                n_straddled = n_straddled + 1;
+                meta.stat.straddled = true;
+                state = state & ~FLOW_PREV_VALID;
+                outside = true;
+                packets = 0;
+                m_retx = 0;
+                m_ecn = 0;
             }
             first_ts = meta.now;
             first_psn = psn;
             bytes = hdr.reth.dma_len;
-            packets = 1;
-            m_ecn = ce;
+            packets = packets + 1;
+            m_ecn = m_ecn + ce;
             if ((state & FLOW_PREV_VALID) != 0) {
                 ts_t prev_last_ts;
                 flow_prev_last_ts.read(prev_last_ts, slot);
                 gap = meta.now - prev_last_ts;
             }
-            state = (state | FLOW_MSG_OPEN) & ~FLOW_ORPHAN;
+            state = (state | FLOW_MSG_OPEN) & ~FLOW_PENDING;
+            keep = true;
             msg_first_ts.write(slot, first_ts);
             msg_first_psn.write(slot, first_psn);
             msg_bytes.write(slot, bytes);
             msg_gap.write(slot, gap);
-        } else if ((state & FLOW_MSG_OPEN) != 0 && !earlier) {
+        } else if (open && !earlier) {
             msg_first_ts.read(first_ts, slot);
             first_psn = open_first;
             msg_bytes.read(bytes, slot);
@@ -274,20 +322,43 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             packets = packets + 1;
             m_retx = m_retx + retx;
             m_ecn = m_ecn + ce;
-        } else {
-            // Outside any message: a retransmission after the last PSN, or the
-            // continuation of a message whose start this switch did not see.
-            if (is_new && !late && (state & FLOW_ORPHAN) == 0) {
+            keep = true;
+        } else if (!open && !starts && (held || (!pending && is_new && !late))) {
+            // No message open: a packet of a message whose FIRST has not been
+            // seen (yet). It waits for that FIRST; when the message's end or
+            // the next message's start comes first, the FIRST was never seen
+            // here: the held packets count for the flow only (straddled).
+            if (pending) {
+                msg_packets.read(packets, slot);
+                msg_retransmitted.read(m_retx, slot);
+                msg_ecn_ce.read(m_ecn, slot);
+            } else {
+                // The lowest PSN its message can have: one after the highest
+                // PSN seen before it, at most 63 behind it (the window).
+                msg_first_psn.write(slot, ahead >= 64 ? psn - 63 : psn - ahead + 1);
+                state = state | FLOW_PENDING;
+            }
+            packets = packets + 1;
+            m_retx = m_retx + retx;
+            m_ecn = m_ecn + ce;
+            keep = true;
+            if (ends && is_new) {
+                x_packets = x_packets + packets;
+                x_retx = x_retx + m_retx;
+                x_ecn = x_ecn + m_ecn;
                 n_straddled = n_straddled + 1;
                 meta.stat.straddled = true;
-                state = (state | FLOW_ORPHAN) & ~FLOW_PREV_VALID;
+                state = state & ~(FLOW_PENDING | FLOW_PREV_VALID);
+                keep = false;
+                outside = true;
             }
-            if (is_new && !late && ends) {
-                state = state & ~FLOW_ORPHAN;
-            }
+        } else {
+            // Outside any message: a retransmission after the last PSN, a
+            // late packet of a message already ended, or a late start.
             x_packets = x_packets + 1;
             x_retx = x_retx + retx;
             x_ecn = x_ecn + ce;
+            outside = true;
         }
 
         if (ends && is_new && !earlier && (state & FLOW_MSG_OPEN) != 0) {
@@ -338,10 +409,51 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             x_retx = 0;
             x_ecn = 0;
             n_straddled = 0;
-        } else if ((state & FLOW_MSG_OPEN) != 0 && !earlier) {
-            msg_packets.write(slot, packets);
-            msg_retransmitted.write(slot, m_retx);
-            msg_ecn_ce.write(slot, m_ecn);
+        } else {
+            if (keep) {
+                msg_packets.write(slot, packets);
+                msg_retransmitted.write(slot, m_retx);
+                msg_ecn_ce.write(slot, m_ecn);
+            }
+            if (outside && meta.digest_kind == DIGEST_NONE) {
+                // Flow packets only, no message (packets and bytes 0, which
+                // no message digest has): what went to the flow's figures is
+                // reported now, in the interval it arrived in, not with the
+                // flow's next message (there may be none). At most one per
+                // packet counted outside a message; none on a path that keeps
+                // order without loss. Where another digest took this packet,
+                // the figures ride on the flow's next digest.
+                meta.digest_kind = DIGEST_MSG;
+#ifndef DIGESTS_COMPACT
+                meta.msg_digest.mode = meta.cfg.mode;
+#endif
+                meta.msg_digest.flags = 0;
+                meta.msg_digest.src = meta.src_key;
+                meta.msg_digest.dst = meta.dst_key;
+                meta.msg_digest.dest_qp = qp;
+                meta.msg_digest.first_psn = psn;
+                meta.msg_digest.last_psn = psn;
+                meta.msg_digest.bytes = 0;
+                meta.msg_digest.packets = 0;
+                meta.msg_digest.retransmitted = 0;
+                meta.msg_digest.ecn_ce = 0;
+#ifndef DIGESTS_COMPACT
+                meta.msg_digest.first_ts = meta.now;
+#endif
+                meta.msg_digest.fct_ns = 0;
+                meta.msg_digest.gap_ns = 0;
+                meta.msg_digest.extra_packets = (dg_count_t)x_packets;
+                meta.msg_digest.extra_retransmitted = (dg_count_t)x_retx;
+#ifndef DIGESTS_COMPACT
+                meta.msg_digest.extra_ecn_ce = x_ecn;
+#endif
+                meta.msg_digest.straddled = (dg_straddled_t)n_straddled;
+                meta.msg_digest.cnp = 0;
+                x_packets = 0;
+                x_retx = 0;
+                x_ecn = 0;
+                n_straddled = 0;
+            }
         }
 
         flow_state.write(slot, state);
