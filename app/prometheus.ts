@@ -209,6 +209,7 @@ export class TelemetryMetrics {
       lateDigests: "Digests older than what was settled (their interval aggregates were out)", suppressedRecords: "Records an earlier owner of the partition had committed, not published again",
       replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",
       givenUpSilentSwitch: "I/O commands given up because the switch that saw them sent nothing for --silent-switch-ms (recorded without that switch's figures, not incomplete)",
+      flowOnlyDigests: "Digests of RDMA WRITE packets outside any message, added to their flow's interval figures with no message record (not counting those re-read after a takeover)",
       alertsNotCarried: "Raised alerts of partitions taken on that did not fit in the offset metadata (they may be raised again, or not cleared)",
     };
     for (const [k, h] of Object.entries(help) as Array<[keyof ExporterGroupStats, string]>) {

@@ -28,7 +28,7 @@
 // offsets inside a transaction (sendOffsets), with metadata.
 import "../kafka/kafkajs-codecs.js"; // the digests may come compressed with any codec (zstd by default)
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from "kafkajs";
-import type { RecordJson } from "@rdma-telemetry/contract";
+import { isFlowOnly, type RecordJson } from "@rdma-telemetry/contract";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALERT_HASH_CHARS } from "../alerts.js";
 import { Exporter, type ExporterOptions } from "../exporter.js";
@@ -84,6 +84,8 @@ export interface ExporterGroupStats {
   takeovers: number;
   /** commands given up because the switch that saw them went silent (--silent-switch-ms), their records committed */
   givenUpSilentSwitch: number;
+  /** digests of RDMA WRITE packets outside any message (added to their flow's interval figures, no message record), not counting those re-read after a takeover */
+  flowOnlyDigests: number;
   /** raised alerts of partitions taken on whose state the offset metadata had no room for (their partition's new owner may raise them again, or never clear them) */
   alertsNotCarried: number;
 }
@@ -175,7 +177,7 @@ export class ExporterGroupMember {
   private readonly switchIds: Set<string> | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, alertsNotCarried: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 
@@ -411,6 +413,7 @@ export class ExporterGroupMember {
         t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
       }
       this.stats.digests++;
+      if (offset >= t.committedOffset) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) this.stats.flowOnlyDigests++;
       t.exporter.onBatch(b);
     } catch (err) {
       this.stats.badDigests++;
