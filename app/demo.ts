@@ -91,7 +91,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
       deployed: o.deployed,
       out: join(o.outDir, "records.jsonl"),
       outMode: "replace", // the demo's own output directory
-      ...(o.silentSwitchMs !== undefined ? { exporter: { silentSwitchNs: BigInt(o.silentSwitchMs) * 1_000_000n } } : {}),
+      silentSwitchMs: o.silentSwitchMs,
       kafka: o.kafka,
       logger: o.logger,
       onRecord: (r) => {

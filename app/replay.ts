@@ -50,6 +50,8 @@ export interface ReplayOptions {
    * capacities and rotation period, timeouts and digest lists, so that a
    * replay measures as that deployment does. `mode` and `polling` above win.
    */
+  /** how long a switch that sends nothing holds the commands it saw (default: `deployed`'s, else the exporter's 60 s); `exporter` wins */
+  silentSwitchMs?: number;
   deployed?: Pick<ControllerConfig, "mode" | "polling" | "timeouts" | "digest">;
   /** the compiled program the switches run (BMv2 JSON and P4Info): p4/build/ unless told */
   pipeline?: { p4info: string; deviceConfig: string };
@@ -138,7 +140,12 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const d = opts.deployed;
   // The exporter gives an I/O up as incomplete after the deployed I/O timeout, as the switch does,
   // and waits for a silent switch as long as the deployment does; `exporter` wins.
-  const exporter = new Exporter(d ? { ioTimeoutNs: BigInt(d.timeouts.ioTimeoutMs) * 1_000_000n, silentSwitchNs: BigInt(d.timeouts.silentSwitchMs) * 1_000_000n, ...opts.exporter } : opts.exporter);
+  const silentMs = opts.silentSwitchMs ?? d?.timeouts.silentSwitchMs;
+  const exporter = new Exporter({
+    ...(d ? { ioTimeoutNs: BigInt(d.timeouts.ioTimeoutMs) * 1_000_000n } : {}),
+    ...(silentMs !== undefined ? { silentSwitchNs: BigInt(silentMs) * 1_000_000n } : {}),
+    ...opts.exporter,
+  });
   if (sink) {
     exporter.addSink((r) => {
       sink.write(r);

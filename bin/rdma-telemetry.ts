@@ -591,7 +591,7 @@ async function main(argv: string[]): Promise<number> {
       metrics = await metricsServer(values["metrics-listen"], kafka, print).catch(failed);
       const progress = terminalProgress("replay", "packets");
       const r = await replayCaptures(captures, {
-        mode: replayMode, deployed, out: values.out, ...(replaySilentMs !== undefined ? { exporter: { silentSwitchNs: BigInt(replaySilentMs) * 1_000_000n } } : {}), outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
+        mode: replayMode, deployed, out: values.out, silentSwitchMs: replaySilentMs, outMode: values.append ? "append" : "create", logger, kafka, forwarded: values.forwarded,
         onRecord: metrics ? (rec) => metrics.metrics.onRecord(rec) : undefined,
         onProgress: (done, total) => progress?.update(done, total),
       }).finally(() => progress?.stop()).catch(failed);

@@ -386,7 +386,8 @@ export class ExporterGroupMember {
   }
 
   private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
-    if (offset < t.committedOffset) this.stats.replayedDigests++;
+    const replayed = offset < t.committedOffset;
+    if (replayed) this.stats.replayedDigests++;
     t.lastDigestAt = Date.now();
     let raw: RawDigest;
     try {
@@ -413,7 +414,7 @@ export class ExporterGroupMember {
         t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
       }
       this.stats.digests++;
-      if (offset >= t.committedOffset) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) this.stats.flowOnlyDigests++;
+      if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) this.stats.flowOnlyDigests++;
       t.exporter.onBatch(b);
     } catch (err) {
       this.stats.badDigests++;
