@@ -90,6 +90,10 @@ export interface ExporterGroupStats {
   alertsNotCarried: number;
 }
 
+/** The counts of digests taken, kept per partition until the transaction that covers them commits. */
+type DigestCounts = Pick<ExporterGroupStats, "digests" | "badDigests" | "unknownSwitch" | "duplicateDigests" | "lateDigests" | "replayedDigests" | "flowOnlyDigests">;
+const noDigests = (): DigestCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0 });
+
 /** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
 export interface CommitState {
   /** offset of the oldest open digest */
@@ -131,6 +135,12 @@ class PartitionTask {
   readonly open: OpenDigests;
   /** records made and not yet published */
   out: RecordJson[] = [];
+  /**
+   * The digests taken since the last commit: counted in the member's stats when
+   * their transaction commits (a partition taken on again after a failed one
+   * reads them again, and they count once).
+   */
+  counts = noDigests();
   /** the records earlier owners committed (after a takeover), by key */
   committed: Set<string> | undefined;
   /** the next offset to read */
@@ -180,6 +190,11 @@ export class ExporterGroupMember {
   readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
+
+  /** The partitions taken on: their earlier owners fenced, their engines running from the committed state. */
+  get taken(): number[] {
+    return [...this.tasks.keys()].sort((a, b) => a - b);
+  }
 
   constructor(private readonly o: ExporterGroupOptions) {
     if (o.brokers.length === 0) throw new Error("Kafka: no brokers given");
@@ -252,7 +267,17 @@ export class ExporterGroupMember {
    */
   private async take(partition: number): Promise<{ task: PartitionTask; from: bigint }> {
     const producer = this.kafka.producer({ transactionalId: this.transactionalId(partition), idempotent: true, maxInFlightRequests: 1, createPartitioner: KeyedPartitioner, transactionTimeout: 30_000, allowAutoTopicCreation: false });
-    await producer.connect(); // InitProducerId: the earlier owner's producer is fenced, its open transaction aborted
+    await producer.connect();
+    try {
+      // InitProducerId with the transactional id: the earlier owner's producer is fenced, its open transaction
+      // aborted (or finished: the coordinator answers once it is). kafkajs sends it at a producer's first
+      // transaction, not at connect; an empty transaction ends without a request.
+      const init = await producer.transaction();
+      await init.abort();
+    } catch (err) {
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
     const fencedAt = Date.now();
     const task = new PartitionTask(partition, producer, this.o.engine ?? {});
     try {
@@ -387,7 +412,8 @@ export class ExporterGroupMember {
 
   private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
     const replayed = offset < t.committedOffset;
-    if (replayed) this.stats.replayedDigests++;
+    const c = t.counts;
+    if (replayed) c.replayedDigests++;
     t.lastDigestAt = Date.now();
     let raw: RawDigest;
     try {
@@ -395,8 +421,9 @@ export class ExporterGroupMember {
       raw = RawDigest.decode(value);
       const b = batchFromRaw(raw);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
-        this.stats.unknownSwitch++;
-        if (this.stats.unknownSwitch === 1 || this.stats.unknownSwitch % 10_000 === 0) this.o.logger?.warn("digests from a switch not in --switch-id dropped", { switch: b.switchId, count: this.stats.unknownSwitch });
+        c.unknownSwitch++;
+        const n = this.stats.unknownSwitch + c.unknownSwitch;
+        if (n === 1 || n % 10_000 === 0) this.o.logger?.warn("digests from a switch not in --switch-id dropped", { switch: b.switchId, count: n });
         return;
       }
       const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
@@ -404,21 +431,22 @@ export class ExporterGroupMember {
       const settled = t.exporter.metrics.settledBefore;
       const openNs = raw.listTimestampNs < settled ? settled + t.open.slackNs : raw.listTimestampNs;
       if (!t.open.add(offset, openNs, key, timestampMs)) {
-        this.stats.duplicateDigests++;
+        c.duplicateDigests++;
         return;
       }
-      if (raw.listTimestampNs < settled) this.stats.lateDigests++;
+      if (raw.listTimestampNs < settled) c.lateDigests++;
       if (raw.listTimestampNs > t.newestListNs) {
         t.newestListNs = raw.listTimestampNs;
         // When it was published (the message's timestamp): the same for whichever member holds the partition.
         t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
       }
-      this.stats.digests++;
-      if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) this.stats.flowOnlyDigests++;
+      c.digests++;
+      if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) c.flowOnlyDigests++;
       t.exporter.onBatch(b);
     } catch (err) {
-      this.stats.badDigests++;
-      if (this.stats.badDigests === 1 || this.stats.badDigests % 10_000 === 0) this.o.logger?.warn("undecodable digest dropped", { partition: t.partition, offset: String(offset), error: (err as Error).message, count: this.stats.badDigests });
+      c.badDigests++;
+      const n = this.stats.badDigests + c.badDigests;
+      if (n === 1 || n % 10_000 === 0) this.o.logger?.warn("undecodable digest dropped", { partition: t.partition, offset: String(offset), error: (err as Error).message, count: n });
     }
   }
 
@@ -430,6 +458,8 @@ export class ExporterGroupMember {
     t.exporter.alerts.flush();
     const records = t.out;
     t.out = [];
+    const counts = t.counts;
+    t.counts = noDigests();
     const messages: KafkaMessageOut[] = [];
     const publish: RecordJson[] = [];
     for (const r of records) {
@@ -465,6 +495,7 @@ export class ExporterGroupMember {
     }
     t.committedOffset = offset;
     this.stats.transactions++;
+    for (const k of Object.keys(counts) as Array<keyof DigestCounts>) this.stats[k] += counts[k];
     // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
     for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
     this.stats.records += publish.length;
