@@ -108,17 +108,6 @@ export interface CommitState {
   n?: number;
 }
 
-/** One transaction's content: the records to publish and the offset to commit, with the partition's open state. */
-interface Prepared {
-  offset: bigint;
-  messages: KafkaMessageOut[];
-  publish: RecordJson[];
-  metadata: string;
-  counts: DigestCounts;
-  /** records not published: an earlier owner committed them */
-  suppressed: number;
-}
-
 /** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
 const MAX_METADATA = 4096;
 
@@ -166,13 +155,7 @@ class PartitionTask {
   newestAt = Date.now();
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
-  /** transactions queued or under way, oldest first */
-  inflight: Array<Promise<boolean>> = [];
-  /** the offset of the newest transaction queued */
-  queuedOffset = -1n;
   closed = false;
-  /** a transaction failed: those queued after it are not sent (the partition is taken on again from its last commit) */
-  failed = false;
 
   constructor(readonly partition: number, readonly producer: Producer, engine: ExporterOptions) {
     this.exporter = new Exporter(engine);
@@ -409,26 +392,22 @@ export class ExporterGroupMember {
       this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
       return;
     }
-    if (t.closed || t.failed || !isRunning() || isStale()) return;
-    // The batch is taken and its transaction made ready at once (nothing awaited meanwhile: the engine's state
-    // and the transaction's are those of the batch's end); the transaction goes out behind the partition's
-    // earlier ones while the next batch is fetched and taken.
-    t.highWatermark = BigInt(batch.highWatermark);
-    let last: bigint | undefined;
-    for (const m of batch.messages) {
-      const offset = BigInt(m.offset);
-      if (offset < t.next) continue;
-      last = offset;
-      this.onDigest(t, offset, Number(m.timestamp), m.value);
-    }
-    if (last === undefined) return;
-    t.next = last + 1n;
-    this.queue(t, this.prepare(t, last + 1n));
-    // Where the client fetches next: a failed transaction seeks the partition back to its last commit.
-    resolveOffset(String(last));
-    // At most two transactions of a partition wait behind the one under way.
-    while (t.inflight.length > 2) await t.inflight[0];
-    await heartbeat();
+    await t.run(async () => {
+      if (t.closed || !isRunning() || isStale()) return;
+      t.highWatermark = BigInt(batch.highWatermark);
+      let last: bigint | undefined;
+      for (const m of batch.messages) {
+        const offset = BigInt(m.offset);
+        if (offset < t.next) continue;
+        last = offset;
+        this.onDigest(t, offset, Number(m.timestamp), m.value);
+      }
+      if (last === undefined) return;
+      t.next = last + 1n;
+      if (!(await this.commit(t, last + 1n))) return;
+      resolveOffset(String(last));
+      await heartbeat();
+    });
   }
 
   private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
@@ -471,8 +450,8 @@ export class ExporterGroupMember {
     }
   }
 
-  /** What the engine made, and `offset` with the partition's open state: one transaction's content, taken now. */
-  private prepare(t: PartitionTask, offset: bigint): Prepared {
+  /** Publishes what the engine made and commits `offset` with it, in one transaction. */
+  private async commit(t: PartitionTask, offset: bigint): Promise<boolean> {
     const m = t.exporter.metrics;
     t.open.prune(m.settledBefore);
     // The aggregates about to be committed are evaluated now, so that the alerts raised go in this commit's state.
@@ -483,6 +462,7 @@ export class ExporterGroupMember {
     t.counts = noDigests();
     const messages: KafkaMessageOut[] = [];
     const publish: RecordJson[] = [];
+    // Counted once committed, as the digests are.
     let suppressed = 0;
     for (const r of records) {
       if (t.committed?.has(recordKey(r))) {
@@ -495,30 +475,6 @@ export class ExporterGroupMember {
     const oldest = t.open.oldest();
     const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
     const metadata = commitMetadata(state, t.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
-    return { offset, messages, publish, metadata, counts, suppressed };
-  }
-
-  /** Sends a prepared transaction behind the partition's earlier ones. */
-  private queue(t: PartitionTask, p: Prepared): void {
-    t.queuedOffset = p.offset;
-    let sent!: Promise<boolean>;
-    const done = t.run(async () => {
-      sent = this.commit(t, p);
-      await sent;
-    });
-    const settled = done.then(() => sent, () => false).finally(() => {
-      const i = t.inflight.indexOf(settled);
-      if (i >= 0) t.inflight.splice(i, 1);
-    });
-    t.inflight.push(settled);
-  }
-
-  /** Publishes a prepared transaction's records and commits its offset with them, in one transaction. */
-  private async commit(t: PartitionTask, p: Prepared): Promise<boolean> {
-    // A transaction before this one failed: the partition is read again from its last commit.
-    if (t.failed) return false;
-    const m = t.exporter.metrics;
-    const { offset, messages, publish, metadata, counts } = p;
     const tx = await t.producer.transaction();
     try {
       const byTopic = new Map<string, Array<{ key: string; value: Buffer; headers: Record<string, string> }>>();
@@ -532,7 +488,6 @@ export class ExporterGroupMember {
       await tx.commit();
     } catch (err) {
       this.stats.aborted++;
-      t.failed = true;
       await tx.abort().catch(() => undefined);
       // The engine has moved on past what is not committed: start this partition over from its committed state.
       this.o.logger?.warn("exporter group: a transaction failed; the partition is taken on again from its last commit", { partition: t.partition, error: (err as Error).message });
@@ -543,7 +498,7 @@ export class ExporterGroupMember {
     t.committedOffset = offset;
     this.stats.transactions++;
     for (const k of Object.keys(counts) as Array<keyof DigestCounts>) this.stats[k] += counts[k];
-    this.stats.suppressedRecords += p.suppressed;
+    this.stats.suppressedRecords += suppressed;
     // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
     for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
     this.stats.records += publish.length;
@@ -556,15 +511,18 @@ export class ExporterGroupMember {
     if (this.stopping) return;
     const idleMs = this.o.idleMs ?? 500;
     for (const t of this.tasks.values()) {
-      if (t.closed || t.failed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
-      // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
-      // hold it back): their clocks need not be this host's.
-      t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
-      if (t.out.length === 0 && t.open.size === 0) continue;
-      const before = t.open.oldest();
-      t.open.prune(t.exporter.metrics.settledBefore);
-      if (t.out.length === 0 && before?.offset === t.open.oldest()?.offset) continue;
-      this.queue(t, this.prepare(t, t.queuedOffset >= 0n ? t.queuedOffset : t.committedOffset >= 0n ? t.committedOffset : t.next));
+      if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
+      void t.run(async () => {
+        if (t.closed || this.stopping) return;
+        // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
+        // hold it back): their clocks need not be this host's.
+        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
+        if (t.out.length === 0 && t.open.size === 0) return;
+        const before = t.open.oldest();
+        t.open.prune(t.exporter.metrics.settledBefore);
+        if (t.out.length === 0 && before?.offset === t.open.oldest()?.offset) return;
+        await this.commit(t, t.committedOffset >= 0n ? t.committedOffset : t.next);
+      }).catch(() => undefined);
     }
   }
 
