@@ -50,27 +50,39 @@ function topicsOf(name: string): { id: string; topics: TopicNames } {
   return { id, topics: { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` } };
 }
 
+/**
+ * A member on its own group and topics (one partition), with a producer of digests: `body` publishes and waits;
+ * the member stops and the producer disconnects after it, whatever happens.
+ */
+async function withMember(id: string, topics: TopicNames, body: (o: { kafka: Kafka; member: ExporterGroupMember; records: RecordJson[]; send: (ms: KafkaMessageOut[]) => Promise<unknown> }) => Promise<void>): Promise<{ member: ExporterGroupMember; records: RecordJson[] }> {
+  const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: `${id}-test` });
+  const producer = kafka.producer();
+  await producer.connect();
+  const records: RecordJson[] = [];
+  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, onRecord: (r) => records.push(r) });
+  const send = (ms: KafkaMessageOut[]) => producer.send({ topic: topics.digest, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
+  try {
+    await member.start();
+    await until(() => member.assigned.size === 1, 60_000, () => "the member to get the partition", 50);
+    await body({ kafka, member, records, send });
+  } finally {
+    await member.stop();
+    await producer.disconnect();
+  }
+  return { member, records };
+}
+
 // The digests go out in one request: the switches' time of the whole workload reaches the member at once, as a
 // controller's would over 400 ms (published in pieces with pauses of over a second, the silent-switch time here,
 // the member would rightly move on without the rest).
 test("a group member counts the flow-only digests it takes, and their packets are in the flows' interval figures as in process", async () => {
   const { id, topics } = topicsOf("flow-only");
   const { digests, flowOnly, inProcess } = await workload(topics);
-  const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: "flow-only-test" });
-  const producer = kafka.producer();
-  await producer.connect();
-  const records: RecordJson[] = [];
-  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, onRecord: (r) => records.push(r) });
-  try {
-    await member.start();
-    await until(() => member.assigned.size === 1, 60_000, () => "the member to get the partition", 50);
-    await producer.send({ topic: topics.digest, messages: digests.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
+  const { member, records } = await withMember(id, topics, async ({ member, records, send }) => {
+    await send(digests);
     await until(() => member.stats.digests >= digests.length, 60_000, () => `the member to take ${digests.length} digests (${member.stats.digests})`, 50);
     await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
-  } finally {
-    await member.stop();
-    await producer.disconnect();
-  }
+  });
   expect(member.stats.digests).toBe(digests.length);
   expect(member.stats.lateDigests).toBe(0);
   expect(member.stats.flowOnlyDigests).toBe(flowOnly);
@@ -80,16 +92,8 @@ test("a group member counts the flow-only digests it takes, and their packets ar
 test("a member whose transaction fails (fenced) counts the digests it re-reads once, and loses none", async () => {
   const { id, topics } = topicsOf("fenced");
   const { digests, flowOnly, inProcess } = await workload(topics);
-  const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: "fenced-test" });
-  const producer = kafka.producer();
-  await producer.connect();
-  const records: RecordJson[] = [];
-  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, onRecord: (r) => records.push(r) });
   const half = Math.floor(digests.length / 2);
-  const send = (ms: KafkaMessageOut[]) => producer.send({ topic: topics.digest, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
-  try {
-    await member.start();
-    await until(() => member.assigned.size === 1, 60_000, () => "the member to get the partition", 50);
+  const { member, records } = await withMember(id, topics, async ({ kafka, member, records, send }) => {
     await send(digests.slice(0, half));
     await until(() => member.stats.digests === half, 60_000, () => `the member to take ${half} digests (${member.stats.digests})`, 50);
     // Another producer with the partition's transactional id fences the member's: its next transaction fails.
@@ -100,10 +104,7 @@ test("a member whose transaction fails (fenced) counts the digests it re-reads o
     await until(() => member.stats.aborted > 0 && member.stats.digests - member.stats.replayedDigests >= digests.length, 60_000, () => `a transaction to fail (${member.stats.aborted}) and the member to take ${digests.length} digests (${member.stats.digests})`, 50);
     await fencer.disconnect().catch(() => undefined);
     await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
-  } finally {
-    await member.stop();
-    await producer.disconnect();
-  }
+  });
   // The digests of the failed transaction are taken again and counted once; those re-read as open state (if any) are counted as re-read.
   expect(member.stats.aborted).toBeGreaterThan(0);
   expect(member.stats.digests - member.stats.replayedDigests).toBe(digests.length);

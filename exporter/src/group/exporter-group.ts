@@ -90,9 +90,9 @@ export interface ExporterGroupStats {
   alertsNotCarried: number;
 }
 
-/** The counts of digests taken, kept per partition until the transaction that covers them commits. */
-type DigestCounts = Pick<ExporterGroupStats, "digests" | "badDigests" | "unknownSwitch" | "duplicateDigests" | "lateDigests" | "replayedDigests" | "flowOnlyDigests">;
-const noDigests = (): DigestCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0 });
+/** What a partition took and left out since its last commit: counted in the member's stats when the transaction that covers it commits. */
+type PendingCounts = Pick<ExporterGroupStats, "digests" | "badDigests" | "unknownSwitch" | "duplicateDigests" | "lateDigests" | "replayedDigests" | "flowOnlyDigests" | "suppressedRecords">;
+const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0, suppressedRecords: 0 });
 
 /** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
 export interface CommitState {
@@ -140,7 +140,7 @@ class PartitionTask {
    * their transaction commits (a partition taken on again after a failed one
    * reads them again, and they count once).
    */
-  counts = noDigests();
+  counts = noCounts();
   /** the records earlier owners committed (after a takeover), by key */
   committed: Set<string> | undefined;
   /** the next offset to read */
@@ -272,15 +272,9 @@ export class ExporterGroupMember {
       // InitProducerId with the transactional id: the earlier owner's producer is fenced, its open transaction
       // aborted (or finished: the coordinator answers once it is). kafkajs sends it at a producer's first
       // transaction, not at connect; an empty transaction ends without a request.
-      const init = await producer.transaction();
-      await init.abort();
-    } catch (err) {
-      await producer.disconnect().catch(() => undefined);
-      throw err;
-    }
-    const fencedAt = Date.now();
-    const task = new PartitionTask(partition, producer, this.o.engine ?? {});
-    try {
+      await (await producer.transaction()).abort();
+      const fencedAt = Date.now();
+      const task = new PartitionTask(partition, producer, this.o.engine ?? {});
       const taken = await this.restore(task, fencedAt);
       // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
       if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
@@ -459,14 +453,12 @@ export class ExporterGroupMember {
     const records = t.out;
     t.out = [];
     const counts = t.counts;
-    t.counts = noDigests();
+    t.counts = noCounts();
     const messages: KafkaMessageOut[] = [];
     const publish: RecordJson[] = [];
-    // Counted once committed, as the digests are.
-    let suppressed = 0;
     for (const r of records) {
       if (t.committed?.has(recordKey(r))) {
-        suppressed++;
+        counts.suppressedRecords++;
         continue;
       }
       publish.push(r);
@@ -497,8 +489,7 @@ export class ExporterGroupMember {
     }
     t.committedOffset = offset;
     this.stats.transactions++;
-    for (const k of Object.keys(counts) as Array<keyof DigestCounts>) this.stats[k] += counts[k];
-    this.stats.suppressedRecords += suppressed;
+    for (const k of Object.keys(counts) as Array<keyof PendingCounts>) this.stats[k] += counts[k];
     // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
     for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
     this.stats.records += publish.length;
