@@ -103,9 +103,9 @@ export async function startControlServer(controller: TelemetryController, o: Con
       try {
         mode = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { mode?: unknown } | null)?.mode;
       } catch {
-        return refuse(400, 'body must be JSON: {"mode": "full" | "polling"}');
+        return refuse(400, 'body must be JSON: {"mode": "full" | "polling" | "summary"}');
       }
-      if (mode !== "full" && mode !== "polling") return refuse(400, `mode must be full or polling (got ${JSON.stringify(mode)})`);
+      if (mode !== "full" && mode !== "polling" && mode !== "summary") return refuse(400, `mode must be full, polling or summary (got ${JSON.stringify(mode)})`);
       // Only the primary writes the switch: a change taken now by a backup would be applied later, unasked.
       const notPrimary = () => `not primary on ${address} (${controller.stats.role}): the mode is changed on the primary controller`;
       if (!controller.stats.primary) return refuse(409, notPrimary());

@@ -28,7 +28,7 @@ export interface DemoOptions {
   /** reordering paths for a share of the RDMA WRITE messages (generate --reorder, --reorder-loss) */
   reorder?: { reorderShare?: number; reorderMaxDisplacement?: number; reorderLoss?: number };
   /** full or polling; from `deployed` when omitted */
-  mode?: "full" | "polling";
+  mode?: "full" | "polling" | "summary";
   /** a deployed controller's settings (its config file): mode, watchlists and rotation, timeouts, digest lists */
   deployed?: ReplayOptions["deployed"];
   /** how long a switch that sends nothing holds the commands it saw (default: `deployed`'s, else 60 s) */

@@ -27,13 +27,28 @@ export class LabeledHistogram {
     return this.labelNames.map((n) => labels[n] ?? "").join("\u0000");
   }
 
-  observe(labels: Record<string, string>, value: number): void {
+  private seriesOf(labels: Record<string, string>): Series {
     const key = this.key(labels);
     let s = this.series.get(key);
     if (!s) {
       s = { labels: this.labelNames.map((n) => `${n}="${escape(labels[n] ?? "")}"`).join(","), counts: new Float64Array(this.buckets.length + 1), sum: 0, count: 0 };
       this.series.set(key, s);
     }
+    return s;
+  }
+
+  /** `n` observations at most `upper` (a bucket bound, or Infinity), summing to `sum`. */
+  observeBucket(labels: Record<string, string>, upper: number, n: number, sum: number): void {
+    const s = this.seriesOf(labels);
+    let i = this.buckets.findIndex((b) => b >= upper);
+    if (i < 0) i = this.buckets.length;
+    s.counts[i]! += n;
+    s.sum += sum;
+    s.count += n;
+  }
+
+  observe(labels: Record<string, string>, value: number): void {
+    const s = this.seriesOf(labels);
     // The first bucket whose bound is at least `value` (the last: +Inf).
     let lo = 0;
     let hi = this.buckets.length;

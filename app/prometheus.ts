@@ -13,8 +13,8 @@
 // record type.
 import { createServer, type Server } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { RecordJson, SwitchStatsJson } from "@rdma-telemetry/contract";
-import type { TelemetryController } from "@rdma-telemetry/controller";
+import { bucketValue, type HistogramBucketJson, type RecordJson, type SwitchStatsJson } from "@rdma-telemetry/contract";
+import { modeCode, type TelemetryController } from "@rdma-telemetry/controller";
 import { DEFAULT_TOPICS, type ExporterGroupMember, type ExporterGroupStats, type KafkaSink, type MetricsEngine, type TopicNames } from "@rdma-telemetry/exporter";
 import { LabeledHistogram } from "./prometheus-histogram.js";
 
@@ -58,6 +58,15 @@ class BoundedSeries {
  */
 export const LATENCY_BUCKETS_SECONDS: readonly number[] = Array.from({ length: 81 }, (_, i) => Number((1e-6 * 2 ** (i / 4)).toPrecision(6)));
 
+/**
+ * The data plane's histograms (io_histogram and flow_histogram records) in
+ * Prometheus: four bounds per octave from 1,024 ns to 2^32 ns, each a bound
+ * of the data plane's own buckets (contract/src/histogram.ts), so every
+ * count is exact and every switch has the same bounds. The records carry
+ * the full resolution (eight per octave).
+ */
+export const DATAPLANE_BUCKETS_SECONDS: readonly number[] = Array.from({ length: 22 * 4 }, (_, i) => (((8 + 2 * (i % 4)) * 2 ** (10 + Math.floor(i / 4))) / 8) / 1e9).concat([2 ** 32 / 1e9]);
+
 export class TelemetryMetrics {
   readonly registry = new Registry();
   private readonly topics: TopicNames;
@@ -67,6 +76,7 @@ export class TelemetryMetrics {
   private readonly unknownEndpoints = new Map<string, number>();
   private readonly ioLatency: LabeledHistogram;
   private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
+  private readonly dataplane: Record<"io" | "fct", LabeledHistogram>;
   private readonly flowGauges: Record<"fet" | "fnr", Gauge<string>>;
   private readonly flowCounters: Record<"ecn" | "cnp" | "messages", Counter<string>>;
   private readonly pairs: BoundedSeries;
@@ -120,6 +130,10 @@ export class TelemetryMetrics {
       fct: new LabeledHistogram("rdma_telemetry_flow_fct_seconds", "FCT of every message record, per flow", flowLabels, buckets),
       gap: new LabeledHistogram("rdma_telemetry_flow_gap_seconds", "Gap (GPU idle) before every message record that has one, per flow", flowLabels, buckets),
     };
+    this.dataplane = {
+      io: new LabeledHistogram("rdma_telemetry_dataplane_io_latency_seconds", "I/O figures (figure: e2e_c, e2e_s, dal, dpl) counted in the switch's data plane, every I/O it measured, per host–target pair and op (host and target 'overflow': pairs without a histogram id); _sum from the buckets' midpoints", ["switch", "host", "target", "op", "figure"], DATAPLANE_BUCKETS_SECONDS),
+      fct: new LabeledHistogram("rdma_telemetry_dataplane_flow_fct_seconds", "Message FCT counted in the switch's data plane, every message it measured, per flow (src 'overflow': flows without a histogram id); _sum from the buckets' midpoints", flowLabels, DATAPLANE_BUCKETS_SECONDS),
+    };
     this.flowGauges = {
       fet: new Gauge({ name: "rdma_telemetry_flow_fet_bytes_per_second", help: "Latest closed interval's median FET per flow", labelNames: flowLabels, registers: [register] }),
       fnr: new Gauge({ name: "rdma_telemetry_flow_fnr_ratio", help: "Latest closed interval's FNR (retransmitted / packets) per flow", labelNames: flowLabels, registers: [register] }),
@@ -129,27 +143,39 @@ export class TelemetryMetrics {
       cnp: new Counter({ name: "rdma_telemetry_flow_cnp_packets_total", help: "CNPs of the flow's host pair, summed over its closed intervals", labelNames: flowLabels, registers: [register] }),
       messages: new Counter({ name: "rdma_telemetry_flow_messages_total", help: "Messages of the flow, summed over its closed intervals", labelNames: flowLabels, registers: [register] }),
     };
-    this.pairs = new BoundedSeries(o.maxPairs ?? 500, (l) => this.ioLatency.remove(l));
+    this.pairs = new BoundedSeries(o.maxPairs ?? 500, (l) => {
+      this.ioLatency.remove(l);
+      this.dataplane.io.remove(l);
+    });
     this.flows = new BoundedSeries(o.maxFlows ?? 500, (l) => {
-      for (const m of [...Object.values(this.flowLatency), ...Object.values(this.flowGauges), ...Object.values(this.flowCounters)]) m.remove(l);
+      for (const m of [...Object.values(this.flowLatency), ...Object.values(this.flowGauges), ...Object.values(this.flowCounters), this.dataplane.fct]) m.remove(l);
     });
     this.rotation = new Histogram({ name: "rdma_telemetry_rotation_duration_seconds", help: "Polling rotation: the window's move to the switch's acknowledgement", labelNames: ["switch"], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [register] });
   }
 
   /** The text format of every metric: prom-client's registry, then the latency histograms. */
   async text(): Promise<string> {
-    return (await this.registry.metrics()) + [this.ioLatency, this.flowLatency.fct, this.flowLatency.gap].map((h) => h.text()).join("");
+    return (await this.registry.metrics()) + this.ownHistograms().map((h) => h.text()).join("");
   }
 
   /** Every metric family served, with its type and label names. */
   async families(): Promise<Array<{ name: string; type: string; labelNames: string[] }>> {
     const own = (await this.registry.getMetricsAsJSON()).map((f) => ({ name: f.name, type: String(f.type), labelNames: [...((this.registry.getSingleMetric(f.name) as unknown as { labelNames?: string[] }).labelNames ?? [])] }));
-    return [...own, ...[this.ioLatency, this.flowLatency.fct, this.flowLatency.gap].map((h) => ({ name: h.name, type: "histogram", labelNames: [...h.labelNames] }))];
+    return [...own, ...this.ownHistograms().map((h) => ({ name: h.name, type: "histogram", labelNames: [...h.labelNames] }))];
+  }
+
+  private ownHistograms(): LabeledHistogram[] {
+    return [this.ioLatency, this.flowLatency.fct, this.flowLatency.gap, this.dataplane.io, this.dataplane.fct];
+  }
+
+  /** A data-plane histogram's buckets into its series. */
+  private observeHistogram(h: LabeledHistogram, labels: Record<string, string>, buckets: HistogramBucketJson[]): void {
+    for (const b of buckets) h.observeBucket(labels, b.upper_ns === null ? Infinity : b.upper_ns / 1e9, b.count, (bucketValue(b.bucket) / 1e9) * b.count);
   }
 
   private topicOf(r: RecordJson): string {
-    if (r.type === "io" || r.type === "io_interval") return this.topics.io;
-    if (r.type === "message" || r.type === "flow_interval") return this.topics.flow;
+    if (r.type === "io" || r.type === "io_interval" || r.type === "io_histogram") return this.topics.io;
+    if (r.type === "message" || r.type === "flow_interval" || r.type === "flow_histogram") return this.topics.flow;
     return this.topics.alert;
   }
 
@@ -171,6 +197,13 @@ export class TelemetryMetrics {
       const labels = this.flowLabels(r.switch_id, r.src, r.dst, r.dest_qp);
       this.flowLatency.fct.observe(labels, r.fct_ns / 1e9);
       if (r.gap_ns !== null) this.flowLatency.gap.observe(labels, r.gap_ns / 1e9);
+    } else if (r.type === "io_histogram") {
+      const labels = { switch: r.switch_id, host: r.host ?? "overflow", target: r.target ?? "overflow", op: r.op, figure: r.figure.replace(/_ns$/, "") };
+      this.observeHistogram(this.dataplane.io, labels, r.buckets);
+      this.pairs.touch(`dp|${r.switch_id}|${labels.host}|${labels.target}|${r.op}|${labels.figure}`, [labels]);
+    } else if (r.type === "flow_histogram") {
+      const labels = r.src === null ? { switch: r.switch_id, src: "overflow", dst: "overflow", dest_qp: "" } : this.flowLabels(r.switch_id, r.src, r.dst!, r.dest_qp!);
+      this.observeHistogram(this.dataplane.fct, labels, r.buckets);
     } else if (r.type === "flow_interval") {
       const labels = this.flowLabels(r.switch_id, r.src, r.dst, r.dest_qp);
       if (r.fet_bps) this.flowGauges.fet.set(labels, r.fet_bps.p50 / 8);
@@ -243,12 +276,17 @@ export class TelemetryMetrics {
         for (const role of ["primary", "backup", "disconnected"]) this.set({ ...labels, role }, controller.stats.role === role ? 1 : 0);
       },
     });
-    new Gauge({ name: "rdma_telemetry_mode", help: "The switch's mode: 1 full, 2 polling", labelNames: ["switch"], registers: register, collect() { this.set(labels, controller.currentMode === "polling" ? 2 : 1); } });
+    new Gauge({ name: "rdma_telemetry_mode", help: "The switch's mode: 1 full, 2 polling, 3 summary", labelNames: ["switch"], registers: register, collect() { this.set(labels, modeCode(controller.currentMode)); } });
     new Gauge({
       name: "rdma_telemetry_watchlist_coverage_ratio", help: "Flows measured in the current polling window over the flows known (1 in full mode)", labelNames: ["switch"], registers: register,
       collect() { this.set(labels, controller.coverage().ratio); },
     });
     new Gauge({ name: "rdma_telemetry_watchlist_known_flows", help: "Flows the controller knows of", labelNames: ["switch"], registers: register, collect() { this.set(labels, controller.coverage().known_flows); } });
+    const hist = controller.histograms;
+    if (hist) {
+      new Gauge({ name: "rdma_telemetry_histogram_ids", help: "Histogram ids held (kind: pair, flow; 1,023 each on v1model)", labelNames: ["switch", "kind"], registers: register, collect() { this.set({ ...labels, kind: "pair" }, hist.pairCount); this.set({ ...labels, kind: "flow" }, hist.flowCount); } });
+      new Counter({ name: "rdma_telemetry_histogram_ids_refused_total", help: "Pairs and flows refused a histogram id (every id taken, none idle): their I/Os and messages count in the overflow histograms", labelNames: ["switch", "kind"], registers: register, collect() { this.reset(); this.inc({ ...labels, kind: "pair" }, hist.pairsRefused); this.inc({ ...labels, kind: "flow" }, hist.flowsRefused); } });
+    }
     controller.on("rotated", (r) => this.rotation.observe(labels, r.durationMs / 1000));
   }
 

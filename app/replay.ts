@@ -7,7 +7,7 @@ import type { RecordSink } from "@rdma-telemetry/exporter";
 import { Exporter, type ExporterOptions } from "@rdma-telemetry/exporter";
 import { JsonlSink, OutputError, type OutputMode } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
-import type { ControllerConfig, Mode } from "@rdma-telemetry/controller";
+import { modeCode, type ControllerConfig, type Mode } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALIGNMENT_SCAN_PACKETS, estimateAlignmentsAsync } from "./clock-alignment.js";
 import { feedMerged, Rig, type FeedPacket } from "./rig.js";
@@ -189,6 +189,8 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     }
     // A rotation that takes pairs out of a switch's window: their open I/Os' responses go unwatched there.
     for (const r of rigs) r.controller.on("rotated", (e) => exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs));
+    // The data plane's histograms, read at every interval boundary of the capture's clock.
+    for (const r of rigs) r.onHistograms = (h, atNs) => exporter.metrics.addHistograms(r.options.name, h, atNs);
     opts.beforeFeed?.(rigs);
     packets = await feedMerged(rigs.map((rig, i) => ({ rig, packets: aligned.packets[i]!, alignNs: aligned.alignments[i]! })), (done, total, tsNs) => {
       // An output that can no longer be written (disk full) ends the run; closing the sink says what was kept and lost.
@@ -198,8 +200,9 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     for (const r of rigs) await r.drain();
     // The switches' own counts of what they could not track go on their switch_stats records.
     for (const r of rigs) {
+      if (r.lastFedNs > 0n) await r.readHistograms(r.lastFedNs + 1n);
       exporter.metrics.setSwitchCounters(r.options.name, await r.controller.readCounters());
-      exporter.metrics.setSwitchMode(r.options.name, r.controller.currentMode === "polling" ? 2 : 1);
+      exporter.metrics.setSwitchMode(r.options.name, modeCode(r.controller.currentMode));
       if (r.lastFedNs > 0n) exporter.metrics.noteSwitch(r.options.name, r.lastFedNs);
     }
     exporter.finish();

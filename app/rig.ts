@@ -3,8 +3,8 @@
 // in one process. Used by the demo, by replay and by the tests.
 import { P4RuntimeServer } from "@rdma-telemetry/switch";
 import { SoftwareSwitch } from "@rdma-telemetry/switch";
-import { parseConfig, type Mode } from "@rdma-telemetry/controller";
-import type { DigestBatch } from "@rdma-telemetry/contract";
+import { parseConfig, WATCHLIST_MODES, type Mode } from "@rdma-telemetry/controller";
+import type { DigestBatch, HistogramRead } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ipSource, type Topology } from "./topology.js";
@@ -51,6 +51,17 @@ export class Rig {
   nextRotationNs: bigint | undefined;
   /** the capture time of the rotation being written: it takes effect before the packet of that time */
   rotatingAtNs = 0n;
+  /** what the data plane's histograms counted, read every histogramIntervalNs of capture time (at each boundary) */
+  onHistograms: ((read: HistogramRead, atNs: bigint) => void) | undefined;
+  histogramIntervalNs = 1_000_000_000n;
+  private nextHistogramNs: bigint | undefined;
+  /**
+   * Histogram ids are written every this much capture time, once every
+   * digest list the switch sent has reached the controller: the same capture
+   * gives the same ids at the same packets, and the same histograms.
+   */
+  histogramIdPeriodNs = 5_000_000n;
+  private nextIdsNs: bigint | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */
   private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
 
@@ -63,13 +74,46 @@ export class Rig {
   /** Control-plane work due at capture time `tsNs`: scheduled actions, then polling rotations. */
   async runDue(tsNs: bigint): Promise<void> {
     while (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) await this.scheduled.shift()!.run();
+    await this.writeIdsIfDue(tsNs);
+    await this.readHistogramsIfDue(tsNs);
     await this.rotateIfDue(tsNs);
+  }
+
+  private histogramsDue(tsNs: bigint): boolean {
+    if (this.controller.histograms === undefined) return false;
+    if (this.nextIdsNs === undefined || tsNs >= this.nextIdsNs) return true;
+    return this.onHistograms !== undefined && (this.nextHistogramNs === undefined || tsNs >= this.nextHistogramNs);
+  }
+
+  private async writeIdsIfDue(tsNs: bigint): Promise<void> {
+    if (this.controller.histograms === undefined || (this.nextIdsNs !== undefined && tsNs < this.nextIdsNs)) return;
+    await this.catchUp(0);
+    await this.controller.applyHistogramIds();
+    const p = this.histogramIdPeriodNs;
+    this.nextIdsNs = tsNs - (((tsNs % p) + p) % p) + p;
+  }
+
+  /** At each interval boundary of capture time, what the histograms counted up to it (before the packet of that time). */
+  private async readHistogramsIfDue(tsNs: bigint): Promise<void> {
+    if (!this.onHistograms || this.controller.histograms === undefined || (this.nextHistogramNs !== undefined && tsNs < this.nextHistogramNs)) return;
+    const i = this.histogramIntervalNs;
+    const boundary = tsNs - (((tsNs % i) + i) % i);
+    if (this.nextHistogramNs !== undefined) await this.readHistograms(boundary);
+    this.nextHistogramNs = boundary + i;
+  }
+
+  /** Reads the histograms now (the switch has counted every packet fed), as of capture time `atNs`. */
+  async readHistograms(atNs: bigint): Promise<void> {
+    if (!this.onHistograms) return;
+    const read = await this.controller.readHistograms();
+    if (read) this.onHistograms(read, atNs);
   }
 
   /** True when control-plane work is due at `tsNs`. */
   due(tsNs: bigint): boolean {
     if (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) return true;
-    if (this.controller.currentMode !== "polling") return false;
+    if (this.histogramsDue(tsNs)) return true;
+    if (!WATCHLIST_MODES.includes(this.controller.currentMode)) return false;
     return this.nextRotationNs === undefined || tsNs >= this.nextRotationNs;
   }
 
@@ -103,7 +147,7 @@ export class Rig {
     });
     // Rotation follows the capture's clock, not the host's (see feedMerged).
     // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
-    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch" });
+    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand" });
     this.controller.on("digests", onDigests);
     this.controller.start();
     await this.controller.ready();
@@ -111,7 +155,7 @@ export class Rig {
 
   /** Rotates the polling window when its period has passed in capture time. */
   async rotateIfDue(tsNs: bigint): Promise<void> {
-    if (this.controller.currentMode !== "polling") {
+    if (!WATCHLIST_MODES.includes(this.controller.currentMode)) {
       this.nextRotationNs = undefined;
       return;
     }

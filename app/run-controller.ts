@@ -14,7 +14,7 @@ import type { DigestBatch } from "@rdma-telemetry/contract";
 import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
-import { TelemetryController } from "@rdma-telemetry/controller";
+import { modeCode, TelemetryController } from "@rdma-telemetry/controller";
 import { openControlServer } from "./control-server.js";
 import { defaultTokenFile, type TokenSource } from "./control-token.js";
 import { closeKafka } from "./kafka-close.js";
@@ -130,7 +130,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   exporter.addSink((r) => {
     metrics?.onRecord(r);
     if (jsonl && !jsonlDedupe?.written(r)) jsonl.write(r);
-    if (kafka && !kafkaDedupe?.written(r) && (!o.digestsOnly || r.type === "switch_stats")) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
+    // Digests only: the exporter group makes the records, but not the switch's own ones (its counters: stats and histograms).
+    if (kafka && !kafkaDedupe?.written(r) && (!o.digestsOnly || r.type === "switch_stats" || r.type === "io_histogram" || r.type === "flow_histogram")) kafka.push(encodeRecord(r, kafka.topicNames, "protobuf", exporter.metrics.options.intervalNs));
     if (r.type === "switch_stats" && journal) {
       // An interval closed: its records are made durable, and what they settle can leave the journal.
       jsonl?.sync();
@@ -194,8 +195,24 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       .then((c) => exporter.metrics.setSwitchCounters(config.switch.switchId, c))
       .catch((err: unknown) => o.logger.warn("reading the switch counters failed", { error: (err as Error).message }))
       .finally(() => (reading = false));
-    exporter.metrics.setSwitchMode(config.switch.switchId, controller.currentMode === "polling" ? 2 : 1);
+    exporter.metrics.setSwitchMode(config.switch.switchId, modeCode(controller.currentMode));
   }, Math.max(100, intervalMs / 2));
+  // The data plane's histograms, read just after every interval boundary: what they counted in the interval that ended.
+  let histogramTimer: NodeJS.Timeout | undefined;
+  const readHistograms = () => {
+    const delayMs = intervalMs - (Date.now() % intervalMs) + HISTOGRAM_READ_DELAY_MS;
+    histogramTimer = setTimeout(() => {
+      const at = BigInt(Date.now() - HISTOGRAM_READ_DELAY_MS) * 1_000_000n;
+      const done = () => readHistograms();
+      if (!controller.stats.primary || !controller.histograms) return done();
+      controller.readHistograms()
+        .then((h) => h && exporter.metrics.addHistograms(config.switch.switchId, h, at))
+        .catch((err: unknown) => o.logger.warn("reading the switch's histograms failed", { error: (err as Error).message }))
+        .finally(done);
+    }, delayMs);
+    histogramTimer.unref();
+  };
+  readHistograms();
   controller.start();
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -204,7 +221,14 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   });
   clearInterval(tick);
   clearInterval(counters);
+  clearTimeout(histogramTimer);
   control?.close();
+  // What the histograms counted since the last interval's read goes out with the last records.
+  if (controller.stats.primary && controller.histograms) {
+    await controller.readHistograms()
+      .then((h) => h && exporter.metrics.addHistograms(config.switch.switchId, h, BigInt(Date.now()) * 1_000_000n))
+      .catch((err: unknown) => o.logger.warn("reading the switch's histograms failed", { error: (err as Error).message }));
+  }
   await controller.stop();
   exporter.finish();
   journal?.rotate();
@@ -220,6 +244,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
 }
 
 const END_OF_TIME = 1n << 64n;
+/** How long after an interval's end its histograms are read (the read counts in the interval that ended). */
+const HISTOGRAM_READ_DELAY_MS = 20;
 
 /**
  * The records an earlier run published: those Kafka has from a little before

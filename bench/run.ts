@@ -4,6 +4,7 @@
 //   writes     table writes/s (batched) and the time to rotate a 1024-entry watchlist
 //   kafka      records/s from the exporter into Kafka with each client, each codec (none, gzip, snappy, lz4, zstd), Kafka 4.4 and 3.9, beside the Java producer (bench/kafka.ts)
 //   exporter-group  digests/s through Kafka with 1 and 2 exporter group members, beside in process (bench/exporter-group.ts)
+//   summary    digests/s and records/s in summary mode beside full mode at 1×, 4× and 16× the load (bench/summary.ts)
 //   memory     the exporter's peak RSS with 1,000,000 flows in one interval
 //   replay-memory  packets/s and peak RSS replaying a capture of BENCH_CAPTURE_MB (streamed)
 //   soak       the demo for BENCH_SOAK_S seconds of traffic (default 3600) at BENCH_SOAK_LOAD (default 0.3), its RSS every 10 s
@@ -23,6 +24,7 @@ const all: Record<string, () => Promise<void>> = {
   counters: async () => (await import("./p4runtime.js")).benchCounters(),
   kafka: async () => (await import("./kafka.js")).benchKafkaMatrix(print),
   "exporter-group": async () => (await import("./exporter-group.js")).benchExporterGroup(),
+  summary: async () => (await import("./summary.js")).benchSummary(),
   memory: async () => (await import("./memory.js")).benchMemory(),
   "replay-memory": async () => (await import("./memory.js")).benchReplayMemory(),
   soak: async () => (await import("./memory.js")).benchSoak(),

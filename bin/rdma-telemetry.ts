@@ -32,7 +32,7 @@ import { prepareOutDir } from "../app/output-dir.js";
 const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 fabrics
 
 Usage:
-  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling]
+  rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
@@ -44,7 +44,7 @@ Usage:
       The captures keep whole packets (about 700 MB per second of traffic at
       load 1); --snaplen 128 keeps the headers the switch reads.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
-                 --out RECORDS.jsonl [--mode full|polling] [--config FILE] [--switch-id NAME...]
+                 --out RECORDS.jsonl [--mode full|polling|summary] [--config FILE] [--switch-id NAME...]
                  [--silent-switch-ms N]
       Replays pcap/pcapng captures through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
@@ -112,7 +112,7 @@ Usage:
       capture of generate). With --capture-clock the switch measures on the
       captures' clock (as replay does); with it or --pcap-delay-ms the
       captures wait for a pipeline, then that long.
-  rdma-telemetry mode full|polling [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
+  rdma-telemetry mode full|polling|summary [--control 127.0.0.1:PORT | https://HOST:PORT [--control-ca FILE]]
                  [--control-token-file FILE]
       Switches the mode of a running primary controller (its config's control_port),
       with the control token the controller printed: env RDMA_TELEMETRY_CONTROL_TOKEN,
@@ -291,9 +291,9 @@ function load(v: string | undefined): number {
   return n;
 }
 
-function mode(v: string | undefined): "full" | "polling" {
-  if (v === undefined || v === "full" || v === "polling") return v ?? "full";
-  throw new UsageError(`--mode must be full or polling (got '${v}')`);
+function mode(v: string | undefined): "full" | "polling" | "summary" {
+  if (v === undefined || v === "full" || v === "polling" || v === "summary") return v ?? "full";
+  throw new UsageError(`--mode must be full, polling or summary (got '${v}')`);
 }
 
 const SPILL_DIR = ".cache/kafka-spill";
@@ -679,7 +679,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "mode": {
       const m = rest[0];
-      if (m !== "full" && m !== "polling") throw new UsageError("mode needs full or polling");
+      if (m !== "full" && m !== "polling" && m !== "summary") throw new UsageError("mode needs full, polling or summary");
       const target = values.control ?? "127.0.0.1:9660";
       let ca: Buffer | undefined;
       try {

@@ -116,7 +116,9 @@ export function renderNames(p4info, defineSource = "", compactP4infos = {}) {
  * nothing and returns a sentence when the file on disk differs.
  */
 export function generateNames(p4infoPath, outPath, { check = false, defineFile, compactP4infos } = {}) {
-  const define = readFileSync(defineFile ?? new URL("../p4/include/define.p4", import.meta.url), "utf8");
+  // The histograms' flags and mode live beside them (the v1model build's own file).
+  const define = readFileSync(defineFile ?? new URL("../p4/include/define.p4", import.meta.url), "utf8")
+    + (defineFile ? "" : "\n" + readFileSync(new URL("../p4/include/control/histograms.p4", import.meta.url), "utf8"));
   const root = new URL("..", import.meta.url).pathname;
   const compactPaths = compactP4infos ?? COMPACT_P4INFOS.map((f) => `${root}${f}`);
   const compact = Object.fromEntries(compactPaths.map((f) => [f.replace(root, ""), JSON.parse(readFileSync(f, "utf8"))]));

@@ -9,7 +9,7 @@
 // alerts. A point is a few dozen numbers: the defaults hold at most
 // 300 × (128 + 128 + 32) points, measured at 63 MB of heap and a 32 MB
 // snapshot for a page that connects; a fabric of tens of pairs takes a few MB.
-import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, StatsJson, SwitchStatsJson } from "@rdma-telemetry/contract";
+import { histogramQuantile, type AlertJson, type FlowAggregateJson, type IoAggregateJson, type IoHistogramJson, type RecordJson, type StatsJson, type SwitchStatsJson } from "@rdma-telemetry/contract";
 
 export interface DashboardBounds {
   intervals: number;
@@ -41,6 +41,14 @@ export interface PairPoint {
   dpl_p50: number | null;
   dpl_p99: number | null;
   dpl_mean: number | null;
+  /** from the switches' data-plane histograms: every I/O they measured (also those without a record); null where none came */
+  dp_count: number | null;
+  dp_e2e_p50: number | null;
+  dp_e2e_p99: number | null;
+  dp_dal_p50: number | null;
+  dp_dal_p99: number | null;
+  dp_dpl_p50: number | null;
+  dp_dpl_p99: number | null;
   /** the switches whose aggregates it merges */
   switches: string[];
 }
@@ -145,6 +153,7 @@ export function mergePair(start: string, bySwitch: ReadonlyMap<string, IoAggrega
     rtt_p50: rtt?.p50 ?? null, rtt_p99: rtt?.p99 ?? null, rtt_mean: rtt?.mean ?? null,
     dal_p50: dal?.p50 ?? null, dal_p99: dal?.p99 ?? null, dal_mean: dal?.mean ?? null,
     dpl_p50: dpl?.p50 ?? null, dpl_p99: dpl?.p99 ?? null, dpl_mean: dpl?.mean ?? null,
+    ...NO_DATAPLANE,
     switches: recs.map((r) => r.switch_id),
   };
 }
@@ -171,13 +180,46 @@ export function foldPair(point: PairPoint | undefined, choice: PairChoice | unde
       rtt_p50: c.rtt_ns?.p50 ?? null, rtt_p99: c.rtt_ns?.p99 ?? null, rtt_mean: c.rtt_ns?.mean ?? null,
       dal_p50: c.dal_ns?.p50 ?? null, dal_p99: c.dal_ns?.p99 ?? null, dal_mean: c.dal_ns?.mean ?? null,
       dpl_p50: c.dpl_ns?.p50 ?? null, dpl_p99: c.dpl_ns?.p99 ?? null, dpl_mean: c.dpl_ns?.mean ?? null,
+      ...dataplaneOf(c.dp),
       switches,
     },
   };
 }
 
-/** Which switch's figure a pair's point shows, per figure (what foldPair needs to take in one more switch). */
-export type PairChoice = Partial<Record<StatField, { count: number; switch: string; p50: number; p99: number; mean: number }>>;
+/** Which switch's figure a pair's point shows, per figure (what foldPair needs to take in one more switch), and the data-plane buckets summed per figure. */
+export type PairChoice = Partial<Record<StatField, { count: number; switch: string; p50: number; p99: number; mean: number }>> & { dp?: DataplaneBuckets };
+
+/** A pair's data-plane histograms in one interval: figure -> bucket -> count, summed over switches. */
+type DataplaneBuckets = Partial<Record<IoHistogramJson["figure"], Map<number, number>>>;
+
+const NO_DATAPLANE = { dp_count: null, dp_e2e_p50: null, dp_e2e_p99: null, dp_dal_p50: null, dp_dal_p99: null, dp_dpl_p50: null, dp_dpl_p99: null };
+
+/** The data-plane figures of a pair's point: e2e at the compute side, else the storage side's; DAL; DPL. */
+function dataplaneOf(dp: DataplaneBuckets | undefined): typeof NO_DATAPLANE | Record<keyof typeof NO_DATAPLANE, number | null> {
+  if (!dp) return NO_DATAPLANE;
+  const q = (h: Map<number, number> | undefined, p: number) => (h ? histogramQuantile([...h], p) : null);
+  const e2e = dp.e2e_c_ns ?? dp.e2e_s_ns;
+  return {
+    dp_count: e2e ? [...e2e.values()].reduce((a, b) => a + b, 0) : null,
+    dp_e2e_p50: q(e2e, 0.5), dp_e2e_p99: q(e2e, 0.99),
+    dp_dal_p50: q(dp.dal_ns, 0.5), dp_dal_p99: q(dp.dal_ns, 0.99),
+    dp_dpl_p50: q(dp.dpl_ns, 0.5), dp_dpl_p99: q(dp.dpl_ns, 0.99),
+  };
+}
+
+/** Folds a switch's data-plane histogram into a pair's point (a point with no record yet has only these figures). */
+export function foldHistogram(point: PairPoint | undefined, choice: PairChoice | undefined, r: IoHistogramJson): { point: PairPoint; choice: PairChoice } {
+  const dp: DataplaneBuckets = { ...(choice?.dp ?? {}) };
+  const h = new Map(dp[r.figure] ?? []);
+  for (const b of r.buckets) h.set(b.bucket, (h.get(b.bucket) ?? 0) + b.count);
+  dp[r.figure] = h;
+  const base: PairPoint = point ?? {
+    start: r.interval_start_unix_ns, count: 0, incomplete: 0, errors: 0, bytes: 0,
+    e2e_p50: null, e2e_p99: null, e2e_mean: null, rtt_p50: null, rtt_p99: null, rtt_mean: null,
+    dal_p50: null, dal_p99: null, dal_mean: null, dpl_p50: null, dpl_p99: null, dpl_mean: null, ...NO_DATAPLANE, switches: [],
+  };
+  return { choice: { ...(choice ?? {}), dp }, point: { ...base, ...dataplaneOf(dp), switches: [...new Set([...base.switches, r.switch_id])].sort() } };
+}
 
 /** The flow as the switch that counted most of its messages saw it (ties: the first switch id). */
 export function pickFlow(start: string, bySwitch: ReadonlyMap<string, FlowAggregateJson>): FlowPoint {
@@ -249,7 +291,7 @@ export class DashboardStore {
 
   /** Feeds one record; records other than the interval ones and alerts are ignored. */
   add(r: RecordJson): void {
-    if (r.type !== "io_interval" && r.type !== "flow_interval" && r.type !== "switch_stats" && r.type !== "alert") return;
+    if (r.type !== "io_interval" && r.type !== "flow_interval" && r.type !== "switch_stats" && r.type !== "alert" && !(r.type === "io_histogram" && r.host !== null)) return;
     this.status.records++;
     this.status.lastRecordAt = Date.now();
     if (r.type === "alert") {
@@ -264,7 +306,14 @@ export class DashboardStore {
       this.dropped.tooOld++;
       return;
     }
-    if (r.type === "io_interval") {
+    if (r.type === "io_histogram") {
+      const key = pairKey({ host: r.host!, target: r.target!, op: r.op });
+      const s = this.series(this.pairs, key, this.bounds.pairSeries);
+      const { point, choice } = foldHistogram(s.points.get(start), s.choices.get(start), r);
+      s.points.set(start, point);
+      s.choices.set(start, choice);
+      this.pending.pairs.push([key, point]);
+    } else if (r.type === "io_interval") {
       const key = pairKey(r);
       const s = this.series(this.pairs, key, this.bounds.pairSeries);
       const { point, choice } = foldPair(s.points.get(start), s.choices.get(start), r);

@@ -43,6 +43,10 @@ export const IO_FLAG_LAST_LOST = C.IO_FLAG_LAST_LOST;
 export const IO_OP_READ = C.IO_OP_READ;
 export const IO_OP_WRITE = C.IO_OP_WRITE;
 export const MSG_FLAG_GAP_VALID = C.MSG_FLAG_GAP_VALID;
+/** RSP: the I/O's pair had no histogram id: its figures counted in the overflow histograms (not in the compact layout) */
+export const IO_FLAG_HIST_UNPAIRED = C.IO_FLAG_HIST_UNPAIRED;
+/** The message's flow had no histogram id: its FCT counted in the overflow histogram (not in the compact layout) */
+export const MSG_FLAG_HIST_UNFLOWED = C.MSG_FLAG_HIST_UNFLOWED;
 export const LEARN_FLOW = C.LEARN_FLOW;
 export const LEARN_IO_PAIR = C.LEARN_IO_PAIR;
 /** an IPv6 address the switch's endpoint tables lack (`addr`): the controller gives it an endpoint key */
@@ -50,6 +54,7 @@ export const LEARN_ENDPOINT = C.LEARN_ENDPOINT;
 export const MODE_OFF = C.MODE_OFF;
 export const MODE_FULL = C.MODE_FULL;
 export const MODE_POLLING = C.MODE_POLLING;
+export const MODE_SUMMARY = C.MODE_SUMMARY;
 
 export interface IoDigest {
   kind: "io";

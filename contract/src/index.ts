@@ -10,3 +10,4 @@ export * from "./records.js";
 export * from "./switch-counters.js";
 export * from "./topology.js";
 export * from "./generated/telemetry-names.js";
+export * from "./histogram.js";

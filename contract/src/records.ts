@@ -2,7 +2,7 @@
 // (snake_case, units in names). JSON lines carry them as they are; Kafka
 // carries them as the protobuf messages of proto/rdma/telemetry/v1.
 
-export type ModeName = "full" | "polling" | "off";
+export type ModeName = "full" | "polling" | "summary" | "off";
 
 /** A distribution: count, min, mean, p50, p99, max (the exporter's sketch summarises into it). */
 export interface StatsJson {
@@ -172,8 +172,57 @@ export interface SwitchStatsJson {
   mode: ModeName;
 }
 
-export type RecordJson = IoRecordJson | MessageRecordJson | IoAggregateJson | FlowAggregateJson | AlertJson | SwitchStatsJson;
+/** One bucket of a data-plane histogram: its index on the scale (contract/src/histogram.ts), bounds [lower, upper) and count. */
+export interface HistogramBucketJson {
+  bucket: number;
+  lower_ns: number;
+  /** null for the overflow bucket (2^32 ns and more) */
+  upper_ns: number | null;
+  count: number;
+}
+
+/**
+ * A data-plane histogram of one figure of one host-target pair and op, over
+ * an interval: every I/O the switch measured, with or without a digest.
+ * host and target null: the overflow (pairs that had no histogram id).
+ */
+export interface IoHistogramJson {
+  type: "io_histogram";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  interval_end_unix_ns: string;
+  host: string | null;
+  target: string | null;
+  op: "read" | "write";
+  figure: "e2e_c_ns" | "e2e_s_ns" | "dal_ns" | "dpl_ns";
+  count: number;
+  /** the buckets with a count, lowest first */
+  buckets: HistogramBucketJson[];
+  /** quantiles read from the buckets (within 6.25 % of the exact ones) */
+  p50_ns: number;
+  p99_ns: number;
+  mode: ModeName;
+}
+
+/** A data-plane histogram of one flow's message FCT over an interval; src, dst and dest_qp null: the overflow (flows without an id). */
+export interface FlowHistogramJson {
+  type: "flow_histogram";
+  switch_id: string;
+  interval_start_unix_ns: string;
+  interval_end_unix_ns: string;
+  src: string | null;
+  dst: string | null;
+  dest_qp: number | null;
+  figure: "fct_ns";
+  count: number;
+  buckets: HistogramBucketJson[];
+  p50_ns: number;
+  p99_ns: number;
+  mode: ModeName;
+}
+
+export type RecordJson = IoRecordJson | MessageRecordJson | IoAggregateJson | FlowAggregateJson | AlertJson | SwitchStatsJson | IoHistogramJson | FlowHistogramJson;
 
 export function modeName(mode: number): ModeName {
-  return mode === 1 ? "full" : mode === 2 ? "polling" : "off";
+  return mode === 1 ? "full" : mode === 2 ? "polling" : mode === 3 ? "summary" : "off";
 }

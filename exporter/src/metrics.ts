@@ -3,7 +3,8 @@
 // message records, and per-interval aggregates. Time comes from the digests
 // (switch clocks mapped to the wall clock), so a replay is deterministic.
 import { EndpointNames } from "./metrics/endpoint-names.js";
-import type { EndpointEntry } from "@rdma-telemetry/contract";
+import { HistogramIntervals } from "./metrics/histograms.js";
+import type { EndpointEntry, HistogramRead } from "@rdma-telemetry/contract";
 import {
   IO_EVENT_CMD,
   IO_EVENT_QUEUE_PAIR,
@@ -121,6 +122,7 @@ export class MetricsEngine {
   private readonly health = new SwitchHealth();
   /** endpoint keys (IPv6 addresses) of each switch, and their text */
   private readonly endpoints = new EndpointNames();
+  private readonly histograms = new HistogramIntervals();
   /** per switch: the newest list timestamp seen, on the common clock (each switch's digests lag differently) */
   private readonly watermarks = new Map<string, bigint>();
   private watermark = 0n;
@@ -185,6 +187,26 @@ export class MetricsEngine {
   /** The switch's mode as its controller set it (1 full, 2 polling). */
   setSwitchMode(switchId: string, mode: number): void {
     this.health.setMode(switchId, mode);
+  }
+
+  /**
+   * What the switch's data-plane histograms counted since its controller's
+   * last read, read at `atUnixNs` (the switch's clock): it counts in the
+   * interval that ended last at that time (the one a read at a boundary
+   * closes), or where that one is out already, the oldest open one.
+   */
+  addHistograms(switchId: string, read: HistogramRead, atUnixNs: bigint): void {
+    const i = this.options.intervalNs;
+    const aligned = atUnixNs + this.align(switchId) - 1n;
+    let start = aligned - (((aligned % i) + i) % i);
+    if (start < this.closedBefore) start = this.closedBefore;
+    // The switch's endpoint keys to addresses (its controller's, as its digests tell them); one without an address is left out, counted.
+    const mode = this.health.mode(switchId) ?? 1;
+    const unnamed = this.histograms.add(start, switchId, mode, read, (v) => {
+      const k = this.endpoints.local(switchId, v);
+      return k === undefined ? undefined : this.endpoints.text(k);
+    });
+    if (unnamed) this.switchInterval(switchId, start, mode).unknownEndpoints += unnamed;
   }
 
   /** The switch's own counters (read by the controller), carried on its switch_stats records. */
@@ -685,7 +707,7 @@ export class MetricsEngine {
 
   private flushIntervals(closeBefore: bigint | undefined): void {
     const i = this.options.intervalNs;
-    const buckets = this.intervals.starts();
+    const buckets = [...this.intervals.starts(), ...this.histograms.starts()].sort((a, b) => (a < b ? -1 : 1));
     const known = this.health.switches();
     const firsts = known.map((sw) => this.health.firstInterval(sw)!);
     let from = this.closedBefore;
@@ -708,6 +730,7 @@ export class MetricsEngine {
       const { ios, flows, cnps, switches } = this.intervals.take(start);
       for (const a of ios) this.sink(ioIntervalRecord(a, own(a.switchId), this.pairCoverage?.(a.switchId) ?? null));
       for (const a of flows) this.sink(flowIntervalRecord(a, own(a.switchId), cnps, this.coverage?.(a.switchId) ?? null, (v) => this.endpoints.text(v)));
+      for (const h of this.histograms.take(start, own)) this.sink(h);
       for (const sw of this.health.switches()) {
         const si = switches?.get(sw);
         // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).

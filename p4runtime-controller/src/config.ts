@@ -8,7 +8,9 @@ import { packageRoot } from "./paths.js";
 
 import { canonicalAddress, parsePrefix, type PortSpec } from "@rdma-telemetry/contract";
 
-export type Mode = "full" | "polling";
+export type Mode = "full" | "polling" | "summary";
+/** Modes whose digests cover the watchlists only (the polling rotation runs in both). */
+export const WATCHLIST_MODES: readonly Mode[] = ["polling", "summary"];
 
 /** A port of the switch, as the topology gives it (see @rdma-telemetry/contract). */
 export type PortConfig = PortSpec;
@@ -55,6 +57,8 @@ export interface ControllerConfig {
    */
   readonly timeouts: { readonly ioTimeoutMs: number; readonly flowTimeoutMs: number; readonly silentSwitchMs: number };
   readonly digest: { readonly maxTimeoutUs: number; readonly maxListSize: number; readonly ackTimeoutMs: number };
+  /** The data plane's histograms: a pair's or flow's id goes to a new one when every id is taken and it has counted nothing for idIdleMs. */
+  readonly histograms: { readonly idIdleMs: number };
   /** HTTP endpoint for status and run-time mode switches (token required); 0 = off */
   readonly controlPort: number;
   /** where the control endpoint listens: loopback unless TLS is set (or plaintext is explicitly allowed) */
@@ -191,7 +195,7 @@ export function parseEndpoints(v: unknown, path = "endpoints"): string[] {
 /** Validates a parsed config object; relative paths are resolved against `baseDir`. */
 export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerConfig {
   const o = obj(raw, "config");
-  checkUnknown(o, "", ["switch", "pipeline", "ports", "endpoints", "mode", "polling", "timeouts", "digest", "control_port", "control_host", "control_tls", "control_insecure_plaintext"]);
+  checkUnknown(o, "", ["switch", "pipeline", "ports", "endpoints", "mode", "polling", "timeouts", "digest", "histograms", "control_port", "control_host", "control_tls", "control_insecure_plaintext"]);
   const sw = obj(o.switch, "switch");
   checkUnknown(sw, "switch", ["address", "device_id", "election_id", "role", "switch_id", "timestamp_unit_ns", "tls"]);
   const address = str(sw.address, "switch.address", DEFAULTS.address);
@@ -212,8 +216,10 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
   checkUnknown(timeouts, "timeouts", ["io_timeout_ms", "flow_timeout_ms", "silent_switch_ms"]);
   const digest = obj(o.digest, "digest");
   checkUnknown(digest, "digest", ["max_timeout_us", "max_list_size", "ack_timeout_ms"]);
+  const histograms = obj(o.histograms, "histograms");
+  checkUnknown(histograms, "histograms", ["id_idle_ms"]);
   const mode = o.mode ?? DEFAULTS.mode;
-  if (mode !== "full" && mode !== "polling") throw new ConfigError(`mode: must be full or polling (got ${JSON.stringify(mode)})`);
+  if (mode !== "full" && mode !== "polling" && mode !== "summary") throw new ConfigError(`mode: must be full, polling or summary (got ${JSON.stringify(mode)})`);
   const path = (v: unknown, p: string, def: string) => resolve(baseDir, str(v, p, def));
   const tlsPath = (v: unknown, p: string) => (v === undefined ? undefined : path(v, p, ""));
   const controlHost = str(o.control_host, "control_host", "127.0.0.1");
@@ -267,6 +273,7 @@ export function parseConfig(raw: unknown, baseDir = process.cwd()): ControllerCo
       maxListSize: num(digest.max_list_size, "digest.max_list_size", DEFAULTS.maxListSize, 1, 65536),
       ackTimeoutMs: num(digest.ack_timeout_ms, "digest.ack_timeout_ms", DEFAULTS.ackTimeoutMs, 1, 3_600_000),
     }),
+    histograms: Object.freeze({ idIdleMs: num(histograms.id_idle_ms, "histograms.id_idle_ms", 60_000, 1000, 86_400_000) }),
     controlPort: num(o.control_port, "control_port", 0, 0, 65535),
     control: Object.freeze({ host: controlHost, ...(controlTls ? { tls: Object.freeze(controlTls) } : {}), insecurePlaintext }),
   });

@@ -17,8 +17,10 @@ import { DesiredState } from "@rdma-telemetry/p4runtime";
 import { P4Schema } from "@rdma-telemetry/p4runtime";
 import { SwitchConnection, silentLogger, type Logger } from "@rdma-telemetry/p4runtime";
 import type { TableEntry } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
-import { ConfigError, type ControllerConfig, type Mode } from "./config.js";
+import { ConfigError, WATCHLIST_MODES, type ControllerConfig, type Mode } from "./config.js";
 import { EndpointRegistry } from "./endpoints.js";
+import { HistogramTables } from "./histograms.js";
+import type { HistogramRead } from "@rdma-telemetry/contract";
 import { ListClock } from "./list-clock.js";
 import { Rotation } from "./rotation.js";
 
@@ -26,7 +28,9 @@ const T = P4_NAMES.tables;
 const A = P4_NAMES.actions;
 
 const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
-const MODE_CODE = { full: 1, polling: 2 } as const;
+const MODE_CODE = { full: 1, polling: 2, summary: 3 } as const;
+/** The number the switch and the digests give a mode (MODE_* in the P4 program). */
+export const modeCode = (mode: Mode): number => MODE_CODE[mode];
 
 /**
  * Tofino: the flow tracker's reports are mirrored in egress to the
@@ -129,6 +133,12 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly endpointTables: { src: number; dst: number } | undefined;
 
   private readonly rotationTimerEnabled: boolean;
+  /** the data plane's latency histograms (the v1model program has them) */
+  readonly histograms: HistogramTables | undefined;
+  /** a pair or flow got a histogram id: its entry waits for the next sync */
+  private histogramIdsPending = false;
+  /** attached to a running switch: its counts from before are the baseline, not deltas */
+  private histogramBaselineDue = false;
 
   /**
    * `rotationTimer: false` leaves rotation to the owner (replay rotates in the
@@ -137,9 +147,12 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
    * epoch); by default a clock since boot is mapped to Unix time (list-clock.ts).
    */
   private readonly deferAck: boolean;
+  /** "on-demand": histogram ids are written only by applyHistogramIds() (replay writes them at fixed capture times, so that it is deterministic) */
+  private readonly histogramIdWrites: "on-learn" | "on-demand";
 
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean } = {}) {
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand" } = {}) {
     super();
+    this.histogramIdWrites = opts.histogramIds ?? "on-learn";
     this.log = opts.logger ?? silentLogger;
     this.rotationTimerEnabled = opts.rotationTimer ?? true;
     this.deferAck = opts.deferAck ?? false;
@@ -176,6 +189,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     if (!this.endpointTables && config.endpoints.length) throw new ConfigError(`endpoints: listed, but the program in pipeline.p4info ${config.pipeline.p4info} has no endpoint tables (no IPv6)`);
     const capacity = Number(tables.has(T.endpoints_src_v6.name) ? tables.get(T.endpoints_src_v6.name).size : 0n);
     if (this.endpointTables && capacity > 0 && config.endpoints.length > capacity) throw new ConfigError(`endpoints: ${config.endpoints.length} listed, and the switch's endpoint tables hold ${capacity}`);
+    this.histograms = HistogramTables.of(this.schema, config.histograms.idIdleMs);
     this.buildStaticState();
     // A switch read back (reconnection, takeover, restart): the keys it holds are the keys.
     if (this.endpointTables) this.state.onObserve = (entries) => this.adoptEndpoints(entries);
@@ -202,6 +216,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       if (session !== this.session) this.stats.sessions++;
       if ((pushed || reloaded) && this.stats.sessions > 1) this.log.warn("switch session restarted: the switch lost its pipeline (restart or reload); clock and digest sequence start anew", { switch: config.switch.switchId, session });
       this.session = session;
+      // A pushed pipeline starts with every counter at 0; one attached to may hold counts from before.
+      if (pushed || reloaded) {
+        this.histograms?.resetBaselines();
+        this.histogramBaselineDue = false;
+      } else this.histogramBaselineDue = true;
     });
     this.connection.on("primary", () => {
       this.stats.primary = true;
@@ -215,7 +234,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
       this.primaryOnce = true;
       this.emit("primary");
-      if (this.mode === "polling") this.startRotation();
+      if (WATCHLIST_MODES.includes(this.mode)) this.startRotation();
     });
     this.connection.on("backup", (info) => {
       this.stats.primary = false;
@@ -418,7 +437,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.clearWatchlists();
     }
     this.bumpEpoch();
-    if (mode === "polling") {
+    if (WATCHLIST_MODES.includes(mode)) {
       this.applyWindow();
       await this.connection.sync();
       this.startRotation();
@@ -478,6 +497,40 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       entries.get(e.entity.value.counterId)?.push([Number(e.entity.value.index?.index ?? -1), Number(e.entity.value.data?.packetCount ?? 0n)]);
     }
     return switchCounters(entries.get(packetId)!, entries.get(flowId)!);
+  }
+
+  /**
+   * Reads the data plane's histograms: what each pair, op and figure (and
+   * each flow's FCT) counted since the last read. Undefined for a program
+   * without histograms.
+   */
+  async readHistograms(): Promise<HistogramRead | undefined> {
+    const h = this.histograms;
+    if (!h) return undefined;
+    const read = (entities: Parameters<typeof this.connection.client.read>[0]) => this.connection.client.read(entities);
+    if (this.histogramBaselineDue) {
+      this.histogramBaselineDue = false;
+      await h.baseline(read);
+    }
+    return h.read(read, Date.now());
+  }
+
+  /** Writes the histogram ids given since the last write (with `histogramIds: "on-demand"`). */
+  async applyHistogramIds(): Promise<void> {
+    if (!this.histogramIdsPending) return;
+    this.histogramIdsPending = false;
+    await this.connection.sync();
+  }
+
+  /** Gives a pair (and a flow) a histogram id as it is learned; written with the next sync. */
+  private histogramId(kind: "pair" | "flow", a: number, b: number, qp = 0): void {
+    const h = this.histograms;
+    if (!h) return;
+    const e = kind === "pair" ? h.pairEntry(a, b, Date.now()) : h.flowEntry(a, b, qp, Date.now());
+    if (!e) return;
+    if (e.replaced) this.state.remove(this.entry({ table: e.table, match: e.replaced }));
+    this.state.set(this.entry(e));
+    this.histogramIdsPending = true;
   }
 
   /** Measured / known flows in the current polling window (1 in full mode). */
@@ -546,6 +599,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
     }
     this.stats.digests += digests.length;
+    if (this.histogramIdsPending && this.histogramIdWrites === "on-learn") {
+      this.histogramIdsPending = false;
+      this.connection.sync().catch((err: unknown) => this.log.warn("writing histogram ids failed", { error: (err as Error).message }));
+    }
     const listTimestampNs = this.listClock
       ? this.listClock.toUnix(list.timestamp, (offsetNs) => {
           this.log.warn("the switch stamps digest lists with a clock that is not Unix time (PI's P4Runtime server counts from boot); mapped to this host's clock", { offsetNs: String(offsetNs) });
@@ -556,6 +613,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   }
 
   private learn(d: TelemetryDigest): void {
+    if (d.kind === "learn") {
+      if (d.learn === LEARN_FLOW) this.histogramId("flow", d.src, d.dst, d.dest_qp);
+      if (d.learn === LEARN_IO_PAIR) this.histogramId("pair", d.src, d.dst);
+    } else if (d.kind === "msg") this.histogramId("flow", d.src, d.dst, d.dest_qp);
+    else if (d.event !== IO_EVENT_QUEUE_PAIR) this.histogramId("pair", d.host, d.target);
     if (d.kind === "learn") {
       if (d.learn === LEARN_ENDPOINT && this.endpointTables && d.addr) this.learnEndpoint(d.addr);
       if (d.learn === LEARN_FLOW && this.rotation.addFlow(d.src, d.dst, d.dest_qp)) this.stats.learnedFlows++;

@@ -14,6 +14,7 @@ import { Rig } from "../../app/rig.js";
 import { ipSource, Topology } from "../../app/topology.js";
 import { Exporter } from "../../exporter/src/exporter.js";
 import type { TelemetryDigest } from "../../contract/src/digests.js";
+import type { HistogramRead } from "../../contract/src/histogram.js";
 import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson } from "../../contract/src/records.js";
 import { TelemetryController, type SwitchCounters } from "../../p4runtime-controller/src/controller.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
@@ -22,6 +23,18 @@ import { writePcap } from "../../traffic/src/pcap.js";
 import type { GeneratedTraffic } from "../../traffic/src/types.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
 import { overtakenFirstFlow, reorderedFlow } from "../support/reordered.js";
+
+/** A histogram read summed over pair and flow ids: "figure|op" (or "fct") -> bucket -> count. */
+function wholeHistograms(h: HistogramRead): Record<string, Record<number, number>> {
+  const out: Record<string, Record<number, number>> = {};
+  const add = (k: string, buckets: Array<[number, number]>) => {
+    const o = (out[k] ??= {});
+    for (const [b, n] of buckets) o[b] = (o[b] ?? 0) + n;
+  };
+  for (const d of h.io) add(`${d.figure}|${d.op}`, d.buckets);
+  for (const d of h.fct) add("fct", d.buckets);
+  return out;
+}
 
 /** Digests in sequence order, numbered from the first: BMv2 runs on from the tests before, so its digest sequence does not start at 0. */
 function fromFirstSeq<D extends { seq: number }>(ds: D[]): D[] {
@@ -74,14 +87,17 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const slowdown = 40;
     let report: ReplayReport;
     let bmCounters: SwitchCounters;
+    let bmHistograms: HistogramRead;
     controller.start();
     try {
       await controller.ready(60_000); // once seen to take over 20 s with a compiler build running beside the suite
       // BMv2 runs on from the tests before (the same pipeline is not pushed again): its counters are taken from here on.
       const before = await controller.readCounters();
+      await controller.readHistograms(); // (its counts from the tests before are the baseline)
       report = replayOnWire(sw!, pcap, capture.packets.map((p) => topology.portOf(ipSource(p.data)!)!), slowdown);
       while (Date.now() - lastBatchAt < 300) await new Promise((r) => setTimeout(r, 50));
       const after = await controller.readCounters();
+      bmHistograms = (await controller.readHistograms())!;
       bmCounters = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - before[k as keyof SwitchCounters]])) as SwitchCounters;
     } finally {
       await controller.stop();
@@ -100,6 +116,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const rig = new Rig({ name: "software", topology, pipeline, endpoints: topologyEndpoints(topology) });
     const swDigests: TelemetryDigest[] = [];
     let swCounters: SwitchCounters;
+    let swHistograms: HistogramRead;
     try {
       await rig.start((b) => {
         swDigests.push(...b.digests);
@@ -111,12 +128,13 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
       }
       await rig.drain();
       swCounters = await rig.controller.readCounters();
+      swHistograms = (await rig.controller.readHistograms())!;
     } finally {
       await rig.stop();
     }
     swExporter.metrics.setSwitchCounters("software", swCounters);
     swExporter.finish();
-    return { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, controller, rig };
+    return { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, controller, rig, bmHistograms: wholeHistograms(bmHistograms!), swHistograms: wholeHistograms(swHistograms!) };
   }
 
   // NVMe traffic with every case of SPEC §3: queues per CPU with the same CIDs in flight, in-capsule
@@ -126,7 +144,10 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
   test("the same packets at the same ingress times give the same digests, counters and records on BMv2 and on the software switch", async () => {
     expect(traffic.ios.length).toBeGreaterThan(10);
     expect(traffic.ios.some((t) => t.in_capsule && t.record) && traffic.ios.some((t) => t.incomplete) && traffic.ios.some((t) => t.status !== 0)).toBe(true);
-    const { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware(traffic);
+    const { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, bmHistograms, swHistograms } = await bmv2AndSoftware(traffic);
+    // The data plane's histograms, bucket by bucket (summed over pair ids: which I/Os had their pair's id by their response depends on each controller's timing).
+    expect(Object.keys(bmHistograms).length).toBeGreaterThan(4);
+    expect(bmHistograms).toEqual(swHistograms);
     const topology = Topology.parse(capture.topology);
 
     // Forwarding: every packet with a route came out of the port of its destination, unchanged.

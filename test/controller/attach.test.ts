@@ -54,12 +54,20 @@ async function loadPipeline(port: number, cookie: bigint): Promise<void> {
 }
 
 /** What the switch at `port` holds: its cookie and how many table entries. */
+/** The tables of the program whose entries are constant (P4Info `isConstTable`). */
+function constTables(): Set<number> {
+  const info = JSON.parse(readFileSync(P4INFO, "utf8")) as { tables?: Array<{ preamble: { id: number }; isConstTable?: boolean }> };
+  return new Set((info.tables ?? []).filter((t) => t.isConstTable).map((t) => t.preamble.id));
+}
+
 async function switchHolds(port: number): Promise<{ cookie: bigint | undefined; entries: number }> {
   const client = new P4RuntimeClient({ address: `127.0.0.1:${port}`, deviceId: 1n, timeoutMs: 10_000 });
   try {
     const got = await client.getPipeline(GetForwardingPipelineConfigRequest_ResponseType.COOKIE_ONLY);
     const entries = await client.readAll([{ entity: { $case: "tableEntry", value: { tableId: 0, match: [], priority: 0, isDefaultAction: false } as never } }]);
-    return { cookie: got.config?.cookie?.cookie, entries: entries.length };
+    // (The program's constant entries, the histograms' bucket tables, are not written by anyone.)
+    const constant = constTables();
+    return { cookie: got.config?.cookie?.cookie, entries: entries.filter((e) => !(e.entity?.$case === "tableEntry" && constant.has(e.entity.value.tableId))).length };
   } finally {
     client.close();
   }

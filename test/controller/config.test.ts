@@ -45,7 +45,7 @@ describe("controller config", () => {
     [{ ports, switch: { address: "127.0.0.1:99999" } }, /port 99999 is not a TCP port/],
     [{ ports, switch: { device_id: "123456789012345678901" } }, /switch\.device_id: at most 18446744073709551615/],
     [{ ports: [{ port: 1, role: "compute", prefixes: ["10.0.0.0/8"] }, { port: 2, role: "storage", prefixes: ["10.0.0.0/8"] }] }, /also routed to port 1/],
-    [{ ports, mode: "sometimes" }, /mode: must be full or polling/],
+    [{ ports, mode: "sometimes" }, /mode: must be full, polling or summary/],
     [{ ports, polling: { flow_capacity: 5000 } }, /polling\.flow_capacity: must be between 1 and 1024/],
     [{ ports, timeouts: { silent_switch_ms: 999 } }, /timeouts\.silent_switch_ms: must be between 1000 and 3600000 \(got 999\)/],
     [{ ports, timeouts: { silent_switch_ms: 3_600_001 } }, /timeouts\.silent_switch_ms: must be between 1000 and 3600000/],

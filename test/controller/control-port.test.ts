@@ -87,7 +87,7 @@ describe("control port", () => {
     expect((await send(controlA, "POST", "/mode", { ...auth, "content-type": "text/plain" }, polling)).status).toBe(415);
     expect((await send(controlA, "POST", "/mode", { ...auth, "content-type": "application/x-www-form-urlencoded" }, "mode=polling")).status).toBe(415);
     const bad = await send(controlA, "POST", "/mode", { ...auth, ...json }, '{"mode":"fast"}');
-    expect(bad).toMatchObject({ status: 400, body: { error: expect.stringMatching(/mode must be full or polling/) } });
+    expect(bad).toMatchObject({ status: 400, body: { error: expect.stringMatching(/mode must be full, polling or summary/) } });
     expect(await mode()).toBe("full");
 
     // A backup takes no change (it would apply it later, when it takes over, unasked).

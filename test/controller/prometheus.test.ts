@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
 import { ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 import { CLI } from "../support/cli.js";
+import type { IoHistogramJson, IoRecordJson, RecordJson } from "../../contract/src/records.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "controller-metrics-"));
@@ -51,7 +52,21 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
   expect(sample(text, "rdma_telemetry_watchlist_coverage_ratio")).toBe(1);
   expect(sample(text, 'rdma_telemetry_records_total{type="io",topic="rdma.io.v1"}')).toBeGreaterThan(0);
   expect(text).toContain("rdma_telemetry_process_resident_memory_bytes");
+  // The data plane's histograms, read at each interval's end: the pairs got ids, their series are served.
+  for (let i = 0; i < 50 && !(sample(text, 'rdma_telemetry_records_total{type="io_histogram",topic="rdma.io.v1"}') ?? 0); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    text = await (await fetch(url)).text();
+  }
+  expect(sample(text, 'rdma_telemetry_histogram_ids{switch="tor",kind="pair"}')).toBeGreaterThan(0);
+  expect(sample(text, 'rdma_telemetry_histogram_ids_refused_total{switch="tor",kind="pair"}')).toBe(0);
+  expect(text).toMatch(/^rdma_telemetry_dataplane_io_latency_seconds_count\{switch="tor",host="[\d.]+",target="[\d.]+",op="\w+",figure="e2e_\w"\} [1-9]/m);
   await stop(c, "SIGTERM");
-  const ios = readFileSync(out, "utf8").trim().split("\n").filter((l) => l.includes('"type":"io"')).length;
-  expect(ios).toBeGreaterThanOrEqual(sample(text, 'rdma_telemetry_records_total{type="io",topic="rdma.io.v1"}')!);
+  const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
+  const ios = lines.filter((r): r is IoRecordJson => r.type === "io");
+  expect(ios.length).toBeGreaterThanOrEqual(sample(text, 'rdma_telemetry_records_total{type="io",topic="rdma.io.v1"}')!);
+  // Every response the switch matched is in the histograms (read at each interval's end and once more at the stop), each figure once.
+  const hist = lines.filter((r): r is IoHistogramJson => r.type === "io_histogram");
+  for (const f of ["e2e_c_ns", "e2e_s_ns", "dal_ns", "dpl_ns"] as const) {
+    expect(hist.filter((h) => h.figure === f).reduce((a, h) => a + h.count, 0), f).toBe(ios.filter((r) => r[f] !== null).length);
+  }
 }, 60_000);

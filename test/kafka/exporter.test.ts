@@ -138,7 +138,7 @@ describe("exporter on Kafka", () => {
         kafka: sink,
         kafkaWaitMs: 90_000,
         onRecord: (r: RecordJson) => {
-          if (r.type === "io" || r.type === "io_interval") onIoTopic++;
+          if (r.type === "io" || r.type === "io_interval" || r.type === "io_histogram") onIoTopic++;
         },
       });
       await down;

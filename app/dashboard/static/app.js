@@ -243,10 +243,11 @@ function makeChart(id, title, unit, series, kind) {
 function initCharts() {
   const p50 = "#2980b9";
   const p99 = "#c0392b";
-  makeChart("e2e", "e2e (compute side, else storage side)", "µs", [["p50", p50], ["p99", p99]], "pair");
+  // Dashed: the switch's data-plane histograms, every I/O it measured (also in summary mode, without records).
+  makeChart("e2e", "e2e (compute side, else storage side)", "µs", [["p50", p50], ["p99", p99], ["p50 all I/Os", p50, [4, 4]], ["p99 all I/Os", p99, [4, 4]]], "pair");
   makeChart("rtt", "RTT — network", "µs", [["p50", p50], ["p99", p99]], "pair");
-  makeChart("dal", "DAL — storage", "µs", [["p50", p50], ["p99", p99]], "pair");
-  makeChart("dpl", "DPL — compute host (writes)", "µs", [["p50", p50], ["p99", p99]], "pair");
+  makeChart("dal", "DAL — storage", "µs", [["p50", p50], ["p99", p99], ["p50 all I/Os", p50, [4, 4]], ["p99 all I/Os", p99, [4, 4]]], "pair");
+  makeChart("dpl", "DPL — compute host (writes)", "µs", [["p50", p50], ["p99", p99], ["p50 all I/Os", p50, [4, 4]], ["p99 all I/Os", p99, [4, 4]]], "pair");
   makeChart("fct", "FCT", "µs", [["p50", p50], ["p99", p99]], "flow");
   makeChart("fet", "FET", "Gbit/s", [["p50", p50], ["p99", p99]], "flow");
   makeChart("fnr", "FNR (retransmitted / packets)", "%", [["FNR", "#8e44ad"]], "flow");
@@ -297,10 +298,10 @@ function render() {
   fillSelect($("flow"), flowKeys, flowLabel, view.flow);
 
   const pair = state.pairs.get(view.pair);
-  charts.e2e.setData(seriesData(pair, [(p) => us(p.e2e_p50), (p) => us(p.e2e_p99)]));
+  charts.e2e.setData(seriesData(pair, [(p) => us(p.e2e_p50), (p) => us(p.e2e_p99), (p) => us(p.dp_e2e_p50), (p) => us(p.dp_e2e_p99)]));
   charts.rtt.setData(seriesData(pair, [(p) => us(p.rtt_p50), (p) => us(p.rtt_p99)]));
-  charts.dal.setData(seriesData(pair, [(p) => us(p.dal_p50), (p) => us(p.dal_p99)]));
-  charts.dpl.setData(seriesData(pair, [(p) => us(p.dpl_p50), (p) => us(p.dpl_p99)]));
+  charts.dal.setData(seriesData(pair, [(p) => us(p.dal_p50), (p) => us(p.dal_p99), (p) => us(p.dp_dal_p50), (p) => us(p.dp_dal_p99)]));
+  charts.dpl.setData(seriesData(pair, [(p) => us(p.dpl_p50), (p) => us(p.dpl_p99), (p) => us(p.dp_dpl_p50), (p) => us(p.dp_dpl_p99)]));
   const flow = state.flows.get(view.flow);
   charts.fct.setData(seriesData(flow, [(p) => us(p.fct_p50), (p) => us(p.fct_p99)]));
   charts.fet.setData(seriesData(flow, [(p) => (p.fet_p50 == null ? null : p.fet_p50 / 1e9), (p) => (p.fet_p99 == null ? null : p.fet_p99 / 1e9)]));

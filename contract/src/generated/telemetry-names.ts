@@ -75,6 +75,48 @@ export const P4_NAMES = {
       ],
       "size": 512
     },
+    "io_tracker_histograms_e2e_bucket_buckets": {
+      "name": "TelemetryIngress.io_tracker.histograms.e2e_bucket.buckets",
+      "fields": {
+        "value": "value"
+      },
+      "actions": [
+        "TelemetryIngress.io_tracker.histograms.e2e_bucket.set_bucket"
+      ],
+      "size": 256
+    },
+    "io_tracker_histograms_dal_bucket_buckets": {
+      "name": "TelemetryIngress.io_tracker.histograms.dal_bucket.buckets",
+      "fields": {
+        "value": "value"
+      },
+      "actions": [
+        "TelemetryIngress.io_tracker.histograms.dal_bucket.set_bucket"
+      ],
+      "size": 256
+    },
+    "io_tracker_histograms_dpl_bucket_buckets": {
+      "name": "TelemetryIngress.io_tracker.histograms.dpl_bucket.buckets",
+      "fields": {
+        "value": "value"
+      },
+      "actions": [
+        "TelemetryIngress.io_tracker.histograms.dpl_bucket.set_bucket"
+      ],
+      "size": 256
+    },
+    "io_tracker_histograms_io_pairs": {
+      "name": "TelemetryIngress.io_tracker.histograms.io_pairs",
+      "fields": {
+        "host": "host",
+        "target": "target"
+      },
+      "actions": [
+        "TelemetryIngress.io_tracker.histograms.set_pair",
+        "NoAction"
+      ],
+      "size": 1024
+    },
     "io_tracker_io_watchlist": {
       "name": "TelemetryIngress.io_tracker.io_watchlist",
       "fields": {
@@ -83,6 +125,29 @@ export const P4_NAMES = {
       },
       "actions": [
         "TelemetryIngress.io_tracker.watch",
+        "NoAction"
+      ],
+      "size": 1024
+    },
+    "flow_tracker_histograms_fct_bucket_buckets": {
+      "name": "TelemetryIngress.flow_tracker.histograms.fct_bucket.buckets",
+      "fields": {
+        "value": "value"
+      },
+      "actions": [
+        "TelemetryIngress.flow_tracker.histograms.fct_bucket.set_bucket"
+      ],
+      "size": 256
+    },
+    "flow_tracker_histograms_flows": {
+      "name": "TelemetryIngress.flow_tracker.histograms.flows",
+      "fields": {
+        "src": "src",
+        "dst": "dst",
+        "dest_qp": "dest_qp"
+      },
+      "actions": [
+        "TelemetryIngress.flow_tracker.histograms.set_flow",
         "NoAction"
       ],
       "size": 1024
@@ -144,9 +209,45 @@ export const P4_NAMES = {
         "r": "r"
       }
     },
+    "io_tracker_histograms_e2e_bucket_set_bucket": {
+      "name": "TelemetryIngress.io_tracker.histograms.e2e_bucket.set_bucket",
+      "params": {
+        "b": "b"
+      }
+    },
+    "io_tracker_histograms_dal_bucket_set_bucket": {
+      "name": "TelemetryIngress.io_tracker.histograms.dal_bucket.set_bucket",
+      "params": {
+        "b": "b"
+      }
+    },
+    "io_tracker_histograms_dpl_bucket_set_bucket": {
+      "name": "TelemetryIngress.io_tracker.histograms.dpl_bucket.set_bucket",
+      "params": {
+        "b": "b"
+      }
+    },
+    "io_tracker_histograms_set_pair": {
+      "name": "TelemetryIngress.io_tracker.histograms.set_pair",
+      "params": {
+        "id": "id"
+      }
+    },
     "io_tracker_watch": {
       "name": "TelemetryIngress.io_tracker.watch",
       "params": {}
+    },
+    "flow_tracker_histograms_fct_bucket_set_bucket": {
+      "name": "TelemetryIngress.flow_tracker.histograms.fct_bucket.set_bucket",
+      "params": {
+        "b": "b"
+      }
+    },
+    "flow_tracker_histograms_set_flow": {
+      "name": "TelemetryIngress.flow_tracker.histograms.set_flow",
+      "params": {
+        "id": "id"
+      }
     },
     "flow_tracker_watch": {
       "name": "TelemetryIngress.flow_tracker.watch",
@@ -354,6 +455,34 @@ export const P4_NAMES = {
     }
   },
   "counters": {
+    "io_tracker_histograms_e2e_c": {
+      "name": "TelemetryIngress.io_tracker.histograms.e2e_c",
+      "size": 524288
+    },
+    "io_tracker_histograms_e2e_s": {
+      "name": "TelemetryIngress.io_tracker.histograms.e2e_s",
+      "size": 524288
+    },
+    "io_tracker_histograms_dal_s": {
+      "name": "TelemetryIngress.io_tracker.histograms.dal_s",
+      "size": 524288
+    },
+    "io_tracker_histograms_dpl_c": {
+      "name": "TelemetryIngress.io_tracker.histograms.dpl_c",
+      "size": 524288
+    },
+    "io_tracker_histograms_pair_ios": {
+      "name": "TelemetryIngress.io_tracker.histograms.pair_ios",
+      "size": 2048
+    },
+    "flow_tracker_histograms_fct": {
+      "name": "TelemetryIngress.flow_tracker.histograms.fct",
+      "size": 262144
+    },
+    "flow_tracker_histograms_flow_messages": {
+      "name": "TelemetryIngress.flow_tracker.histograms.flow_messages",
+      "size": 1024
+    },
     "stats_port_packets": {
       "name": "TelemetryIngress.stats.port_packets",
       "size": 512
@@ -941,7 +1070,10 @@ export const P4_CONSTANTS = {
   "FLOW_EV_CNP_UNTRACKED": 3,
   "FLOW_EV_UNTRACKED_FLOW": 4,
   "FLOW_EV_ECN_CE": 5,
-  "FLOW_EV_LEARNED": 6
+  "FLOW_EV_LEARNED": 6,
+  "IO_FLAG_HIST_UNPAIRED": 16,
+  "MSG_FLAG_HIST_UNFLOWED": 2,
+  "MODE_SUMMARY": 3
 } as const;
 
 /** The switch's statistics events, by name (STAT_* in define.p4, in order). */

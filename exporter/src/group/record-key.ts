@@ -14,6 +14,8 @@ export function recordKey(r: RecordJson | RawDigestJson): string {
     case "flow_interval": return `flow_interval|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
     case "alert": return `alert|${r.switch_id}|${r.metric}|${r.scope_key}|${r.state}|${r.at_unix_ns}`;
     case "switch_stats": return `switch_stats|${r.switch_id}|${r.interval_start_unix_ns}`;
+    case "io_histogram": return `io_histogram|${r.switch_id}|${r.interval_start_unix_ns}|${r.host}|${r.target}|${r.op}|${r.figure}`;
+    case "flow_histogram": return `flow_histogram|${r.switch_id}|${r.interval_start_unix_ns}|${r.src}|${r.dst}|${r.dest_qp}`;
     case "raw_digest": return `raw_digest|${r.switch_id}|${r.digest}|${r.list_timestamp_ns}|${r.seq}`;
   }
 }

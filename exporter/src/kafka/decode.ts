@@ -5,22 +5,26 @@ import {
   Alert,
   AlertState,
   FlowAggregate,
+  FlowHistogram,
   IoAggregate,
+  IoHistogram,
   IoOp,
   IoRecord,
   MessageRecord,
   Mode,
   RawDigest,
   SwitchStats,
+  type HistogramBucket,
   type Interval,
   type Stats,
 } from "../generated/rdma/telemetry/v1/records.js";
 import type { ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 
-const mode = (m: Mode): ModeName => (m === Mode.MODE_FULL ? "full" : m === Mode.MODE_POLLING ? "polling" : "off");
+const mode = (m: Mode): ModeName => (m === Mode.MODE_FULL ? "full" : m === Mode.MODE_POLLING ? "polling" : m === Mode.MODE_SUMMARY ? "summary" : "off");
 const op = (o: IoOp): "read" | "write" => (o === IoOp.IO_OP_READ ? "read" : "write");
 const num = (v: bigint | number | undefined): number | null => (v === undefined ? null : Number(v));
 const stats = (s: Stats | undefined): StatsJson | null => (s ? { count: Number(s.count), min: s.min, mean: s.mean, p50: s.p50, p99: s.p99, max: s.max } : null);
+const buckets = (bs: HistogramBucket[]) => bs.map((b) => ({ bucket: b.bucket, lower_ns: Number(b.lowerNs), upper_ns: b.upperNs === undefined ? null : Number(b.upperNs), count: Number(b.count) }));
 const start = (i: Interval | undefined) => String(i?.startUnixNs ?? 0n);
 const end = (i: Interval | undefined) => String(i?.endUnixNs ?? 0n);
 
@@ -91,6 +95,22 @@ export function recordFromMessage(type: string | undefined, value: Uint8Array): 
         unknown_opcodes: Number(m.unknownOpcodes), io_replaced: Number(m.ioReplaced), io_unpaired_responses: Number(m.ioUnpairedResponses),
         queue_pairs_learned: Number(m.queuePairsLearned), cnp_untracked: Number(m.cnpUntracked),
         reserved_address_packets: Number(m.reservedAddressPackets), ipv6_ext_header_packets: Number(m.ipv6ExtHeaderPackets), unknown_endpoint_packets: Number(m.unknownEndpointPackets), mode: mode(m.mode),
+      };
+    }
+    case "rdma.telemetry.v1.IoHistogram": {
+      const m = IoHistogram.decode(value);
+      return {
+        type: "io_histogram", switch_id: m.switchId, interval_start_unix_ns: start(m.interval), interval_end_unix_ns: end(m.interval),
+        host: m.overflow ? null : m.host, target: m.overflow ? null : m.target, op: op(m.op), figure: m.figure as "e2e_c_ns" | "e2e_s_ns" | "dal_ns" | "dpl_ns",
+        count: Number(m.count), buckets: buckets(m.buckets), p50_ns: m.p50Ns, p99_ns: m.p99Ns, mode: mode(m.mode),
+      };
+    }
+    case "rdma.telemetry.v1.FlowHistogram": {
+      const m = FlowHistogram.decode(value);
+      return {
+        type: "flow_histogram", switch_id: m.switchId, interval_start_unix_ns: start(m.interval), interval_end_unix_ns: end(m.interval),
+        src: m.overflow ? null : m.src, dst: m.overflow ? null : m.dst, dest_qp: m.overflow ? null : m.destQp, figure: "fct_ns",
+        count: Number(m.count), buckets: buckets(m.buckets), p50_ns: m.p50Ns, p99_ns: m.p99Ns, mode: mode(m.mode),
       };
     }
     case "rdma.telemetry.v1.RawDigest": {

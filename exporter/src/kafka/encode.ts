@@ -5,7 +5,9 @@ import {
   Alert,
   AlertState,
   FlowAggregate,
+  FlowHistogram,
   IoAggregate,
+  IoHistogram,
   IoOp,
   MessageRecord,
   Mode,
@@ -16,7 +18,7 @@ import {
 
 /** A Buffer over the encoder's fresh output, without copying it. */
 const bytes = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-import type { ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
+import type { HistogramBucketJson, ModeName, RecordJson, StatsJson } from "@rdma-telemetry/contract";
 import { writeIoRecord } from "./io-record-writer.js";
 
 export interface TopicNames {
@@ -37,10 +39,12 @@ export interface KafkaMessageOut {
   headers: Record<string, string>;
 }
 
-const mode = (m: ModeName): Mode => (m === "full" ? Mode.MODE_FULL : m === "polling" ? Mode.MODE_POLLING : Mode.MODE_UNSPECIFIED);
+const mode = (m: ModeName): Mode => (m === "full" ? Mode.MODE_FULL : m === "polling" ? Mode.MODE_POLLING : m === "summary" ? Mode.MODE_SUMMARY : Mode.MODE_UNSPECIFIED);
 const op = (o: "read" | "write"): IoOp => (o === "read" ? IoOp.IO_OP_READ : IoOp.IO_OP_WRITE);
 const big = (v: number | null): bigint | undefined => (v === null ? undefined : BigInt(Math.round(v)));
 const stats = (s: StatsJson | null): Stats | undefined => (s ? { count: BigInt(s.count), min: s.min, mean: s.mean, p50: s.p50, p99: s.p99, max: s.max } : undefined);
+
+const histogramBuckets = (bs: HistogramBucketJson[]) => bs.map((b) => ({ bucket: b.bucket, lowerNs: BigInt(b.lower_ns), upperNs: b.upper_ns === null ? undefined : BigInt(b.upper_ns), count: BigInt(b.count) }));
 
 function interval(start: string, lengthNs: bigint, end?: string) {
   return { startUnixNs: BigInt(start), endUnixNs: end !== undefined ? BigInt(end) : BigInt(start) + lengthNs };
@@ -55,6 +59,8 @@ export function messageType(r: RecordJson): string {
     case "flow_interval": return "rdma.telemetry.v1.FlowAggregate";
     case "alert": return "rdma.telemetry.v1.Alert";
     case "switch_stats": return "rdma.telemetry.v1.SwitchStats";
+    case "io_histogram": return "rdma.telemetry.v1.IoHistogram";
+    case "flow_histogram": return "rdma.telemetry.v1.FlowHistogram";
   }
 }
 
@@ -130,6 +136,24 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         lateResponses: BigInt(r.late_responses), totalsSinceUnixNs: BigInt(r.totals_since_unix_ns),
       });
       return { topic: topics.alert, key: r.switch_id, value: bytes(SwitchStats.encode(m).finish()), headers };
+    }
+    case "io_histogram": {
+      const key = r.host === null ? `overflow|${r.switch_id}` : `${r.host}|${r.target}`;
+      if (encoding === "json") return json(topics.io, key);
+      const m = IoHistogram.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), host: r.host ?? "", target: r.target ?? "", op: op(r.op),
+        figure: r.figure, count: BigInt(r.count), buckets: histogramBuckets(r.buckets), p50Ns: r.p50_ns, p99Ns: r.p99_ns, overflow: r.host === null, mode: mode(r.mode),
+      });
+      return { topic: topics.io, key, value: bytes(IoHistogram.encode(m).finish()), headers };
+    }
+    case "flow_histogram": {
+      const key = r.src === null ? `overflow|${r.switch_id}` : `${r.src}|${r.dst}|${r.dest_qp}`;
+      if (encoding === "json") return json(topics.flow, key);
+      const m = FlowHistogram.fromPartial({
+        switchId: r.switch_id, interval: interval(r.interval_start_unix_ns, intervalNs, r.interval_end_unix_ns), src: r.src ?? "", dst: r.dst ?? "", destQp: r.dest_qp ?? 0,
+        figure: r.figure, count: BigInt(r.count), buckets: histogramBuckets(r.buckets), p50Ns: r.p50_ns, p99Ns: r.p99_ns, overflow: r.src === null, mode: mode(r.mode),
+      });
+      return { topic: topics.flow, key, value: bytes(FlowHistogram.encode(m).finish()), headers };
     }
   }
 }

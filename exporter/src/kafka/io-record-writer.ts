@@ -120,7 +120,7 @@ function uint32Field(tag: number, v: number): void {
   varint32(v);
 }
 
-const modeNumber = (m: ModeName): number => (m === "full" ? 1 : m === "polling" ? 2 : 0);
+const modeNumber = (m: ModeName): number => (m === "full" ? 1 : m === "polling" ? 2 : m === "summary" ? 3 : 0);
 
 /** Interval bounds of the last start seen: records of one interval share it. */
 let lastStart = "";

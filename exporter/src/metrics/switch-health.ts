@@ -144,7 +144,8 @@ export class SwitchHealth {
     }
     for (const d of digests) {
       st.seq.add(d.seq);
-      this.modes.set(switchId, d.kind === "learn" ? 2 : d.mode); // learn digests come in polling mode only
+      // Learn digests come in polling and summary modes: they keep the mode its controller said (polling when none did).
+      this.modes.set(switchId, d.kind === "learn" ? (this.modes.get(switchId) === 3 ? 3 : 2) : d.mode);
     }
     if (st.seq.highest >= 0 && (si.seqSession !== st.session || st.seq.highest > si.seqHighest)) {
       si.seqHighest = st.seq.highest;

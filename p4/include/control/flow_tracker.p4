@@ -19,6 +19,8 @@
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
+#include "histograms.p4"
+
 // Bits of the flow_state register.
 const bit<8> FLOW_IN_USE = 0x01;
 const bit<8> FLOW_MSG_OPEN = 0x02;
@@ -59,9 +61,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(qpn_t, LEARN_SLOTS, learned_qp)
     REGISTER(bit<16>, LEARN_SLOTS, learned_epoch)
 
+    FlowHistograms() histograms;
+
     bit<32> slot = 0;
     epoch_t epoch = 0;
     bool watched = false;
+    bool msg_digests = true;
 
     action watch(slot_t flow_slot, epoch_t flow_epoch) {
         watched = true;
@@ -120,11 +125,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         qpn_t qp = hdr.bth.dest_qp;
         psn_t psn = hdr.bth.psn;
 
-        if (meta.cfg.mode == MODE_FULL) {
-            HASH_INDEX(slot, FLOW_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
-            epoch = meta.cfg.epoch;
-        } else {
+        // Full and summary modes track every flow in hash-indexed slots;
+        // polling and summary modes send digests for the watchlist's flows
+        // only (summary: every flow still counts in the histograms).
+        bool full_tracking = meta.cfg.mode == MODE_FULL || meta.cfg.mode == MODE_SUMMARY;
+        if (meta.cfg.mode != MODE_FULL) {
             flow_watchlist.apply();
+            msg_digests = watched;
             if (!watched) {
                 bit<32> lidx;
                 HASH_INDEX(lidx, LEARN_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
@@ -149,8 +156,15 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                     meta.learn_digest.dest_qp = qp;
                     meta.stat.flow_learned = true;
                 }
-                return;
+                if (meta.cfg.mode == MODE_POLLING) {
+                    return;
+                }
             }
+        }
+
+        if (full_tracking) {
+            HASH_INDEX(slot, FLOW_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
+            epoch = meta.cfg.epoch;
         }
 
         ipv4_addr_t slot_src;
@@ -174,7 +188,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> x_retx;
         bit<32> x_ecn;
         bit<16> n_straddled;
-        if (!same_flow && live && meta.cfg.mode == MODE_FULL) {
+        if (!same_flow && live && full_tracking) {
             // A collision never merges two flows: the newcomer is not tracked.
             meta.stat.untracked_flow = true;
             return;
@@ -187,7 +201,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             flow_qp.write(slot, 8w0 ++ qp);
             flow_slot_epoch.write(slot, epoch);
             state = FLOW_IN_USE;
-            if (!same_flow && meta.cfg.mode == MODE_FULL) {
+            if (!same_flow && full_tracking) {
                 // A flow new to the switch: nothing of it seen, the whole
                 // window behind this PSN is open (a late FIRST opens its message).
                 max_psn = psn - 64;
@@ -377,7 +391,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
 
             meta.stat.message = true;
-            meta.digest_kind = DIGEST_MSG;
+            if (msg_digests) {
+                meta.digest_kind = DIGEST_MSG;
+            }
 #ifndef DIGESTS_COMPACT
             meta.msg_digest.mode = meta.cfg.mode;
 #endif
@@ -395,6 +411,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.msg_digest.first_ts = first_ts;
 #endif
             meta.msg_digest.fct_ns = (dg_ns_t)(meta.now - first_ts);
+            bool unflowed;
+            histograms.apply(meta.src_key, meta.dst_key, qp, meta.now - first_ts, unflowed);
+            if (unflowed) {
+                meta.msg_digest.flags = meta.msg_digest.flags | (dg_msg_flags_t)MSG_FLAG_HIST_UNFLOWED;
+            }
             meta.msg_digest.gap_ns = (dg_ns_t)gap;
             meta.msg_digest.extra_packets = (dg_count_t)x_packets;
             meta.msg_digest.extra_retransmitted = (dg_count_t)x_retx;
@@ -415,7 +436,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                 msg_retransmitted.write(slot, m_retx);
                 msg_ecn_ce.write(slot, m_ecn);
             }
-            if (outside && meta.digest_kind == DIGEST_NONE) {
+            if (outside && !msg_digests) {
+                // Summary mode, a flow outside the watchlist: no record of it is made.
+                x_packets = 0;
+                x_retx = 0;
+                x_ecn = 0;
+                n_straddled = 0;
+            } else if (outside && meta.digest_kind == DIGEST_NONE) {
                 // Flow packets only, no message (packets and bytes 0, which
                 // no message digest has): what went to the flow's figures is
                 // reported now, in the interval it arrived in, not with the

@@ -18,6 +18,7 @@
 #define __IO_TRACKER__
 
 #include "queue_pairs.p4"
+#include "histograms.p4"
 
 // Bits of the io_info register.
 const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
@@ -91,12 +92,16 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<16>, LEARN_SLOTS, learned_epoch)
 
     QueuePairs() queue_pairs;
+    IoHistograms() histograms;
 
     bit<8> pkt_class = IO_PKT_NONE;
     ipv4_addr_t host = 0;
     ipv4_addr_t target = 0;
     bit<8> vantage = 0;
     bool watched = false;
+    // Summary mode: every I/O is tracked and counted in the histograms; I/O
+    // digests only for the pairs of the watchlist.
+    bool io_digests = true;
 
     action watch() {
         watched = true;
@@ -210,8 +215,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 return;  // neither end of this I/O is attached here
             }
 
-            if (meta.cfg.mode == MODE_POLLING) {
+            if (meta.cfg.mode == MODE_POLLING || meta.cfg.mode == MODE_SUMMARY) {
                 io_watchlist.apply();
+                io_digests = watched;
                 if (!watched) {
                     if (pkt_class == IO_PKT_CMD) {
                         bit<32> lidx;
@@ -234,7 +240,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                             meta.stat.learned = true;
                         }
                     }
-                    return;
+                    if (meta.cfg.mode == MODE_POLLING) {
+                        return;
+                    }
                 }
             }
 
@@ -484,7 +492,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_rr_first_ts.write(slot, 0);
 
                 meta.stat.io_outcome = live ? IO_OUTCOME_REPLACED : IO_OUTCOME_CMD;
-                meta.digest_kind = DIGEST_IO;
+                if (io_digests) {
+                    meta.digest_kind = DIGEST_IO;
+                }
                 meta.io_digest.event = (dg_code_t)IO_EVENT_CMD;
 #ifndef DIGESTS_COMPACT
                 meta.io_digest.mode = meta.cfg.mode;
@@ -530,7 +540,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.host_prep_ns = 0;
             if (!paired) {
                 meta.stat.io_outcome = IO_OUTCOME_UNPAIRED;
-                meta.digest_kind = DIGEST_IO;
+                if (io_digests) {
+                    meta.digest_kind = DIGEST_IO;
+                }
                 meta.io_digest.event = (dg_code_t)IO_EVENT_UNPAIRED_RSP;
                 meta.io_digest.vantage = (dg_code_t)vantage;
                 meta.io_digest.op = 0;
@@ -599,8 +611,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (is_write && data_seen && rr_seen) {
                 meta.io_digest.host_prep_ns = (dg_ns_t)(rr_first_ts - first_ts);
             }
+            // The histograms: each figure exactly when the record has it.
+            bit<8> rsp_vantage = info & IO_INFO_VANTAGE;
+            bool in_capsule_io = (info & IO_INFO_IN_CAPSULE) != 0;
+            bool last_seen = ((!is_write && data_seen) || (is_write && rr_seen)) && (info & IO_INFO_LAST_END) != 0;
+            bool dal_valid = (rsp_vantage & VANTAGE_S) != 0 && (in_capsule_io || (data_seen && last_seen));
+            ts_t e2e = meta.now - cmd_ts;
+            ts_t dal = in_capsule_io ? e2e : (first_ts - cmd_ts) + (meta.now - last_ts);
+            bool dpl_valid = (rsp_vantage & VANTAGE_C) != 0 && is_write && !in_capsule_io && data_seen && rr_seen;
+            bool unpaired;
+            histograms.apply(host, target, is_write, rsp_vantage, e2e, dal_valid, dal, dpl_valid,
+                             rr_first_ts - first_ts, unpaired);
+            if (unpaired) {
+                meta.io_digest.flags = meta.io_digest.flags | (dg_io_flags_t)IO_FLAG_HIST_UNPAIRED;
+            }
             meta.stat.io_outcome = IO_OUTCOME_RSP;
-            meta.digest_kind = DIGEST_IO;
+            if (io_digests) {
+                meta.digest_kind = DIGEST_IO;
+            }
             meta.io_digest.event = (dg_code_t)IO_EVENT_RSP;
             meta.io_digest.vantage = (dg_code_t)(info & IO_INFO_VANTAGE);
             meta.io_digest.op = (dg_code_t)(is_write ? IO_OP_WRITE : IO_OP_READ);

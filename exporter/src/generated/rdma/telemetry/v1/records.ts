@@ -15,6 +15,8 @@ export enum Mode {
   MODE_UNSPECIFIED = 0,
   MODE_FULL = 1,
   MODE_POLLING = 2,
+  /** MODE_SUMMARY - Every I/O and message counted in the data plane's histograms; records of the polling watchlist's pairs and flows only. */
+  MODE_SUMMARY = 3,
   UNRECOGNIZED = -1,
 }
 
@@ -29,6 +31,9 @@ export function modeFromJSON(object: any): Mode {
     case 2:
     case "MODE_POLLING":
       return Mode.MODE_POLLING;
+    case 3:
+    case "MODE_SUMMARY":
+      return Mode.MODE_SUMMARY;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -44,6 +49,8 @@ export function modeToJSON(object: Mode): string {
       return "MODE_FULL";
     case Mode.MODE_POLLING:
       return "MODE_POLLING";
+    case Mode.MODE_SUMMARY:
+      return "MODE_SUMMARY";
     case Mode.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -297,6 +304,64 @@ export interface Alert {
   raiseThreshold: number;
   clearThreshold: number;
   atUnixNs: bigint;
+}
+
+/**
+ * One bucket of a data-plane histogram: its index on the log-linear scale
+ * (exact below 8 ns, then eight buckets per octave; 240 is the overflow,
+ * 2^32 ns and more), its bounds [lower, upper) and its count.
+ */
+export interface HistogramBucket {
+  bucket: number;
+  lowerNs: bigint;
+  /** absent for the overflow bucket */
+  upperNs?: bigint | undefined;
+  count: bigint;
+}
+
+/**
+ * A histogram the switch counted in its data plane (counter arrays read by the
+ * controller): one figure of one host-target pair and op over an interval,
+ * every I/O the switch measured, with or without a digest (topic rdma.io.v1).
+ * Key: "host|target". overflow: the I/Os of pairs that had no histogram id
+ * (host and target empty, key "overflow|SWITCH").
+ */
+export interface IoHistogram {
+  switchId: string;
+  interval?: Interval | undefined;
+  host: string;
+  target: string;
+  op: IoOp;
+  /** "e2e_c_ns", "e2e_s_ns", "dal_ns" or "dpl_ns" */
+  figure: string;
+  count: bigint;
+  /** the buckets with a count, lowest first */
+  buckets: HistogramBucket[];
+  /** Quantiles read from the buckets: within 6.25 % of the exact ones. */
+  p50Ns: number;
+  p99Ns: number;
+  overflow: boolean;
+  mode: Mode;
+}
+
+/**
+ * The same for message FCT, per flow (topic rdma.flow.v1). Key:
+ * "src|dst|dest_qp"; overflow: flows without an id ("overflow|SWITCH").
+ */
+export interface FlowHistogram {
+  switchId: string;
+  interval?: Interval | undefined;
+  src: string;
+  dst: string;
+  destQp: number;
+  /** "fct_ns" */
+  figure: string;
+  count: bigint;
+  buckets: HistogramBucket[];
+  p50Ns: number;
+  p99Ns: number;
+  overflow: boolean;
+  mode: Mode;
 }
 
 /**
@@ -2826,6 +2891,694 @@ export const Alert: MessageFns<Alert> = {
     message.raiseThreshold = object.raiseThreshold ?? 0;
     message.clearThreshold = object.clearThreshold ?? 0;
     message.atUnixNs = (object.atUnixNs !== undefined && object.atUnixNs !== null) ? BigInt(object.atUnixNs) : 0n;
+    return message;
+  },
+};
+
+function createBaseHistogramBucket(): HistogramBucket {
+  return { bucket: 0, lowerNs: 0n, upperNs: undefined, count: 0n };
+}
+
+export const HistogramBucket: MessageFns<HistogramBucket> = {
+  encode(message: HistogramBucket, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.bucket !== 0) {
+      writer.uint32(8).uint32(message.bucket);
+    }
+    if (message.lowerNs !== 0n) {
+      if (BigInt.asUintN(64, message.lowerNs) !== message.lowerNs) {
+        throw new globalThis.Error("value provided for field message.lowerNs of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.lowerNs);
+    }
+    if (message.upperNs !== undefined) {
+      if (BigInt.asUintN(64, message.upperNs) !== message.upperNs) {
+        throw new globalThis.Error("value provided for field message.upperNs of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.upperNs);
+    }
+    if (message.count !== 0n) {
+      if (BigInt.asUintN(64, message.count) !== message.count) {
+        throw new globalThis.Error("value provided for field message.count of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HistogramBucket {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHistogramBucket();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.bucket = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lowerNs = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.upperNs = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.count = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HistogramBucket {
+    return {
+      bucket: isSet(object.bucket) ? globalThis.Number(object.bucket) : 0,
+      lowerNs: isSet(object.lowerNs) ? BigInt(object.lowerNs) : isSet(object.lower_ns) ? BigInt(object.lower_ns) : 0n,
+      upperNs: isSet(object.upperNs)
+        ? BigInt(object.upperNs)
+        : isSet(object.upper_ns)
+        ? BigInt(object.upper_ns)
+        : undefined,
+      count: isSet(object.count) ? BigInt(object.count) : 0n,
+    };
+  },
+
+  toJSON(message: HistogramBucket): unknown {
+    const obj: any = {};
+    if (message.bucket !== 0) {
+      obj.bucket = Math.round(message.bucket);
+    }
+    if (message.lowerNs !== 0n) {
+      obj.lowerNs = message.lowerNs.toString();
+    }
+    if (message.upperNs !== undefined) {
+      obj.upperNs = message.upperNs.toString();
+    }
+    if (message.count !== 0n) {
+      obj.count = message.count.toString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HistogramBucket>, I>>(base?: I): HistogramBucket {
+    return HistogramBucket.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HistogramBucket>, I>>(object: I): HistogramBucket {
+    const message = createBaseHistogramBucket();
+    message.bucket = object.bucket ?? 0;
+    message.lowerNs = (object.lowerNs !== undefined && object.lowerNs !== null) ? BigInt(object.lowerNs) : 0n;
+    message.upperNs = (object.upperNs !== undefined && object.upperNs !== null) ? BigInt(object.upperNs) : undefined;
+    message.count = (object.count !== undefined && object.count !== null) ? BigInt(object.count) : 0n;
+    return message;
+  },
+};
+
+function createBaseIoHistogram(): IoHistogram {
+  return {
+    switchId: "",
+    interval: undefined,
+    host: "",
+    target: "",
+    op: 0,
+    figure: "",
+    count: 0n,
+    buckets: [],
+    p50Ns: 0,
+    p99Ns: 0,
+    overflow: false,
+    mode: 0,
+  };
+}
+
+export const IoHistogram: MessageFns<IoHistogram> = {
+  encode(message: IoHistogram, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.switchId !== "") {
+      writer.uint32(10).string(message.switchId);
+    }
+    if (message.interval !== undefined) {
+      Interval.encode(message.interval, writer.uint32(18).fork()).join();
+    }
+    if (message.host !== "") {
+      writer.uint32(26).string(message.host);
+    }
+    if (message.target !== "") {
+      writer.uint32(34).string(message.target);
+    }
+    if (message.op !== 0) {
+      writer.uint32(40).int32(message.op);
+    }
+    if (message.figure !== "") {
+      writer.uint32(50).string(message.figure);
+    }
+    if (message.count !== 0n) {
+      if (BigInt.asUintN(64, message.count) !== message.count) {
+        throw new globalThis.Error("value provided for field message.count of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.count);
+    }
+    for (const v of message.buckets) {
+      HistogramBucket.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.p50Ns !== 0) {
+      writer.uint32(73).double(message.p50Ns);
+    }
+    if (message.p99Ns !== 0) {
+      writer.uint32(81).double(message.p99Ns);
+    }
+    if (message.overflow !== false) {
+      writer.uint32(88).bool(message.overflow);
+    }
+    if (message.mode !== 0) {
+      writer.uint32(96).int32(message.mode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IoHistogram {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIoHistogram();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.switchId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.interval = Interval.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.target = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.op = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.figure = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.count = reader.uint64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.buckets.push(HistogramBucket.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 73) {
+              break;
+            }
+
+            message.p50Ns = reader.double();
+            continue;
+          }
+          case 10: {
+            if (tag !== 81) {
+              break;
+            }
+
+            message.p99Ns = reader.double();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.overflow = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IoHistogram {
+    return {
+      switchId: isSet(object.switchId)
+        ? globalThis.String(object.switchId)
+        : isSet(object.switch_id)
+        ? globalThis.String(object.switch_id)
+        : "",
+      interval: isSet(object.interval) ? Interval.fromJSON(object.interval) : undefined,
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      target: isSet(object.target) ? globalThis.String(object.target) : "",
+      op: isSet(object.op) ? ioOpFromJSON(object.op) : 0,
+      figure: isSet(object.figure) ? globalThis.String(object.figure) : "",
+      count: isSet(object.count) ? BigInt(object.count) : 0n,
+      buckets: globalThis.Array.isArray(object?.buckets)
+        ? object.buckets.map((e: any) => HistogramBucket.fromJSON(e))
+        : [],
+      p50Ns: isSet(object.p50Ns)
+        ? globalThis.Number(object.p50Ns)
+        : isSet(object.p50_ns)
+        ? globalThis.Number(object.p50_ns)
+        : 0,
+      p99Ns: isSet(object.p99Ns)
+        ? globalThis.Number(object.p99Ns)
+        : isSet(object.p99_ns)
+        ? globalThis.Number(object.p99_ns)
+        : 0,
+      overflow: isSet(object.overflow) ? globalThis.Boolean(object.overflow) : false,
+      mode: isSet(object.mode) ? modeFromJSON(object.mode) : 0,
+    };
+  },
+
+  toJSON(message: IoHistogram): unknown {
+    const obj: any = {};
+    if (message.switchId !== "") {
+      obj.switchId = message.switchId;
+    }
+    if (message.interval !== undefined) {
+      obj.interval = Interval.toJSON(message.interval);
+    }
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.target !== "") {
+      obj.target = message.target;
+    }
+    if (message.op !== 0) {
+      obj.op = ioOpToJSON(message.op);
+    }
+    if (message.figure !== "") {
+      obj.figure = message.figure;
+    }
+    if (message.count !== 0n) {
+      obj.count = message.count.toString();
+    }
+    if (message.buckets?.length) {
+      obj.buckets = message.buckets.map((e) => HistogramBucket.toJSON(e));
+    }
+    if (message.p50Ns !== 0) {
+      obj.p50Ns = floatToJson(message.p50Ns);
+    }
+    if (message.p99Ns !== 0) {
+      obj.p99Ns = floatToJson(message.p99Ns);
+    }
+    if (message.overflow !== false) {
+      obj.overflow = message.overflow;
+    }
+    if (message.mode !== 0) {
+      obj.mode = modeToJSON(message.mode);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IoHistogram>, I>>(base?: I): IoHistogram {
+    return IoHistogram.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IoHistogram>, I>>(object: I): IoHistogram {
+    const message = createBaseIoHistogram();
+    message.switchId = object.switchId ?? "";
+    message.interval = (object.interval !== undefined && object.interval !== null)
+      ? Interval.fromPartial(object.interval)
+      : undefined;
+    message.host = object.host ?? "";
+    message.target = object.target ?? "";
+    message.op = object.op ?? 0;
+    message.figure = object.figure ?? "";
+    message.count = (object.count !== undefined && object.count !== null) ? BigInt(object.count) : 0n;
+    message.buckets = object.buckets?.map((e) => HistogramBucket.fromPartial(e)) || [];
+    message.p50Ns = object.p50Ns ?? 0;
+    message.p99Ns = object.p99Ns ?? 0;
+    message.overflow = object.overflow ?? false;
+    message.mode = object.mode ?? 0;
+    return message;
+  },
+};
+
+function createBaseFlowHistogram(): FlowHistogram {
+  return {
+    switchId: "",
+    interval: undefined,
+    src: "",
+    dst: "",
+    destQp: 0,
+    figure: "",
+    count: 0n,
+    buckets: [],
+    p50Ns: 0,
+    p99Ns: 0,
+    overflow: false,
+    mode: 0,
+  };
+}
+
+export const FlowHistogram: MessageFns<FlowHistogram> = {
+  encode(message: FlowHistogram, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.switchId !== "") {
+      writer.uint32(10).string(message.switchId);
+    }
+    if (message.interval !== undefined) {
+      Interval.encode(message.interval, writer.uint32(18).fork()).join();
+    }
+    if (message.src !== "") {
+      writer.uint32(26).string(message.src);
+    }
+    if (message.dst !== "") {
+      writer.uint32(34).string(message.dst);
+    }
+    if (message.destQp !== 0) {
+      writer.uint32(40).uint32(message.destQp);
+    }
+    if (message.figure !== "") {
+      writer.uint32(50).string(message.figure);
+    }
+    if (message.count !== 0n) {
+      if (BigInt.asUintN(64, message.count) !== message.count) {
+        throw new globalThis.Error("value provided for field message.count of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.count);
+    }
+    for (const v of message.buckets) {
+      HistogramBucket.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.p50Ns !== 0) {
+      writer.uint32(73).double(message.p50Ns);
+    }
+    if (message.p99Ns !== 0) {
+      writer.uint32(81).double(message.p99Ns);
+    }
+    if (message.overflow !== false) {
+      writer.uint32(88).bool(message.overflow);
+    }
+    if (message.mode !== 0) {
+      writer.uint32(96).int32(message.mode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FlowHistogram {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFlowHistogram();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.switchId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.interval = Interval.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.src = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.dst = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.destQp = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.figure = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.count = reader.uint64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.buckets.push(HistogramBucket.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 73) {
+              break;
+            }
+
+            message.p50Ns = reader.double();
+            continue;
+          }
+          case 10: {
+            if (tag !== 81) {
+              break;
+            }
+
+            message.p99Ns = reader.double();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.overflow = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FlowHistogram {
+    return {
+      switchId: isSet(object.switchId)
+        ? globalThis.String(object.switchId)
+        : isSet(object.switch_id)
+        ? globalThis.String(object.switch_id)
+        : "",
+      interval: isSet(object.interval) ? Interval.fromJSON(object.interval) : undefined,
+      src: isSet(object.src) ? globalThis.String(object.src) : "",
+      dst: isSet(object.dst) ? globalThis.String(object.dst) : "",
+      destQp: isSet(object.destQp)
+        ? globalThis.Number(object.destQp)
+        : isSet(object.dest_qp)
+        ? globalThis.Number(object.dest_qp)
+        : 0,
+      figure: isSet(object.figure) ? globalThis.String(object.figure) : "",
+      count: isSet(object.count) ? BigInt(object.count) : 0n,
+      buckets: globalThis.Array.isArray(object?.buckets)
+        ? object.buckets.map((e: any) => HistogramBucket.fromJSON(e))
+        : [],
+      p50Ns: isSet(object.p50Ns)
+        ? globalThis.Number(object.p50Ns)
+        : isSet(object.p50_ns)
+        ? globalThis.Number(object.p50_ns)
+        : 0,
+      p99Ns: isSet(object.p99Ns)
+        ? globalThis.Number(object.p99Ns)
+        : isSet(object.p99_ns)
+        ? globalThis.Number(object.p99_ns)
+        : 0,
+      overflow: isSet(object.overflow) ? globalThis.Boolean(object.overflow) : false,
+      mode: isSet(object.mode) ? modeFromJSON(object.mode) : 0,
+    };
+  },
+
+  toJSON(message: FlowHistogram): unknown {
+    const obj: any = {};
+    if (message.switchId !== "") {
+      obj.switchId = message.switchId;
+    }
+    if (message.interval !== undefined) {
+      obj.interval = Interval.toJSON(message.interval);
+    }
+    if (message.src !== "") {
+      obj.src = message.src;
+    }
+    if (message.dst !== "") {
+      obj.dst = message.dst;
+    }
+    if (message.destQp !== 0) {
+      obj.destQp = Math.round(message.destQp);
+    }
+    if (message.figure !== "") {
+      obj.figure = message.figure;
+    }
+    if (message.count !== 0n) {
+      obj.count = message.count.toString();
+    }
+    if (message.buckets?.length) {
+      obj.buckets = message.buckets.map((e) => HistogramBucket.toJSON(e));
+    }
+    if (message.p50Ns !== 0) {
+      obj.p50Ns = floatToJson(message.p50Ns);
+    }
+    if (message.p99Ns !== 0) {
+      obj.p99Ns = floatToJson(message.p99Ns);
+    }
+    if (message.overflow !== false) {
+      obj.overflow = message.overflow;
+    }
+    if (message.mode !== 0) {
+      obj.mode = modeToJSON(message.mode);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FlowHistogram>, I>>(base?: I): FlowHistogram {
+    return FlowHistogram.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FlowHistogram>, I>>(object: I): FlowHistogram {
+    const message = createBaseFlowHistogram();
+    message.switchId = object.switchId ?? "";
+    message.interval = (object.interval !== undefined && object.interval !== null)
+      ? Interval.fromPartial(object.interval)
+      : undefined;
+    message.src = object.src ?? "";
+    message.dst = object.dst ?? "";
+    message.destQp = object.destQp ?? 0;
+    message.figure = object.figure ?? "";
+    message.count = (object.count !== undefined && object.count !== null) ? BigInt(object.count) : 0n;
+    message.buckets = object.buckets?.map((e) => HistogramBucket.fromPartial(e)) || [];
+    message.p50Ns = object.p50Ns ?? 0;
+    message.p99Ns = object.p99Ns ?? 0;
+    message.overflow = object.overflow ?? false;
+    message.mode = object.mode ?? 0;
     return message;
   },
 };
