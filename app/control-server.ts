@@ -109,6 +109,7 @@ export async function startControlServer(controller: TelemetryController, o: Con
       // Only the primary writes the switch: a change taken now by a backup would be applied later, unasked.
       const notPrimary = () => `not primary on ${address} (${controller.stats.role}): the mode is changed on the primary controller`;
       if (!controller.stats.primary) return refuse(409, notPrimary());
+      if (mode === "summary" && !controller.histograms) return refuse(409, "mode summary needs the data plane's histograms, which this switch's program has not (the Tofino builds have none yet)");
       controller.setMode(mode).then(
         () => {
           o.logger?.info("mode changed on request", { mode, epoch: controller.stats.epoch, from: req.socket.remoteAddress });

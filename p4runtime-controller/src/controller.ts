@@ -27,6 +27,9 @@ import { Rotation } from "./rotation.js";
 const T = P4_NAMES.tables;
 const A = P4_NAMES.actions;
 
+/** Summary mode counts in the data plane's histograms, which only the v1model build has. */
+const NO_SUMMARY = (p4info: string) => `mode summary: the program in pipeline.p4info ${p4info} has no data-plane histograms (the Tofino builds have none yet)`;
+
 const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
 const MODE_CODE = { full: 1, polling: 2, summary: 3 } as const;
 /** The number the switch and the digests give a mode (MODE_* in the P4 program). */
@@ -190,6 +193,9 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const capacity = Number(tables.has(T.endpoints_src_v6.name) ? tables.get(T.endpoints_src_v6.name).size : 0n);
     if (this.endpointTables && capacity > 0 && config.endpoints.length > capacity) throw new ConfigError(`endpoints: ${config.endpoints.length} listed, and the switch's endpoint tables hold ${capacity}`);
     this.histograms = HistogramTables.of(this.schema, config.histograms.idIdleMs);
+    if (config.mode === "summary" && !this.histograms) throw new ConfigError(NO_SUMMARY(config.pipeline.p4info));
+    // The id tables are this controller's: ids an earlier controller gave (a switch it attaches to, a takeover) are removed, and pairs get new ones as they are learned.
+    if (this.histograms) for (const id of this.histograms.tableIds) this.state.managedTables.add(id);
     this.buildStaticState();
     // A switch read back (reconnection, takeover, restart): the keys it holds are the keys.
     if (this.endpointTables) this.state.onObserve = (entries) => this.adoptEndpoints(entries);
@@ -430,6 +436,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
 
   async setMode(mode: Mode): Promise<void> {
     if (mode === this.mode) return;
+    if (mode === "summary" && !this.histograms) throw new ConfigError(NO_SUMMARY(this.config.pipeline.p4info));
     this.mode = mode;
     this.stats.mode = mode;
     if (mode === "full") {

@@ -77,6 +77,8 @@ export class HistogramTables {
   private readonly pairIos: number;
   private readonly fct: number;
   private readonly flowMessages: number;
+  /** the id tables (pairs, flows) */
+  readonly tableIds: readonly number[];
 
   /** The program's histograms, or undefined for a program without them (Tofino builds). */
   static of(schema: P4Schema, idleMs: number): HistogramTables | undefined {
@@ -92,6 +94,7 @@ export class HistogramTables {
     this.pairIos = schema.counters.get(C.io_tracker_histograms_pair_ios.name).preamble!.id;
     this.fct = schema.counters.get(C.flow_tracker_histograms_fct.name).preamble!.id;
     this.flowMessages = schema.counters.get(C.flow_tracker_histograms_flow_messages.name).preamble!.id;
+    this.tableIds = [T.io_tracker_histograms_io_pairs.name, T.flow_tracker_histograms_flows.name].map((n) => schema.tables.get(n).preamble!.id);
   }
 
   get pairCount(): number {

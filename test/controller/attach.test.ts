@@ -122,6 +122,35 @@ test("attached to a pipeline another client loaded: tables and digests set up, r
   expect(controller.stats.sessions).toBe(1);
 }, 30_000);
 
+test("a controller attaching after another gave histogram ids: the earlier ids are removed, its own written without a failed write, and its histograms count under them", async () => {
+  const sw = await startSwitchProcess(children);
+  await loadPipeline(sw.port, 0x1234n);
+  const first = attachedController(sw.port);
+  first.start();
+  await first.ready(10_000);
+  await feed(sw.child, 10);
+  await until(() => (first.histograms?.pairCount ?? 0) > 0, 5000, () => "the first controller's pair id");
+  await new Promise((r) => setTimeout(r, 200)); // (its id written)
+  await first.stop();
+  const warnings: string[] = [];
+  const logger: Logger = { debug: () => {}, info: () => {}, warn: (msg: string, f?: Record<string, unknown>) => warnings.push(`${msg} ${JSON.stringify(f ?? {})}`), error: () => {} } as unknown as Logger;
+  const second = attachedController(sw.port, P4INFO, logger);
+  second.start();
+  await second.ready(10_000);
+  await second.readHistograms(); // the baseline: what the switch counted before
+  await feed(sw.child, 10);
+  await until(() => (second.histograms?.pairCount ?? 0) > 0, 5000, () => "the second controller's pair id");
+  await new Promise((r) => setTimeout(r, 200));
+  await feed(sw.child, 20);
+  await new Promise((r) => setTimeout(r, 300));
+  const h = (await second.readHistograms())!;
+  expect(warnings.filter((w) => w.includes("histogram"))).toEqual([]);
+  // The later I/Os count under the pair's new id (the earliest, before it landed, in the overflow).
+  const e2e = (pair: boolean) => h.io.filter((d) => d.figure === "e2e_c" && (d.host !== null) === pair).reduce((a, d) => a + d.buckets.reduce((x, [, n]) => x + n, 0), 0);
+  expect(e2e(true)).toBeGreaterThanOrEqual(15);
+  expect(e2e(true) + e2e(false)).toBe(30);
+}, 60_000);
+
 test("the switch started with its pipeline (rdma-telemetry switch --p4info --device-config, no cookie): attached and set up, nothing pushed", async () => {
   const sw = startCli(["switch", "--listen", "127.0.0.1:0", "--p4info", P4INFO, "--device-config", join(root, "p4/build/telemetry.json")], root, children);
   const port = Number(await waitFor(() => /P4Runtime on [\d.]+:(\d+)/.exec(sw.out())?.[1], 30_000, "the switch's port"));

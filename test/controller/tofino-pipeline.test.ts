@@ -59,6 +59,15 @@ describe("a Tofino P4Info", () => {
     // Overridden in the config.
     const other = controller({ ...pipeline, recirculation_port: 196 });
     expect(other.state.cloneSessions().get(1)?.replicas[0]?.portKind).toEqual({ $case: "egressPort", value: 196 });
+    // No data-plane histograms on Tofino yet: none read, and summary mode refused by name, in the config and at run time.
+    expect(c.histograms).toBeUndefined();
+    expect(() => controller(pipeline, { mode: "summary" })).toThrow(/mode summary: .* has no data-plane histograms/);
+  });
+
+  test("summary mode at run time on a Tofino program: refused, the mode unchanged", async () => {
+    const c = controller(T2NA);
+    await expect(c.setMode("summary")).rejects.toThrow(/mode summary: .* has no data-plane histograms/);
+    expect(c.currentMode).toBe("full");
   });
 
   test("the port constants are the Tofino program's (TNA_RECIRC_PORT, TNA_REPORT_SESSION)", () => {

@@ -1,0 +1,80 @@
+// Histogram ids: 1..1,023 given as pairs are learned, the newcomer refused
+// (and counted) when all are held and none idle, an idle one's id reused;
+// reads turn the counter cells of the ids that moved into per-bucket deltas.
+import { readFileSync } from "node:fs";
+import { describe, expect, test } from "vitest";
+import { P4Schema } from "../../p4runtime/src/schema.js";
+import type { Entity } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { HistogramTables } from "../../p4runtime-controller/src/histograms.js";
+
+const root = new URL("../..", import.meta.url).pathname;
+const schema = P4Schema.fromJson(readFileSync(`${root}p4/build/telemetry.p4info.json`, "utf8"));
+const counterId = (name: string) => schema.counters.get(name).preamble!.id;
+
+/** A switch's counter cells, as a P4Runtime read sees them (unset cells read 0). */
+function fakeSwitch(cells: Map<string, number>) {
+  return async function* (entities: Entity[]): AsyncIterable<Entity> {
+    for (const e of entities) {
+      if (e.entity?.$case !== "counterEntry") continue;
+      const id = e.entity.value.counterId;
+      const at = (i: number) => ({ entity: { $case: "counterEntry" as const, value: { counterId: id, index: { index: BigInt(i) }, data: { packetCount: BigInt(cells.get(`${id}|${i}`) ?? 0), byteCount: 0n } } } });
+      if (e.entity.value.index) yield at(Number(e.entity.value.index.index));
+      else for (const [k] of cells) if (k.startsWith(`${id}|`)) yield at(Number(k.split("|")[1]));
+    }
+  };
+}
+
+describe("histogram ids", () => {
+  test("1,023 pairs get ids; the next is refused and counted until an idle one's id is reused", () => {
+    const h = HistogramTables.of(schema, 60_000)!;
+    expect(h).toBeDefined();
+    const ids = new Set<number>();
+    for (let i = 0; i < 1023; i++) {
+      const e = h.pairEntry(0x0a000000 + i, 0x0a010001, 0)!;
+      expect(e.replaced).toBeUndefined();
+      ids.add(e.action.params.id!);
+    }
+    expect([...ids].sort((a, b) => a - b)).toEqual(Array.from({ length: 1023 }, (_, i) => i + 1));
+    // The same pair again: no new entry.
+    expect(h.pairEntry(0x0a000000, 0x0a010001, 0)).toBeUndefined();
+    // Every id held, none idle for 60 s: refused, counted.
+    expect(h.pairEntry(0x0b000000, 0x0a010001, 30_000)).toBeUndefined();
+    expect(h.pairsRefused).toBe(1);
+    // A minute on: the id of the pair idle longest goes to the newcomer, and the old entry is named for removal.
+    const e = h.pairEntry(0x0b000001, 0x0a010001, 61_000)!;
+    expect(e.replaced).toEqual({ host: 0x0a000000, target: 0x0a010001 });
+    expect(e.action.params.id).toBe(1);
+    expect(h.pairCount).toBe(1023);
+  });
+
+  test("a read gives what each pair, op and figure counted since the last one; id 0 is the overflow", async () => {
+    const h = HistogramTables.of(schema, 60_000)!;
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action.params.id!;
+    const cells = new Map<string, number>();
+    const e2eC = counterId("TelemetryIngress.io_tracker.histograms.e2e_c");
+    const pairIos = counterId("TelemetryIngress.io_tracker.histograms.pair_ios");
+    // Pair `id`, writes (op 1): 3 I/Os in bucket 100; the overflow, reads: 2 in bucket 90.
+    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 100}`, 3);
+    cells.set(`${pairIos}|${(id << 1) | 1}`, 3);
+    cells.set(`${e2eC}|${90}`, 2);
+    cells.set(`${pairIos}|0`, 2);
+    const first = await h.read(fakeSwitch(cells), 1000);
+    expect(first.io).toEqual(expect.arrayContaining([
+      { host: 0x0a000001, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 3]] },
+      { host: null, target: null, op: "read", figure: "e2e_c", buckets: [[90, 2]] },
+    ]));
+    expect(first.io).toHaveLength(2);
+    // Nothing moved: nothing read back.
+    expect((await h.read(fakeSwitch(cells), 2000)).io).toEqual([]);
+    // Two more in bucket 100 and one in 101: the deltas only.
+    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 100}`, 5);
+    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 101}`, 1);
+    cells.set(`${pairIos}|${(id << 1) | 1}`, 6);
+    const next = await h.read(fakeSwitch(cells), 3000);
+    expect(next.io).toEqual([{ host: 0x0a000001, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 2], [101, 1]] }]);
+    // A switch whose counters started anew (pipeline pushed): every cell counts from 0 again.
+    h.resetBaselines();
+    const again = await h.read(fakeSwitch(cells), 4000);
+    expect(again.io.find((d) => d.host !== null)!.buckets).toEqual([[100, 5], [101, 1]]);
+  });
+});
