@@ -12,7 +12,8 @@ import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, expect, inject, test } from "vitest";
 import { encodeRecord } from "../../exporter/src/kafka/encode.js";
-import type { AlertJson, FlowAggregateJson, IoAggregateJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
+import type { AlertJson, FlowAggregateJson, IoAggregateJson, IoHistogramJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
+import { histogramQuantile } from "../../contract/src/histogram.js";
 import { flowKey, mergePair, pairKey, pickFlow } from "../../app/dashboard/store.js";
 import { findChromium, launchBrowser, type Browser } from "../support/browser.js";
 import { startCli, type CliProcess } from "../support/cli.js";
@@ -130,6 +131,22 @@ test.skipIf(!chromium)(
       expectClose(at(charts.dal!, start, 2), ns(p.dal_p99), `${pair} DAL p99 @${start}`);
       expectClose(at(charts.dpl!, start, 1), ns(p.dpl_p50), `${pair} DPL p50 @${start}`);
       expectClose(at(charts.dpl!, start, 2), ns(p.dpl_p99), `${pair} DPL p99 @${start}`);
+    }
+    // The dashed series: every I/O of the pair, from the switches' data-plane histograms (e2e at the compute side, else the storage side's; DAL).
+    const hist = records.filter((r): r is IoHistogramJson => r.type === "io_histogram" && r.host !== null && pairKey({ host: r.host, target: r.target!, op: r.op }) === pair);
+    expect(hist.length, `histograms of ${pair}`).toBeGreaterThan(0);
+    for (const start of new Set(hist.map((h) => h.interval_start_unix_ns))) {
+      const of = (figure: IoHistogramJson["figure"]) => {
+        const m = new Map<number, number>();
+        for (const h of hist) if (h.interval_start_unix_ns === start && h.figure === figure) for (const b of h.buckets) m.set(b.bucket, (m.get(b.bucket) ?? 0) + b.count);
+        return m.size ? [...m] : undefined;
+      };
+      const q = (b: Array<[number, number]> | undefined, f: number) => (b ? histogramQuantile(b, f)! / 1e3 : null);
+      const e2e = of("e2e_c_ns") ?? of("e2e_s_ns");
+      expectClose(at(charts.e2e!, start, 3), q(e2e, 0.5), `${pair} e2e p50 of all I/Os @${start}`);
+      expectClose(at(charts.e2e!, start, 4), q(e2e, 0.99), `${pair} e2e p99 of all I/Os @${start}`);
+      expectClose(at(charts.dal!, start, 3), q(of("dal_ns"), 0.5), `${pair} DAL p50 of all I/Os @${start}`);
+      expectClose(at(charts.dal!, start, 4), q(of("dal_ns"), 0.99), `${pair} DAL p99 of all I/Os @${start}`);
     }
     // Where the time went, for the alert's interval: storage, network, compute from the means.
     const breakdown = await page.evaluate<{ start: string; segments: string[] }>(`({ start: document.getElementById("breakdown-table")?.dataset.start, segments: [...document.querySelectorAll("#breakdown-bar div")].map((d) => d.className) })`);
