@@ -25,6 +25,9 @@ const FIGURE_COUNTERS: Record<IoFigure, string> = {
   dpl: C.io_tracker_histograms_dpl_c.name,
 };
 
+/** How often a refused pair or flow is looked at again. */
+const RETRY_REFUSED_MS = 1000;
+
 interface Holder {
   id: number;
   key: string;
@@ -38,15 +41,24 @@ class IdTable {
   readonly byKey = new Map<string, Holder>();
   readonly byId = new Map<number, Holder>();
   private next = 1;
+  /** pairs (flows) refused and waiting, with when an id was last looked for them */
+  private readonly refusedAt = new Map<string, number>();
+  /** pairs (flows) refused an id, each counted once (never goes down) */
   refused = 0;
 
   constructor(readonly capacity: number, private readonly idleMs: number) {}
 
-  /** The id of `names`: undefined when refused; `replaced` is the holder whose id it took. */
+  /**
+   * The id of `names`: undefined when refused; `replaced` is the holder whose
+   * id it took. A refused one is looked for again at most once a second (its
+   * every digest asks), and counted once.
+   */
   assign(names: number[], nowMs: number): { id: number; added: boolean; replaced?: Holder } | undefined {
     const key = names.join("|");
     const held = this.byKey.get(key);
     if (held) return { id: held.id, added: false };
+    const triedAt = this.refusedAt.get(key);
+    if (triedAt !== undefined && nowMs - triedAt < RETRY_REFUSED_MS) return undefined;
     let id: number | undefined;
     let replaced: Holder | undefined;
     if (this.next < this.capacity) id = this.next++;
@@ -55,12 +67,14 @@ class IdTable {
         if (nowMs - h.lastMovedMs >= this.idleMs && (!replaced || h.lastMovedMs < replaced.lastMovedMs)) replaced = h;
       }
       if (!replaced) {
-        this.refused++;
+        if (triedAt === undefined) this.refused++;
+        this.refusedAt.set(key, nowMs);
         return undefined;
       }
       id = replaced.id;
       this.byKey.delete(replaced.key);
     }
+    this.refusedAt.delete(key);
     const h: Holder = { id, key, names, lastMovedMs: nowMs };
     this.byKey.set(key, h);
     this.byId.set(id, h);

@@ -40,6 +40,10 @@ describe("histogram ids", () => {
     // Every id held, none idle for 60 s: refused, counted.
     expect(h.pairEntry(0x0b000000, 0x0a010001, 30_000)).toBeUndefined();
     expect(h.pairsRefused).toBe(1);
+    // Its every digest asks again: still one pair refused, and no new look within a second.
+    for (let t = 30_001; t < 30_900; t += 100) expect(h.pairEntry(0x0b000000, 0x0a010001, t)).toBeUndefined();
+    expect(h.pairEntry(0x0b000000, 0x0a010001, 31_500)).toBeUndefined();
+    expect(h.pairsRefused).toBe(1);
     // A minute on: the id of the pair idle longest goes to the newcomer, and the old entry is named for removal.
     const e = h.pairEntry(0x0b000001, 0x0a010001, 61_000)!;
     expect(e.replaced).toEqual({ host: 0x0a000000, target: 0x0a010001 });
