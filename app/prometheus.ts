@@ -286,6 +286,7 @@ export class TelemetryMetrics {
     if (hist) {
       new Gauge({ name: "rdma_telemetry_histogram_ids", help: "Histogram ids held (kind: pair, flow; 1,023 each on v1model)", labelNames: ["switch", "kind"], registers: register, collect() { this.set({ ...labels, kind: "pair" }, hist.pairCount); this.set({ ...labels, kind: "flow" }, hist.flowCount); } });
       new Counter({ name: "rdma_telemetry_histogram_ids_refused_total", help: "Pairs and flows refused a histogram id (every id taken, none idle): their I/Os and messages count in the overflow histograms", labelNames: ["switch", "kind"], registers: register, collect() { this.reset(); this.inc({ ...labels, kind: "pair" }, hist.pairsRefused); this.inc({ ...labels, kind: "flow" }, hist.flowsRefused); } });
+      new Counter({ name: "rdma_telemetry_histogram_ids_reused_total", help: "Histogram ids taken back from pairs and flows idle for histograms.id_idle_ms and given to newcomers (what the old holder counted is read out as its own first)", labelNames: ["switch", "kind"], registers: register, collect() { this.reset(); this.inc({ ...labels, kind: "pair" }, hist.pairsReleased); this.inc({ ...labels, kind: "flow" }, hist.flowsReleased); } });
     }
     controller.on("rotated", (r) => this.rotation.observe(labels, r.durationMs / 1000));
   }

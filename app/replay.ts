@@ -45,6 +45,8 @@ export interface ReplayOptions {
   /** IPv6 endpoints given keys before the first packet; by default every /128 the topologies place (the others are learned from the switch) */
   endpoints?: readonly string[];
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
+  /** how long a histogram id counts nothing before a newcomer may take it, capture time (default: `deployed`'s, else 60 s) */
+  histogramIdIdleMs?: number;
   /**
    * A deployed controller's settings (its config file): mode, watchlist
    * capacities and rotation period, timeouts and digest lists, so that a
@@ -52,7 +54,7 @@ export interface ReplayOptions {
    */
   /** how long a switch that sends nothing holds the commands it saw (default: `deployed`'s, else the exporter's 60 s); `exporter` wins */
   silentSwitchMs?: number;
-  deployed?: Pick<ControllerConfig, "mode" | "polling" | "timeouts" | "digest">;
+  deployed?: Pick<ControllerConfig, "mode" | "polling" | "timeouts" | "digest"> & Partial<Pick<ControllerConfig, "histograms">>;
   /** the compiled program the switches run (BMv2 JSON and P4Info): p4/build/ unless told */
   pipeline?: { p4info: string; deviceConfig: string };
   onRecord?: (r: RecordJson) => void;
@@ -160,6 +162,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
   const rigs = switches.map((s, i) => new Rig({
     name: s.name, topology: s.topology, endpoints, mode: opts.mode ?? d?.mode, deviceId: BigInt(i + 1), logger: opts.logger, polling: opts.polling ?? d?.polling, pipeline: s.pipeline ?? opts.pipeline,
     ...(d ? { ioTimeoutMs: d.timeouts.ioTimeoutMs, flowTimeoutMs: d.timeouts.flowTimeoutMs, maxListSize: d.digest.maxListSize, maxTimeoutUs: d.digest.maxTimeoutUs } : {}),
+    ...(opts.histogramIdIdleMs !== undefined || d?.histograms ? { histogramIdIdleMs: opts.histogramIdIdleMs ?? d!.histograms!.idIdleMs } : {}),
   }));
   // Polling coverage on the interval records: the window of the switch's controller.
   const rigOf = new Map(rigs.map((r) => [r.options.name, r]));

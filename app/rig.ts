@@ -21,6 +21,8 @@ export interface RigOptions {
   polling?: { rotationPeriodMs?: number; flowCapacity?: number; ioPairCapacity?: number };
   ioTimeoutMs?: number;
   flowTimeoutMs?: number;
+  /** how long a histogram id counts nothing before a newcomer may take it, capture time (the controller's `histograms.id_idle_ms`) */
+  histogramIdIdleMs?: number;
   /** the compiled program (BMv2 JSON and P4Info) the switch runs: p4/build/ unless told */
   pipeline?: { p4info: string; deviceConfig: string };
   /** IPv6 endpoints given keys before the first packet (the controller's `endpoints`) */
@@ -144,10 +146,11 @@ export class Rig {
       },
       timeouts: { io_timeout_ms: o.ioTimeoutMs ?? 1000, flow_timeout_ms: o.flowTimeoutMs ?? 1000 },
       digest: { max_list_size: o.maxListSize ?? 256, max_timeout_us: o.maxTimeoutUs ?? 1000, ack_timeout_ms: 1000 },
+      ...(o.histogramIdIdleMs !== undefined ? { histograms: { id_idle_ms: o.histogramIdIdleMs } } : {}),
     });
     // Rotation follows the capture's clock, not the host's (see feedMerged).
     // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
-    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand" });
+    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
     this.controller.on("digests", onDigests);
     this.controller.start();
     await this.controller.ready();

@@ -140,6 +140,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   readonly histograms: HistogramTables | undefined;
   /** a pair or flow got a histogram id: its entry waits for the next sync */
   private histogramIdsPending = false;
+  /** the time by which histogram ids go idle (replay: the capture's) */
+  private readonly histogramClockMs: () => number;
   /** attached to a running switch: its counts from before are the baseline, not deltas */
   private histogramBaselineDue = false;
 
@@ -153,9 +155,10 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   /** "on-demand": histogram ids are written only by applyHistogramIds() (replay writes them at fixed capture times, so that it is deterministic) */
   private readonly histogramIdWrites: "on-learn" | "on-demand";
 
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand" } = {}) {
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand"; histogramClockMs?: () => number } = {}) {
     super();
     this.histogramIdWrites = opts.histogramIds ?? "on-learn";
+    this.histogramClockMs = opts.histogramClockMs ?? Date.now;
     this.log = opts.logger ?? silentLogger;
     this.rotationTimerEnabled = opts.rotationTimer ?? true;
     this.deferAck = opts.deferAck ?? false;
@@ -519,24 +522,32 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.histogramBaselineDue = false;
       await h.baseline(read);
     }
-    return h.read(read, Date.now());
+    return h.read(read, this.histogramClockMs());
   }
 
   /** Writes the histogram ids given since the last write (with `histogramIds: "on-demand"`). */
   async applyHistogramIds(): Promise<void> {
     if (!this.histogramIdsPending) return;
     this.histogramIdsPending = false;
+    await this.syncHistogramIds();
+  }
+
+  /** Writes the id tables' changes; removals of idle holders' entries, once written, let their ids be read out and freed. */
+  private async syncHistogramIds(): Promise<void> {
+    const releases = this.histograms?.releasesPending() ?? [];
     await this.connection.sync();
+    this.histograms?.releasesWritten(releases);
   }
 
   /** Gives a pair (and a flow) a histogram id as it is learned; written with the next sync. */
   private histogramId(kind: "pair" | "flow", a: number, b: number, qp = 0): void {
     const h = this.histograms;
     if (!h) return;
-    const e = kind === "pair" ? h.pairEntry(a, b, Date.now()) : h.flowEntry(a, b, qp, Date.now());
+    const now = this.histogramClockMs();
+    const e = kind === "pair" ? h.pairEntry(a, b, now) : h.flowEntry(a, b, qp, now);
     if (!e) return;
-    if (e.replaced) this.state.remove(this.entry({ table: e.table, match: e.replaced }));
-    this.state.set(this.entry(e));
+    if (e.release) this.state.remove(this.entry({ table: e.table, match: e.release }));
+    else this.state.set(this.entry(e));
     this.histogramIdsPending = true;
   }
 
@@ -608,7 +619,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stats.digests += digests.length;
     if (this.histogramIdsPending && this.histogramIdWrites === "on-learn") {
       this.histogramIdsPending = false;
-      this.connection.sync().catch((err: unknown) => this.log.warn("writing histogram ids failed", { error: (err as Error).message }));
+      this.syncHistogramIds().catch((err: unknown) => this.log.warn("writing histogram ids failed", { error: (err as Error).message }));
     }
     const listTimestampNs = this.listClock
       ? this.listClock.toUnix(list.timestamp, (offsetNs) => {

@@ -3,11 +3,16 @@
 // learns pairs and flows, and the counter arrays read every interval into
 // per-bucket deltas.
 //
-// A read takes two round trips: the per-id activity counters whole (one
-// cell per pair and op, one per flow), then the bucket cells of the ids
-// that moved since the last read. Id 0 is the overflow: what had no id.
-// An id idle for `idleMs` is given to a new pair when none is free; its
-// cells then start from the values last read (they had not moved).
+// A read takes three round trips, each reading only what the one before
+// found moved since the last read: the per-id activity counters whole (one
+// cell per pair and op, one per flow), then the range cells of the ids that
+// moved (per figure, eight ranges of 32 buckets), then the bucket cells of
+// the ranges that moved. Id 0 is the overflow: what had no id.
+// An id idle for `idleMs` is given to a new pair when none is free, in
+// three steps, so that no count of the old pair is read as the new one's:
+// the old pair's entry is removed (its I/Os count in the overflow from then
+// on), the next read after that removal is written takes what the old pair
+// counted since the last read, and only then is the id free.
 import { HIST_BUCKETS_USED, IO_FIGURES, P4_NAMES, type FctHistogramDelta, type HistogramRead, type IoFigure, type IoHistogramDelta } from "@rdma-telemetry/contract";
 import type { P4Schema } from "@rdma-telemetry/p4runtime";
 import type { Entity } from "@rdma-telemetry/p4runtime/proto/p4/v1/p4runtime";
@@ -25,6 +30,10 @@ const FIGURE_COUNTERS: Record<IoFigure, string> = {
   dpl: C.io_tracker_histograms_dpl_c.name,
 };
 
+/** Buckets in ranges of 32 (bucket[7:5]): the io_ranges and fct_ranges activity arrays count per range. */
+const HIST_RANGES = 8;
+const HIST_RANGE_BUCKETS = 32;
+
 /** How often a refused pair or flow is looked at again. */
 const RETRY_REFUSED_MS = 1000;
 
@@ -34,51 +43,97 @@ interface Holder {
   /** what the id names: [host, target] or [src, dst, dest_qp] */
   names: number[];
   lastMovedMs: number;
+  /** being let go: its entry's removal waiting to be written, or written (the id is free after the next read) */
+  release?: "pending" | "written";
 }
+
+/** What asking for an id gives: the id (added: new, to write), or an idle holder whose entry to remove first. */
+export type Assigned = { id: number; added: boolean } | { release: Holder };
 
 /** Ids 1..capacity-1 of one table (0 is the overflow). */
 class IdTable {
+  /** the holders with an entry */
   readonly byKey = new Map<string, Holder>();
+  /** the holders by id, those being let go included */
   readonly byId = new Map<number, Holder>();
   private next = 1;
+  /** ids let go and read out */
+  private readonly free: number[] = [];
   /** pairs (flows) refused and waiting, with when an id was last looked for them */
   private readonly refusedAt = new Map<string, number>();
+  /** newcomers waiting for the id an idle holder is letting go */
+  private readonly waiting = new Map<string, number>();
   /** pairs (flows) refused an id, each counted once (never goes down) */
   refused = 0;
+  /** ids taken back from idle holders for newcomers */
+  released = 0;
 
   constructor(readonly capacity: number, private readonly idleMs: number) {}
 
   /**
-   * The id of `names`: undefined when refused; `replaced` is the holder whose
-   * id it took. A refused one is looked for again at most once a second (its
-   * every digest asks), and counted once.
+   * The id of `names`, or the idle holder to let go for it (the newcomer gets
+   * an id once that one's is read out), or undefined: refused, or waiting. A
+   * refused one is looked for again at most once a second (its every digest
+   * asks), and counted once.
    */
-  assign(names: number[], nowMs: number): { id: number; added: boolean; replaced?: Holder } | undefined {
+  assign(names: number[], nowMs: number): Assigned | undefined {
     const key = names.join("|");
     const held = this.byKey.get(key);
     if (held) return { id: held.id, added: false };
+    const waitingFor = this.waiting.get(key);
+    if (waitingFor !== undefined) {
+      if (this.byId.get(waitingFor)?.release) return undefined;
+      this.waiting.delete(key);
+    }
     const triedAt = this.refusedAt.get(key);
     if (triedAt !== undefined && nowMs - triedAt < RETRY_REFUSED_MS) return undefined;
     let id: number | undefined;
-    let replaced: Holder | undefined;
     if (this.next < this.capacity) id = this.next++;
+    else if (this.free.length) id = this.free.pop()!;
     else {
-      for (const h of this.byId.values()) {
-        if (nowMs - h.lastMovedMs >= this.idleMs && (!replaced || h.lastMovedMs < replaced.lastMovedMs)) replaced = h;
+      let idle: Holder | undefined;
+      for (const h of this.byKey.values()) {
+        if (nowMs - h.lastMovedMs >= this.idleMs && (!idle || h.lastMovedMs < idle.lastMovedMs)) idle = h;
       }
-      if (!replaced) {
+      if (!idle) {
         if (triedAt === undefined) this.refused++;
         this.refusedAt.set(key, nowMs);
         return undefined;
       }
-      id = replaced.id;
-      this.byKey.delete(replaced.key);
+      this.byKey.delete(idle.key);
+      idle.release = "pending";
+      this.released++;
+      this.waiting.set(key, idle.id);
+      this.refusedAt.delete(key);
+      return { release: idle };
     }
     this.refusedAt.delete(key);
     const h: Holder = { id, key, names, lastMovedMs: nowMs };
     this.byKey.set(key, h);
     this.byId.set(id, h);
-    return { id, added: true, replaced };
+    return { id, added: true };
+  }
+
+  /** The holders whose entry's removal is to be written. */
+  releasesPending(): Holder[] {
+    return [...this.byId.values()].filter((h) => h.release === "pending");
+  }
+
+  /** Ids whose removal is written: read out by the next read, then free. */
+  releasesWritten(hs: Holder[]): void {
+    for (const h of hs) if (h.release === "pending") h.release = "written";
+  }
+
+  /** After a read: the ids whose removal was written before it are free. */
+  freeReleased(hs: Holder[]): void {
+    for (const h of hs) {
+      this.byId.delete(h.id);
+      this.free.push(h.id);
+    }
+  }
+
+  written(): Holder[] {
+    return [...this.byId.values()].filter((h) => h.release === "written");
   }
 }
 
@@ -91,12 +146,14 @@ export class HistogramTables {
   private readonly pairIos: number;
   private readonly fct: number;
   private readonly flowMessages: number;
+  private readonly ioRanges: number;
+  private readonly fctRanges: number;
   /** the id tables (pairs, flows) */
   readonly tableIds: readonly number[];
 
   /** The program's histograms, or undefined for a program without them (Tofino builds). */
   static of(schema: P4Schema, idleMs: number): HistogramTables | undefined {
-    const names = [...Object.values(FIGURE_COUNTERS), C.io_tracker_histograms_pair_ios.name, C.flow_tracker_histograms_fct.name, C.flow_tracker_histograms_flow_messages.name];
+    const names = [...Object.values(FIGURE_COUNTERS), C.io_tracker_histograms_pair_ios.name, C.io_tracker_histograms_io_ranges.name, C.flow_tracker_histograms_fct.name, C.flow_tracker_histograms_flow_messages.name, C.flow_tracker_histograms_fct_ranges.name];
     if (!names.every((n) => schema.counters.has(n)) || !schema.tables.has(T.io_tracker_histograms_io_pairs.name) || !schema.tables.has(T.flow_tracker_histograms_flows.name)) return undefined;
     return new HistogramTables(schema, idleMs);
   }
@@ -108,6 +165,8 @@ export class HistogramTables {
     this.pairIos = schema.counters.get(C.io_tracker_histograms_pair_ios.name).preamble!.id;
     this.fct = schema.counters.get(C.flow_tracker_histograms_fct.name).preamble!.id;
     this.flowMessages = schema.counters.get(C.flow_tracker_histograms_flow_messages.name).preamble!.id;
+    this.ioRanges = schema.counters.get(C.io_tracker_histograms_io_ranges.name).preamble!.id;
+    this.fctRanges = schema.counters.get(C.flow_tracker_histograms_fct_ranges.name).preamble!.id;
     this.tableIds = [T.io_tracker_histograms_io_pairs.name, T.flow_tracker_histograms_flows.name].map((n) => schema.tables.get(n).preamble!.id);
   }
 
@@ -128,27 +187,44 @@ export class HistogramTables {
     return this.flows.refused;
   }
 
-  /** The id table entry for a new pair (to write), or undefined when the pair has one or none is left. */
-  pairEntry(host: number, target: number, nowMs: number): { table: string; match: Record<string, number>; action: { name: string; params: Record<string, number> }; replaced?: Record<string, number> } | undefined {
-    const r = this.pairs.assign([host, target], nowMs);
-    if (!r?.added) return undefined;
-    return {
-      table: T.io_tracker_histograms_io_pairs.name,
-      match: { host, target },
-      action: { name: A.io_tracker_histograms_set_pair.name, params: { id: r.id } },
-      ...(r.replaced ? { replaced: { host: r.replaced.names[0]!, target: r.replaced.names[1]! } } : {}),
-    };
+  /** Ids taken back from idle pairs and flows for newcomers. */
+  get pairsReleased(): number {
+    return this.pairs.released;
   }
 
-  flowEntry(src: number, dst: number, destQp: number, nowMs: number): { table: string; match: Record<string, number>; action: { name: string; params: Record<string, number> }; replaced?: Record<string, number> } | undefined {
+  get flowsReleased(): number {
+    return this.flows.released;
+  }
+
+  /**
+   * The id table entry to write for a new pair, or the entry of an idle pair
+   * to remove first (its id is the newcomer's once read out); undefined when
+   * the pair has an id, waits for one, or is refused.
+   */
+  pairEntry(host: number, target: number, nowMs: number): IdEntry | undefined {
+    const r = this.pairs.assign([host, target], nowMs);
+    if (!r) return undefined;
+    if ("release" in r) return { table: T.io_tracker_histograms_io_pairs.name, release: { host: r.release.names[0]!, target: r.release.names[1]! } };
+    if (!r.added) return undefined;
+    return { table: T.io_tracker_histograms_io_pairs.name, match: { host, target }, action: { name: A.io_tracker_histograms_set_pair.name, params: { id: r.id } } };
+  }
+
+  flowEntry(src: number, dst: number, destQp: number, nowMs: number): IdEntry | undefined {
     const r = this.flows.assign([src, dst, destQp], nowMs);
-    if (!r?.added) return undefined;
-    return {
-      table: T.flow_tracker_histograms_flows.name,
-      match: { src, dst, dest_qp: destQp },
-      action: { name: A.flow_tracker_histograms_set_flow.name, params: { id: r.id } },
-      ...(r.replaced ? { replaced: { src: r.replaced.names[0]!, dst: r.replaced.names[1]!, dest_qp: r.replaced.names[2]! } } : {}),
-    };
+    if (!r) return undefined;
+    if ("release" in r) return { table: T.flow_tracker_histograms_flows.name, release: { src: r.release.names[0]!, dst: r.release.names[1]!, dest_qp: r.release.names[2]! } };
+    if (!r.added) return undefined;
+    return { table: T.flow_tracker_histograms_flows.name, match: { src, dst, dest_qp: destQp }, action: { name: A.flow_tracker_histograms_set_flow.name, params: { id: r.id } } };
+  }
+
+  /** The ids being let go whose entries' removal is still to be written (pass back to releasesWritten once it is). */
+  releasesPending(): unknown[] {
+    return [...this.pairs.releasesPending(), ...this.flows.releasesPending()];
+  }
+
+  releasesWritten(pending: unknown[]): void {
+    this.pairs.releasesWritten(pending as Holder[]);
+    this.flows.releasesWritten(pending as Holder[]);
   }
 
   /** A switch whose counters start anew (pipeline pushed): every cell is 0. */
@@ -159,7 +235,7 @@ export class HistogramTables {
   /** Takes the cells' current values as the baselines, without deltas (a switch attached to with counts from before). */
   async baseline(read: (entities: Entity[]) => AsyncIterable<Entity>): Promise<void> {
     this.last = new Map();
-    const ids = [...this.figureIds.map(([, id]) => id), this.pairIos, this.fct, this.flowMessages];
+    const ids = [...this.figureIds.map(([, id]) => id), this.pairIos, this.ioRanges, this.fct, this.flowMessages, this.fctRanges];
     for await (const e of read(ids.map((counterId) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: undefined, data: undefined } } })))) {
       this.take(e);
     }
@@ -181,6 +257,9 @@ export class HistogramTables {
 
   /** Everything counted since the last read, per histogram. */
   async read(read: (entities: Entity[]) => AsyncIterable<Entity>, nowMs: number): Promise<HistogramRead> {
+    // Ids whose entries' removal was written before this read: what they counted is their old holder's, then they are free.
+    const releasedPairs = this.pairs.written();
+    const releasedFlows = this.flows.written();
     const moved: Array<{ id: number; op: number }> = [];
     const movedFlows: number[] = [];
     const activity = [this.pairIos, this.flowMessages].map((counterId) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: undefined, data: undefined } } }));
@@ -190,13 +269,23 @@ export class HistogramTables {
       if (t.counterId === this.pairIos) moved.push({ id: t.index >> 1, op: t.index & 1 });
       else movedFlows.push(t.index);
     }
+    // The ranges of 32 buckets of what moved, then the buckets of the ranges that moved.
+    const ranges: Entity[] = [];
+    for (const { id, op } of moved) for (let f = 0; f < this.figureIds.length; f++) for (let r = 0; r < HIST_RANGES; r++) ranges.push(cellEntity(this.ioRanges, (id << 6) | (op << 5) | (f << 3) | r));
+    for (const id of movedFlows) for (let r = 0; r < HIST_RANGES; r++) ranges.push(cellEntity(this.fctRanges, (id << 3) | r));
     const cells: Entity[] = [];
-    for (const { id, op } of moved) {
-      for (const [, counterId] of this.figureIds) {
-        for (let b = 0; b < HIST_BUCKETS_USED; b++) cells.push(cellEntity(counterId, (id << 9) | (op << 8) | b));
+    const bucketsOf = (counterId: number, base: number, r: number) => {
+      for (let b = r * HIST_RANGE_BUCKETS; b < Math.min((r + 1) * HIST_RANGE_BUCKETS, HIST_BUCKETS_USED); b++) cells.push(cellEntity(counterId, base | b));
+    };
+    if (ranges.length) {
+      for await (const e of read(ranges)) {
+        const t = this.take(e);
+        if (!t || t.delta === 0) continue;
+        const r = t.index & 7;
+        if (t.counterId === this.fctRanges) bucketsOf(this.fct, (t.index >> 3) << 8, r);
+        else bucketsOf(this.figureIds[(t.index >> 3) & 3]![1], (t.index >> 6) << 9 | ((t.index >> 5) & 1) << 8, r);
       }
     }
-    for (const id of movedFlows) for (let b = 0; b < HIST_BUCKETS_USED; b++) cells.push(cellEntity(this.fct, (id << 8) | b));
     const io = new Map<string, IoHistogramDelta>();
     const fct = new Map<number, FctHistogramDelta>();
     const figureOf = new Map(this.figureIds.map(([f, id]) => [id, f]));
@@ -231,9 +320,16 @@ export class HistogramTables {
         d.buckets.push([bucket, t.delta]);
       }
     }
+    this.pairs.freeReleased(releasedPairs);
+    this.flows.freeReleased(releasedFlows);
     return { io: [...io.values()], fct: [...fct.values()], pairs: this.pairs.byKey.size, flows: this.flows.byKey.size, pairsRefused: this.pairs.refused, flowsRefused: this.flows.refused };
   }
 }
+
+/** An id table write: an entry to add, or (release) the entry of an idle holder to remove. */
+export type IdEntry =
+  | { table: string; match: Record<string, number>; action: { name: string; params: Record<string, number> }; release?: undefined }
+  | { table: string; release: Record<string, number>; match?: undefined; action?: undefined };
 
 function cellEntity(counterId: number, index: number): Entity {
   return { entity: { $case: "counterEntry", value: { counterId, index: { index: BigInt(index) }, data: undefined } } };

@@ -68,6 +68,7 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
     text = await (await fetch(url)).text();
   }
   expect(sample(text, 'rdma_telemetry_histogram_ids_refused_total{switch="tor",kind="pair"}')).toBe(0);
+  expect(sample(text, 'rdma_telemetry_histogram_ids_reused_total{switch="tor",kind="pair"}')).toBe(0);
   expect(text).toMatch(named);
   await stop(c, "SIGTERM");
   const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);

@@ -24,6 +24,14 @@ function fakeSwitch(cells: Map<string, number>) {
   };
 }
 
+/** An e2e at C counted for pair `id` (0: the overflow) and op, in `bucket`: its cell, its range's and the pair's activity, as the switch counts them. */
+function count(cells: Map<string, number>, id: number, op: number, bucket: number, n = 1): void {
+  const bump = (k: string) => cells.set(k, (cells.get(k) ?? 0) + n);
+  bump(`${counterId("TelemetryIngress.io_tracker.histograms.e2e_c")}|${(id << 9) | (op << 8) | bucket}`);
+  bump(`${counterId("TelemetryIngress.io_tracker.histograms.io_ranges")}|${(id << 6) | (op << 5) | (0 << 3) | (bucket >> 5)}`);
+  bump(`${counterId("TelemetryIngress.io_tracker.histograms.pair_ios")}|${(id << 1) | op}`);
+}
+
 describe("histogram ids", () => {
   test("1,023 pairs get ids; the next is refused and counted until an idle one's id is reused", () => {
     const h = HistogramTables.of(schema, 60_000)!;
@@ -31,8 +39,8 @@ describe("histogram ids", () => {
     const ids = new Set<number>();
     for (let i = 0; i < 1023; i++) {
       const e = h.pairEntry(0x0a000000 + i, 0x0a010001, 0)!;
-      expect(e.replaced).toBeUndefined();
-      ids.add(e.action.params.id!);
+      expect(e.release).toBeUndefined();
+      ids.add(e.action!.params.id!);
     }
     expect([...ids].sort((a, b) => a - b)).toEqual(Array.from({ length: 1023 }, (_, i) => i + 1));
     // The same pair again: no new entry.
@@ -44,24 +52,49 @@ describe("histogram ids", () => {
     for (let t = 30_001; t < 30_900; t += 100) expect(h.pairEntry(0x0b000000, 0x0a010001, t)).toBeUndefined();
     expect(h.pairEntry(0x0b000000, 0x0a010001, 31_500)).toBeUndefined();
     expect(h.pairsRefused).toBe(1);
-    // A minute on: the id of the pair idle longest goes to the newcomer, and the old entry is named for removal.
+    // A minute on: the pair idle longest is let go for the newcomer (its entry named for removal), once.
     const e = h.pairEntry(0x0b000001, 0x0a010001, 61_000)!;
-    expect(e.replaced).toEqual({ host: 0x0a000000, target: 0x0a010001 });
-    expect(e.action.params.id).toBe(1);
+    expect(e.release).toEqual({ host: 0x0a000000, target: 0x0a010001 });
+    expect(h.pairEntry(0x0b000001, 0x0a010001, 61_100)).toBeUndefined();
+    expect(h.pairCount).toBe(1022);
+  });
+
+  test("an idle pair's id goes to a newcomer only once what the old pair counted since the last read is read out as its own", async () => {
+    const h = HistogramTables.of(schema, 60_000)!;
+    for (let i = 0; i < 1023; i++) h.pairEntry(0x0a000000 + i, 0x0a010001, 0);
+    const cells = new Map<string, number>();
+    expect((await h.read(fakeSwitch(cells), 1000)).io).toEqual([]);
+    // After that read, pair 1 (0x0a000000, idle since 0) counts two writes: nothing reads them yet.
+    count(cells, 1, 1, 100, 2);
+    // A newcomer a minute on: pair 1's entry is to be removed; the newcomer waits, whatever it asks meanwhile.
+    const newcomer = [0x0b000000, 0x0a010001] as const;
+    expect(h.pairEntry(...newcomer, 61_000)!.release).toEqual({ host: 0x0a000000, target: 0x0a010001 });
+    expect(h.pairEntry(...newcomer, 61_500)).toBeUndefined();
+    expect(h.pairsRefused).toBe(0);
+    // A read before the removal is written: the id still counts for pair 1, and is not free.
+    count(cells, 1, 1, 100);
+    expect((await h.read(fakeSwitch(cells), 62_000)).io).toEqual([{ host: 0x0a000000, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 3]] }]);
+    expect(h.pairEntry(...newcomer, 62_100)).toBeUndefined();
+    // The removal written, one more count came before it: read out as pair 1's, then the id is free.
+    h.releasesWritten(h.releasesPending());
+    count(cells, 1, 1, 100);
+    expect((await h.read(fakeSwitch(cells), 63_000)).io).toEqual([{ host: 0x0a000000, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 1]] }]);
+    const given = h.pairEntry(...newcomer, 63_100)!;
+    expect(given.match).toEqual({ host: 0x0b000000, target: 0x0a010001 });
+    expect(given.action!.params.id).toBe(1);
+    // From then on the id's counts are the newcomer's.
+    count(cells, 1, 1, 101);
+    expect((await h.read(fakeSwitch(cells), 64_000)).io).toEqual([{ host: 0x0b000000, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[101, 1]] }]);
     expect(h.pairCount).toBe(1023);
   });
 
   test("a read gives what each pair, op and figure counted since the last one; id 0 is the overflow", async () => {
     const h = HistogramTables.of(schema, 60_000)!;
-    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action.params.id!;
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action!.params.id!;
     const cells = new Map<string, number>();
-    const e2eC = counterId("TelemetryIngress.io_tracker.histograms.e2e_c");
-    const pairIos = counterId("TelemetryIngress.io_tracker.histograms.pair_ios");
     // Pair `id`, writes (op 1): 3 I/Os in bucket 100; the overflow, reads: 2 in bucket 90.
-    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 100}`, 3);
-    cells.set(`${pairIos}|${(id << 1) | 1}`, 3);
-    cells.set(`${e2eC}|${90}`, 2);
-    cells.set(`${pairIos}|0`, 2);
+    count(cells, id, 1, 100, 3);
+    count(cells, 0, 0, 90, 2);
     const first = await h.read(fakeSwitch(cells), 1000);
     expect(first.io).toEqual(expect.arrayContaining([
       { host: 0x0a000001, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 3]] },
@@ -71,9 +104,8 @@ describe("histogram ids", () => {
     // Nothing moved: nothing read back.
     expect((await h.read(fakeSwitch(cells), 2000)).io).toEqual([]);
     // Two more in bucket 100 and one in 101: the deltas only.
-    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 100}`, 5);
-    cells.set(`${e2eC}|${(id << 9) | (1 << 8) | 101}`, 1);
-    cells.set(`${pairIos}|${(id << 1) | 1}`, 6);
+    count(cells, id, 1, 100, 2);
+    count(cells, id, 1, 101);
     const next = await h.read(fakeSwitch(cells), 3000);
     expect(next.io).toEqual([{ host: 0x0a000001, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[100, 2], [101, 1]] }]);
     // A switch whose counters started anew (pipeline pushed): every cell counts from 0 again.

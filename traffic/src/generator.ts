@@ -48,6 +48,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   responseLoss: 0.002,
   errorRate: 0.003,
   connectDuringCapture: 0.5,
+  jobTurnover: 0,
   ioSizes: [4096, 16384, 65536],
   readFraction: 0.7,
   gradientBytes: 256 << 10,

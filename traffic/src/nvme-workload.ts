@@ -154,6 +154,8 @@ export class Queue {
   /** I/Os whose truth is not out yet */
   private ios: Io[] = [];
   private burstInterval = 0;
+  /** no burst starts at or after this time (the host's job ends, or the capture does) */
+  burstsEndNs = 0;
   readonly events = new EventQueue();
   /** per direction: the latest send time and far-side arrival emitted (a path does not reorder a QP's packets) */
   private readonly upFifo = { sent: -1, arrived: -1 };
@@ -321,7 +323,8 @@ export class Queue {
     const perQueueRate = o.ioRate / (o.targets * o.queuesPerHost);
     this.burstInterval = (1e9 * (1 + o.burstMax)) / 2 / perQueueRate;
     const t = startNs + Math.round(this.m.rand() * this.burstInterval);
-    if (t < o.durationNs - 50e6) this.events.push({ t, kind: "burst" });
+    if (this.burstsEndNs === 0) this.burstsEndNs = o.durationNs - 50e6;
+    if (t < this.burstsEndNs) this.events.push({ t, kind: "burst" });
   }
 
   /** Time of the queue's next event, if any. */
@@ -364,7 +367,7 @@ export class Queue {
           this.events.push({ t: e.t + k * (200 + Math.floor(r() * 800)), kind: "arrive", op, bytes });
         }
         const next = e.t + Math.round(this.burstInterval * (0.5 + r()));
-        if (next < o.durationNs - 50e6) this.events.push({ t: next, kind: "burst" });
+        if (next < this.burstsEndNs) this.events.push({ t: next, kind: "burst" });
         return;
       }
       case "arrive":
@@ -610,6 +613,8 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
   const all: Queue[] = [];
   const keepAlives: Source[] = [];
   const connectedInCapture = Math.round(o.hosts * o.connectDuringCapture);
+  // Job turnover: the first `turnover` hosts end their I/O at 40 % of the capture, the last `turnover` start theirs at 60 %.
+  const turnover = Math.floor((o.hosts * o.jobTurnover) / 2);
   for (let i = 0; i < o.hosts; i++) {
     const style: HostStyle = i % 2 === 0 ? "linux" : "spdk";
     for (let j = 0; j < o.targets; j++) {
@@ -629,7 +634,8 @@ export function createNvmeQueues(m: FabricModel, o: GeneratorOptions, hostIp: (i
         if (q === 0) {
           keepAlives.push(queue.keepAlives(1_000_000_000 + i * 37_000_000 + j * 11_000_000, o.durationNs));
         } else {
-          queue.startBursts(ready);
+          if (i < turnover) queue.burstsEndNs = Math.round(o.durationNs * 0.4);
+          queue.startBursts(i >= o.hosts - turnover ? Math.max(ready, Math.round(o.durationNs * 0.6)) : ready);
           all.push(queue);
         }
       }

@@ -33,6 +33,13 @@ export interface GeneratorOptions {
   errorRate: number;
   /** share of hosts whose controllers connect during the capture (RDMA CM seen); the others were connected before */
   connectDuringCapture: number;
+  /**
+   * Jobs that end and start during the capture: this share of the hosts is
+   * split in two, the first half ending its I/O at 40 % of the capture, the
+   * second starting its own at 60 % (their queues stay connected, with
+   * keep-alives). 0: every host does I/O throughout.
+   */
+  jobTurnover: number;
   ioSizes: readonly number[];
   readFraction: number;
   /** gradient-sync message size and count per ring step */

@@ -475,6 +475,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.histograms.pair_ios",
       "size": 2048
     },
+    "io_tracker_histograms_io_ranges": {
+      "name": "TelemetryIngress.io_tracker.histograms.io_ranges",
+      "size": 65536
+    },
     "flow_tracker_histograms_fct": {
       "name": "TelemetryIngress.flow_tracker.histograms.fct",
       "size": 262144
@@ -482,6 +486,10 @@ export const P4_NAMES = {
     "flow_tracker_histograms_flow_messages": {
       "name": "TelemetryIngress.flow_tracker.histograms.flow_messages",
       "size": 1024
+    },
+    "flow_tracker_histograms_fct_ranges": {
+      "name": "TelemetryIngress.flow_tracker.histograms.fct_ranges",
+      "size": 8192
     },
     "stats_port_packets": {
       "name": "TelemetryIngress.stats.port_packets",

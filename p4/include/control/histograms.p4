@@ -9,7 +9,13 @@
 // message's digest is made. Each array is indexed by
 //   pair id (10 bits) ++ op (1 bit: write) ++ bucket (8 bits)   (I/O)
 //   flow id (10 bits) ++ bucket (8 bits)                          (FCT)
-// with the bucket from hist_bucket.p4's log-linear scale. Ids come from
+// with the bucket from hist_bucket.p4's log-linear scale. Two activity
+// arrays let the controller read only what moved: per pair and op (and per
+// flow) everything counted, and per pair, op, figure and range of 32
+// buckets (bucket[7:5]) what each range counted; it reads the first whole,
+// the ranges of the pairs that moved, then the buckets of the ranges that
+// moved (a figure's values in one interval span one or two ranges: about
+// 100 cells read per pair and op that moved, of 4 x 256). Ids come from
 // exact-match tables the controller fills; id 0 is the overflow: what has
 // no id is counted there, never dropped, and the digest says so
 // (IO_FLAG_HIST_UNPAIRED, MSG_FLAG_HIST_UNFLOWED).
@@ -22,6 +28,8 @@
 #define HIST_IO_CELLS 524288    // HIST_PAIRS * 2 ops * 256 buckets
 #define HIST_FLOWS 1024
 #define HIST_FCT_CELLS 262144   // HIST_FLOWS * 256 buckets
+#define HIST_IO_RANGES 65536    // HIST_PAIRS * 2 ops * 4 figures * 8 ranges
+#define HIST_FCT_RANGES 8192    // HIST_FLOWS * 8 ranges
 typedef bit<10> hist_pair_t;    // pair ids: 1,024 (HIST_PAIRS)
 typedef bit<10> hist_flow_t;    // flow ids: 1,024 (HIST_FLOWS)
 
@@ -44,6 +52,9 @@ control IoHistograms(in endpoint_key_t host, in endpoint_key_t target, in bool w
     // I/Os counted per pair and op: what the controller reads every interval
     // to find the pairs whose histograms moved.
     PACKET_COUNTER(HIST_PAIRS * 2, pair_ios)
+    // Figures counted per pair, op, figure (e2e_c 0, e2e_s 1, dal 2, dpl 3)
+    // and range of 32 buckets: which bucket cells to read.
+    PACKET_COUNTER(HIST_IO_RANGES, io_ranges)
     HistBucket() e2e_bucket;
     HistBucket() dal_bucket;
     HistBucket() dpl_bucket;
@@ -75,19 +86,23 @@ control IoHistograms(in endpoint_key_t host, in endpoint_key_t target, in bool w
         e2e_bucket.apply(e2e, b);
         if ((vantage & VANTAGE_C) != 0) {
             e2e_c.count((bit<32>)(pair ++ op ++ b));
+            io_ranges.count((bit<32>)(pair ++ op ++ 2w0 ++ b[7:5]));
         }
         if ((vantage & VANTAGE_S) != 0) {
             e2e_s.count((bit<32>)(pair ++ op ++ b));
+            io_ranges.count((bit<32>)(pair ++ op ++ 2w1 ++ b[7:5]));
         }
         if (dal_valid) {
             bit<8> db;
             dal_bucket.apply(dal, db);
             dal_s.count((bit<32>)(pair ++ op ++ db));
+            io_ranges.count((bit<32>)(pair ++ op ++ 2w2 ++ db[7:5]));
         }
         if (dpl_valid) {
             bit<8> pb;
             dpl_bucket.apply(dpl, pb);
             dpl_c.count((bit<32>)(pair ++ op ++ pb));
+            io_ranges.count((bit<32>)(pair ++ op ++ 2w3 ++ pb[7:5]));
         }
         pair_ios.count((bit<32>)(pair ++ op));
     }
@@ -98,6 +113,8 @@ control FlowHistograms(in endpoint_key_t src, in endpoint_key_t dst, in qpn_t qp
     PACKET_COUNTER(HIST_FCT_CELLS, fct)
     // Messages counted per flow (the flows whose histograms moved).
     PACKET_COUNTER(HIST_FLOWS, flow_messages)
+    // Messages counted per flow and range of 32 buckets.
+    PACKET_COUNTER(HIST_FCT_RANGES, fct_ranges)
     HistBucket() fct_bucket;
 
     hist_flow_t flow = 0;
@@ -126,6 +143,7 @@ control FlowHistograms(in endpoint_key_t src, in endpoint_key_t dst, in qpn_t qp
         bit<8> b;
         fct_bucket.apply(fct_ns, b);
         fct.count((bit<32>)(flow ++ b));
+        fct_ranges.count((bit<32>)(flow ++ b[7:5]));
         flow_messages.count((bit<32>)flow);
     }
 }
