@@ -84,4 +84,30 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   const recorded = [...new Set(readFileSync(join(dir, "demo/records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; host?: string }).filter((r) => r.type === "io").map((r) => r.host!))].sort();
   expect(hosts).toEqual(recorded);
   expect(hosts.some((h) => /^2001:db8:0:1::[0-9a-f]+$/.test(h!)) && hosts.some((h) => /^10\.0\.1\.\d+$/.test(h!))).toBe(true);
+  // The data plane's histograms (every I/O, not only those with digests), per pair across both switches:
+  // each pair's e2e p50 and p99 within the records' range of values, and counts never above what the records counted.
+  const records = readFileSync(join(dir, "demo/records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; host?: string | null; target?: string; figure?: string; count?: number; buckets?: Array<{ bucket: number; count: number }> });
+  const recordedCounts = new Map<string, number>();
+  for (const r of records) {
+    if (r.type !== "io_histogram" || !r.host || !(r.figure === "e2e_c_ns" || r.figure === "e2e_s_ns")) continue;
+    const k = `${r.host}|${r.target}|${r.figure.slice(0, -3)}`; // Prometheus's figure label has no unit
+    recordedCounts.set(k, (recordedCounts.get(k) ?? 0) + r.count!);
+  }
+  const counted = await api(`sum by (host, target, figure) (rdma_telemetry_dataplane_io_latency_seconds_count{job="demo", figure=~"e2e_c|e2e_s", host!="overflow"})`, to);
+  expect(counted.length).toBeGreaterThan(0);
+  for (const c of counted) {
+    const k = `${c.metric.host}|${c.metric.target}|${c.metric.figure}`;
+    expect(Number(c.value![1]), k).toBeLessThanOrEqual(recordedCounts.get(k) ?? 0);
+  }
+  const e2e = records.filter((r) => r.type === "io").flatMap((r) => [(r as { e2e_c_ns?: number | null }).e2e_c_ns, (r as { e2e_s_ns?: number | null }).e2e_s_ns]).filter((v): v is number => typeof v === "number");
+  const [lo, hi] = [Math.min(...e2e) / 1e9, Math.max(...e2e) / 1e9];
+  for (const q of [0.5, 0.99]) {
+    const per = await api(`histogram_quantile(${q}, sum by (host, target, le) (rdma_telemetry_dataplane_io_latency_seconds_bucket{job="demo", figure=~"e2e_c|e2e_s", host!="overflow"}))`, to);
+    expect(per.length).toBe(new Set(counted.map((c) => `${c.metric.host}|${c.metric.target}`)).size);
+    // Prometheus interpolates within a quarter octave: within 19 % (2^(1/4)) of the values the records hold.
+    for (const v of per.map((r) => Number(r.value![1]))) {
+      expect(v).toBeGreaterThanOrEqual(lo / 1.19);
+      expect(v).toBeLessThanOrEqual(hi * 1.19);
+    }
+  }
 }, 600_000);
