@@ -198,15 +198,22 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     exporter.metrics.setSwitchMode(config.switch.switchId, modeCode(controller.currentMode));
   }, Math.max(100, intervalMs / 2));
   // The data plane's histograms, read just after every interval boundary: what they counted in the interval that ended.
+  // One read at a time (each takes deltas against the last): the stop waits for the one under way.
   let histogramTimer: NodeJS.Timeout | undefined;
+  let histogramRead: Promise<void> | undefined;
+  let stopping = false;
   const readHistograms = () => {
+    if (stopping) return;
     const delayMs = intervalMs - (Date.now() % intervalMs) + HISTOGRAM_READ_DELAY_MS;
     histogramTimer = setTimeout(() => {
       const at = BigInt(Date.now() - HISTOGRAM_READ_DELAY_MS) * 1_000_000n;
-      const done = () => readHistograms();
+      const done = () => {
+        histogramRead = undefined;
+        readHistograms();
+      };
       if (!controller.stats.primary || !controller.histograms) return done();
-      controller.readHistograms()
-        .then((h) => h && exporter.metrics.addHistograms(config.switch.switchId, h, at))
+      histogramRead = controller.readHistograms()
+        .then((h) => void (h && exporter.metrics.addHistograms(config.switch.switchId, h, at)))
         .catch((err: unknown) => o.logger.warn("reading the switch's histograms failed", { error: (err as Error).message }))
         .finally(done);
     }, delayMs);
@@ -221,7 +228,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   });
   clearInterval(tick);
   clearInterval(counters);
+  stopping = true;
   clearTimeout(histogramTimer);
+  await histogramRead;
   control?.close();
   // What the histograms counted since the last interval's read goes out with the last records.
   if (controller.stats.primary && controller.histograms) {

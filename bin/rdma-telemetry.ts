@@ -34,7 +34,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -59,7 +59,7 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (128 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
@@ -70,8 +70,11 @@ Usage:
       others IPv4, and gives targets both (default 4). --reorder 0.2:6 sends
       a fifth of the RDMA WRITE messages over reordering paths, packets
       displaced 1 to 6 places (default 6); --reorder-loss 0.5 also loses one
-      packet after the switch in half of those, resent go-back-N. Demo takes
-      --ip (default 4) and --reorder, --reorder-loss too.
+      packet after the switch in half of those, resent go-back-N.
+      --job-turnover 0.5: a quarter of the hosts end their jobs (their I/O)
+      at 40 % of the capture and another quarter start theirs at 60 %, their
+      queues connected throughout (default 0). Demo takes --ip (default 4),
+      --reorder, --reorder-loss and --job-turnover too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -270,8 +273,14 @@ function reorder(v: string | undefined, loss: string | undefined): { reorderShar
 }
 
 /** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
-function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number } {
-  const out: { hosts?: number; targets?: number; queuesPerHost?: number } = {};
+function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } {
+  const out: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } = {};
+  const turnover = values["job-turnover"];
+  if (turnover !== undefined) {
+    const t = /^\d*\.?\d+$/.test(turnover) ? Number(turnover) : NaN;
+    if (!(t >= 0 && t <= 1)) throw new UsageError(`--job-turnover must be a share of the hosts from 0 to 1 (got '${turnover}')`);
+    out.jobTurnover = t;
+  }
   if (values.hosts !== undefined) out.hosts = int(values.hosts, "hosts", 0);
   if (values.targets !== undefined) out.targets = int(values.targets, "targets", 0);
   if (values["queues-per-host"] !== undefined) out.queuesPerHost = int(values["queues-per-host"], "queues-per-host", 0);
@@ -396,6 +405,7 @@ async function main(argv: string[]): Promise<number> {
       hosts: { type: "string" },
       targets: { type: "string" },
       "queues-per-host": { type: "string" },
+      "job-turnover": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
       "out-dir": { type: "string" },
