@@ -52,6 +52,8 @@ export interface ControllerEvents {
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
+  /** the data plane's histograms read: how long it took and how many counter cells it read */
+  "histograms-read": [{ durationMs: number; cells: number }];
   rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }> }];
   "bad-digest": [{ message: string }];
 }
@@ -522,7 +524,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.histogramBaselineDue = false;
       await h.baseline(read);
     }
-    return h.read(read, this.histogramClockMs());
+    const t0 = performance.now();
+    const cells = h.cellsRead;
+    const r = await h.read(read, this.histogramClockMs());
+    this.emit("histograms-read", { durationMs: performance.now() - t0, cells: h.cellsRead - cells });
+    return r;
   }
 
   /** Writes the histogram ids given since the last write (with `histogramIds: "on-demand"`). */

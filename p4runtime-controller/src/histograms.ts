@@ -241,9 +241,13 @@ export class HistogramTables {
     }
   }
 
+  /** Counter cells read (every cell a read returned), since the start. */
+  cellsRead = 0;
+
   /** A cell's value read: the delta since the last read (and the new baseline). */
   private take(e: Entity): { counterId: number; index: number; delta: number } | undefined {
     if (e.entity?.$case !== "counterEntry") return undefined;
+    this.cellsRead++;
     const counterId = e.entity.value.counterId;
     const index = Number(e.entity.value.index?.index ?? -1);
     const value = Number(e.entity.value.data?.packetCount ?? 0n);

@@ -70,6 +70,9 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
   expect(sample(text, 'rdma_telemetry_histogram_ids_refused_total{switch="tor",kind="pair"}')).toBe(0);
   expect(sample(text, 'rdma_telemetry_histogram_ids_reused_total{switch="tor",kind="pair"}')).toBe(0);
   expect(text).toMatch(named);
+  // What the reads cost: cells read, and each read's duration.
+  expect(sample(text, 'rdma_telemetry_histogram_cells_read_total{switch="tor"}')).toBeGreaterThan(0);
+  expect(sample(text, 'rdma_telemetry_histogram_read_duration_seconds_count{switch="tor"}')).toBeGreaterThan(0);
   await stop(c, "SIGTERM");
   const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
   const ios = lines.filter((r): r is IoRecordJson => r.type === "io");
