@@ -14,7 +14,7 @@ import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
-import { overtakenFirstFlow, reorderedFlow } from "../support/reordered.js";
+import { overtakenFirstFlow, reorderedFlow, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
 import { IO_EVENT_CMD, IO_EVENT_RSP, IO_FLAG_IN_CAPSULE, IO_FLAG_REPLACED, LEARN_ENDPOINT, type IoDigest, type LearnDigest, type MsgDigest, type TelemetryDigest } from "../../contract/src/digests.js";
@@ -289,6 +289,19 @@ describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
     expect(flow.reduce((a, f) => a + f.straddled_messages, 0)).toBe(0);
     // The two packets outside any message each went out at once, in a digest of their own, counted.
     expect(result.exporter.metrics.flowOnlyDigests.get("sw")).toBe(2);
+  }, 60_000);
+
+  test("a message whose LAST never reached the switch, then the flow's next message: no record for it, its packets in the flow's totals at once (straddled), the next one's record whole", async () => {
+    const s = unendedMessageFlow(T0);
+    const records: RecordJson[] = [];
+    const result = await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual([s.next]);
+    // No gap: the end of the message before it was never seen.
+    expect(msgs[0]!.gap_ns).toBeNull();
+    const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
+    expect(flow.map((f) => ({ messages: f.messages, packets: f.packets, retransmitted: f.retransmitted, straddled: f.straddled_messages }))).toEqual([{ messages: 1, packets: 7, retransmitted: 0, straddled: 1 }]);
+    expect(result.exporter.metrics.flowOnlyDigests.get("sw")).toBe(1);
   }, 60_000);
 });
 

@@ -105,3 +105,33 @@ export function overtakenFirstFlow(t0: bigint, lateAt: bigint): {
     intervals: [{ messages: 4, packets: 28, retransmitted: 2 }, { messages: 0, packets: 1, retransmitted: 1 }],
   };
 }
+
+/**
+ * A message whose LAST never reaches the switch (PSNs 300–302 seen, 303
+ * not), then the flow's next message in order (304–307): the first has no
+ * record, and its three packets count for the flow, at once, as straddled.
+ */
+export function unendedMessageFlow(t0: bigint): { capture: SwitchCapture; next: ReorderedMessage } {
+  const src = ipv4("10.0.1.5");
+  const dst = ipv4("10.0.1.6");
+  const destQp = 0x2c9;
+  let t = t0;
+  const packets: SwitchCapture["packets"] = [];
+  const send = (psn: number, opcode: number, length: number) => {
+    t += 1_000n;
+    const { data, wireLength } = buildFrame({ src, dst, opcode, destQp, psn, ...(opcode === Opcode.WRITE_FIRST ? { reth: { va: 0n, rkey: 0x57, length } } : {}), payloadLength: 1024 });
+    packets.push({ timestampNs: t, data, originalLength: wireLength });
+    return t;
+  };
+  send(300, Opcode.WRITE_FIRST, 4096);
+  send(301, Opcode.WRITE_MIDDLE, 0);
+  send(302, Opcode.WRITE_MIDDLE, 0);
+  const first = send(304, Opcode.WRITE_FIRST, 4096);
+  send(305, Opcode.WRITE_MIDDLE, 0);
+  send(306, Opcode.WRITE_MIDDLE, 0);
+  const last = send(307, Opcode.WRITE_LAST, 0);
+  return {
+    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    next: { firstPsn: 304, lastPsn: 307, packets: 4, retransmitted: 0, fctNs: Number(last - first) },
+  };
+}

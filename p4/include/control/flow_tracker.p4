@@ -287,8 +287,21 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool outside = false;    // this packet (or the pending ones) went to the flow's figures only
         if (in_order_start || late_first) {
             if (open) {
-                n_straddled = n_straddled + 1;  // the previous message never ended here
+                // The previous message never ended here: no record, its
+                // packets count for the flow only (straddled).
+                bit<32> o_packets;
+                bit<32> o_retx;
+                bit<32> o_ecn;
+                msg_packets.read(o_packets, slot);
+                msg_retransmitted.read(o_retx, slot);
+                msg_ecn_ce.read(o_ecn, slot);
+                x_packets = x_packets + o_packets;
+                x_retx = x_retx + o_retx;
+                x_ecn = x_ecn + o_ecn;
+                n_straddled = n_straddled + 1;
                 meta.stat.straddled = true;
+                state = state & ~FLOW_PREV_VALID;
+                outside = true;
             }
             if (pending) {
                 msg_packets.read(packets, slot);
