@@ -22,7 +22,7 @@ import { ioRecordKey } from "../../app/self-check.js";
 import { writePcap } from "../../traffic/src/pcap.js";
 import type { GeneratedTraffic } from "../../traffic/src/types.js";
 import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
-import { overtakenFirstFlow, reorderedFlow } from "../support/reordered.js";
+import { overtakenFirstFlow, reorderedFlow, unendedMessageFlow } from "../support/reordered.js";
 
 /** A histogram read summed over pair and flow ids: "figure|op" (or "fct") -> bucket -> count. */
 function wholeHistograms(h: HistogramRead): Record<string, Record<number, number>> {
@@ -323,5 +323,17 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const flows = (rs: RecordJson[]) => rs.filter((r): r is FlowAggregateJson => r.type === "flow_interval").reduce((a, f) => [a[0]! + f.messages, a[1]! + f.packets, a[2]! + f.retransmitted], [0, 0, 0]);
     expect(flows(bmRecords)).toEqual([4, 29, 3]);
     expect(flows(swRecords)).toEqual([4, 29, 3]);
+  }, 300_000);
+
+  test("a message whose LAST never reached the switch, then the flow's next message: the same flow-only digest, counters and records on BMv2 and on the software switch", async () => {
+    const s = unendedMessageFlow(0n);
+    const { bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware({ switches: [s.capture] });
+    const noTime = (d: TelemetryDigest) => (d.kind === "msg" ? { ...d, first_ts: 0 } : d);
+    expect(fromFirstSeq(bmDigests.map(noTime))).toEqual(fromFirstSeq(swDigests.map(noTime)));
+    expect(bmDigests.filter((d) => d.kind === "msg" && d.packets === 0 && d.bytes === 0 && d.extra_packets === 3 && d.straddled === 1)).toHaveLength(1);
+    expect(bmCounters).toEqual(swCounters);
+    const flows = (rs: RecordJson[]) => rs.filter((r): r is FlowAggregateJson => r.type === "flow_interval").reduce((a, f) => [a[0]! + f.messages, a[1]! + f.packets, a[2]! + f.straddled_messages], [0, 0, 0]);
+    expect(flows(bmRecords)).toEqual([1, 7, 1]);
+    expect(flows(swRecords)).toEqual([1, 7, 1]);
   }, 300_000);
 });
