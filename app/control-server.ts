@@ -109,13 +109,13 @@ export async function startControlServer(controller: TelemetryController, o: Con
       // Only the primary writes the switch: a change taken now by a backup would be applied later, unasked.
       const notPrimary = () => `not primary on ${address} (${controller.stats.role}): the mode is changed on the primary controller`;
       if (!controller.stats.primary) return refuse(409, notPrimary());
-      if (mode === "summary" && !controller.histograms) return refuse(409, "mode summary needs the data plane's histograms, which this switch's program has not (the Tofino builds have none yet)");
       controller.setMode(mode).then(
         () => {
           o.logger?.info("mode changed on request", { mode, epoch: controller.stats.epoch, from: req.socket.remoteAddress });
           reply(200, { mode, epoch: controller.stats.epoch });
         },
-        (err: unknown) => (controller.stats.primary ? reply(500, { error: (err as Error).message }) : refuse(409, notPrimary())),
+        // A mode the switch's program cannot run (summary without histograms) is refused by the controller, by name.
+        (err: unknown) => (err instanceof ConfigError ? refuse(409, err.message) : controller.stats.primary ? reply(500, { error: (err as Error).message }) : refuse(409, notPrimary())),
       );
     });
   };

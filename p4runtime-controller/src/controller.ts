@@ -51,9 +51,9 @@ export interface ControllerEvents {
   backup: [{ primaryElectionId: bigint | undefined }];
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
-  /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
   /** the data plane's histograms read: how long it took and how many counter cells it read */
   "histograms-read": [{ durationMs: number; cells: number }];
+  /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
   rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }> }];
   "bad-digest": [{ message: string }];
 }

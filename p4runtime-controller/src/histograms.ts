@@ -114,14 +114,9 @@ class IdTable {
     return { id, added: true };
   }
 
-  /** The holders whose entry's removal is to be written. */
-  releasesPending(): Holder[] {
-    return [...this.byId.values()].filter((h) => h.release === "pending");
-  }
-
-  /** Ids whose removal is written: read out by the next read, then free. */
-  releasesWritten(hs: Holder[]): void {
-    for (const h of hs) if (h.release === "pending") h.release = "written";
+  /** The holders being let go whose entry's removal is to be written ("pending") or is written ("written"). */
+  releasing(state: "pending" | "written"): Holder[] {
+    return [...this.byId.values()].filter((h) => h.release === state);
   }
 
   /** After a read: the ids whose removal was written before it are free. */
@@ -130,10 +125,6 @@ class IdTable {
       this.byId.delete(h.id);
       this.free.push(h.id);
     }
-  }
-
-  written(): Holder[] {
-    return [...this.byId.values()].filter((h) => h.release === "written");
   }
 }
 
@@ -218,13 +209,13 @@ export class HistogramTables {
   }
 
   /** The ids being let go whose entries' removal is still to be written (pass back to releasesWritten once it is). */
-  releasesPending(): unknown[] {
-    return [...this.pairs.releasesPending(), ...this.flows.releasesPending()];
+  releasesPending(): readonly object[] {
+    return [...this.pairs.releasing("pending"), ...this.flows.releasing("pending")];
   }
 
-  releasesWritten(pending: unknown[]): void {
-    this.pairs.releasesWritten(pending as Holder[]);
-    this.flows.releasesWritten(pending as Holder[]);
+  /** Their removal is written: the next read reads their ids out, then frees them. */
+  releasesWritten(pending: readonly object[]): void {
+    for (const h of pending as Holder[]) if (h.release === "pending") h.release = "written";
   }
 
   /** A switch whose counters start anew (pipeline pushed): every cell is 0. */
@@ -262,8 +253,8 @@ export class HistogramTables {
   /** Everything counted since the last read, per histogram. */
   async read(read: (entities: Entity[]) => AsyncIterable<Entity>, nowMs: number): Promise<HistogramRead> {
     // Ids whose entries' removal was written before this read: what they counted is their old holder's, then they are free.
-    const releasedPairs = this.pairs.written();
-    const releasedFlows = this.flows.written();
+    const releasedPairs = this.pairs.releasing("written");
+    const releasedFlows = this.flows.releasing("written");
     const moved: Array<{ id: number; op: number }> = [];
     const movedFlows: number[] = [];
     const activity = [this.pairIos, this.flowMessages].map((counterId) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: undefined, data: undefined } } }));
