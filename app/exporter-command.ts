@@ -12,6 +12,8 @@ export interface ExporterCommandOptions extends KafkaSecurity {
   metricsListen?: string;
   /** how long a silent switch holds the halves waiting for it (default 60 s) */
   silentSwitchMs?: number;
+  /** engine threads (ExporterGroupOptions.threads) */
+  threads?: number;
   logger: Logger;
   print: (t: string) => void;
   signal: AbortSignal;
@@ -19,7 +21,7 @@ export interface ExporterCommandOptions extends KafkaSecurity {
 
 export async function runExporterGroup(o: ExporterCommandOptions): Promise<void> {
   const metrics = o.metricsListen ? new TelemetryMetrics({ topics: o.topics }) : undefined;
-  const member = new ExporterGroupMember({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, groupId: o.groupId, topics: o.topics, switchIds: o.switchIds, engine: o.silentSwitchMs !== undefined ? { silentSwitchNs: BigInt(o.silentSwitchMs) * 1_000_000n } : undefined, logger: o.logger, onRecord: metrics ? (r) => metrics.onRecord(r) : undefined });
+  const member = new ExporterGroupMember({ brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, groupId: o.groupId, topics: o.topics, switchIds: o.switchIds, engine: o.silentSwitchMs !== undefined ? { silentSwitchNs: BigInt(o.silentSwitchMs) * 1_000_000n } : undefined, threads: o.threads, logger: o.logger, onRecord: metrics ? (r) => metrics.onRecord(r) : undefined });
   const served = metrics
     ? await metrics.listen(o.metricsListen!).catch((err: unknown) => {
         throw new ConfigError(`--metrics-listen ${o.metricsListen}: ${(err as NodeJS.ErrnoException).code === "EADDRINUSE" ? "already in use" : (err as Error).message}`);

@@ -21,7 +21,10 @@
 // Environment: KAFKA_BROKERS (use that broker; otherwise one is started),
 // BENCH_GROUP_MS, BENCH_GROUP_LOAD, BENCH_GROUP_HOSTS, BENCH_GROUP_TARGETS,
 // BENCH_GROUP_QUEUES, BENCH_GROUP_MEMBERS (default 1,2),
-// BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_CPU_PROF (a
+// BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_GROUP_THREADS
+// (the members' engine threads, --threads; default 0,1: each setting with
+// the engines in the member's thread, then on one thread of their own),
+// BENCH_CPU_PROF (a
 // directory: CPU profiles of the members), BENCH_GROUP_RUNS (rounds, default 1:
 // each round measures the in-process exporter and then every setting, and
 // more than one round ends with each setting's median share of its round's
@@ -116,7 +119,7 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
  * counted from the first report of a digest consumed to the last (the
  * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
@@ -124,7 +127,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   await sink.start();
   const group = `bench-group-${Date.now()}`;
   const workers = Array.from({ length: members }, () =>
-    fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group], {
+    fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group, String(threads)], {
       execArgv: [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [])],
     }));
   const digests = workers.map(() => 0);
@@ -195,6 +198,7 @@ export async function benchExporterGroup(): Promise<void> {
     print(`  ${w.pairs} host-target pairs; digests per partition (of ${PARTITIONS}): ${perPartition.join(", ")} (largest ${(Math.max(...perPartition) / w.messages.length * 100).toFixed(0)} % of all)`);
     const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
     const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
+    const threadCounts = (process.env.BENCH_GROUP_THREADS ?? "0,1").split(",").map(Number);
     const rounds = Math.max(1, Number(process.env.BENCH_GROUP_RUNS ?? 1));
     // Per setting, each round's share of that round's in-process rate and the members' CPU a digest.
     const shares = new Map<string, Array<{ share: number; cpu: number }>>();
@@ -205,9 +209,9 @@ export async function benchExporterGroup(): Promise<void> {
       inProcessRuns.push({ perS: local, cpu: localCpu });
       print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
       for (const compression of compressions) {
-        for (const n of counts) {
-          const r = await measureGroup(brokers, w, compression, n);
-          const setting = `${n} member${n > 1 ? "s" : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}`;
+        for (const threads of threadCounts) for (const n of counts) {
+          const r = await measureGroup(brokers, w, compression, n, threads);
+          const setting = `${n} member${n > 1 ? "s" : ""}${threads ? `, ${threads} engine thread${threads > 1 ? "s" : ""} each` : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}`;
           shares.set(setting, [...(shares.get(setting) ?? []), { share: r.perS / local, cpu: r.cpuUsPerDigest }]);
           print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest)`);
         }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // rdma-telemetry: the command line. Environment variables are read here only.
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { consume, NoSuchTopicError } from "../app/consume.js";
 import { KafkaSink } from "@rdma-telemetry/exporter";
@@ -94,6 +95,7 @@ Usage:
       not its primary) before the commands it saw unanswered go out without
       its figures ("A switch gone silent" in --help).
   rdma-telemetry exporter [--kafka-brokers HOST:PORT,...] [--group ID] [--switch-id NAME...] [--silent-switch-ms N]
+                 [--threads N]
       A member of an exporter group: consumes the digests that controllers
       publish with --digests-only (rdma.digest.v1) in consumer group ID
       (default rdma-telemetry-exporter), joins both vantages of each I/O and
@@ -102,8 +104,11 @@ Usage:
       switches are counted and dropped. Halves wait for their other vantage
       while its switch is silent for up to --silent-switch-ms (default 60000;
       1000 to 3600000), then go out alone, and the commands that switch saw
-      unanswered go out without its figures (counted). Prints a summary line
-      at SIGTERM.
+      unanswered go out without its figures (counted). The partitions'
+      engines (decoding, joining, encoding) run on --threads N engine
+      threads beside the thread that reads and writes Kafka (0 to 64;
+      default 1 on a machine of more than one core, else 0: all in one
+      thread). Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
                  [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]
@@ -223,6 +228,7 @@ const LIMITS = {
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
   "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
   "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
+  threads: { min: 0, max: 64, unit: "" },
   snaplen: { min: MIN_SNAPLEN, max: 262_144, unit: ` bytes (${MIN_SNAPLEN} keeps every header the switch reads)` },
 } as const;
 
@@ -448,6 +454,7 @@ async function main(argv: string[]): Promise<number> {
       "capture-clock": { type: "boolean" },
       "pcap-delay-ms": { type: "string" },
       "silent-switch-ms": { type: "string" },
+      threads: { type: "string" },
       ...KAFKA_SECURITY_FLAGS,
     },
   });
@@ -650,7 +657,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: silentSwitchMs(values["silent-switch-ms"]), logger, print, signal: ac.signal });
+      await runExporterGroup({ brokers, ...security(), topics: topics(), groupId: values.group, switchIds: values["switch-id"], metricsListen: values["metrics-listen"], silentSwitchMs: silentSwitchMs(values["silent-switch-ms"]), threads: int(values.threads, "threads", availableParallelism() > 1 ? 1 : 0), logger, print, signal: ac.signal });
       // Out of the group, everything committed: a partition still being taken on (reading back) commits nothing, and is not waited for.
       await new Promise((r) => process.stdout.write("", r));
       process.exit(0);

@@ -18,6 +18,8 @@ test.each([
   ["exporter with a group id Kafka would refuse", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--group", "a group"], /--group: a group id is letters/],
   ["exporter with an argument", () => ["exporter", "extra", "--kafka-brokers", "127.0.0.1:1"], /exporter takes no arguments \(got 'extra'\)/],
   ["exporter with a silence shorter than a second", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--silent-switch-ms", "500"], /--silent-switch-ms must be a whole number from 1000 to 3600000 \(1 h\) \(got '500'\)/],
+  ["exporter with more engine threads than it takes", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--threads", "65"], /^rdma-telemetry: --threads must be a whole number from 0 to 64 \(got '65'\)$/],
+  ["exporter with engine threads not in decimal digits", () => ["exporter", "--kafka-brokers", "127.0.0.1:1", "--threads", "two"], /^rdma-telemetry: --threads must be a whole number from 0 to 64 \(got 'two'\)$/],
   ["replay with a silence shorter than a second", () => ["replay", "a.pcap", "--topology", "t.json", "--out", join(dir, "r.jsonl"), "--silent-switch-ms", "999"], /^rdma-telemetry: --silent-switch-ms must be a whole number from 1000 to 3600000 \(1 h\) \(got '999'\)$/],
   ["replay with a silence over an hour", () => ["replay", "a.pcap", "--topology", "t.json", "--out", join(dir, "r.jsonl"), "--silent-switch-ms", "3600001"], /--silent-switch-ms must be a whole number from 1000 to 3600000 \(1 h\) \(got '3600001'\)/],
   ["demo with a silence not in decimal digits", () => ["demo", "--out-dir", join(dir, "demo"), "--silent-switch-ms", "1e4"], /^rdma-telemetry: --silent-switch-ms must be a whole number from 1000 to 3600000 \(1 h\) \(got '1e4'\)$/],

@@ -6,7 +6,7 @@
 // held (test/setup/kafka.ts starts the broker).
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
-import { expect, inject, test } from "vitest";
+import { describe, expect, inject, test } from "vitest";
 import { replaySwitches } from "../../app/replay.js";
 import { Topology } from "../../app/topology.js";
 import { isFlowOnly } from "../../contract/src/digests.js";
@@ -54,12 +54,12 @@ function topicsOf(name: string): { id: string; topics: TopicNames } {
  * A member on its own group and topics (one partition), with a producer of digests: `body` publishes and waits;
  * the member stops and the producer disconnects after it, whatever happens.
  */
-async function withMember(id: string, topics: TopicNames, body: (o: { kafka: Kafka; member: ExporterGroupMember; records: RecordJson[]; send: (ms: KafkaMessageOut[]) => Promise<unknown> }) => Promise<void>): Promise<{ member: ExporterGroupMember; records: RecordJson[] }> {
+async function withMember(id: string, topics: TopicNames, threads: number, body: (o: { kafka: Kafka; member: ExporterGroupMember; records: RecordJson[]; send: (ms: KafkaMessageOut[]) => Promise<unknown> }) => Promise<void>): Promise<{ member: ExporterGroupMember; records: RecordJson[] }> {
   const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: `${id}-test` });
   const producer = kafka.producer();
   await producer.connect();
   const records: RecordJson[] = [];
-  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, onRecord: (r) => records.push(r) });
+  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, threads, onRecord: (r) => records.push(r) });
   const send = (ms: KafkaMessageOut[]) => producer.send({ topic: topics.digest, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
   try {
     await member.start();
@@ -75,41 +75,48 @@ async function withMember(id: string, topics: TopicNames, body: (o: { kafka: Kaf
 // The digests go out in one request: the switches' time of the whole workload reaches the member at once, as a
 // controller's would over 400 ms (published in pieces with pauses of over a second, the silent-switch time here,
 // the member would rightly move on without the rest).
-test("a group member counts the flow-only digests it takes, and their packets are in the flows' interval figures as in process", async () => {
-  const { id, topics } = topicsOf("flow-only");
-  const { digests, flowOnly, inProcess } = await workload(topics);
-  const { member, records } = await withMember(id, topics, async ({ member, records, send }) => {
-    await send(digests);
-    await until(() => member.stats.digests >= digests.length, 60_000, () => `the member to take ${digests.length} digests (${member.stats.digests})`, 50);
-    await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
-  });
-  expect(member.stats.digests).toBe(digests.length);
-  expect(member.stats.lateDigests).toBe(0);
-  expect(member.stats.flowOnlyDigests).toBe(flowOnly);
-  expect(packets(records)).toBe(packets(inProcess));
-}, 180_000);
+const ioRecords = (rs: RecordJson[]) => rs.filter((r) => r.type === "io").map((r) => JSON.stringify(r)).sort();
 
-test("a member whose transaction fails (fenced) counts the digests it re-reads once, and loses none", async () => {
-  const { id, topics } = topicsOf("fenced");
-  const { digests, flowOnly, inProcess } = await workload(topics);
-  const half = Math.floor(digests.length / 2);
-  const { member, records } = await withMember(id, topics, async ({ kafka, member, records, send }) => {
-    await send(digests.slice(0, half));
-    await until(() => member.stats.digests === half, 60_000, () => `the member to take ${half} digests (${member.stats.digests})`, 50);
-    // Another producer with the partition's transactional id fences the member's: its next transaction fails.
-    const fencer = kafka.producer({ transactionalId: `${id}.${topics.digest}.0`, idempotent: true, maxInFlightRequests: 1 });
-    await fencer.connect();
-    await (await fencer.transaction()).abort(); // kafkajs sends InitProducerId at a producer's first transaction
-    await send(digests.slice(half));
-    await until(() => member.stats.aborted > 0 && member.stats.digests - member.stats.replayedDigests >= digests.length, 60_000, () => `a transaction to fail (${member.stats.aborted}) and the member to take ${digests.length} digests (${member.stats.digests})`, 50);
-    await fencer.disconnect().catch(() => undefined);
-    await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
-  });
-  // The digests of the failed transaction are taken again and counted once; those re-read as open state (if any) are counted as re-read.
-  expect(member.stats.aborted).toBeGreaterThan(0);
-  expect(member.stats.digests - member.stats.replayedDigests).toBe(digests.length);
-  expect(member.stats.flowOnlyDigests).toBe(flowOnly);
-  expect(packets(records)).toBe(packets(inProcess));
-  const ios = (rs: RecordJson[]) => rs.filter((r) => r.type === "io").length;
-  expect(ios(records)).toBe(ios(inProcess));
-}, 180_000);
+// With the engines in the member's thread, and on an engine thread of their own (--threads 1).
+describe.each([0, 1])("engine threads: %i", (threads) => {
+  test("a group member counts the flow-only digests it takes, and their packets are in the flows' interval figures as in process", async () => {
+    const { id, topics } = topicsOf("flow-only");
+    const { digests, flowOnly, inProcess } = await workload(topics);
+    const { member, records } = await withMember(id, topics, threads, async ({ member, records, send }) => {
+      await send(digests);
+      await until(() => member.stats.digests >= digests.length, 60_000, () => `the member to take ${digests.length} digests (${member.stats.digests})`, 50);
+      await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
+    });
+    expect(member.stats.digests).toBe(digests.length);
+    expect(member.stats.lateDigests).toBe(0);
+    expect(member.stats.flowOnlyDigests).toBe(flowOnly);
+    expect(packets(records)).toBe(packets(inProcess));
+    // Every I/O record as the in-process exporter makes it.
+    expect(ioRecords(records)).toEqual(ioRecords(inProcess));
+  }, 180_000);
+
+  test("a member whose transaction fails (fenced) counts the digests it re-reads once, and loses none", async () => {
+    const { id, topics } = topicsOf("fenced");
+    const { digests, flowOnly, inProcess } = await workload(topics);
+    const half = Math.floor(digests.length / 2);
+    const { member, records } = await withMember(id, topics, threads, async ({ kafka, member, records, send }) => {
+      await send(digests.slice(0, half));
+      await until(() => member.stats.digests === half, 60_000, () => `the member to take ${half} digests (${member.stats.digests})`, 50);
+      // Another producer with the partition's transactional id fences the member's: its next transaction fails.
+      const fencer = kafka.producer({ transactionalId: `${id}.${topics.digest}.0`, idempotent: true, maxInFlightRequests: 1 });
+      await fencer.connect();
+      await (await fencer.transaction()).abort(); // kafkajs sends InitProducerId at a producer's first transaction
+      await send(digests.slice(half));
+      await until(() => member.stats.aborted > 0 && member.stats.digests - member.stats.replayedDigests >= digests.length, 60_000, () => `a transaction to fail (${member.stats.aborted}) and the member to take ${digests.length} digests (${member.stats.digests})`, 50);
+      await fencer.disconnect().catch(() => undefined);
+      await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
+    });
+    // The digests of the failed transaction are taken again and counted once; those re-read as open state (if any) are counted as re-read.
+    expect(member.stats.aborted).toBeGreaterThan(0);
+    expect(member.stats.digests - member.stats.replayedDigests).toBe(digests.length);
+    expect(member.stats.flowOnlyDigests).toBe(flowOnly);
+    expect(packets(records)).toBe(packets(inProcess));
+    const ios = (rs: RecordJson[]) => rs.filter((r) => r.type === "io").length;
+    expect(ios(records)).toBe(ios(inProcess));
+  }, 180_000);
+});

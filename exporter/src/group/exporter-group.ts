@@ -28,19 +28,18 @@
 // offsets inside a transaction (sendOffsets), with metadata.
 import "../kafka/kafkajs-codecs.js"; // the digests may come compressed with any codec (zstd by default)
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from "kafkajs";
-import { isFlowOnly, type RecordJson } from "@rdma-telemetry/contract";
+import type { RecordJson } from "@rdma-telemetry/contract";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ALERT_HASH_CHARS } from "../alerts.js";
-import { Exporter, type ExporterOptions } from "../exporter.js";
-import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
-import { batchFromRaw } from "../kafka/digest-bus.js";
+import type { ExporterOptions } from "../exporter.js";
 import { recordFromMessage } from "../kafka/decode.js";
-import { DEFAULT_TOPICS, encodeRecord, type KafkaMessageOut, type TopicNames } from "../kafka/encode.js";
+import { DEFAULT_TOPICS, type TopicNames } from "../kafka/encode.js";
 import { KeyedPartitioner } from "../kafka/partitioner.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "../kafka/security.js";
 import { readTopicTails } from "../kafka/tail.js";
 import { waitForLeaders } from "../kafka/topics-ready.js";
-import { OpenDigests } from "./open-digests.js";
+import { LocalEngines, ThreadedEngines, type EngineHost } from "./engine-threads.js";
+import type { CommitSnapshot, CommitState, DigestsIn, DropNote, PendingCounts } from "./partition-engine.js";
 import { recordKey } from "./record-key.js";
 
 export interface ExporterGroupOptions extends KafkaSecurity {
@@ -60,6 +59,8 @@ export interface ExporterGroupOptions extends KafkaSecurity {
   logger?: Logger;
   /** how long a caught-up partition with no new digest waits before its engine is moved on by the wall clock (default 500 ms) */
   idleMs?: number;
+  /** engine threads: the partitions' engines (decoding, joining, encoding) run on these beside the member's thread, which does Kafka only; 0 (the default) runs them in the member's thread */
+  threads?: number;
 }
 
 /** What the member did since it started; all counters. */
@@ -90,59 +91,10 @@ export interface ExporterGroupStats {
   alertsNotCarried: number;
 }
 
-/** What a partition took and left out since its last commit: counted in the member's stats when the transaction that covers it commits. */
-type PendingCounts = Pick<ExporterGroupStats, "digests" | "badDigests" | "unknownSwitch" | "duplicateDigests" | "lateDigests" | "replayedDigests" | "flowOnlyDigests" | "suppressedRecords">;
-const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0, suppressedRecords: 0 });
+export { commitMetadata, type CommitState } from "./partition-engine.js";
 
-/** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
-export interface CommitState {
-  /** offset of the oldest open digest */
-  r: string;
-  /** its Kafka timestamp, ms */
-  t: number;
-  /** clock start per switch, ns */
-  c?: Record<string, string>;
-  /** the alerts raised, their alertHash values concatenated */
-  a?: string;
-  /** how many alerts were raised, when `a` had no room for all of them */
-  n?: number;
-}
-
-/** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
-const MAX_METADATA = 4096;
-
-/**
- * The offset metadata of a commit, within MAX_METADATA bytes: the alerts
- * raised first (without them a new owner raises an alert again, or never
- * clears it), then the clock placements (without them it places the clocks
- * again from the digests). Raised alerts beyond the room left are left out,
- * their number kept (`n`): the member that takes the partition on counts them.
- */
-export function commitMetadata(state: CommitState, raised: readonly string[], clocks: Record<string, string>): string {
-  const a = raised.join("");
-  const withClocks = JSON.stringify({ ...state, ...(a ? { a } : {}), c: clocks });
-  if (Buffer.byteLength(withClocks) <= MAX_METADATA) return withClocks;
-  const all = JSON.stringify({ ...state, ...(a ? { a } : {}) });
-  if (Buffer.byteLength(all) <= MAX_METADATA) return all;
-  const room = MAX_METADATA - Buffer.byteLength(JSON.stringify({ ...state, a: "", n: raised.length }));
-  const fit = Math.max(0, Math.floor(room / ALERT_HASH_CHARS));
-  return JSON.stringify({ ...state, a: raised.slice(0, fit).join(""), n: raised.length });
-}
-
-/** One partition's engine and transactional producer. */
+/** One partition's transactional producer and where it stands in Kafka; its engine is the EngineHost's. */
 class PartitionTask {
-  readonly exporter: Exporter;
-  readonly open: OpenDigests;
-  /** records made and not yet published */
-  out: RecordJson[] = [];
-  /**
-   * The digests taken since the last commit: counted in the member's stats when
-   * their transaction commits (a partition taken on again after a failed one
-   * reads them again, and they count once).
-   */
-  counts = noCounts();
-  /** the records earlier owners committed (after a takeover), by key */
-  committed: Set<string> | undefined;
   /** the next offset to read */
   next = -1n;
   /** the offset committed last */
@@ -150,23 +102,11 @@ class PartitionTask {
   /** partition end as last fetched */
   highWatermark = -1n;
   lastDigestAt = Date.now();
-  /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
-  newestListNs = 0n;
-  newestAt = Date.now();
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
   closed = false;
 
-  constructor(readonly partition: number, readonly producer: Producer, engine: ExporterOptions) {
-    this.exporter = new Exporter(engine);
-    this.exporter.addSink((r) => {
-      // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
-      if (r.type !== "switch_stats") this.out.push(r);
-    });
-    // Aggregates an earlier owner committed were evaluated by its alerts, whose state this partition took on.
-    this.exporter.alertFilter = (r) => !this.committed?.has(recordKey(r));
-    this.open = new OpenDigests(this.exporter.metrics.options.intervalNs + this.exporter.metrics.options.correlationWindowNs);
-  }
+  constructor(readonly partition: number, readonly producer: Producer) {}
 
   /** Serialises work on this partition. */
   run(f: () => Promise<void>): Promise<void> {
@@ -184,7 +124,9 @@ export class ExporterGroupMember {
   private readonly groupId: string;
   private readonly tasks = new Map<number, PartitionTask>();
   private readonly taking = new Map<number, Promise<{ task: PartitionTask; from: bigint }>>();
-  private readonly switchIds: Set<string> | undefined;
+  private readonly engines: EngineHost;
+  /** digests dropped so far (taken, whether committed yet or not), for the log's first and every 10,000th */
+  private readonly dropped = { badDigests: 0, unknownSwitch: 0 };
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
@@ -200,7 +142,7 @@ export class ExporterGroupMember {
     if (o.brokers.length === 0) throw new Error("Kafka: no brokers given");
     this.topics = o.topics ?? DEFAULT_TOPICS;
     this.groupId = o.groupId ?? "rdma-telemetry-exporter";
-    this.switchIds = o.switchIds?.length ? new Set(o.switchIds) : undefined;
+    this.engines = (o.threads ?? 0) > 0 ? new ThreadedEngines(o.threads!, (partitions, err) => this.onEnginesLost(partitions, err)) : new LocalEngines();
     this.kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 } });
     this.admin = this.kafka.admin();
     // read_committed (kafkajs's default): digests of a producer's aborted transaction are never seen.
@@ -274,7 +216,8 @@ export class ExporterGroupMember {
       // transaction, not at connect; an empty transaction ends without a request.
       await (await producer.transaction()).abort();
       const fencedAt = Date.now();
-      const task = new PartitionTask(partition, producer, this.o.engine ?? {});
+      const task = new PartitionTask(partition, producer);
+      await this.engines.open({ partition, topics: this.topics, engine: this.o.engine ?? {}, switchIds: this.o.switchIds, withRecords: this.o.onRecord !== undefined });
       const taken = await this.restore(task, fencedAt);
       // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
       if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
@@ -304,22 +247,18 @@ export class ExporterGroupMember {
     const raised = typeof state?.a === "string" ? state.a : "";
     const hashes: string[] = [];
     for (let i = 0; i + ALERT_HASH_CHARS <= raised.length; i += ALERT_HASH_CHARS) hashes.push(raised.slice(i, i + ALERT_HASH_CHARS));
-    task.exporter.alerts.restoreRaised(hashes);
+    await this.engines.restore(partition, { raised: hashes, clocks: Object.fromEntries(Object.entries(state?.c ?? {}).map(([sw, start]) => [sw, String(start)])) });
     const notCarried = typeof state?.n === "number" ? Math.max(0, state.n - hashes.length) : 0;
     if (notCarried > 0) {
       this.stats.alertsNotCarried += notCarried;
       this.o.logger?.warn("exporter group: raised alerts of a partition taken on were not in its offset metadata (no room): they may be raised again, or not cleared", { partition, carried: hashes.length, not_carried: notCarried });
-    }
-    for (const [sw, start] of Object.entries(state?.c ?? {})) {
-      const ns = BigInt(start);
-      task.exporter.metrics.setClockStart(sw, () => ns);
     }
     const r = state ? BigInt(state.r) : committed;
     if (r < committed) {
       // Open digests to re-read: what earlier owners committed from them on is not published again.
       this.stats.takeovers++;
       const seen = await this.committedSince(state!.t - 5_000, fencedAt);
-      task.committed = seen;
+      await this.engines.setCommitted(partition, seen);
       this.o.logger?.info("exporter group: took a partition over", { partition, reread_from: String(r), committed: String(committed), records_committed_since: seen.size });
     }
     return { task, from: r };
@@ -389,94 +328,51 @@ export class ExporterGroupMember {
     await t.run(async () => {
       if (t.closed || !isRunning() || isStale()) return;
       t.highWatermark = BigInt(batch.highWatermark);
-      let last: bigint | undefined;
+      const d: DigestsIn = { offsets: [], timestamps: [], values: [] };
       for (const m of batch.messages) {
         const offset = BigInt(m.offset);
         if (offset < t.next) continue;
-        last = offset;
-        this.onDigest(t, offset, Number(m.timestamp), m.value);
+        d.offsets.push(offset);
+        d.timestamps.push(Number(m.timestamp));
+        d.values.push(m.value);
       }
+      const last = d.offsets.at(-1);
       if (last === undefined) return;
+      t.lastDigestAt = Date.now();
       t.next = last + 1n;
-      if (!(await this.commit(t, last + 1n))) return;
+      const snapshot = await this.engines.take(partition, d, t.committedOffset, last + 1n);
+      if (!(await this.commit(t, last + 1n, snapshot))) return;
       resolveOffset(String(last));
       await heartbeat();
     });
   }
 
-  private onDigest(t: PartitionTask, offset: bigint, timestampMs: number, value: Buffer | null): void {
-    const replayed = offset < t.committedOffset;
-    const c = t.counts;
-    if (replayed) c.replayedDigests++;
-    t.lastDigestAt = Date.now();
-    let raw: RawDigest;
-    try {
-      if (!value) throw new Error("empty message");
-      raw = RawDigest.decode(value);
-      const b = batchFromRaw(raw);
-      if (this.switchIds && !this.switchIds.has(b.switchId)) {
-        c.unknownSwitch++;
-        const n = this.stats.unknownSwitch + c.unknownSwitch;
-        if (n === 1 || n % 10_000 === 0) this.o.logger?.warn("digests from a switch not in --switch-id dropped", { switch: b.switchId, count: n });
-        return;
-      }
-      const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
-      // A digest far out of order may still open a half: it stays open for a window past what is settled now.
-      const settled = t.exporter.metrics.settledBefore;
-      const openNs = raw.listTimestampNs < settled ? settled + t.open.slackNs : raw.listTimestampNs;
-      if (!t.open.add(offset, openNs, key, timestampMs)) {
-        c.duplicateDigests++;
-        return;
-      }
-      if (raw.listTimestampNs < settled) c.lateDigests++;
-      if (raw.listTimestampNs > t.newestListNs) {
-        t.newestListNs = raw.listTimestampNs;
-        // When it was published (the message's timestamp): the same for whichever member holds the partition.
-        t.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
-      }
-      c.digests++;
-      if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) c.flowOnlyDigests++;
-      t.exporter.onBatch(b);
-    } catch (err) {
-      c.badDigests++;
-      const n = this.stats.badDigests + c.badDigests;
-      if (n === 1 || n % 10_000 === 0) this.o.logger?.warn("undecodable digest dropped", { partition: t.partition, offset: String(offset), error: (err as Error).message, count: n });
-    }
+  /** Logs the first digest dropped of each kind, and every 10,000th. */
+  private noteDropped(t: PartitionTask, counts: PendingCounts, firstBad: DropNote | undefined, firstUnknown: DropNote | undefined): void {
+    const crossed = (before: number, after: number) => (before === 0 && after > 0) || Math.floor(before / 10_000) < Math.floor(after / 10_000);
+    const d = this.dropped;
+    if (counts.unknownSwitch && crossed(d.unknownSwitch, d.unknownSwitch + counts.unknownSwitch))
+      this.o.logger?.warn("digests from a switch not in --switch-id dropped", { switch: firstUnknown?.switchId ?? "", count: d.unknownSwitch + counts.unknownSwitch });
+    if (counts.badDigests && crossed(d.badDigests, d.badDigests + counts.badDigests))
+      this.o.logger?.warn("undecodable digest dropped", { partition: t.partition, offset: firstBad?.offset ?? "", error: firstBad?.error ?? "", count: d.badDigests + counts.badDigests });
+    d.unknownSwitch += counts.unknownSwitch;
+    d.badDigests += counts.badDigests;
   }
 
   /** Publishes what the engine made and commits `offset` with it, in one transaction. */
-  private async commit(t: PartitionTask, offset: bigint): Promise<boolean> {
-    const m = t.exporter.metrics;
-    t.open.prune(m.settledBefore);
-    // The aggregates about to be committed are evaluated now, so that the alerts raised go in this commit's state.
-    t.exporter.alerts.flush();
-    const records = t.out;
-    t.out = [];
-    const counts = t.counts;
-    t.counts = noCounts();
-    const messages: KafkaMessageOut[] = [];
-    const publish: RecordJson[] = [];
-    for (const r of records) {
-      if (t.committed?.has(recordKey(r))) {
-        counts.suppressedRecords++;
-        continue;
-      }
-      publish.push(r);
-      messages.push(encodeRecord(r, this.topics, "protobuf", m.options.intervalNs));
-    }
-    const oldest = t.open.oldest();
-    const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
-    const metadata = commitMetadata(state, t.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
+  private async commit(t: PartitionTask, offset: bigint, s: CommitSnapshot): Promise<boolean> {
+    const counts = s.counts;
+    this.noteDropped(t, counts, s.firstBad, s.firstUnknown);
     const tx = await t.producer.transaction();
     try {
       const byTopic = new Map<string, Array<{ key: string; value: Buffer; headers: Record<string, string> }>>();
-      for (const x of messages) {
+      for (const x of s.messages) {
         let l = byTopic.get(x.topic);
         if (!l) byTopic.set(x.topic, (l = []));
         l.push({ key: x.key, value: x.value, headers: x.headers });
       }
       if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })) });
-      await tx.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata } as { partition: number; offset: string }] }] });
+      await tx.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata: s.metadata } as { partition: number; offset: string }] }] });
       await tx.commit();
     } catch (err) {
       this.stats.aborted++;
@@ -491,9 +387,9 @@ export class ExporterGroupMember {
     this.stats.transactions++;
     for (const k of Object.keys(counts) as Array<keyof PendingCounts>) this.stats[k] += counts[k];
     // Counted with their records as committed: a record an earlier owner committed (re-made after a takeover) is not counted again.
-    for (const r of publish) this.stats.givenUpSilentSwitch += m.givenUpSilentIn(r);
-    this.stats.records += publish.length;
-    for (const r of publish) this.o.onRecord?.(r);
+    this.stats.givenUpSilentSwitch += s.givenUpSilentSwitch;
+    this.stats.records += s.published;
+    for (const r of s.records) this.o.onRecord?.(r);
     return true;
   }
 
@@ -505,15 +401,21 @@ export class ExporterGroupMember {
       if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
       void t.run(async () => {
         if (t.closed || this.stopping) return;
-        // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
-        // hold it back): their clocks need not be this host's.
-        t.exporter.metrics.advance(t.newestListNs + BigInt(Date.now() - t.newestAt) * 1_000_000n);
-        if (t.out.length === 0 && t.open.size === 0) return;
-        const before = t.open.oldest();
-        t.open.prune(t.exporter.metrics.settledBefore);
-        if (t.out.length === 0 && before?.offset === t.open.oldest()?.offset) return;
-        await this.commit(t, t.committedOffset >= 0n ? t.committedOffset : t.next);
+        const offset = t.committedOffset >= 0n ? t.committedOffset : t.next;
+        const snapshot = await this.engines.idle(t.partition, Date.now(), offset);
+        if (snapshot && !t.closed) await this.commit(t, offset, snapshot);
       }).catch(() => undefined);
+    }
+  }
+
+  /** An engine thread was lost: its partitions are taken on again from their committed state. */
+  private onEnginesLost(partitions: number[], err: Error): void {
+    this.o.logger?.warn("exporter group: an engine thread failed; its partitions are taken on again from their last commit", { partitions: partitions.join(","), error: err.message });
+    for (const p of partitions) {
+      const t = this.tasks.get(p);
+      if (!t) continue;
+      void this.release(t, true);
+      if (!this.stopping && this.assigned.has(p)) this.consumer.seek({ topic: this.topics.digest, partition: p, offset: String(t.committedOffset >= 0n ? t.committedOffset : 0n) });
     }
   }
 
@@ -521,7 +423,10 @@ export class ExporterGroupMember {
   private async release(t: PartitionTask, fromItsChain = false): Promise<void> {
     if (t.closed) return;
     t.closed = true;
-    if (this.tasks.get(t.partition) === t) this.tasks.delete(t.partition);
+    if (this.tasks.get(t.partition) === t) {
+      this.tasks.delete(t.partition);
+      this.engines.close(t.partition);
+    }
     if (!fromItsChain) await t.chain;
     await t.producer.disconnect().catch(() => undefined);
   }
@@ -532,6 +437,7 @@ export class ExporterGroupMember {
     if (this.idleTimer) clearInterval(this.idleTimer);
     await this.consumer.stop().catch(() => undefined);
     for (const t of [...this.tasks.values()]) await this.release(t);
+    await this.engines.stop();
     await this.consumer.disconnect().catch(() => undefined);
     await this.admin.disconnect().catch(() => undefined);
   }

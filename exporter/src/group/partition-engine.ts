@@ -1,0 +1,242 @@
+// One partition's engine in an exporter group member: the digests it takes,
+// the records they make and the state a commit carries. Kafka is the
+// member's (exporter-group.ts): it hands an engine the partition's digests in
+// offset order and asks it, before each transaction, for what to publish and
+// commit (a CommitSnapshot). The engine runs in the member's thread or in an
+// engine thread of its own (engine-threads.ts); either way the partition's
+// work is one step at a time, in the order the member asks for it.
+import { isFlowOnly, type RecordJson } from "@rdma-telemetry/contract";
+import { ALERT_HASH_CHARS } from "../alerts.js";
+import { Exporter, type ExporterOptions } from "../exporter.js";
+import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
+import { batchFromRaw } from "../kafka/digest-bus.js";
+import { encodeRecord, type KafkaMessageOut, type TopicNames } from "../kafka/encode.js";
+import { OpenDigests } from "./open-digests.js";
+import { recordKey } from "./record-key.js";
+
+/** What a partition took and left out since its last commit: counted in the member's stats when the transaction that covers it commits. */
+export interface PendingCounts {
+  digests: number;
+  badDigests: number;
+  unknownSwitch: number;
+  duplicateDigests: number;
+  lateDigests: number;
+  replayedDigests: number;
+  flowOnlyDigests: number;
+  suppressedRecords: number;
+}
+export const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0, suppressedRecords: 0 });
+
+/** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
+export interface CommitState {
+  /** offset of the oldest open digest */
+  r: string;
+  /** its Kafka timestamp, ms */
+  t: number;
+  /** clock start per switch, ns */
+  c?: Record<string, string>;
+  /** the alerts raised, their alertHash values concatenated */
+  a?: string;
+  /** how many alerts were raised, when `a` had no room for all of them */
+  n?: number;
+}
+
+/** Kafka's default limit of offset metadata (offset.metadata.max.bytes). */
+const MAX_METADATA = 4096;
+
+/**
+ * The offset metadata of a commit, within MAX_METADATA bytes: the alerts
+ * raised first (without them a new owner raises an alert again, or never
+ * clears it), then the clock placements (without them it places the clocks
+ * again from the digests). Raised alerts beyond the room left are left out,
+ * their number kept (`n`): the member that takes the partition on counts them.
+ */
+export function commitMetadata(state: CommitState, raised: readonly string[], clocks: Record<string, string>): string {
+  const a = raised.join("");
+  const withClocks = JSON.stringify({ ...state, ...(a ? { a } : {}), c: clocks });
+  if (Buffer.byteLength(withClocks) <= MAX_METADATA) return withClocks;
+  const all = JSON.stringify({ ...state, ...(a ? { a } : {}) });
+  if (Buffer.byteLength(all) <= MAX_METADATA) return all;
+  const room = MAX_METADATA - Buffer.byteLength(JSON.stringify({ ...state, a: "", n: raised.length }));
+  const fit = Math.max(0, Math.floor(room / ALERT_HASH_CHARS));
+  return JSON.stringify({ ...state, a: raised.slice(0, fit).join(""), n: raised.length });
+}
+
+/** What an engine is made with. */
+export interface PartitionEngineOptions {
+  partition: number;
+  topics: TopicNames;
+  engine: ExporterOptions;
+  /** digests from other switches are counted (unknownSwitch) and dropped; all switches when unset */
+  switchIds?: readonly string[];
+  /** whether the snapshots carry the records themselves (the member has an onRecord) */
+  withRecords: boolean;
+}
+
+/** A partition's digests, in offset order, as the member hands them on. */
+export interface DigestsIn {
+  offsets: bigint[];
+  /** Kafka timestamps, ms */
+  timestamps: number[];
+  values: Array<Uint8Array | null>;
+}
+
+/** A dropped digest the member reports in its log. */
+export interface DropNote {
+  offset: string;
+  error?: string;
+  switchId?: string;
+}
+
+/** What one transaction publishes and commits, and what it counts once it has committed. */
+export interface CommitSnapshot {
+  messages: KafkaMessageOut[];
+  /** the records published (only when the engine was made withRecords) */
+  records: RecordJson[];
+  /** how many records are published */
+  published: number;
+  /** commands given up on a silent switch among the records published */
+  givenUpSilentSwitch: number;
+  counts: PendingCounts;
+  metadata: string;
+  /** the first undecodable digest and the first of an unknown switch since the last snapshot, for the member's log */
+  firstBad?: DropNote;
+  firstUnknown?: DropNote;
+}
+
+/** What a partition's committed state says, for its engine to start from. */
+export interface RestoreState {
+  raised: string[];
+  clocks: Record<string, string>;
+}
+
+export class PartitionEngine {
+  readonly exporter: Exporter;
+  readonly open: OpenDigests;
+  /** records made and not yet published */
+  private out: RecordJson[] = [];
+  /** the digests taken since the last snapshot */
+  private counts = noCounts();
+  /** the records earlier owners committed (after a takeover), by key */
+  private committed: Set<string> | undefined;
+  /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
+  private newestListNs = 0n;
+  private newestAt = Date.now();
+  private readonly switchIds: Set<string> | undefined;
+  private firstBad: DropNote | undefined;
+  private firstUnknown: DropNote | undefined;
+
+  constructor(private readonly o: PartitionEngineOptions) {
+    this.switchIds = o.switchIds?.length ? new Set(o.switchIds) : undefined;
+    this.exporter = new Exporter(o.engine);
+    this.exporter.addSink((r) => {
+      // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
+      if (r.type !== "switch_stats") this.out.push(r);
+    });
+    // Aggregates an earlier owner committed were evaluated by its alerts, whose state this partition took on.
+    this.exporter.alertFilter = (r) => !this.committed?.has(recordKey(r));
+    this.open = new OpenDigests(this.exporter.metrics.options.intervalNs + this.exporter.metrics.options.correlationWindowNs);
+  }
+
+  /** Takes on the committed state: the alerts raised and the switches' clock starts. */
+  restore(s: RestoreState): void {
+    this.exporter.alerts.restoreRaised(s.raised);
+    for (const [sw, start] of Object.entries(s.clocks)) {
+      const ns = BigInt(start);
+      this.exporter.metrics.setClockStart(sw, () => ns);
+    }
+  }
+
+  /** The keys of the records earlier owners committed since the open digests: not published again. */
+  setCommitted(keys: Set<string>): void {
+    this.committed = keys;
+  }
+
+  /** Takes digests; `committedOffset` tells those re-read after a takeover. */
+  take(d: DigestsIn, committedOffset: bigint): void {
+    for (let i = 0; i < d.offsets.length; i++) this.digest(d.offsets[i]!, d.timestamps[i]!, d.values[i] ?? null, committedOffset);
+  }
+
+  private digest(offset: bigint, timestampMs: number, value: Uint8Array | null, committedOffset: bigint): void {
+    const replayed = offset < committedOffset;
+    const c = this.counts;
+    if (replayed) c.replayedDigests++;
+    try {
+      if (!value) throw new Error("empty message");
+      const raw = RawDigest.decode(value);
+      const b = batchFromRaw(raw);
+      if (this.switchIds && !this.switchIds.has(b.switchId)) {
+        c.unknownSwitch++;
+        this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
+        return;
+      }
+      const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
+      // A digest far out of order may still open a half: it stays open for a window past what is settled now.
+      const settled = this.exporter.metrics.settledBefore;
+      const openNs = raw.listTimestampNs < settled ? settled + this.open.slackNs : raw.listTimestampNs;
+      if (!this.open.add(offset, openNs, key, timestampMs)) {
+        c.duplicateDigests++;
+        return;
+      }
+      if (raw.listTimestampNs < settled) c.lateDigests++;
+      if (raw.listTimestampNs > this.newestListNs) {
+        this.newestListNs = raw.listTimestampNs;
+        // When it was published (the message's timestamp): the same for whichever member holds the partition.
+        this.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
+      }
+      c.digests++;
+      if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) c.flowOnlyDigests++;
+      this.exporter.onBatch(b);
+    } catch (err) {
+      c.badDigests++;
+      this.firstBad ??= { offset: String(offset), error: (err as Error).message };
+    }
+  }
+
+  /**
+   * Moves a caught-up, idle partition on by the wall clock (`nowMs`): halves
+   * whose other vantage never comes, intervals that are over. A snapshot to
+   * commit at `offset` when that made records or let open digests go.
+   */
+  idle(nowMs: number, offset: bigint): CommitSnapshot | undefined {
+    // The switches' time moves on as the wall clock does since the newest digest list came (a late one does not
+    // hold it back): their clocks need not be this host's.
+    this.exporter.metrics.advance(this.newestListNs + BigInt(nowMs - this.newestAt) * 1_000_000n);
+    if (this.out.length === 0 && this.open.size === 0) return undefined;
+    const before = this.open.oldest();
+    this.open.prune(this.exporter.metrics.settledBefore);
+    if (this.out.length === 0 && before?.offset === this.open.oldest()?.offset) return undefined;
+    return this.snapshot(offset);
+  }
+
+  /** What the transaction that commits `offset` publishes, its offset metadata, and the counts it covers. */
+  snapshot(offset: bigint): CommitSnapshot {
+    const m = this.exporter.metrics;
+    this.open.prune(m.settledBefore);
+    // The aggregates about to be committed are evaluated now, so that the alerts raised go in this commit's state.
+    this.exporter.alerts.flush();
+    const out = this.out;
+    this.out = [];
+    const counts = this.counts;
+    this.counts = noCounts();
+    const messages: KafkaMessageOut[] = [];
+    const records: RecordJson[] = [];
+    let givenUpSilentSwitch = 0;
+    for (const r of out) {
+      if (this.committed?.has(recordKey(r))) {
+        counts.suppressedRecords++;
+        continue;
+      }
+      if (this.o.withRecords) records.push(r);
+      givenUpSilentSwitch += m.givenUpSilentIn(r);
+      messages.push(encodeRecord(r, this.o.topics, "protobuf", m.options.intervalNs));
+    }
+    const oldest = this.open.oldest();
+    const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
+    const metadata = commitMetadata(state, this.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
+    const s: CommitSnapshot = { messages, records, published: messages.length, givenUpSilentSwitch, counts, metadata, firstBad: this.firstBad, firstUnknown: this.firstUnknown };
+    this.firstBad = undefined;
+    this.firstUnknown = undefined;
+    return s;
+  }
+}
