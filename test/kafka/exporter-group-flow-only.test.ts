@@ -120,3 +120,23 @@ describe.each([0, 1])("engine threads: %i", (threads) => {
     expect(ios(records)).toBe(ios(inProcess));
   }, 180_000);
 });
+
+test("an engine thread lost mid-run: its partitions are taken on again from their last commit, no digest lost or counted twice", async () => {
+  const { id, topics } = topicsOf("engine-lost");
+  const { digests, flowOnly, inProcess } = await workload(topics);
+  const half = Math.floor(digests.length / 2);
+  const { member, records } = await withMember(id, topics, 1, async ({ member, records, send }) => {
+    await send(digests.slice(0, half));
+    await until(() => member.stats.digests === half, 60_000, () => `the member to take ${half} digests (${member.stats.digests})`, 50);
+    // The thread ends as a crashed one would (an uncaught error, out of memory): its engines and their open state are gone.
+    const threads = (member as unknown as { engines: { threads: Array<{ worker: { terminate(): Promise<number> } }> } }).engines.threads;
+    await threads[0]!.worker.terminate();
+    await send(digests.slice(half));
+    await until(() => member.stats.takeovers > 0 && member.stats.digests - member.stats.replayedDigests >= digests.length, 60_000, () => `the partition to be taken on again (${member.stats.takeovers}) and the member to take ${digests.length} digests (${member.stats.digests})`, 50);
+    await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
+  });
+  expect(member.stats.digests - member.stats.replayedDigests).toBe(digests.length);
+  expect(member.stats.flowOnlyDigests).toBe(flowOnly);
+  expect(packets(records)).toBe(packets(inProcess));
+  expect(ioRecords(records)).toEqual(ioRecords(inProcess));
+}, 180_000);
