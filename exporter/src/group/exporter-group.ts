@@ -104,6 +104,8 @@ class PartitionTask {
   lastDigestAt = Date.now();
   /** transactions of this partition, one at a time */
   chain: Promise<void> = Promise.resolve();
+  /** batches taken whose transaction has not ended yet */
+  inFlight = 0;
   closed = false;
 
   constructor(readonly partition: number, readonly producer: Producer) {}
@@ -325,26 +327,37 @@ export class ExporterGroupMember {
       this.consumer.seek({ topic: batch.topic, partition, offset: String(t.next) });
       return;
     }
-    await t.run(async () => {
-      if (t.closed || !isRunning() || isStale()) return;
-      t.highWatermark = BigInt(batch.highWatermark);
-      const d: DigestsIn = { offsets: [], timestamps: [], values: [] };
-      for (const m of batch.messages) {
-        const offset = BigInt(m.offset);
-        if (offset < t.next) continue;
-        d.offsets.push(offset);
-        d.timestamps.push(Number(m.timestamp));
-        d.values.push(m.value);
+    if (t.closed || !isRunning() || isStale()) return;
+    t.highWatermark = BigInt(batch.highWatermark);
+    const d: DigestsIn = { offsets: [], timestamps: [], values: [] };
+    for (const m of batch.messages) {
+      const offset = BigInt(m.offset);
+      if (offset < t.next) continue;
+      d.offsets.push(offset);
+      d.timestamps.push(Number(m.timestamp));
+      d.values.push(m.value);
+    }
+    const last = d.offsets.at(-1);
+    if (last === undefined) return;
+    t.lastDigestAt = Date.now();
+    t.next = last + 1n;
+    // The engine takes the batch now, while the partition's earlier transaction may still be in flight; the batch's
+    // own transaction follows that one. A snapshot taken is committed, or its partition let go (engine and all).
+    const taken = this.engines.take(partition, d, t.committedOffset, last + 1n);
+    taken.catch(() => undefined);
+    t.inFlight++;
+    const committed = t.run(async () => {
+      try {
+        const snapshot = await taken;
+        if (!t.closed) await this.commit(t, last + 1n, snapshot);
+      } finally {
+        t.inFlight--;
       }
-      const last = d.offsets.at(-1);
-      if (last === undefined) return;
-      t.lastDigestAt = Date.now();
-      t.next = last + 1n;
-      const snapshot = await this.engines.take(partition, d, t.committedOffset, last + 1n);
-      if (!(await this.commit(t, last + 1n, snapshot))) return;
-      resolveOffset(String(last));
-      await heartbeat();
     });
+    resolveOffset(String(last));
+    await heartbeat();
+    // At most one batch of a partition waits behind the transaction in flight.
+    if (t.inFlight > 1) await committed.catch(() => undefined);
   }
 
   /** Logs the first digest dropped of each kind, and every 10,000th. */
@@ -398,7 +411,7 @@ export class ExporterGroupMember {
     if (this.stopping) return;
     const idleMs = this.o.idleMs ?? 500;
     for (const t of this.tasks.values()) {
-      if (t.closed || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
+      if (t.closed || t.inFlight > 0 || t.next < 0n || t.next < t.highWatermark || Date.now() - t.lastDigestAt < idleMs) continue;
       void t.run(async () => {
         if (t.closed || this.stopping) return;
         const offset = t.committedOffset >= 0n ? t.committedOffset : t.next;
