@@ -226,7 +226,8 @@ export class ExporterGroupMember {
       this.tasks.set(partition, task);
       return taken;
     } catch (err) {
-      // Not taken: the next batch of the partition tries again from the start.
+      // Not taken: the next batch of the partition tries again from the start (with an engine of its own).
+      if (!this.tasks.has(partition)) this.engines.close(partition);
       await producer.disconnect().catch(() => undefined);
       throw err;
     }
