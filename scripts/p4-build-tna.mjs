@@ -139,9 +139,9 @@ export function resourceSummary(bfa, stages) {
   return summary;
 }
 
-/** The part of the program a table of the assembly belongs to, by its name. */
+/** The part of the program a table of the assembly belongs to, by its name (the trackers' histograms apart). */
 function controlOf(name) {
-  for (const c of ["io_tracker", "flow_tracker", "stats"]) if (name.includes(c)) return c;
+  for (const c of ["histograms", "io_tracker", "flow_tracker", "stats"]) if (name.includes(c)) return c;
   return "other";
 }
 

@@ -28,7 +28,7 @@ const T = P4_NAMES.tables;
 const A = P4_NAMES.actions;
 
 /** Summary mode counts in the data plane's histograms, which only the v1model build has. */
-const NO_SUMMARY = (p4info: string) => `mode summary: the program in pipeline.p4info ${p4info} has no data-plane histograms (the Tofino builds have none yet)`;
+const NO_SUMMARY = (p4info: string) => `mode summary: the program in pipeline.p4info ${p4info} has no data-plane histograms (the Tofino 1 build has none)`;
 
 const ROLE_CODE = { compute: 1, storage: 2, fabric: 3 } as const;
 const MODE_CODE = { full: 1, polling: 2, summary: 3 } as const;

@@ -46,7 +46,7 @@ function controller(pipeline: Record<string, unknown>, extra: Record<string, unk
 }
 
 describe("a Tofino P4Info", () => {
-  test.each([{ arch: "tna", pipeline: TNA, port: 68 }, { arch: "t2na", pipeline: T2NA, port: 6 }] as const)("the committed $arch P4Info is accepted; the report mirror session goes to port $port", ({ arch, pipeline, port }) => {
+  test.each([{ arch: "tna", pipeline: TNA, port: 68, histograms: false }, { arch: "t2na", pipeline: T2NA, port: 6, histograms: true }] as const)("the committed $arch P4Info is accepted; the report mirror session goes to port $port", ({ arch, pipeline, port, histograms }) => {
     expect(RECIRCULATION_PORT[arch]).toBe(port);
     const c = controller(pipeline);
     expect(c.digestLayout).toBe("compact");
@@ -59,13 +59,19 @@ describe("a Tofino P4Info", () => {
     // Overridden in the config.
     const other = controller({ ...pipeline, recirculation_port: 196 });
     expect(other.state.cloneSessions().get(1)?.replicas[0]?.portKind).toEqual({ $case: "egressPort", value: 196 });
-    // No data-plane histograms on Tofino yet: none read, and summary mode refused by name, in the config and at run time.
-    expect(c.histograms).toBeUndefined();
-    expect(() => controller(pipeline, { mode: "summary" })).toThrow(/mode summary: .* has no data-plane histograms/);
+    if (histograms) {
+      // Tofino 2 has the data-plane histograms (fewer ids than BMv2): read, and summary mode allowed.
+      expect(c.histograms).toBeDefined();
+      expect(controller(pipeline, { mode: "summary" }).currentMode).toBe("summary");
+    } else {
+      // Tofino 1 has none: none read, and summary mode refused by name, in the config and at run time.
+      expect(c.histograms).toBeUndefined();
+      expect(() => controller(pipeline, { mode: "summary" })).toThrow(/mode summary: .* has no data-plane histograms/);
+    }
   });
 
-  test("summary mode at run time on a Tofino program: refused, the mode unchanged", async () => {
-    const c = controller(T2NA);
+  test("summary mode at run time on a Tofino 1 program: refused, the mode unchanged", async () => {
+    const c = controller(TNA);
     await expect(c.setMode("summary")).rejects.toThrow(/mode summary: .* has no data-plane histograms/);
     expect(c.currentMode).toBe("full");
   });

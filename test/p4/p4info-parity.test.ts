@@ -5,6 +5,7 @@
 // its entities keep the v1model names (TelemetryIngress.flow_tracker.*).
 // Registers are left out: the controller never reads them (BMv2 cannot), and
 // the TNA build keeps its state in other registers (pairs of 32-bit words).
+// The data-plane histograms are in the Tofino 2 build only.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -23,18 +24,48 @@ interface P4InfoJson {
 
 const load = (f: string) => JSON.parse(readFileSync(join(root, f), "utf8")) as P4InfoJson;
 /**
- * The data-plane histograms (docs/histograms.md) are the v1model build's
- * only, so far: their tables, actions and counters (every entity under an
- * instance named `histograms`) are left out of the comparison, and only they.
+ * The data-plane histograms (docs/histograms.md): every entity under an
+ * instance named `histograms`. The Tofino 2 build has them all, with fewer
+ * ids (the id tables and counter arrays smaller, the cell layouts the same);
+ * the Tofino 1 build has none of them (its stages are taken,
+ * docs/tofino.md): the one chip-level difference, and the controller then
+ * refuses summary mode.
  */
 const HISTOGRAMS = /^TelemetryIngress\.(io_tracker|flow_tracker)\.histograms\./;
+const HIST_IO_PAIRS = "TelemetryIngress.io_tracker.histograms.io_pairs";
+const HIST_FLOWS = "TelemetryIngress.flow_tracker.histograms.flows";
+/** Cells per id of each counter array (the layouts the controller reads: p4runtime-controller/src/histograms.ts). */
+const HIST_CELLS_PER_ID: Record<string, { ids: string; cells: number }> = {
+  "TelemetryIngress.io_tracker.histograms.e2e_c": { ids: HIST_IO_PAIRS, cells: 512 },
+  "TelemetryIngress.io_tracker.histograms.e2e_s": { ids: HIST_IO_PAIRS, cells: 512 },
+  "TelemetryIngress.io_tracker.histograms.dal_s": { ids: HIST_IO_PAIRS, cells: 512 },
+  "TelemetryIngress.io_tracker.histograms.dpl_c": { ids: HIST_IO_PAIRS, cells: 512 },
+  "TelemetryIngress.io_tracker.histograms.pair_ios": { ids: HIST_IO_PAIRS, cells: 2 },
+  "TelemetryIngress.io_tracker.histograms.io_ranges": { ids: HIST_IO_PAIRS, cells: 64 },
+  "TelemetryIngress.flow_tracker.histograms.fct": { ids: HIST_FLOWS, cells: 256 },
+  "TelemetryIngress.flow_tracker.histograms.flow_messages": { ids: HIST_FLOWS, cells: 1 },
+  "TelemetryIngress.flow_tracker.histograms.fct_ranges": { ids: HIST_FLOWS, cells: 8 },
+};
 function withoutHistograms(p: P4InfoJson): P4InfoJson {
   const keep = <T extends { preamble: Preamble }>(xs: T[] | undefined) => xs?.filter((x) => !HISTOGRAMS.test(x.preamble.name));
   return { ...p, tables: keep(p.tables), actions: keep(p.actions), counters: keep(p.counters) };
 }
+/** The id tables' and counter arrays' sizes left out (they scale with the ids, checked apart). */
+function withoutHistogramSizes(p: P4InfoJson): P4InfoJson {
+  const isIdTable = (n: string) => n === HIST_IO_PAIRS || n === HIST_FLOWS;
+  return {
+    ...p,
+    tables: p.tables?.map((t) => (isIdTable(t.preamble.name) ? { ...t, size: undefined } : t)),
+    counters: p.counters?.map((c) => (HISTOGRAMS.test(c.preamble.name) ? { ...c, size: undefined } : c)),
+  };
+}
 const v1All = load("p4/build/telemetry.p4info.json");
 const v1 = withoutHistograms(v1All);
-const tofino = { "Tofino 1": load("p4/build/tna/telemetry.p4info.json"), "Tofino 2": load("p4/build/t2na/telemetry.p4info.json") };
+/** Each chip's build, and whether it has the histograms. */
+const tofino = {
+  "Tofino 1": { p4info: load("p4/build/tna/telemetry.p4info.json"), histograms: false },
+  "Tofino 2": { p4info: load("p4/build/t2na/telemetry.p4info.json"), histograms: true },
+};
 
 function tables(p: P4InfoJson) {
   const actionName = new Map((p.actions ?? []).map((a) => [a.preamble.id, a.preamble.name]));
@@ -78,25 +109,39 @@ const TNA_DIGEST_DIFFERENCES: Record<string, { omitted: string[]; narrowed: Reco
   learn_digest_t: { omitted: [], narrowed: {} },
 };
 
-describe.each(Object.entries(tofino))("P4Info parity of the v1model and %s builds", (_chip, tna) => {
+describe.each(Object.entries(tofino))("P4Info parity of the v1model and %s builds", (_chip, { p4info: tna, histograms }) => {
+  // The v1model build to compare with: with the histograms (their sizes apart) or without them.
+  const expected = histograms ? withoutHistogramSizes(v1All) : v1;
+
   test("the same tables, with the same match fields, actions and sizes", () => {
     expect(Object.keys(tables(v1)).length).toBeGreaterThan(0);
-    expect(tables(tna)).toEqual(tables(v1));
+    expect(tables(histograms ? withoutHistogramSizes(tna) : tna)).toEqual(tables(expected));
   });
 
   test("the same actions, with the same parameters and widths", () => {
-    expect(actions(tna)).toEqual(actions(v1));
+    expect(actions(tna)).toEqual(actions(expected));
   });
 
-  test("only the histograms' entities are left out, and the Tofino build has none of them", () => {
+  test(histograms ? "the histograms' entities, all of them" : "only the histograms' entities are left out, and the Tofino build has none of them", () => {
     const names = (p: P4InfoJson) => [...(p.tables ?? []), ...(p.actions ?? []), ...(p.counters ?? [])].map((x) => x.preamble.name);
-    expect(names(v1All).filter((n) => HISTOGRAMS.test(n)).length).toBeGreaterThan(10);
-    expect(names(tna).filter((n) => HISTOGRAMS.test(n))).toEqual([]);
+    const v1Hist = names(v1All).filter((n) => HISTOGRAMS.test(n));
+    expect(v1Hist.length).toBeGreaterThan(10);
+    expect(names(tna).filter((n) => HISTOGRAMS.test(n)).sort()).toEqual(histograms ? [...v1Hist].sort() : []);
   });
 
-  test("the same counters, units and sizes", () => {
+  test("the same counters and units; the histogram arrays sized by their ids", () => {
     expect(Object.keys(counters(v1)).sort()).toEqual(["TelemetryIngress.stats.flow_events", "TelemetryIngress.stats.packet_events", "TelemetryIngress.stats.port_packets"]);
-    expect(counters(tna)).toEqual(counters(v1));
+    expect(counters(histograms ? withoutHistogramSizes(tna) : tna)).toEqual(counters(expected));
+    // Every build's arrays hold its ids' cells exactly (the controller's index layouts).
+    for (const p of histograms ? [v1All, tna] : [v1All]) {
+      const sizes = Object.fromEntries((p.tables ?? []).map((t) => [t.preamble.name, Number(t.size)]));
+      for (const c of p.counters ?? []) {
+        const per = HIST_CELLS_PER_ID[c.preamble.name];
+        if (!HISTOGRAMS.test(c.preamble.name)) continue;
+        expect(per, c.preamble.name).toBeDefined();
+        expect(Number(c.size), c.preamble.name).toBe(sizes[per!.ids]! * per!.cells);
+      }
+    }
   });
 
   test("the same digests; members differ only where Tofino's 48-byte digest limit says", () => {

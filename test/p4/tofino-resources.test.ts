@@ -53,6 +53,21 @@ test.each([["tna", 12], ["t2na", 20]] as const)("the %s build fits its %i stages
   expect(summary.egress.stages).toBeLessThanOrEqual(stages);
 });
 
+// The data-plane histograms are Tofino 2's only (docs/tofino.md, "Histograms").
+test("the histograms: in the Tofino 2 build, in both pipelines; none in Tofino 1's", () => {
+  type Memories = Record<string, { sram: number; map_ram: number; tcam: number; hash_dist: number }>;
+  const memories = (dir: string) => {
+    const s = JSON.parse(read(`p4/build/${dir}/resources.json`)) as { ingress: { memories: Memories }; egress: { memories: Memories } };
+    return { ingress: s.ingress.memories, egress: s.egress.memories };
+  };
+  const t2 = memories("t2na");
+  expect(t2.ingress.histograms?.sram).toBeGreaterThan(0);
+  expect(t2.egress.histograms?.sram).toBeGreaterThan(0);
+  const t1 = memories("tna");
+  expect(t1.ingress.histograms).toBeUndefined();
+  expect(t1.egress.histograms).toBeUndefined();
+});
+
 // An assembly written by hand, not by the compiler: the verdict follows the
 // last stage used in either pipeline, and a register named by several
 // tables of one stage (a register with several actions) counts once.

@@ -11,6 +11,12 @@
 #include <tna.p4>
 #endif
 
+// The data-plane latency histograms (include/control/histograms.p4): on
+// Tofino 2 only (Tofino 1's 12 stages are taken; docs/tofino.md).
+#if __TARGET_TOFINO__ == 2
+#define TNA_HISTOGRAMS
+#endif
+
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares
 // and writes both in one access.
 struct pair_t {

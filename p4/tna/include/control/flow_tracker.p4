@@ -30,6 +30,10 @@
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
+#ifdef TNA_HISTOGRAMS
+#include "histograms.p4"
+#endif
+
 // Message state codes (register flow_msg_state), chosen so that every
 // transition is one stateful-ALU instruction; the open states are > 3:
 //   0 idle, 1 orphan (inside a message whose start was not seen),
@@ -60,6 +64,9 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     bool gap_valid;
     bool strad_plus;
     bool track;
+#ifdef TNA_HISTOGRAMS
+    FlowHistograms() histograms;
+#endif
 
     bit<FLOW_SLOT_BITS> slot;
     bit<PAIR_SLOT_BITS> cidx;
@@ -739,9 +746,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         const entries = {
             MODE_FULL: owner_claim_a();
             MODE_POLLING: owner_take_a();
+#ifdef TNA_HISTOGRAMS
+            MODE_SUMMARY: owner_claim_a();
+#endif
         }
         const default_action = NoAction();
-        size = 2;
+        size = 3;
     }
     @hidden action psn_reset_a() { mcode = psn_reset.execute(slot); }
     @hidden action psn_update_a() { mcode = psn_update.execute(slot); }
@@ -765,6 +775,23 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         size = 1;
     }
 
+#ifdef TNA_HISTOGRAMS
+    // Summary mode, a flow not watched: its message ends make no report;
+    // its learn report (a flow new in this epoch) stays.
+    bool quiet;
+    @hidden action summary_learn_report() { report.kind = DIGEST_LEARN; }
+    @hidden action summary_no_report() { report.setInvalid(); }
+    @hidden table summary_report_tbl {
+        key = { report.kind: exact @name("kind"); learned: ternary; }
+        actions = { summary_learn_report; summary_no_report; NoAction; }
+        const entries = {
+            (DIGEST_MSG, 8): summary_no_report();
+            (DIGEST_MSG, _): summary_learn_report();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+#endif
 
     apply {
         if (hdr.bridge.measured == 1 && hdr.bridge.mode != MODE_OFF) {  // the bridge's endpoint keys (endpoints.p4)
@@ -793,8 +820,36 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                     if (!track) {
                         take_lidx();
                         epoch32 = (bit<32>)meta.cfg.epoch;
+#ifdef TNA_HISTOGRAMS
+                        if (meta.cfg.mode == MODE_SUMMARY) {
+                            quiet = true;
+                        }
+#endif
+                    }
+#ifdef TNA_HISTOGRAMS
+                    if (meta.cfg.mode == MODE_SUMMARY) {
+                        // Summary: every flow tracked as in full mode (hashed
+                        // slot, the current epoch); reports only for the
+                        // watchlist's flows, learn reports for the others.
+                        track = true;
+                        take_slot();
+                        epoch32 = (bit<32>)meta.cfg.epoch;
+                    }
+#endif
+                }
+#ifdef TNA_HISTOGRAMS
+                if (!track || quiet) {
+                    learn_tbl.apply();
+                    if (learned != 8) {
+                        report.setValid();
+                        report.kind = DIGEST_LEARN;
+                        report.src = hdr.bridge.src_key;
+                        report.dst = hdr.bridge.dst_key;
+                        learn_digest_qp();
+                        meta.stat.flow_learned = true;
                     }
                 }
+#endif
                 if (track) {
                     seen_tbl.apply();
                     owner_tbl.apply();
@@ -822,6 +877,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         msg_decode.apply();
                         report.fct_ns = meta.now32 - first_ts;
                         report.gap_ns = first_ts - prev_end;
+#ifdef TNA_HISTOGRAMS
+                        // The message's FCT, where its report is made.
+                        if (msg_end) {
+                            histograms.apply(hdr.bridge.src_key, hdr.bridge.dst_key, hdr.bth.dest_qp, report.fct_ns);
+                        }
+#endif
                         report.src = hdr.bridge.src_key;
                         report.dst = hdr.bridge.dst_key;
                         // One hash result per action (32 bits of immediate each).
@@ -837,7 +898,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         take_pair_fp();
                         pair_take_tbl.apply();
                     }
-                } else {
+                }
+#ifdef TNA_HISTOGRAMS
+                if (quiet) {
+                    summary_report_tbl.apply();
+                }
+#else
+                else {
                     learn_tbl.apply();
                     if (learned != 8) {
                         report.setValid();
@@ -848,6 +915,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         meta.stat.flow_learned = true;
                     }
                 }
+#endif
               }
             }
 

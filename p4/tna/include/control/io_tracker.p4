@@ -36,6 +36,10 @@
 #ifndef __IO_TRACKER__
 #define __IO_TRACKER__
 
+#ifdef TNA_HISTOGRAMS
+#include "histograms.p4"
+#endif
+
 #if IO_SLOT_BITS > 14
 #error "a reference keeps the slot in bits 13:0 (bit 15 is the PSN map's pending bit)"
 #endif
@@ -127,6 +131,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bit<32> rr_first_age;
     bit<32> last_ts;      // response: the last data packet's time, 0 when it did not end its message
     bool last_lost;       // response: its I/O's own last data packet was not seen
+#ifdef TNA_HISTOGRAMS
+    bool hist_rsp;        // response: its figures are counted in the histograms
+    bit<32> dal;          // response: DAL (in-capsule: e2e; else to + from the data)
+    IoHistograms() histograms;
+#endif
 
     // Byte swaps of the little-endian NVMe fields, in the hash units
     // (identity): an action cannot gather a field's bytes in reverse order.
@@ -907,6 +916,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.flags = f;
         meta.io_digest.vantage = v;
         meta.io_digest.op = o;
+#ifdef TNA_HISTOGRAMS
+        hist_rsp = true;
+#endif
     }
     @hidden action rsp_done_data(bit<4> f, bit<2> v, bit<2> o) {
         rsp_done(f, v, o);
@@ -1003,6 +1015,21 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action rsp_flag_last_lost() {
         meta.io_digest.flags = meta.io_digest.flags | IO_FLAG_LAST_LOST[3:0];
     }
+#ifdef TNA_HISTOGRAMS
+    // A response's DAL, for the histograms (its record has DAL exactly when
+    // the histogram counts it: docs/histograms.md).
+    @hidden action dal_capsule() { dal = meta.io_digest.e2e_ns; }
+    @hidden action dal_data() { dal = meta.io_digest.to_data_ns + meta.io_digest.from_data_ns; }
+    @hidden table dal_tbl {
+        key = { meta.io_digest.flags: ternary @name("flags"); }
+        actions = { dal_capsule; dal_data; }
+        const entries = {
+            IO_FLAG_IN_CAPSULE[3:0] &&& IO_FLAG_IN_CAPSULE[3:0]: dal_capsule();
+        }
+        const default_action = dal_data();
+        size = 1;
+    }
+#endif
     @hidden action rsp_digest_bytes() {
         meta.io_digest.bytes = rsp_len_swap.get({ infow[7:0], infow[15:8], infow[23:16] });
     }
@@ -1012,7 +1039,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action learn_a() {
         learned = learned_swap.execute(learn_idx.get({ meta.io_digest.host, meta.io_digest.target, meta.cfg.epoch })[LEARN_SLOT_BITS-1:0]);
     }
+#ifndef TNA_HISTOGRAMS
     @stage(7)
+#endif
     @hidden table learn_tbl {
         actions = { learn_a; }
         const default_action = learn_a();
@@ -1030,6 +1059,24 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         const default_action = time_a();
         size = 1;
     }
+
+#ifdef TNA_HISTOGRAMS
+    // Summary mode, not watched: the digests that remain (docs/histograms.md).
+    @hidden action summary_no_digest() { meta.digest_kind = DIGEST_NONE; }
+    @hidden table summary_digest_tbl {
+        key = {
+            meta.digest_kind: exact @name("kind");
+            meta.io_digest.event: ternary @name("event");
+        }
+        actions = { summary_no_digest; NoAction; }
+        const entries = {
+            (DIGEST_IO, (bit<2>)IO_EVENT_QUEUE_PAIR): NoAction();
+            (DIGEST_IO, _): summary_no_digest();
+        }
+        const default_action = NoAction();
+        size = 2;
+    }
+#endif
 
     // The digest members swapped from the capsule, off the trackers' path.
     @hidden table digest_cid_tbl {
@@ -1145,11 +1192,16 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (pkt_class != IO_PKT_NONE && meta.cfg.mode != MODE_OFF) {
             io_vantage.apply();
         }
+#ifdef TNA_HISTOGRAMS
+        if (meta.cfg.mode == MODE_POLLING || meta.cfg.mode == MODE_SUMMARY) {
+#else
         if (meta.cfg.mode == MODE_POLLING) {
+#endif
             io_watchlist.apply();
         }
 
         if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
+#ifndef TNA_HISTOGRAMS
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
                 learn_tbl.apply();
@@ -1162,7 +1214,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     meta.stat.learned = true;
                 }
             }
-        } else if (meta.io_digest.vantage != 0) {  // full mode, or watched (and RDMA CM)
+#endif
+            // (Tofino 2: the learn digest below, after the tracker.)
+        } else if (meta.io_digest.vantage != 0) {  // full (and summary) mode, or watched (and RDMA CM)
             if (pkt_class == IO_PKT_CMD) {
                 time_tbl.apply();  // before the maps rewrite the reference
             }
@@ -1195,8 +1249,43 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if (last_lost) {
                     rsp_flag_last_lost();
                 }
+#ifdef TNA_HISTOGRAMS
+                // The histograms: each figure exactly when the record has it.
+                if (hist_rsp) {
+                    dal_tbl.apply();
+                    histograms.apply(meta.io_digest.host, meta.io_digest.target, infow[30:30],
+                                     meta.io_digest.vantage, meta.io_digest.flags, meta.io_digest.e2e_ns,
+                                     dal, meta.io_digest.host_prep_ns);
+                }
+#endif
+            }
+#ifdef TNA_HISTOGRAMS
+            // Summary mode, not watched: no I/O digests (commands, responses,
+            // unpaired responses), but the queue pairings (and the pair's
+            // learn digest, below).
+            if (meta.cfg.mode == MODE_SUMMARY && !watched) {
+                summary_digest_tbl.apply();
+            }
+#endif
+        }
+#ifdef TNA_HISTOGRAMS
+        // Polling and summary, not watched: report the host-target pair
+        // once per epoch (after the tracker, which summary mode runs too:
+        // the learn digest takes the command's place).
+        if (meta.io_digest.vantage != 0 && meta.cfg.mode != MODE_FULL && !watched) {
+            if (pkt_class == IO_PKT_CMD) {
+                learn_tbl.apply();
+                if (learned == 1) {
+                    meta.digest_kind = DIGEST_LEARN;
+                    meta.learn_digest.kind = LEARN_IO_PAIR;
+                    meta.learn_digest.src = meta.io_digest.host;
+                    meta.learn_digest.dst = meta.io_digest.target;
+                    meta.learn_digest.dest_qp = 0;
+                    meta.stat.learned = true;
+                }
             }
         }
+#endif
     }
 }
 
