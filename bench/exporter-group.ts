@@ -116,10 +116,14 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
  * held), the whole workload is published at once, faster than members take
  * it (the producer's rate is ten times theirs), so that the rate is the
  * members' and no rebalance falls inside the time measured. Digests/s is
- * counted from the first report of a digest consumed to the last (the
- * digests of that first report not counted).
+ * counted from each member's first report once the whole workload is on the
+ * topic (the benchmark's producer, on the same cores as the members, is done;
+ * the members still have most of it to take) to its last report of new
+ * digests; the digests of that first report are not counted. A run whose
+ * members took everything before the producer was done is counted from
+ * their first digest, and says so.
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; backlog: boolean; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
@@ -133,13 +137,13 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const digests = workers.map(() => 0);
   const assigned = workers.map(() => 0);
   const transactions = workers.map(() => 0);
-  // Each member's event loop time (active, idle) at its first report of a digest and at its last new one.
-  const loopFirst = workers.map(() => undefined as { active: number; idle: number; cpuUs: number; digests: number } | undefined);
-  const loopLast = workers.map(() => ({ active: 0, idle: 0, cpuUs: 0, digests: 0 }));
-  let first = 0;
-  // What the members had consumed by the first report that saw any: the time before it is not counted, nor are they.
-  let atFirst = 0;
-  let last = 0;
+  // Each member's report (time, event loop time active and idle, CPU time, digests taken): its first once the whole
+  // workload is on the topic (else its first with a digest), and its last with new digests.
+  type Sample = { at: number; active: number; idle: number; cpuUs: number; digests: number };
+  const fromPublished = workers.map(() => undefined as Sample | undefined);
+  const fromFirst = workers.map(() => undefined as Sample | undefined);
+  const lastNew = workers.map(() => undefined as Sample | undefined);
+  let published = false;
   let onSettled: (() => void) | undefined;
   const settled = new Promise<void>((resolve) => (onSettled = resolve));
   const done = new Promise<void>((resolve, reject) => {
@@ -147,14 +151,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number; cpuUs: number }) => {
         assigned[i] = m.assigned;
         transactions[i] = m.transactions;
-        if (m.digests > 0) loopFirst[i] ??= { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
-        if (m.digests > digests[i]!) loopLast[i] = { active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        if (m.digests > 0) fromFirst[i] ??= sample;
+        if (m.digests > 0 && published) fromPublished[i] ??= sample;
+        if (m.digests > digests[i]!) lastNew[i] = sample;
         if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) onSettled?.();
-        if (m.digests > 0 && !first) {
-          first = m.at;
-          atFirst = digests.reduce((a, b) => a + b, 0) - digests[i]! + m.digests;
-        }
-        if (m.digests > digests[i]!) last = m.at;
         digests[i] = m.digests;
         if (digests.reduce((a, b) => a + b, 0) >= total) resolve();
       });
@@ -164,18 +165,29 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   await settled;
   for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
   await sink.flush(600_000);
+  published = true;
   await sink.close();
   await done;
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
-  const s = (last - first) / 1000;
-  return { perS: (total - atFirst) / s, perMember: digests.map((d) => d / s), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
-    busy: loopLast.map((l, i) => {
-      const f = loopFirst[i] ?? l;
-      const active = l.active - f.active;
-      return active / Math.max(1e-9, active + l.idle - f.idle);
+  // Measured from once the workload is all on the topic (the producer, on the same cores, done), when the members
+  // still had a backlog; from their first digest if they took it all before.
+  const backlog = fromPublished.some((x) => x !== undefined);
+  const starts = backlog ? fromPublished : fromFirst;
+  const spans = lastNew.map((l, i) => {
+    const f = starts[i] ?? l;
+    return l && f ? { f, l } : undefined;
+  });
+  const from = Math.min(...spans.flatMap((x) => (x ? [x.f.at] : [])));
+  const to = Math.max(...spans.flatMap((x) => (x ? [x.l.at] : [])));
+  const taken = sum(spans.map((x) => (x ? x.l.digests - x.f.digests : 0)));
+  return { perS: taken / ((to - from) / 1000), backlog, perMember: spans.map((x) => (x && x.l.at > x.f.at ? (x.l.digests - x.f.digests) / ((x.l.at - x.f.at) / 1000) : 0)), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
+    busy: spans.map((x) => {
+      if (!x) return 0;
+      const active = x.l.active - x.f.active;
+      return active / Math.max(1e-9, active + x.l.idle - x.f.idle);
     }),
-    cpuUsPerDigest: sum(loopLast.map((l, i) => l.cpuUs - (loopFirst[i]?.cpuUs ?? l.cpuUs))) / Math.max(1, sum(loopLast.map((l, i) => l.digests - (loopFirst[i]?.digests ?? l.digests)))),
+    cpuUsPerDigest: sum(spans.map((x) => (x ? x.l.cpuUs - x.f.cpuUs : 0))) / Math.max(1, taken),
   };
 }
 
@@ -213,7 +225,7 @@ export async function benchExporterGroup(): Promise<void> {
           const r = await measureGroup(brokers, w, compression, n, threads);
           const setting = `${n} member${n > 1 ? "s" : ""}${threads ? `, ${threads} engine thread${threads > 1 ? "s" : ""} each` : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}`;
           shares.set(setting, [...(shares.get(setting) ?? []), { share: r.perS / local, cpu: r.cpuUsPerDigest }]);
-          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest)`);
+          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest${r.backlog ? "" : "; measured from the first digest: the members took the workload as fast as it was published"})`);
         }
       }
     }
