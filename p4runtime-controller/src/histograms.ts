@@ -7,7 +7,11 @@
 // found moved since the last read: the per-id activity counters whole (one
 // cell per pair and op, one per flow), then the range cells of the ids that
 // moved (per figure, eight ranges of 32 buckets), then the bucket cells of
-// the ranges that moved. Id 0 is the overflow: what had no id.
+// the ranges that moved. Id 0 is the overflow: what had no id. On Tofino
+// (p4/tna) io_ranges counts one cell per response, its e2e figure's (a
+// counter is addressed once per packet): there a moved e2e range also has
+// the other e2e figure's range read, and the DAL and DPL ranges up to it
+// (both are parts of the I/O's e2e, so never in a higher range).
 // An id idle for `idleMs` is given to a new pair when none is free, in
 // three steps, so that no count of the old pair is read as the new one's:
 // the old pair's entry is removed (its I/Os count in the overflow from then
@@ -29,6 +33,9 @@ const FIGURE_COUNTERS: Record<IoFigure, string> = {
   dal: C.io_tracker_histograms_dal_s.name,
   dpl: C.io_tracker_histograms_dpl_c.name,
 };
+
+/** The Tofino builds' architectures (their io_ranges: one cell per response). */
+const TOFINO_ARCHS = ["tna", "t2na"];
 
 /** Buckets in ranges of 32 (bucket[7:5]): the io_ranges and fct_ranges activity arrays count per range. */
 const HIST_RANGES = 8;
@@ -141,6 +148,8 @@ export class HistogramTables {
   private readonly fctRanges: number;
   /** the id tables (pairs, flows) */
   readonly tableIds: readonly number[];
+  /** io_ranges counts only the e2e figure's range of each response (the Tofino builds) */
+  private readonly e2eRangesOnly: boolean;
 
   /** The program's histograms, or undefined for a program without them (Tofino builds). */
   static of(schema: P4Schema, idleMs: number): HistogramTables | undefined {
@@ -159,6 +168,7 @@ export class HistogramTables {
     this.ioRanges = schema.counters.get(C.io_tracker_histograms_io_ranges.name).preamble!.id;
     this.fctRanges = schema.counters.get(C.flow_tracker_histograms_fct_ranges.name).preamble!.id;
     this.tableIds = [T.io_tracker_histograms_io_pairs.name, T.flow_tracker_histograms_flows.name].map((n) => schema.tables.get(n).preamble!.id);
+    this.e2eRangesOnly = TOFINO_ARCHS.includes(schema.p4info.pkgInfo?.arch ?? "");
   }
 
   get pairCount(): number {
@@ -273,12 +283,28 @@ export class HistogramTables {
       for (let b = r * HIST_RANGE_BUCKETS; b < Math.min((r + 1) * HIST_RANGE_BUCKETS, HIST_BUCKETS_USED); b++) cells.push(cellEntity(counterId, base | b));
     };
     if (ranges.length) {
+      const asked = new Set<string>();
+      const ioBuckets = (f: number, base: number, r: number) => {
+        const k = `${f}|${base}|${r}`;
+        if (asked.has(k)) return;
+        asked.add(k);
+        bucketsOf(this.figureIds[f]![1], base, r);
+      };
       for await (const e of read(ranges)) {
         const t = this.take(e);
         if (!t || t.delta === 0) continue;
         const r = t.index & 7;
-        if (t.counterId === this.fctRanges) bucketsOf(this.fct, (t.index >> 3) << 8, r);
-        else bucketsOf(this.figureIds[(t.index >> 3) & 3]![1], (t.index >> 6) << 9 | ((t.index >> 5) & 1) << 8, r);
+        if (t.counterId === this.fctRanges) {
+          bucketsOf(this.fct, (t.index >> 3) << 8, r);
+          continue;
+        }
+        const f = (t.index >> 3) & 3;
+        const base = (t.index >> 6) << 9 | ((t.index >> 5) & 1) << 8;
+        ioBuckets(f, base, r);
+        if (this.e2eRangesOnly && f < 2) {
+          ioBuckets(1 - f, base, r);
+          for (let q = 0; q <= r; q++) for (const g of [2, 3]) ioBuckets(g, base, q);
+        }
       }
     }
     const io = new Map<string, IoHistogramDelta>();

@@ -114,3 +114,42 @@ describe("histogram ids", () => {
     expect(again.io.find((d) => d.host !== null)!.buckets).toEqual([[100, 5], [101, 1]]);
   });
 });
+
+describe("histogram reads on Tofino (io_ranges: one cell per response, its e2e figure's)", () => {
+  const t2 = P4Schema.fromJson(readFileSync(`${root}p4/build/t2na/telemetry.p4info.json`, "utf8"));
+  const id2 = (name: string) => t2.counters.get(name).preamble!.id;
+  const H = "TelemetryIngress.io_tracker.histograms.";
+
+  test("a moved e2e range has the other e2e figure's range read, and DAL and DPL up to it", async () => {
+    const h = HistogramTables.of(t2, 60_000)!;
+    expect(h).toBeDefined();
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action!.params.id!;
+    expect(id).toBeLessThan(256);
+    const cells = new Map<string, number>();
+    const bump = (k: string, n = 1) => cells.set(k, (cells.get(k) ?? 0) + n);
+    const cell = (op: number, b: number) => (id << 9) | (op << 8) | b;
+    // A write at a switch that is both its C and S: e2e in bucket 140 (range 4) at C and S,
+    // DPL in bucket 70 (range 2), DAL in bucket 120 (range 3); io_ranges has e2e_c's cell only.
+    bump(`${id2(`${H}e2e_c`)}|${cell(1, 140)}`);
+    bump(`${id2(`${H}e2e_s`)}|${cell(1, 140)}`);
+    bump(`${id2(`${H}dpl_c`)}|${cell(1, 70)}`);
+    bump(`${id2(`${H}dal_s`)}|${cell(1, 120)}`);
+    bump(`${id2(`${H}io_ranges`)}|${(id << 6) | (1 << 5) | (0 << 3) | 4}`);
+    bump(`${id2(`${H}pair_ios`)}|${(id << 1) | 1}`);
+    const r = await h.read(fakeSwitch(cells), 1000);
+    const by = Object.fromEntries(r.io.map((d) => [d.figure, d.buckets]));
+    expect(by).toEqual({ e2e_c: [[140, 1]], e2e_s: [[140, 1]], dpl: [[70, 1]], dal: [[120, 1]] });
+    expect(r.io.every((d) => d.host === 0x0a000001 && d.op === "write")).toBe(true);
+  });
+
+  test("on BMv2 a figure's buckets are read only where its own range moved", async () => {
+    const h = HistogramTables.of(schema, 60_000)!;
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action!.params.id!;
+    const cells = new Map<string, number>();
+    count(cells, id, 1, 140);
+    // A DAL count whose range cell did not move is not read.
+    cells.set(`${counterId("TelemetryIngress.io_tracker.histograms.dal_s")}|${(id << 9) | (1 << 8) | 120}`, 1);
+    const r = await h.read(fakeSwitch(cells), 1000);
+    expect(r.io.map((d) => d.figure)).toEqual(["e2e_c"]);
+  });
+});
