@@ -119,9 +119,10 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
  * them held), the whole workload is published at once, faster than members
  * take it (the producer's rate is ten times theirs), so that no rebalance
  * falls inside the time measured; the benchmark's producer shares the cores
- * with them meanwhile. Digests/s is counted from the first report of a
- * digest committed to the last (the digests of that first report not
- * counted).
+ * with them meanwhile. Digests/s is counted, for one member, from its report
+ * that it holds every partition to its last report of a digest committed;
+ * for more, from the first report of a digest committed to the last (the
+ * digests of that first report not counted).
  */
 async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
@@ -147,6 +148,9 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   // digest, and its last with new digests.
   type Sample = { at: number; active: number; idle: number; cpuUs: number; digests: number };
   const fromFirst = workers.map(() => undefined as Sample | undefined);
+  // Each member's latest report, and its report when the group settled (every partition held).
+  const latest = workers.map(() => undefined as Sample | undefined);
+  let atSettle: Array<Sample | undefined> | undefined;
   const lastNew = workers.map(() => undefined as Sample | undefined);
   let onSettled: (() => void) | undefined;
   const settled = new Promise<void>((resolve) => (onSettled = resolve));
@@ -158,7 +162,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
         const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
         if (m.digests > 0) fromFirst[i] ??= sample;
         if (m.digests > digests[i]!) lastNew[i] = sample;
-        if (assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) onSettled?.();
+        latest[i] = sample;
+        if (!atSettle && assigned.every((a) => a > 0) && assigned.reduce((a, b) => a + b, 0) === PARTITIONS) {
+          atSettle = [...latest];
+          onSettled?.();
+        }
         digests[i] = m.digests;
         if (digests.reduce((a, b) => a + b, 0) >= total) resolve();
       });
@@ -170,8 +178,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   await done;
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
+  // One member: from when it held the partitions (the workload on the topic already) to its last commit. More: from
+  // the first digest committed (the workload published once they held the partitions).
+  const starts = members === 1 ? (atSettle ?? fromFirst) : fromFirst;
   const spans = lastNew.map((l, i) => {
-    const f = fromFirst[i] ?? l;
+    const f = starts[i] ?? l;
     return l && f ? { f, l } : undefined;
   });
   const from = Math.min(...spans.flatMap((x) => (x ? [x.f.at] : [])));
