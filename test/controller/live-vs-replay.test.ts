@@ -90,7 +90,9 @@ test("switch --pcap-in on several ports with a controller gives the records repl
     // The IPv6 hosts get their endpoint keys at start, as replay gives every /128 of a topology one.
     endpoints: topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => x.slice(0, -4))),
     mode: "full",
-    timeouts: { io_timeout_ms: 1000, flow_timeout_ms: 1000 },
+    // Far past the 400 ms of traffic: a live switch on a loaded machine can send a response's packets late by a
+    // second or more, which a replay never does (11 of 698 I/Os went out incomplete with 1 s in one CI run).
+    timeouts: { io_timeout_ms: 10_000, flow_timeout_ms: 10_000 },
     digest: { max_list_size: 256, max_timeout_us: 1000, ack_timeout_ms: 1000 },
   }));
   const liveOut = join(dir, "live.jsonl");
