@@ -22,8 +22,8 @@ export interface EngineHost {
   stop(): Promise<void>;
 }
 
-/** The engines in the member's own thread. */
-export class LocalEngines implements EngineHost {
+/** Partition engines by partition, called in their own thread: LocalEngines's, or an engine thread's (engine-worker.ts). */
+export class PartitionEngines {
   private readonly engines = new Map<number, PartitionEngine>();
 
   private of(partition: number): PartitionEngine {
@@ -32,37 +32,62 @@ export class LocalEngines implements EngineHost {
     return e;
   }
 
-  open(o: PartitionEngineOptions): Promise<void> {
+  open(o: PartitionEngineOptions): void {
     this.engines.set(o.partition, new PartitionEngine(o));
-    return Promise.resolve();
   }
 
-  restore(partition: number, s: RestoreState): Promise<void> {
+  restore(partition: number, s: RestoreState): void {
     this.of(partition).restore(s);
-    return Promise.resolve();
   }
 
-  setCommitted(partition: number, keys: Set<string>): Promise<void> {
+  setCommitted(partition: number, keys: Set<string>): void {
     this.of(partition).setCommitted(keys);
-    return Promise.resolve();
   }
 
-  take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): Promise<CommitSnapshot> {
+  take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): CommitSnapshot {
     const e = this.of(partition);
     e.take(d, committedOffset);
-    return Promise.resolve(e.snapshot(offset));
+    return e.snapshot(offset);
   }
 
-  idle(partition: number, nowMs: number, offset: bigint): Promise<CommitSnapshot | undefined> {
-    return Promise.resolve(this.of(partition).idle(nowMs, offset));
+  idle(partition: number, nowMs: number, offset: bigint): CommitSnapshot | undefined {
+    return this.of(partition).idle(nowMs, offset);
   }
 
   close(partition: number): void {
     this.engines.delete(partition);
   }
+}
+
+/** The engines in the member's own thread. */
+export class LocalEngines implements EngineHost {
+  private readonly engines = new PartitionEngines();
+
+  open(o: PartitionEngineOptions): Promise<void> {
+    return Promise.resolve(this.engines.open(o));
+  }
+
+  restore(partition: number, s: RestoreState): Promise<void> {
+    return Promise.resolve(this.engines.restore(partition, s));
+  }
+
+  setCommitted(partition: number, keys: Set<string>): Promise<void> {
+    return Promise.resolve(this.engines.setCommitted(partition, keys));
+  }
+
+  take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): Promise<CommitSnapshot> {
+    return Promise.resolve(this.engines.take(partition, d, committedOffset, offset));
+  }
+
+  idle(partition: number, nowMs: number, offset: bigint): Promise<CommitSnapshot | undefined> {
+    return Promise.resolve(this.engines.idle(partition, nowMs, offset));
+  }
+
+  close(partition: number): void {
+    this.engines.close(partition);
+  }
 
   stop(): Promise<void> {
-    this.engines.clear();
     return Promise.resolve();
   }
 }

@@ -250,7 +250,7 @@ export class ExporterGroupMember {
     const raised = typeof state?.a === "string" ? state.a : "";
     const hashes: string[] = [];
     for (let i = 0; i + ALERT_HASH_CHARS <= raised.length; i += ALERT_HASH_CHARS) hashes.push(raised.slice(i, i + ALERT_HASH_CHARS));
-    await this.engines.restore(partition, { raised: hashes, clocks: Object.fromEntries(Object.entries(state?.c ?? {}).map(([sw, start]) => [sw, String(start)])) });
+    await this.engines.restore(partition, { raised: hashes, clocks: state?.c ?? {} });
     const notCarried = typeof state?.n === "number" ? Math.max(0, state.n - hashes.length) : 0;
     if (notCarried > 0) {
       this.stats.alertsNotCarried += notCarried;

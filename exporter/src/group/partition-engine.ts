@@ -9,7 +9,7 @@ import { isFlowOnly, type RecordJson } from "@rdma-telemetry/contract";
 import { ALERT_HASH_CHARS } from "../alerts.js";
 import { Exporter, type ExporterOptions } from "../exporter.js";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
-import { batchFromRaw } from "../kafka/digest-bus.js";
+import { batchFromRaw } from "../kafka/raw-digest.js";
 import { encodeRecord, type KafkaMessageOut, type TopicNames } from "../kafka/encode.js";
 import { OpenDigests } from "./open-digests.js";
 import { recordKey } from "./record-key.js";

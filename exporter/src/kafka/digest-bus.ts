@@ -7,9 +7,10 @@ import "./kafkajs-codecs.js";
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 import { memberBytes } from "@rdma-telemetry/p4runtime";
-import { endpointText, isEndpointKey, type DigestBatch, type EndpointEntry } from "@rdma-telemetry/contract";
-import { decodeDigest, EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
+import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
+import { batchFromRaw } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -50,17 +51,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
   ));
 }
 
-/** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
-export function batchFromRaw(raw: RawDigest): DigestBatch {
-  const want = EXPECTED[raw.digest];
-  const names = Object.keys(want?.fields ?? {});
-  const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
-  const values = names.map((n) => byName.get(n) ?? Buffer.alloc(0));
-  const d = decodeDigest(raw.digest, values.map((v) => (v.length ? v : new Uint8Array([0]))));
-  if (names.some((n) => !byName.has(n))) throw new Error(`raw digest '${raw.digest}' from ${raw.switchId} lacks members ${names.filter((n) => !byName.has(n)).join(", ")}`);
-  const endpoints: EndpointEntry[] = raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address }));
-  return { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [values] }, ...(endpoints.length ? { endpoints } : {}) };
-}
+export { batchFromRaw };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
