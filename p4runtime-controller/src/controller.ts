@@ -52,7 +52,7 @@ export interface ControllerEvents {
   digests: [DigestBatch];
   "mode-changed": [{ mode: Mode; epoch: number }];
   /** the data plane's histograms read: how long it took and how many counter cells it read */
-  "histograms-read": [{ durationMs: number; cells: number }];
+  "histograms-read": [{ durationMs: number; cells: number; wrapped: number; decreased: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
   rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }> }];
   "bad-digest": [{ message: string }];
@@ -525,9 +525,9 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       await h.baseline(read);
     }
     const t0 = performance.now();
-    const cells = h.cellsRead;
+    const [cells, wrapped, decreased] = [h.cellsRead, h.cellsWrapped, h.cellsDecreased];
     const r = await h.read(read, this.histogramClockMs());
-    this.emit("histograms-read", { durationMs: performance.now() - t0, cells: h.cellsRead - cells });
+    this.emit("histograms-read", { durationMs: performance.now() - t0, cells: h.cellsRead - cells, wrapped: h.cellsWrapped - wrapped, decreased: h.cellsDecreased - decreased });
     return r;
   }
 

@@ -12,6 +12,11 @@
 // counter is addressed once per packet): there a moved e2e range also has
 // the other e2e figure's range read, and the DAL and DPL ranges up to it
 // (both are parts of the I/O's e2e, so never in a higher range).
+// A cell read lower than the last read: on Tofino, whose cells are 32 bits,
+// a wrap (taken modulo 2^32: no cell moves 2^31 in one interval); on BMv2
+// (64 bits) nothing explains it (counters cleared behind the controller's
+// back), so the cell counts nothing and every cell's baseline is read anew
+// at the end of that read. Both are counted (cellsWrapped, cellsDecreased).
 // An id idle for `idleMs` is given to a new pair when none is free, in
 // three steps, so that no count of the old pair is read as the new one's:
 // the old pair's entry is removed (its I/Os count in the overflow from then
@@ -150,6 +155,8 @@ export class HistogramTables {
   readonly tableIds: readonly number[];
   /** io_ranges counts only the e2e figure's range of each response (the Tofino builds) */
   private readonly e2eRangesOnly: boolean;
+  /** the cells wrap at 2^32 (the Tofino builds); undefined: 64 bits (BMv2), no wrap */
+  private readonly wrapAt: number | undefined;
 
   /** The program's histograms, or undefined for a program without them (Tofino builds). */
   static of(schema: P4Schema, idleMs: number): HistogramTables | undefined {
@@ -169,6 +176,7 @@ export class HistogramTables {
     this.fctRanges = schema.counters.get(C.flow_tracker_histograms_fct_ranges.name).preamble!.id;
     this.tableIds = [T.io_tracker_histograms_io_pairs.name, T.flow_tracker_histograms_flows.name].map((n) => schema.tables.get(n).preamble!.id);
     this.e2eRangesOnly = TOFINO_ARCHS.includes(schema.p4info.pkgInfo?.arch ?? "");
+    this.wrapAt = this.e2eRangesOnly ? 2 ** 32 : undefined;
   }
 
   get pairCount(): number {
@@ -244,6 +252,10 @@ export class HistogramTables {
 
   /** Counter cells read (every cell a read returned), since the start. */
   cellsRead = 0;
+  /** Cells read lower than before and taken as wrapped at 2^32 (Tofino). */
+  cellsWrapped = 0;
+  /** Cells read lower than before with nothing to explain it (64-bit cells): that read counted nothing for them. */
+  cellsDecreased = 0;
 
   /** A cell's value read: the delta since the last read (and the new baseline). */
   private take(e: Entity): { counterId: number; index: number; delta: number } | undefined {
@@ -254,7 +266,16 @@ export class HistogramTables {
     const value = Number(e.entity.value.data?.packetCount ?? 0n);
     let cells = this.last.get(counterId);
     if (!cells) this.last.set(counterId, (cells = new Map()));
-    const delta = value - (cells.get(index) ?? 0);
+    let delta = value - (cells.get(index) ?? 0);
+    if (delta < 0) {
+      if (this.wrapAt !== undefined && -delta > this.wrapAt / 2) {
+        delta += this.wrapAt;
+        this.cellsWrapped++;
+      } else {
+        delta = 0;
+        this.cellsDecreased++;
+      }
+    }
     if (value === 0) cells.delete(index);
     else cells.set(index, value);
     return { counterId, index, delta };
@@ -265,6 +286,7 @@ export class HistogramTables {
     // Ids whose entries' removal was written before this read: what they counted is their old holder's, then they are free.
     const releasedPairs = this.pairs.releasing("written");
     const releasedFlows = this.flows.releasing("written");
+    const decreased = this.cellsDecreased;
     const moved: Array<{ id: number; op: number }> = [];
     const movedFlows: number[] = [];
     const activity = [this.pairIos, this.flowMessages].map((counterId) => ({ entity: { $case: "counterEntry" as const, value: { counterId, index: undefined, data: undefined } } }));
@@ -343,6 +365,8 @@ export class HistogramTables {
     }
     this.pairs.freeReleased(releasedPairs);
     this.flows.freeReleased(releasedFlows);
+    // A cell lower with nothing to explain it (counters cleared behind the controller's back): every cell's baseline is taken anew.
+    if (this.cellsDecreased > decreased) await this.baseline(read);
     return { io: [...io.values()], fct: [...fct.values()], pairs: this.pairs.byKey.size, flows: this.flows.byKey.size, pairsRefused: this.pairs.refused, flowsRefused: this.flows.refused };
   }
 }

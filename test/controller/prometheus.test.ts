@@ -73,6 +73,9 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
   // What the reads cost: cells read, and each read's duration.
   expect(sample(text, 'rdma_telemetry_histogram_cells_read_total{switch="tor"}')).toBeGreaterThan(0);
   expect(sample(text, 'rdma_telemetry_histogram_read_duration_seconds_count{switch="tor"}')).toBeGreaterThan(0);
+  // No cell read lower than before on a switch that keeps counting.
+  expect(sample(text, 'rdma_telemetry_histogram_cells_lower_total{switch="tor",why="wrap"}')).toBe(0);
+  expect(sample(text, 'rdma_telemetry_histogram_cells_lower_total{switch="tor",why="unexplained"}')).toBe(0);
   await stop(c, "SIGTERM");
   const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
   const ios = lines.filter((r): r is IoRecordJson => r.type === "io");

@@ -152,4 +152,40 @@ describe("histogram reads on Tofino (io_ranges: one cell per response, its e2e f
     const r = await h.read(fakeSwitch(cells), 1000);
     expect(r.io.map((d) => d.figure)).toEqual(["e2e_c"]);
   });
+
+  test("a Tofino cell's 32 bits wrapping is read modulo 2^32; a cell read lower with nothing to explain it counts nothing", async () => {
+    const h = HistogramTables.of(t2, 60_000)!;
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action!.params.id!;
+    const cells = new Map<string, number>();
+    const keys = [
+      `${id2(`${H}e2e_c`)}|${(id << 9) | (1 << 8) | 140}`,
+      `${id2(`${H}io_ranges`)}|${(id << 6) | (1 << 5) | (0 << 3) | 4}`,
+      `${id2(`${H}pair_ios`)}|${(id << 1) | 1}`,
+    ];
+    // 5 short of the wrap, then 12 more I/Os: the cells read 7.
+    for (const k of keys) cells.set(k, 2 ** 32 - 5);
+    await h.read(fakeSwitch(cells), 1000);
+    for (const k of keys) cells.set(k, 7);
+    const r = await h.read(fakeSwitch(cells), 2000);
+    expect(r.io).toEqual([{ host: 0x0a000001, target: 0x0a010001, op: "write", figure: "e2e_c", buckets: [[140, 12]] }]);
+    expect([h.cellsWrapped, h.cellsDecreased]).toEqual([3, 0]);
+    // Lower by 3 (not a wrap: no cell moves 2^31 in one read): nothing counted, the new value the baseline.
+    for (const k of keys) cells.set(k, 4);
+    expect((await h.read(fakeSwitch(cells), 3000)).io).toEqual([]);
+    expect([h.cellsWrapped, h.cellsDecreased]).toEqual([3, 1]);
+    for (const k of keys) cells.set(k, 6);
+    expect((await h.read(fakeSwitch(cells), 4000)).io[0]!.buckets).toEqual([[140, 2]]);
+  });
+
+  test("on BMv2 (64-bit cells) a cell read lower counts nothing, and is counted", async () => {
+    const h = HistogramTables.of(schema, 60_000)!;
+    const id = h.pairEntry(0x0a000001, 0x0a010001, 0)!.action!.params.id!;
+    const cells = new Map<string, number>();
+    count(cells, id, 1, 140, 2 ** 32 - 5);
+    await h.read(fakeSwitch(cells), 1000);
+    for (const [k] of cells) cells.set(k, 7);
+    expect((await h.read(fakeSwitch(cells), 2000)).io).toEqual([]);
+    expect(h.cellsWrapped).toBe(0);
+    expect(h.cellsDecreased).toBe(1);
+  });
 });
