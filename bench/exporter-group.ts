@@ -30,10 +30,11 @@
 // more than one round ends with each setting's median share of its round's
 // in-process rate).
 import { fork } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { batchFromRaw, encodeRecord, Exporter, KafkaSink, partitionOf, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
+import { batchFromRaw, encodeRecord, Exporter, KafkaSink, PartitionEngine, partitionOf, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
 import { RawDigest } from "@rdma-telemetry/exporter/proto/rdma/telemetry/v1/records";
 import { generateTraffic, loadOptions } from "@rdma-telemetry/traffic";
 import { replaySwitches } from "../app/replay.js";
@@ -41,6 +42,27 @@ import { Topology } from "../app/topology.js";
 import { compiled, here, print } from "./common.js";
 
 const PARTITIONS = 8;
+
+/** CPU time (µs, user and system) of this machine's Kafka brokers so far, from /proc; undefined where there is none. */
+function brokerCpuUs(): number | undefined {
+  let us: number | undefined;
+  try {
+    for (const pid of readdirSync("/proc")) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (!readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("kafka.Kafka")) continue;
+        const f = readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.split(" ");
+        // utime and stime (fields 14 and 15) in clock ticks of 10 ms
+        us = (us ?? 0) + (Number(f[11]) + Number(f[12])) * 10_000;
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return us;
+}
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const topicsOf = (id: string): TopicNames => ({ io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` });
 
@@ -111,6 +133,44 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
 }
 
 /**
+ * The group's partition engines on the same digests, without Kafka: each
+ * partition's digests in batches of `batch` (about what one Kafka fetch
+ * gives a partition), a commit's snapshot after each, in the member's thread.
+ * What a member's engines cost beside the in-process exporter.
+ */
+function enginesOnly(w: Workload, batch = 3000): { perS: number; cpuUsPerDigest: number } {
+  const topics = topicsOf("x");
+  const byPartition = Array.from({ length: PARTITIONS }, () => [] as KafkaMessageOut[]);
+  for (const m of w.messages) byPartition[partitionOf(m.key, PARTITIONS)]!.push(m);
+  let best = 0;
+  let cpuUs = Infinity;
+  for (let run = 0; run < 3; run++) {
+    const engines = byPartition.map((_, partition) => new PartitionEngine({ partition, topics, engine: {}, withRecords: false }));
+    const next = byPartition.map(() => 0);
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    for (let more = true; more; ) {
+      more = false;
+      for (let p = 0; p < PARTITIONS; p++) {
+        const ms = byPartition[p]!.slice(next[p], next[p]! + batch);
+        if (ms.length === 0) continue;
+        more = true;
+        const offsets = ms.map((_, i) => BigInt(next[p]! + i));
+        engines[p]!.take({ offsets, timestamps: ms.map(() => 0), values: ms.map((m) => m.value) }, 0n);
+        next[p]! += ms.length;
+        engines[p]!.snapshot(BigInt(next[p]!));
+      }
+    }
+    for (const e of engines) e.exporter.finish();
+    const c = process.cpuUsage(c0);
+    const rate = w.messages.length / ((performance.now() - t0) / 1000);
+    if (rate > best) best = rate;
+    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
+  }
+  return { perS: best, cpuUsPerDigest: cpuUs };
+}
+
+/**
  * `members` group members, each a process, on a digest topic of their own.
  * One member: the whole workload is published first, then the member
  * starts and takes it from the topic, with nothing else running beside it
@@ -124,7 +184,7 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
  * for more, from the first report of a digest committed to the last (the
  * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number; brokerUsPerDigest: number | undefined }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
@@ -146,7 +206,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const transactions = workers.map(() => 0);
   // Each member's report (time, event loop time active and idle, CPU time, digests committed): its first with a
   // digest, and its last with new digests.
-  type Sample = { at: number; active: number; idle: number; cpuUs: number; digests: number };
+  type Sample = { at: number; active: number; idle: number; cpuUs: number; digests: number; brokerUs: number | undefined };
   const fromFirst = workers.map(() => undefined as Sample | undefined);
   // Each member's latest report, and its report when the group settled (every partition held).
   const latest = workers.map(() => undefined as Sample | undefined);
@@ -159,7 +219,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number; cpuUs: number }) => {
         assigned[i] = m.assigned;
         transactions[i] = m.transactions;
-        const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests };
+        const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests, brokerUs: brokerCpuUs() };
         if (m.digests > 0) fromFirst[i] ??= sample;
         if (m.digests > digests[i]!) lastNew[i] = sample;
         latest[i] = sample;
@@ -188,6 +248,11 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
   const from = Math.min(...spans.flatMap((x) => (x ? [x.f.at] : [])));
   const to = Math.max(...spans.flatMap((x) => (x ? [x.l.at] : [])));
   const taken = sum(spans.map((x) => (x ? x.l.digests - x.f.digests : 0)));
+  // The broker's CPU from the earliest start to the latest end.
+  const ends = spans.flatMap((x) => (x ? [x] : []));
+  const first = ends.reduce((a, b) => (b.f.at < a.f.at ? b : a), ends[0]!).f;
+  const last = ends.reduce((a, b) => (b.l.at > a.l.at ? b : a), ends[0]!).l;
+  const brokerUsPerDigest = first.brokerUs !== undefined && last.brokerUs !== undefined ? (last.brokerUs - first.brokerUs) / Math.max(1, taken) : undefined;
   return { perS: taken / ((to - from) / 1000), perMember: spans.map((x) => (x && x.l.at > x.f.at ? (x.l.digests - x.f.digests) / ((x.l.at - x.f.at) / 1000) : 0)), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
     busy: spans.map((x) => {
       if (!x) return 0;
@@ -195,6 +260,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       return active / Math.max(1e-9, active + x.l.idle - x.f.idle);
     }),
     cpuUsPerDigest: sum(spans.map((x) => (x ? x.l.cpuUs - x.f.cpuUs : 0))) / Math.max(1, taken),
+    brokerUsPerDigest,
   };
 }
 
@@ -216,7 +282,7 @@ export async function benchExporterGroup(): Promise<void> {
     const perPartition = spread(w);
     print(`  ${w.pairs} host-target pairs; digests per partition (of ${PARTITIONS}): ${perPartition.join(", ")} (largest ${(Math.max(...perPartition) / w.messages.length * 100).toFixed(0)} % of all)`);
     const compressions = (process.env.BENCH_GROUP_COMPRESSION ?? "both") === "both" ? (["none", "gzip"] as const) : ([process.env.BENCH_GROUP_COMPRESSION as "none" | "gzip"] as const);
-    const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number);
+    const counts = (process.env.BENCH_GROUP_MEMBERS ?? "1,2").split(",").map(Number).filter((n) => n > 0);
     const threadCounts = (process.env.BENCH_GROUP_THREADS ?? "0,1").split(",").map(Number);
     const rounds = Math.max(1, Number(process.env.BENCH_GROUP_RUNS ?? 1));
     // Per setting, each round's share of that round's in-process rate and the members' CPU a digest.
@@ -227,12 +293,14 @@ export async function benchExporterGroup(): Promise<void> {
       const { perS: local, cpuUsPerDigest: localCpu } = inProcess(w);
       inProcessRuns.push({ perS: local, cpu: localCpu });
       print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
+      const engines = enginesOnly(w);
+      print(`  a member's partition engines without Kafka (${PARTITIONS}, batches of 3,000, a snapshot each): ${Math.round(engines.perS).toLocaleString("en")} digests/s (${(engines.perS / local * 100).toFixed(0)} % of in process), ${engines.cpuUsPerDigest.toFixed(1)} µs of CPU a digest`);
       for (const compression of compressions) {
         for (const threads of threadCounts) for (const n of counts) {
           const r = await measureGroup(brokers, w, compression, n, threads);
           const setting = `${n} member${n > 1 ? "s" : ""}${threads ? `, ${threads} engine thread${threads > 1 ? "s" : ""} each` : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}`;
           shares.set(setting, [...(shares.get(setting) ?? []), { share: r.perS / local, cpu: r.cpuUsPerDigest }]);
-          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest)`);
+          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's`})`);
         }
       }
     }

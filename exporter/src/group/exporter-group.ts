@@ -91,7 +91,7 @@ export interface ExporterGroupStats {
   alertsNotCarried: number;
 }
 
-export { commitMetadata, type CommitState } from "./partition-engine.js";
+export { commitMetadata, PartitionEngine, type CommitState } from "./partition-engine.js";
 
 /** One partition's transactional producer and where it stands in Kafka; its engine is the EngineHost's. */
 class PartitionTask {
