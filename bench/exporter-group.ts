@@ -25,7 +25,8 @@
 // (the members' engine threads, --threads; default 0,1: each setting with
 // the engines in the member's thread, then on one thread of their own),
 // BENCH_CPU_PROF (a
-// directory: CPU profiles of the members), BENCH_GROUP_RUNS (rounds, default 1:
+// directory: CPU profiles of the members), BENCH_GROUP_WARMUP (warm-up runs of
+// one member before the rounds, not counted, default 1), BENCH_GROUP_RUNS (rounds, default 1:
 // each round measures the in-process exporter and then every setting, and
 // more than one round ends with each setting's median share of its round's
 // in-process rate).
@@ -288,6 +289,14 @@ export async function benchExporterGroup(): Promise<void> {
     // Per setting, each round's share of that round's in-process rate and the members' CPU a digest.
     const shares = new Map<string, Array<{ share: number; cpu: number }>>();
     const inProcessRuns: Array<{ perS: number; cpu: number }> = [];
+    // A broker fresh from its start runs its fetch, produce and transaction paths interpreted until its JIT has
+    // compiled them (the first round's broker took 2-3× the CPU a digest of the later ones): warm-up rounds
+    // of one member, not counted, as a deployed broker has long been warm.
+    const warmups = Math.max(0, Number(process.env.BENCH_GROUP_WARMUP ?? 1));
+    for (let i = 0; i < warmups; i++) {
+      const r = await measureGroup(brokers, w, compressions[0]!, 1, threadCounts[0]!);
+      print(`  warm-up (not counted): 1 member, ${Math.round(r.perS).toLocaleString("en")} digests/s${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's CPU a digest`}`);
+    }
     for (let round = 1; round <= rounds; round++) {
       if (rounds > 1) print(`  round ${round} of ${rounds}`);
       const { perS: local, cpuUsPerDigest: localCpu } = inProcess(w);

@@ -14,7 +14,7 @@ const DURATION_NS = 1_000_000_000;
 
 export async function benchSummary(): Promise<void> {
   print("summary mode: per second of traffic, one ToR, 2,000 I/Os/s per host; watchlists of 2 pairs and 2 flows, rotated every 100 ms");
-  print("load  hosts  mode      I/Os/s   digests/s  records/s  I/Os in histograms/s");
+  print("load  hosts  mode      I/Os/s   digests/s  digests of 1×  records/s  I/Os in histograms/s");
   const base: Record<string, number> = {};
   for (const load of LOADS) {
     const traffic = generateTraffic({ seed: 11, layout: "single", durationNs: DURATION_NS, hosts: 2 * load, targets: 2, ioRate: 2000 });
@@ -33,8 +33,8 @@ export async function benchSummary(): Promise<void> {
       const perS = (n: number) => (n / (DURATION_NS / 1e9)).toFixed(0).padStart(9);
       const ios = traffic.ios.length;
       if (load === 1) base[mode] = digests;
-      const rel = base[mode] ? ` (${((digests / base[mode]!) * 100).toFixed(0)} % of 1×)` : "";
-      print(`${String(load).padStart(3)}×  ${String(2 * load).padStart(5)}  ${mode.padEnd(8)} ${perS(ios)}  ${perS(digests)}  ${perS(records)}  ${perS(histogramIos)}${rel}`);
+      const rel = `${((digests / base[mode]!) * 100).toFixed(0)} %`.padStart(13);
+      print(`${String(load).padStart(3)}×  ${String(2 * load).padStart(5)}  ${mode.padEnd(8)} ${perS(ios)}  ${perS(digests)}  ${rel}  ${perS(records)}  ${perS(histogramIos)}`);
     }
   }
 }
