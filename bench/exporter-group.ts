@@ -1,7 +1,9 @@
 // `npm run bench -- exporter-group`: digests/s that exporter group members
 // consume from Kafka, join and publish (in transactions, until committed),
 // with 1 and 2 members (each a process of its own), beside the in-process
-// exporter's digests/s on the same digests; gzip and uncompressed digest
+// exporter's digests/s on the same digests (joined and encoded, and joined
+// and published to Kafka as `controller` and `demo` run it), and beside the
+// member's partition engines without Kafka; gzip and uncompressed digest
 // topics. Also prints digests per I/O and per message of the workload, the
 // inputs of docs/capacity.md.
 //
@@ -131,6 +133,31 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
     cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
   }
   return { perS: best, cpuUsPerDigest: cpuUs };
+}
+
+/**
+ * The in-process exporter as `controller` and `demo` run it: the same
+ * digests joined, and its records published to Kafka (the default client,
+ * uncompressed), until Kafka has them all. Sends records only, as those
+ * commands do: the digests come from the switch, not from Kafka.
+ */
+async function inProcessToKafka(brokers: string, w: Workload): Promise<{ perS: number; records: number }> {
+  const topics = topicsOf(`bench-inproc-${Date.now()}`);
+  const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression: "none", maxBuffered: w.messages.length + 1 });
+  await sink.start();
+  const exporter = new Exporter();
+  let records = 0;
+  exporter.addSink((r) => {
+    sink.push(encodeRecord(r, topics, "protobuf", exporter.metrics.options.intervalNs));
+    records++;
+  });
+  const t0 = performance.now();
+  for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
+  exporter.finish();
+  await sink.flush(600_000);
+  const perS = w.messages.length / ((performance.now() - t0) / 1000);
+  await sink.close();
+  return { perS, records };
 }
 
 /**
@@ -287,7 +314,7 @@ export async function benchExporterGroup(): Promise<void> {
     const threadCounts = (process.env.BENCH_GROUP_THREADS ?? "0,1").split(",").map(Number);
     const rounds = Math.max(1, Number(process.env.BENCH_GROUP_RUNS ?? 1));
     // Per setting, each round's share of that round's in-process rate and the members' CPU a digest.
-    const shares = new Map<string, Array<{ share: number; cpu: number }>>();
+    const shares = new Map<string, Array<{ share: number; shareKafka: number; cpu: number }>>();
     const inProcessRuns: Array<{ perS: number; cpu: number }> = [];
     // A broker fresh from its start runs its fetch, produce and transaction paths interpreted until its JIT has
     // compiled them (the first round's broker took 2-3× the CPU a digest of the later ones): warm-up rounds
@@ -302,14 +329,16 @@ export async function benchExporterGroup(): Promise<void> {
       const { perS: local, cpuUsPerDigest: localCpu } = inProcess(w);
       inProcessRuns.push({ perS: local, cpu: localCpu });
       print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
+      const toKafka = await inProcessToKafka(brokers, w);
+      print(`  in process, records published to Kafka (as controller and demo run it; ${toKafka.records.toLocaleString("en")} records): ${Math.round(toKafka.perS).toLocaleString("en")} digests/s`);
       const engines = enginesOnly(w);
       print(`  a member's partition engines without Kafka (${PARTITIONS}, batches of 3,000, a snapshot each): ${Math.round(engines.perS).toLocaleString("en")} digests/s (${(engines.perS / local * 100).toFixed(0)} % of in process), ${engines.cpuUsPerDigest.toFixed(1)} µs of CPU a digest`);
       for (const compression of compressions) {
         for (const threads of threadCounts) for (const n of counts) {
           const r = await measureGroup(brokers, w, compression, n, threads);
           const setting = `${n} member${n > 1 ? "s" : ""}${threads ? `, ${threads} engine thread${threads > 1 ? "s" : ""} each` : ""}, digests ${compression === "gzip" ? "gzip" : "uncompressed"}`;
-          shares.set(setting, [...(shares.get(setting) ?? []), { share: r.perS / local, cpu: r.cpuUsPerDigest }]);
-          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's`})`);
+          shares.set(setting, [...(shares.get(setting) ?? []), { share: r.perS / local, shareKafka: r.perS / toKafka.perS, cpu: r.cpuUsPerDigest }]);
+          print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process, ${(r.perS / toKafka.perS * 100).toFixed(0)} % of in process to Kafka; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's`})`);
         }
       }
     }
@@ -322,7 +351,7 @@ export async function benchExporterGroup(): Promise<void> {
       const range = (xs: number[], f: (x: number) => string) => `${f(Math.min(...xs))}–${f(Math.max(...xs))}`;
       const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
       print(`  over ${rounds} rounds: in process ${Math.round(median(inProcessRuns.map((x) => x.perS))).toLocaleString("en")} digests/s (median; ${range(inProcessRuns.map((x) => x.perS), (x) => Math.round(x).toLocaleString("en"))}), ${median(inProcessRuns.map((x) => x.cpu)).toFixed(1)} µs of CPU a digest`);
-      for (const [setting, xs] of shares) print(`  over ${rounds} rounds: ${setting}: ${pct(median(xs.map((x) => x.share)))} of in process (median; ${range(xs.map((x) => x.share), pct)}), ${median(xs.map((x) => x.cpu)).toFixed(1)} µs of the members' CPU a digest`);
+      for (const [setting, xs] of shares) print(`  over ${rounds} rounds: ${setting}: ${pct(median(xs.map((x) => x.share)))} of in process (median; ${range(xs.map((x) => x.share), pct)}), ${pct(median(xs.map((x) => x.shareKafka)))} of in process to Kafka (${range(xs.map((x) => x.shareKafka), pct)}), ${median(xs.map((x) => x.cpu)).toFixed(1)} µs of the members' CPU a digest`);
     }
   } finally {
     await stop?.();
