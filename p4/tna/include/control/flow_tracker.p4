@@ -27,6 +27,10 @@
 //   packets, retransmissions and ECN CE are 16-bit counts (more than 65535
 //   retransmissions in one message carry into the packet count); the
 //   message's first_ts and extra_ecn_ce are not kept (not in the TNA digest).
+// - Packets outside messages ride on the flow's next message digest (no
+//   flow-only digests); so do an open message's when the flow's next
+//   message starts before its LAST was seen (no record, straddled, the
+//   next message without a gap, as in v1model).
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
@@ -47,7 +51,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     bit<32> epoch32;
     bit<32> psn8;        // PSN << 8: serial arithmetic mod 2^24 in 32-bit compares
     bit<32> psn32;
-    bit<32> inc;         // packets << 16 | retransmitted, added per packet
+    bit<32> inc;         // packets << 16 | retransmitted of this packet, for the extra
+                         // counts; at a start, the counts it replaced (an open message's)
     bit<32> ce32;
     bit<8> st_a;         // message state: mask when open (per opcode)
     bit<8> st_b;         // message state: next when closed, or after a reset
@@ -205,7 +210,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     RegisterAction<bit<8>, bit<FLOW_SLOT_BITS>, bit<8>>(flow_msg_state) st_first_ra = {
         void apply(inout bit<8> value, out bit<8> rv) {
             rv = value;
-            if (value < 2) { value = 14; } else { value = value | 4; }
+            if (value == 2) { value = 6; } else { value = 14; }
         }
     };
     RegisterAction<bit<8>, bit<FLOW_SLOT_BITS>, bit<8>>(flow_msg_state) st_lm_ra = {
@@ -236,25 +241,36 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     RA_SWAP(flow_prev_last_ts, FLOW_SLOT_BITS, prev_last_swap, meta.now32)
 
     // packets << 16 | retransmitted, and ECN CE, of the open message
-    // (counted on every packet, restarted at a start).
+    // (counted on every packet, restarted at a start). The counts are in
+    // the stage of the message state, before the retransmitted bit is in
+    // PHV: a new and a retransmitted packet add constants. A start returns
+    // the counts it replaces: an open message's, which then go to the
+    // extra counts (a message whose LAST was never seen).
     REG32(msg_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
-    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_start = {
-        void apply(inout bit<32> value, out bit<32> rv) { value = 32w0x10000; rv = value; } };
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_restart = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; value = 32w0x10000; } };
     RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_add = {
-        void apply(inout bit<32> value, out bit<32> rv) { value = value + inc; rv = value; } };
+        void apply(inout bit<32> value, out bit<32> rv) { value = value + 32w0x10000; rv = value; } };
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_counts) counts_add_retx = {
+        void apply(inout bit<32> value, out bit<32> rv) { value = value + 32w0x10001; rv = value; } };
     REG32(msg_ecn_ce, FLOW_SLOTS, FLOW_SLOT_BITS)
     RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_ecn_ce) ecn_start = {
         void apply(inout bit<32> value, out bit<32> rv) { value = ce32; rv = value; } };
     RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(msg_ecn_ce) ecn_add = {
         void apply(inout bit<32> value, out bit<32> rv) { value = value + ce32; rv = value; } };
-    // Packets outside any message since the last message digest:
-    // packets << 16 | retransmitted.
+    // Packets outside any message since the last message digest (with
+    // those of a message whose LAST was not seen): packets << 16 |
+    // retransmitted.
     REG32(extra_counts, FLOW_SLOTS, FLOW_SLOT_BITS)
     RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(extra_counts) extra_add = {
         void apply(inout bit<32> value) { value = value + inc; } };
     RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_set, inc)
     RA_SWAP(extra_counts, FLOW_SLOT_BITS, extra_take, 0)
-    RA_WRITE(extra_counts, FLOW_SLOT_BITS, extra_clear, 0)
+    // An ONLY while a message was open takes them with that message's
+    // counts added (a FIRST adds those with extra_add). Four actions at
+    // most per register: a clear is a take whose answer is not used.
+    RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(extra_counts) extra_take_open = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value + inc; value = 0; } };
     // Straddled messages since the last message digest.
     REG32(straddled, FLOW_SLOTS, FLOW_SLOT_BITS)
     RegisterAction<bit<32>, bit<FLOW_SLOT_BITS>, bit<32>>(straddled) strad_add = {
@@ -427,9 +443,28 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         const default_action = NoAction();
         size = 16;
     }
-    @hidden action cnt_start() { bit<32> c = counts_start.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
-    @hidden action cnt_add() { bit<32> c = counts_add.execute(slot); report.packets = c[31:16]; report.retransmitted = c[15:0]; }
-    @stage(10)
+    // A start: one packet, new (what an ONLY reports), and the counts it
+    // replaced in inc (added to the extra counts where a message was open).
+    // Else this packet's counts in inc, for the extra counts.
+    @hidden action cnt_start() {
+        inc = counts_restart.execute(slot);
+        report.packets = 1;
+        report.retransmitted = 0;
+    }
+    @hidden action cnt_add() {
+        bit<32> c = counts_add.execute(slot);
+        report.packets = c[31:16];
+        report.retransmitted = c[15:0];
+        inc = 32w0x10000;
+    }
+    // Retransmitted: not new and not reset.
+    @hidden action cnt_add_retx() {
+        bit<32> c = counts_add_retx.execute(slot);
+        report.packets = c[31:16];
+        report.retransmitted = c[15:0];
+        inc = 32w0x10001;
+    }
+    @stage(6)
     @hidden table msg_counts_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -437,7 +472,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             mcode[2:2]: ternary @name("m_new");
             hdr.bth.opcode: ternary @name("opcode");
         }
-        actions = { cnt_start; cnt_add; @defaultonly NoAction; }
+        actions = { cnt_start; cnt_add; cnt_add_retx; @defaultonly NoAction; }
         const entries = {
             (1, _, _, 0x06): cnt_start();
             (1, _, _, 0x0A): cnt_start();
@@ -448,6 +483,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (0, 0, 0, 0x06): cnt_start();
             (0, 0, 0, 0x0A): cnt_start();
             (0, 0, 0, 0x0B): cnt_start();
+            (0, 1, _, _): cnt_add_retx();
             (_, _, _, _): cnt_add();
         }
         const default_action = NoAction();
@@ -455,7 +491,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     }
     @hidden action ecn_st() { report.ecn_ce = ecn_start.execute(slot)[15:0]; }
     @hidden action ecn_cont() { report.ecn_ce = ecn_add.execute(slot)[15:0]; }
-    @stage(6)
+    @stage(10)
     @hidden table msg_ecn_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -512,9 +548,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     // per register: a table addresses each of its registers in every action).
     @hidden action x_add() { extra_add.execute(slot); }
     @hidden action x_set() { extra_set.execute(slot); }
-    @hidden action x_clear() { extra_clear.execute(slot); }
+    @hidden action x_clear() { extra_take.execute(slot); }
     @hidden action x_take() {
         bit<32> x = extra_take.execute(slot);
+        report.extra_packets = x[31:16];
+        report.extra_retransmitted = x[15:0];
+    }
+    @hidden action x_take_open() {
+        bit<32> x = extra_take_open.execute(slot);
         report.extra_packets = x[31:16];
         report.extra_retransmitted = x[15:0];
     }
@@ -527,7 +568,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             hdr.bth.opcode: ternary @name("opcode");
             old_st: ternary @name("state");
         }
-        actions = { x_add; x_set; x_clear; x_take; @defaultonly NoAction; }
+        actions = { x_add; x_set; x_clear; x_take; x_take_open; @defaultonly NoAction; }
         const entries = {
             (1, _, _, 0x06, _): x_clear();
             (1, _, _, 0x07, _): x_set();
@@ -535,6 +576,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (1, _, _, 0x09, _): x_set();
             (1, _, _, 0x0A, _): x_clear();
             (1, _, _, 0x0B, _): x_clear();
+            (0, 0, 1, 0x06, 6): x_add();
+            (0, 0, 1, 0x06, 14): x_add();
             (0, 0, 1, 0x07, 0): x_add();
             (0, 0, 1, 0x07, 1): x_add();
             (0, 0, 1, 0x07, 2): x_add();
@@ -551,13 +594,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (0, 0, 1, 0x0A, 0): x_take();
             (0, 0, 1, 0x0A, 1): x_take();
             (0, 0, 1, 0x0A, 2): x_take();
-            (0, 0, 1, 0x0A, 6): x_take();
-            (0, 0, 1, 0x0A, 14): x_take();
+            (0, 0, 1, 0x0A, 6): x_take_open();
+            (0, 0, 1, 0x0A, 14): x_take_open();
             (0, 0, 1, 0x0B, 0): x_take();
             (0, 0, 1, 0x0B, 1): x_take();
             (0, 0, 1, 0x0B, 2): x_take();
-            (0, 0, 1, 0x0B, 6): x_take();
-            (0, 0, 1, 0x0B, 14): x_take();
+            (0, 0, 1, 0x0B, 6): x_take_open();
+            (0, 0, 1, 0x0B, 14): x_take_open();
             (0, 0, 0, 0x06, _): x_clear();
             (0, 0, 0, 0x07, _): x_set();
             (0, 0, 0, 0x08, _): x_set();
@@ -656,12 +699,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (0, 0, 1, 0x0A, 0): s_msg(8w0);
             (0, 0, 1, 0x0A, 1): s_msg(8w0);
             (0, 0, 1, 0x0A, 2): s_msg(8w1);
-            (0, 0, 1, 0x0A, 6): s_msg_strad(8w1);
+            (0, 0, 1, 0x0A, 6): s_msg_strad(8w0);
             (0, 0, 1, 0x0A, 14): s_msg_strad(8w0);
             (0, 0, 1, 0x0B, 0): s_msg(8w0);
             (0, 0, 1, 0x0B, 1): s_msg(8w0);
             (0, 0, 1, 0x0B, 2): s_msg(8w1);
-            (0, 0, 1, 0x0B, 6): s_msg_strad(8w1);
+            (0, 0, 1, 0x0B, 6): s_msg_strad(8w0);
             (0, 0, 1, 0x0B, 14): s_msg_strad(8w0);
             (0, 0, 0, 0x06, _): s_r_start();
             (0, 0, 0, 0x07, _): s_r_outside();
@@ -858,11 +901,6 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         meta.stat.untracked_flow = true;
                     } else {
                         psn_tbl.apply();
-                        // Retransmitted: not new and not reset.
-                        inc = 32w0x10000;
-                        if (owner[0:0] == 0 && mcode[0:0] == 1) {
-                            inc = 32w0x10001;
-                        }
                         if (ce32 == 1) {
                             meta.stat.ecn_ce = true;
                         }
