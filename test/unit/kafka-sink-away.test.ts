@@ -33,5 +33,7 @@ test("Kafka unreachable and no spill: the sink is never taken as away (what it h
   sink.push({ topic: DEFAULT_TOPICS.io, key: "k", value: Buffer.from("x"), headers: { type: "test" } });
   expect(await sink.waitDelivered(4_500, { untilAway: true })).toBe(false);
   expect(sink.away).toBe(false);
+  // A flush that times out says how many are held and why Kafka did not take them.
+  await expect(sink.flush(500)).rejects.toThrow(/^Kafka: 1 records not yet delivered after 500 ms \(\d+ failed sends, the last: .*(ECONNREFUSED|unreachable)/);
   expect(await sink.close(100)).toBe(1);
 }, 30_000);

@@ -159,6 +159,7 @@ export class KafkaSink implements RecordSink {
       // not be reached or refused this client; a broker's passing state (a
       // leader moving, a coordinator loading) is only logged at debug level.
       onRetry: (err) => {
+        this.lastRetry = String((err as Error)?.message ?? err);
         if (this.transport.describe(err).cause === "other") {
           this.opts.logger?.debug("Kafka client retries", { error: String((err as Error)?.message ?? err) });
           return;
@@ -539,6 +540,9 @@ export class KafkaSink implements RecordSink {
 
   private closeDeadline: number | undefined;
 
+  /** The last failure the client retried by itself (of any cause), for what flush() says when it times out. */
+  private lastRetry: string | undefined;
+
   /** Messages not yet acknowledged by Kafka (in memory or spilled). */
   get pending(): number {
     return this.memoryLength + this.stats.spilledNow;
@@ -568,7 +572,7 @@ export class KafkaSink implements RecordSink {
 
   /** Resolves when everything pushed so far has been acknowledged by Kafka. */
   async flush(timeoutMs = 60_000): Promise<void> {
-    if (!(await this.waitDelivered(timeoutMs))) throw new Error(`Kafka: ${this.pending} records not yet delivered after ${timeoutMs} ms`);
+    if (!(await this.waitDelivered(timeoutMs))) throw new Error(`Kafka: ${this.pending} records not yet delivered after ${timeoutMs} ms (${this.stats.sendFailures} failed sends${this.stats.lastError ? `, the last: ${this.stats.lastError}` : ""}${this.lastRetry ? `; the client's last retry: ${this.lastRetry}` : ""})`);
   }
 
   /**
