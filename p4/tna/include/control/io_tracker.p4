@@ -9,7 +9,7 @@
 //              fingerprints (hash units), vantage (one const table on the
 //              port roles), watchlist
 //   stage 3    R_Key map (and RDMA CM entries) and its references; slot time
-//   stage 4    queue pairs (by host QP, by target QP); PSN map
+//   stage 4    queue pairs (by host QP, by target QP); PSN map (Tofino 2: queue_ways.p4)
 //   stage 5    QP map; a response's slot from its queue pair
 //   stage 6    owner
 //   stage 7    check (the command's reference and PSN)
@@ -270,7 +270,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     };
 
     // Queue pairs (SPEC §3), indexed by (host, target, QP): by host QP (its
-    // tag; the target QP's), by target QP (its tag; the host QP's).
+    // tag; the target QP's), by target QP (its tag; the host QP's); way 0 (way 1: queue_ways.p4).
     Register<pair_t, bit<QUEUE_SLOT_BITS>>(QUEUE_SLOTS, {0, 0}) queue_by_host;
     // Learn: 1 when the entry did not hold this pairing (the host QP with
     // this target QP) before.
@@ -298,7 +298,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (value.lo == word) { rv = value.hi; } else { rv = 0; }
         }
     };
-
+#include "queue_ways.p4"
     // The I/O slots. The time of the last command in the slot (coarse
     // clock): 1 when within the timeout, else 2.
     Register<bit<32>, bit<IO_SLOT_BITS>>(IO_SLOTS, 0) io_time;
@@ -660,7 +660,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     // A learn also names the host's QP for the pairing's digest (below).
     @hidden action by_target_learn_a() {
-        by_target_learn.execute(BY_TARGET_IDX);
+        BY_TARGET_LEARN_0;
         pword_t = hqp;
     }
     @stage(4)
@@ -681,7 +681,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action by_host_find_a() { pword_h = by_host_find.execute(BY_HOST_IDX); }
     // A learn also names the target's QP for the pairing's digest (below).
     @hidden action by_host_learn_a() {
-        pair_new = by_host_learn.execute(BY_HOST_IDX);
+        BY_HOST_LEARN_0;
         pword_h = word;
     }
     @stage(4)
@@ -703,7 +703,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // PSN map: a READ REQUEST of a found I/O claims, the first READ RESPONSE finds.
     @hidden action psn_claim_a() { overwritten = psn_claim.execute(PSN_IDX); }
     @hidden action psn_find_a() { cref = psn_find.execute(PSN_IDX); }
-    @stage(4)
+    @stage(PSN_STAGE)
     @hidden table psn_tbl {
         key = { pkt_class: ternary; starts_message: ternary; word[30:30]: ternary @name("found"); }
         actions = { psn_claim_a; psn_find_a; NoAction; }
@@ -1117,7 +1117,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // A queue pairing learned (new in its entry) is sent to the exporter as
     // an IO_EVENT_QUEUE_PAIR digest (host, target, both QPs; event 0), on
     // the packet that learned it (a keyed transfer or a CM REP, which send
-    // no other digest): the queue pair maps have one way here, and an
+    // no other digest): the queue pair maps have one or two ways here, and an
     // entry keeps no addresses to report the pairing a colliding one takes,
     // so the exporter keeps every pairing, and attributes the responses of
     // a queue whose pairing the switch lost (IO_EVENT_UNPAIRED_RSP).
@@ -1224,6 +1224,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             rkey_ref_tbl.apply();
             queue_target_tbl.apply();
             queue_host_tbl.apply();
+#if __TARGET_TOFINO__ == 2
+            queue_host1_tbl.apply();  // way 1 (queue_ways.p4)
+            queue_target1_tbl.apply();
+#endif
             if (pkt_class == IO_PKT_RSP) {
                 take_fp_rsp();
             }
