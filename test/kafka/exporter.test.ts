@@ -161,7 +161,11 @@ describe("exporter on Kafka", () => {
     try {
       const t = topics("restart");
       // Small batches: several produce requests are in flight when the broker dies (on a client that allows it).
-      const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 4, spillDir: join(tmp, "restart-spill"), maxBuffered: 2000, batchSize: 100 });
+      // What the sink says (the client's retries included), printed if the records do not all go out.
+      const said: string[] = [];
+      const note = (level: string) => (msg: string, fields?: object) => void said.push(`${new Date().toISOString()} ${level} ${msg} ${JSON.stringify(fields ?? {})}`);
+      const logger = { debug: note("debug"), info: note("info"), warn: note("warn"), error: note("error") };
+      const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 4, spillDir: join(tmp, "restart-spill"), maxBuffered: 2000, batchSize: 100, logger });
       await sink.start();
       const N = 12_000;
       const restarting = (async () => {
@@ -174,7 +178,11 @@ describe("exporter on Kafka", () => {
         if (seq % 500 === 499) await new Promise((r) => setTimeout(r, 40));
       }
       await restarting;
-      await sink.flush(120_000);
+      said.push(`${new Date().toISOString()} the broker is back`);
+      await sink.flush(120_000).catch((err: unknown) => {
+        console.log(`the sink's log:\n${said.slice(-200).join("\n")}`);
+        throw err;
+      });
       const stats = { ...sink.stats };
       await sink.close();
       expect(stats.dropped).toBe(0);
