@@ -293,13 +293,15 @@ export class TelemetryMetrics {
       const readTime = new Histogram({ name: "rdma_telemetry_histogram_read_duration_seconds", help: "Reading the data plane's histograms at an interval's end: the three counter reads (activity, ranges, buckets of what moved)", labelNames: ["switch"], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: register });
       const cells = new Counter({ name: "rdma_telemetry_histogram_cells_read_total", help: "Counter cells read for the data plane's histograms", labelNames: ["switch"], registers: register });
       const lower = new Counter({ name: "rdma_telemetry_histogram_cells_lower_total", help: "Histogram counter cells read lower than the read before (why: wrap, a Tofino cell's 32 bits wrapped and taken modulo 2^32; unexplained, a cell that counted nothing for that read)", labelNames: ["switch", "why"], registers: register });
-      lower.inc({ ...labels, why: "wrap" }, 0);
-      lower.inc({ ...labels, why: "unexplained" }, 0);
+      const wrapped = { ...labels, why: "wrap" };
+      const unexplained = { ...labels, why: "unexplained" };
+      lower.inc(wrapped, 0);
+      lower.inc(unexplained, 0);
       controller.on("histograms-read", (r) => {
         readTime.observe(labels, r.durationMs / 1000);
         cells.inc(labels, r.cells);
-        lower.inc({ ...labels, why: "wrap" }, r.wrapped);
-        lower.inc({ ...labels, why: "unexplained" }, r.decreased);
+        lower.inc(wrapped, r.wrapped);
+        lower.inc(unexplained, r.decreased);
       });
     }
   }

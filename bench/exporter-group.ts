@@ -46,25 +46,51 @@ import { compiled, here, print } from "./common.js";
 
 const PARTITIONS = 8;
 
-/** CPU time (µs, user and system) of this machine's Kafka brokers so far, from /proc; undefined where there is none. */
-function brokerCpuUs(): number | undefined {
-  let us: number | undefined;
+/** The pids of this machine's Kafka brokers (their command line names kafka.Kafka); none where /proc is not there. */
+function brokerPids(): string[] {
   try {
-    for (const pid of readdirSync("/proc")) {
-      if (!/^\d+$/.test(pid)) continue;
+    return readdirSync("/proc").filter((pid) => {
+      if (!/^\d+$/.test(pid)) return false;
       try {
-        if (!readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("kafka.Kafka")) continue;
-        const f = readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.split(" ");
-        // utime and stime (fields 14 and 15) in clock ticks of 10 ms
-        us = (us ?? 0) + (Number(f[11]) + Number(f[12])) * 10_000;
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("kafka.Kafka");
       } catch {
-        // gone meanwhile
+        return false; // gone meanwhile
       }
-    }
+    });
   } catch {
-    return undefined;
+    return [];
+  }
+}
+
+/** CPU time (µs, user and system) of those processes so far; undefined when there are none or one is gone. */
+function cpuUsOf(pids: readonly string[]): number | undefined {
+  if (pids.length === 0) return undefined;
+  let us = 0;
+  for (const pid of pids) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.split(" ");
+      // utime and stime (fields 14 and 15) in clock ticks of 10 ms
+      us += (Number(f[11]) + Number(f[12])) * 10_000;
+    } catch {
+      return undefined;
+    }
   }
   return us;
+}
+
+/** The best rate and least CPU a digest of three runs of `run` over the workload's digests (its JIT warm after the first). */
+function bestOfThree(w: Workload, run: () => void): { perS: number; cpuUsPerDigest: number } {
+  let best = 0;
+  let cpuUs = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    run();
+    const c = process.cpuUsage(c0);
+    best = Math.max(best, w.messages.length / ((performance.now() - t0) / 1000));
+    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
+  }
+  return { perS: best, cpuUsPerDigest: cpuUs };
 }
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const topicsOf = (id: string): TopicNames => ({ io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` });
@@ -114,25 +140,12 @@ function spread(w: Workload): number[] {
 /** The in-process exporter on the same digests: decoded from their Kafka values, joined, records encoded. */
 function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
   const topics = topicsOf("x");
-  let best = 0;
-  let cpuUs = Infinity;
-  for (let run = 0; run < 3; run++) {
+  return bestOfThree(w, () => {
     const exporter = new Exporter();
-    let encoded = 0;
-    exporter.addSink((r) => {
-      encodeRecord(r, topics, "protobuf", exporter.metrics.options.intervalNs);
-      encoded++;
-    });
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
+    exporter.addSink((r) => void encodeRecord(r, topics, "protobuf", exporter.metrics.options.intervalNs));
     for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
     exporter.finish();
-    const c = process.cpuUsage(c0);
-    const rate = w.messages.length / ((performance.now() - t0) / 1000);
-    if (rate > best) best = rate;
-    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
-  }
-  return { perS: best, cpuUsPerDigest: cpuUs };
+  });
 }
 
 /**
@@ -170,13 +183,9 @@ function enginesOnly(w: Workload, batch = 3000): { perS: number; cpuUsPerDigest:
   const topics = topicsOf("x");
   const byPartition = Array.from({ length: PARTITIONS }, () => [] as KafkaMessageOut[]);
   for (const m of w.messages) byPartition[partitionOf(m.key, PARTITIONS)]!.push(m);
-  let best = 0;
-  let cpuUs = Infinity;
-  for (let run = 0; run < 3; run++) {
+  return bestOfThree(w, () => {
     const engines = byPartition.map((_, partition) => new PartitionEngine({ partition, topics, engine: {}, withRecords: false }));
     const next = byPartition.map(() => 0);
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
     for (let more = true; more; ) {
       more = false;
       for (let p = 0; p < PARTITIONS; p++) {
@@ -190,12 +199,7 @@ function enginesOnly(w: Workload, batch = 3000): { perS: number; cpuUsPerDigest:
       }
     }
     for (const e of engines) e.exporter.finish();
-    const c = process.cpuUsage(c0);
-    const rate = w.messages.length / ((performance.now() - t0) / 1000);
-    if (rate > best) best = rate;
-    cpuUs = Math.min(cpuUs, (c.user + c.system) / w.messages.length);
-  }
-  return { perS: best, cpuUsPerDigest: cpuUs };
+  });
 }
 
 /**
@@ -229,6 +233,8 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group, String(threads)], {
       execArgv: [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [])],
     }));
+  // The brokers' processes, found once: each report reads only their CPU time.
+  const brokerProcesses = brokerPids();
   const digests = workers.map(() => 0);
   const assigned = workers.map(() => 0);
   const transactions = workers.map(() => 0);
@@ -247,7 +253,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
       wk.on("message", (m: { digests: number; transactions: number; assigned: number; at: number; active: number; idle: number; cpuUs: number }) => {
         assigned[i] = m.assigned;
         transactions[i] = m.transactions;
-        const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests, brokerUs: brokerCpuUs() };
+        const sample: Sample = { at: m.at, active: m.active, idle: m.idle, cpuUs: m.cpuUs, digests: m.digests, brokerUs: cpuUsOf(brokerProcesses) };
         if (m.digests > 0) fromFirst[i] ??= sample;
         if (m.digests > digests[i]!) lastNew[i] = sample;
         latest[i] = sample;
@@ -273,15 +279,13 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     const f = starts[i] ?? l;
     return l && f ? { f, l } : undefined;
   });
-  const from = Math.min(...spans.flatMap((x) => (x ? [x.f.at] : [])));
-  const to = Math.max(...spans.flatMap((x) => (x ? [x.l.at] : [])));
+  // From the earliest start to the latest end (the rate, and the broker's CPU).
+  const measured = spans.flatMap((x) => (x ? [x] : []));
+  const first = measured.reduce((a, b) => (b.f.at < a.f.at ? b : a)).f;
+  const last = measured.reduce((a, b) => (b.l.at > a.l.at ? b : a)).l;
   const taken = sum(spans.map((x) => (x ? x.l.digests - x.f.digests : 0)));
-  // The broker's CPU from the earliest start to the latest end.
-  const ends = spans.flatMap((x) => (x ? [x] : []));
-  const first = ends.reduce((a, b) => (b.f.at < a.f.at ? b : a), ends[0]!).f;
-  const last = ends.reduce((a, b) => (b.l.at > a.l.at ? b : a), ends[0]!).l;
   const brokerUsPerDigest = first.brokerUs !== undefined && last.brokerUs !== undefined ? (last.brokerUs - first.brokerUs) / Math.max(1, taken) : undefined;
-  return { perS: taken / ((to - from) / 1000), perMember: spans.map((x) => (x && x.l.at > x.f.at ? (x.l.digests - x.f.digests) / ((x.l.at - x.f.at) / 1000) : 0)), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
+  return { perS: taken / ((last.at - first.at) / 1000), perMember: spans.map((x) => (x && x.l.at > x.f.at ? (x.l.digests - x.f.digests) / ((x.l.at - x.f.at) / 1000) : 0)), assigned, transactions: transactions.reduce((a, b) => a + b, 0),
     busy: spans.map((x) => {
       if (!x) return 0;
       const active = x.l.active - x.f.active;

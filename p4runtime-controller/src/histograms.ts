@@ -39,8 +39,10 @@ const FIGURE_COUNTERS: Record<IoFigure, string> = {
   dpl: C.io_tracker_histograms_dpl_c.name,
 };
 
-/** The Tofino builds' architectures (their io_ranges: one cell per response). */
+/** The Tofino builds' architectures: io_ranges counts one cell per response, and the cells are 32 bits. */
 const TOFINO_ARCHS = ["tna", "t2na"];
+/** Where a Tofino cell wraps. */
+const TOFINO_CELL_WRAP = 2 ** 32;
 
 /** Buckets in ranges of 32 (bucket[7:5]): the io_ranges and fct_ranges activity arrays count per range. */
 const HIST_RANGES = 8;
@@ -153,10 +155,8 @@ export class HistogramTables {
   private readonly fctRanges: number;
   /** the id tables (pairs, flows) */
   readonly tableIds: readonly number[];
-  /** io_ranges counts only the e2e figure's range of each response (the Tofino builds) */
-  private readonly e2eRangesOnly: boolean;
-  /** the cells wrap at 2^32 (the Tofino builds); undefined: 64 bits (BMv2), no wrap */
-  private readonly wrapAt: number | undefined;
+  /** a Tofino build: io_ranges counts only the e2e figure's range of each response, and the cells wrap at 2^32 (BMv2's are 64 bits) */
+  private readonly tofino: boolean;
 
   /** The program's histograms, or undefined for a program without them (Tofino builds). */
   static of(schema: P4Schema, idleMs: number): HistogramTables | undefined {
@@ -175,8 +175,7 @@ export class HistogramTables {
     this.ioRanges = schema.counters.get(C.io_tracker_histograms_io_ranges.name).preamble!.id;
     this.fctRanges = schema.counters.get(C.flow_tracker_histograms_fct_ranges.name).preamble!.id;
     this.tableIds = [T.io_tracker_histograms_io_pairs.name, T.flow_tracker_histograms_flows.name].map((n) => schema.tables.get(n).preamble!.id);
-    this.e2eRangesOnly = TOFINO_ARCHS.includes(schema.p4info.pkgInfo?.arch ?? "");
-    this.wrapAt = this.e2eRangesOnly ? 2 ** 32 : undefined;
+    this.tofino = TOFINO_ARCHS.includes(schema.p4info.pkgInfo?.arch ?? "");
   }
 
   get pairCount(): number {
@@ -268,8 +267,8 @@ export class HistogramTables {
     if (!cells) this.last.set(counterId, (cells = new Map()));
     let delta = value - (cells.get(index) ?? 0);
     if (delta < 0) {
-      if (this.wrapAt !== undefined && -delta > this.wrapAt / 2) {
-        delta += this.wrapAt;
+      if (this.tofino && -delta > TOFINO_CELL_WRAP / 2) {
+        delta += TOFINO_CELL_WRAP;
         this.cellsWrapped++;
       } else {
         delta = 0;
@@ -323,7 +322,7 @@ export class HistogramTables {
         const f = (t.index >> 3) & 3;
         const base = (t.index >> 6) << 9 | ((t.index >> 5) & 1) << 8;
         ioBuckets(f, base, r);
-        if (this.e2eRangesOnly && f < 2) {
+        if (this.tofino && f < 2) {
           ioBuckets(1 - f, base, r);
           for (let q = 0; q <= r; q++) for (const g of [2, 3]) ioBuckets(g, base, q);
         }

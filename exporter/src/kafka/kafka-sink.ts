@@ -161,7 +161,7 @@ export class KafkaSink implements RecordSink {
       onRetry: (err) => {
         this.lastRetry = String((err as Error)?.message ?? err);
         if (this.transport.describe(err).cause === "other") {
-          this.opts.logger?.debug("Kafka client retries", { error: String((err as Error)?.message ?? err) });
+          this.opts.logger?.debug("Kafka client retries", { error: this.lastRetry });
           return;
         }
         this.stats.sendFailures++;
