@@ -15,7 +15,7 @@ import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/s
 import { parseConfig } from "../../p4runtime-controller/src/config.js";
 import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
 import { P4Info } from "../../p4runtime/src/generated/p4/config/v1/p4info.js";
-import { GetForwardingPipelineConfigRequest_ResponseType, SetForwardingPipelineConfigRequest_Action } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
+import { GetForwardingPipelineConfigRequest_ResponseType, SetForwardingPipelineConfigRequest_Action, Update_Type } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { P4RuntimeClient, toUint128, type Logger } from "../../p4runtime/src/index.js";
 import { startSwitch as startSwitchProcess } from "../support/controller-restart.js";
 import { readIoFrames } from "../support/nvme-frames.js";
@@ -149,6 +149,35 @@ test("a controller attaching after another gave histogram ids: the earlier ids a
   const e2e = (pair: boolean) => h.io.filter((d) => d.figure === "e2e_c" && (d.host !== null) === pair).reduce((a, d) => a + d.buckets.reduce((x, [, n]) => x + n, 0), 0);
   expect(e2e(true)).toBeGreaterThanOrEqual(15);
   expect(e2e(true) + e2e(false)).toBe(30);
+}, 60_000);
+
+test("the histogram counters cleared behind the controller's back mid-run: that read counts nothing (no negative count), it is counted, and the next read counts exactly what came after", async () => {
+  const sw = await startSwitchProcess(children);
+  await loadPipeline(sw.port, 0x1234n);
+  const c = attachedController(sw.port);
+  c.start();
+  await c.ready(10_000);
+  await c.readHistograms(); // the baseline
+  const e2e = (h: Awaited<ReturnType<TelemetryController["readHistograms"]>>) => h!.io.filter((d) => d.figure === "e2e_c").reduce((a, d) => a + d.buckets.reduce((x, [, n]) => x + n, 0), 0);
+  await feed(sw.child, 10);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(e2e(await c.readHistograms())).toBe(10);
+  // Ten more I/Os, then every histogram counter set to 0 by a write the controller does not know of.
+  await feed(sw.child, 10);
+  await new Promise((r) => setTimeout(r, 300));
+  const info = JSON.parse(readFileSync(P4INFO, "utf8")) as { counters: Array<{ preamble: { id: number; name: string } }> };
+  const histogramCounters = info.counters.filter((x) => x.preamble.name.includes(".histograms."));
+  expect(histogramCounters.length).toBeGreaterThan(0);
+  await c.connection.client.write(histogramCounters.map((x) => ({ type: Update_Type.MODIFY, entity: { entity: { $case: "counterEntry" as const, value: { counterId: x.preamble.id, index: undefined, data: { packetCount: 0n, byteCount: 0n } } } } })), 1n);
+  const decreasedBefore = c.histograms!.cellsDecreased;
+  const cleared = (await c.readHistograms())!;
+  expect(cleared.io.flatMap((d) => d.buckets).filter(([, n]) => n < 0)).toEqual([]);
+  expect(cleared.fct.flatMap((d) => d.buckets).filter(([, n]) => n < 0)).toEqual([]);
+  expect(c.histograms!.cellsDecreased).toBeGreaterThan(decreasedBefore);
+  // What came after the clear is counted from the baselines read anew: exactly those I/Os.
+  await feed(sw.child, 10);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(e2e(await c.readHistograms())).toBe(10);
 }, 60_000);
 
 test("the switch started with its pipeline (rdma-telemetry switch --p4info --device-config, no cookie): attached and set up, nothing pushed", async () => {
