@@ -37,8 +37,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { batchFromRaw, encodeRecord, Exporter, KafkaSink, PartitionEngine, partitionOf, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
-import { RawDigest } from "@rdma-telemetry/exporter/proto/rdma/telemetry/v1/records";
+import { encodeRecord, rawDigestBatch, Exporter, KafkaSink, PartitionEngine, partitionOf, rawDigestMessages, type KafkaMessageOut, type TopicNames } from "@rdma-telemetry/exporter";
 import { generateTraffic, loadOptions } from "@rdma-telemetry/traffic";
 import { replaySwitches } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
@@ -143,7 +142,7 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
   return bestOfThree(w, () => {
     const exporter = new Exporter();
     exporter.addSink((r) => void encodeRecord(r, topics, "protobuf", exporter.metrics.options.intervalNs));
-    for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
+    for (const m of w.messages) exporter.onBatch(rawDigestBatch(m.value).batch);
     exporter.finish();
   });
 }
@@ -165,7 +164,7 @@ async function inProcessToKafka(brokers: string, w: Workload): Promise<{ perS: n
     records++;
   });
   const t0 = performance.now();
-  for (const m of w.messages) exporter.onBatch(batchFromRaw(RawDigest.decode(m.value)));
+  for (const m of w.messages) exporter.onBatch(rawDigestBatch(m.value).batch);
   exporter.finish();
   await sink.flush(600_000);
   const perS = w.messages.length / ((performance.now() - t0) / 1000);

@@ -8,8 +8,7 @@
 import { isFlowOnly, type RecordJson } from "@rdma-telemetry/contract";
 import { ALERT_HASH_CHARS } from "../alerts.js";
 import { Exporter, type ExporterOptions } from "../exporter.js";
-import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
-import { batchFromRaw } from "../kafka/raw-digest.js";
+import { rawDigestBatch } from "../kafka/raw-digest.js";
 import { encodeRecord, type KafkaMessageOut, type TopicNames } from "../kafka/encode.js";
 import { OpenDigests } from "./open-digests.js";
 import { recordKey } from "./record-key.js";
@@ -163,24 +162,22 @@ export class PartitionEngine {
     if (replayed) c.replayedDigests++;
     try {
       if (!value) throw new Error("empty message");
-      const raw = RawDigest.decode(value);
-      const b = batchFromRaw(raw);
+      const { batch: b, seq } = rawDigestBatch(value);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
         c.unknownSwitch++;
         this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
         return;
       }
-      const key = `${raw.switchId}|${raw.digest}|${raw.listTimestampNs}|${raw.seq}`;
       // A digest far out of order may still open a half: it stays open for a window past what is settled now.
       const settled = this.exporter.metrics.settledBefore;
-      const openNs = raw.listTimestampNs < settled ? settled + this.open.slackNs : raw.listTimestampNs;
-      if (!this.open.add(offset, openNs, key, timestampMs)) {
+      const openNs = b.listTimestampNs < settled ? settled + this.open.slackNs : b.listTimestampNs;
+      if (!this.open.add(offset, openNs, timestampMs, b.switchId, b.raw.digest, b.listTimestampNs, seq)) {
         c.duplicateDigests++;
         return;
       }
-      if (raw.listTimestampNs < settled) c.lateDigests++;
-      if (raw.listTimestampNs > this.newestListNs) {
-        this.newestListNs = raw.listTimestampNs;
+      if (b.listTimestampNs < settled) c.lateDigests++;
+      if (b.listTimestampNs > this.newestListNs) {
+        this.newestListNs = b.listTimestampNs;
         // When it was published (the message's timestamp): the same for whichever member holds the partition.
         this.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
       }

@@ -10,7 +10,7 @@ import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
 import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw } from "./raw-digest.js";
+import { batchFromRaw, rawDigestBatch } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -51,7 +51,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
   ));
 }
 
-export { batchFromRaw };
+export { batchFromRaw, rawDigestBatch };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
@@ -85,7 +85,7 @@ export class DigestConsumer {
       eachMessage: async ({ partition, message }) => {
         if (!message.value) return;
         try {
-          this.o.onBatch(batchFromRaw(RawDigest.decode(message.value)), partition);
+          this.o.onBatch(rawDigestBatch(message.value).batch, partition);
           this.received++;
         } catch (err) {
           this.bad++;
