@@ -118,6 +118,44 @@ class PartitionTask {
   }
 }
 
+type OutRecord = { key: string; value: Buffer; headers: Record<string, string> };
+
+/** The most of a transaction's records one produce request carries, in bytes (keys, values, headers): well within a broker's `message.max.bytes` (1 MiB by default) for the record batch of each partition. */
+export const SEND_PART_BYTES = 512 * 1024;
+/** And in records: kafkajs groups a request's records by partition in time quadratic in their number. */
+export const SEND_PART_RECORDS = 1000;
+
+/**
+ * A transaction's records in parts of at most SEND_PART_BYTES and SEND_PART_RECORDS, by topic, each part one
+ * produce request of the transaction. A batch of digests taken whole (a backlog fetched at once: a gzip'd
+ * partition gives megabytes in one fetch) makes megabytes of records; in one request they would be one record
+ * batch per partition, over the broker's limit, and the transaction would fail every time it is tried again.
+ */
+export function sendParts(messages: readonly (OutRecord & { topic: string })[]): Array<Array<{ topic: string; messages: OutRecord[] }>> {
+  const parts: Array<Array<{ topic: string; messages: OutRecord[] }>> = [];
+  let part = new Map<string, OutRecord[]>();
+  let bytes = 0;
+  let count = 0;
+  const close = () => {
+    if (count) parts.push([...part].map(([topic, msgs]) => ({ topic, messages: msgs })));
+    part = new Map();
+    bytes = 0;
+    count = 0;
+  };
+  for (const x of messages) {
+    let size = x.key.length + x.value.length;
+    for (const k in x.headers) size += k.length + x.headers[k]!.length;
+    if (count && (bytes + size > SEND_PART_BYTES || count >= SEND_PART_RECORDS)) close();
+    let l = part.get(x.topic);
+    if (!l) part.set(x.topic, (l = []));
+    l.push({ key: x.key, value: x.value, headers: x.headers });
+    bytes += size;
+    count++;
+  }
+  close();
+  return parts;
+}
+
 export class ExporterGroupMember {
   private readonly kafka: Kafka;
   private readonly consumer: Consumer;
@@ -379,13 +417,7 @@ export class ExporterGroupMember {
     this.noteDropped(t, counts, s.firstBad, s.firstUnknown);
     const tx = await t.producer.transaction();
     try {
-      const byTopic = new Map<string, Array<{ key: string; value: Buffer; headers: Record<string, string> }>>();
-      for (const x of s.messages) {
-        let l = byTopic.get(x.topic);
-        if (!l) byTopic.set(x.topic, (l = []));
-        l.push({ key: x.key, value: x.value, headers: x.headers });
-      }
-      if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })) });
+      for (const part of sendParts(s.messages)) await tx.sendBatch({ topicMessages: part });
       await tx.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata: s.metadata } as { partition: number; offset: string }] }] });
       await tx.commit();
     } catch (err) {
