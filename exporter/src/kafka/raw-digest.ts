@@ -11,7 +11,7 @@
 // unknown field, a malformed message) goes to the generated decoder and
 // batchFromRaw, which give the same batch or the error naming what is wrong.
 import { decodeDigest, EXPECTED, type DigestBatch, type EndpointEntry } from "@rdma-telemetry/contract";
-import { tag, WireType } from "@rdma-telemetry/p4runtime";
+import { readUintBE, tag, WireType } from "@rdma-telemetry/p4runtime";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
@@ -143,7 +143,6 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
   P = 0;
   E = bytes.length;
   failed = false;
-  const buf = bytes;
   let switchId = "";
   let digest = "";
   let seq = 0n;
@@ -178,9 +177,8 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
       if (failed || P !== end || nameStart < 0 || valueEnd - valueStart > 6) return generated(bytes);
       // Members come in P4Info order from the controller; any other order, a member twice or one unknown, is the generated path's.
       const j = values.length;
-      if (j >= layout.names.length || !sameBytes(layout.names[j]!, buf, nameStart, nameEnd)) return generated(bytes);
-      let v = 0;
-      for (let i = valueStart; i < valueEnd; i++) v = v * 256 + buf[i]!;
+      if (j >= layout.names.length || !sameBytes(layout.names[j]!, B, nameStart, nameEnd)) return generated(bytes);
+      const v = readUintBE(B, valueStart, valueEnd);
       if (v >= layout.limits[j]!) return generated(bytes);
       values.push(v);
     } else if (t === SWITCH_ID || t === DIGEST) {
@@ -188,10 +186,10 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
       const s = P;
       P += len;
       if (failed || P > E) return generated(bytes);
-      if (t === SWITCH_ID) switchId = names.get(buf, s, P);
+      if (t === SWITCH_ID) switchId = names.get(B, s, P);
       else {
         if (values) return generated(bytes);
-        digest = names.get(buf, s, P);
+        digest = names.get(B, s, P);
         layout = layoutOf(digest);
         if (!layout) return generated(bytes);
         values = [];
@@ -211,7 +209,7 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
         if (et === KEY) key = varint();
         else if (et === ADDRESS) {
           const len = varint();
-          if (!failed && P + len <= end) address = utf8.decode(buf.subarray(P, P + len));
+          if (!failed && P + len <= end) address = utf8.decode(B.subarray(P, P + len));
           P += len;
         } else return generated(bytes);
       }
