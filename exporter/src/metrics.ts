@@ -89,6 +89,8 @@ interface Outstanding {
   switchId: string;
   digest: IoDigest;
   cmdUnixNs: bigint;
+  /** the I/O's key across vantages (MetricsEngine.ioKey) */
+  ioKey: string;
   /** polling: when its pair left the switch's window (its response then goes unwatched) */
   leftWindowUnixNs?: bigint;
 }
@@ -104,6 +106,13 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
+  /**
+   * How many switches hold each I/O's command open (by ioKey): a half of the
+   * I/O waits for them, whatever the correlation window, so that the other
+   * vantage's half, made when its command ends (response, timeout, silence),
+   * joins it in one record.
+   */
+  private readonly openIos = new Map<string, number>();
   /** The queue pairings each switch lost to colliding ones: switch|host|target|host_qp -> target_qp. */
   private readonly pairings = new Map<string, number>();
   /**
@@ -382,7 +391,7 @@ export class MetricsEngine {
         this.switchInterval(switchId, at + align, d.mode).untracked++;
         return;
       }
-      this.outstanding.delete(key);
+      this.close(key, open);
       const o = open.digest;
       this.addHalf(MetricsEngine.ioKey(o.host, o.target, o.target_qp, o.cid, o.cmd_psn), {
         switchId, host: o.host, target: o.target, hostQp: d.host_qp, targetQp: o.target_qp, cid: o.cid, cmdPsn: o.cmd_psn,
@@ -400,14 +409,14 @@ export class MetricsEngine {
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
       if (open) this.timeOut(outKey, open, at);
-      this.outstanding.set(outKey, { switchId, digest: d, cmdUnixNs: at });
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn) });
       return;
     }
     const open = this.outstanding.get(outKey);
     let hostQp = d.host_qp;
     if (open && open.digest.cmd_psn === d.cmd_psn) {
       if (hostQp === 0) hostQp = open.digest.host_qp;
-      this.outstanding.delete(outKey);
+      this.close(outKey, open);
     } else if (this.givenUp.get(outKey)?.cmdPsn === d.cmd_psn) {
       // Its I/O was reported incomplete already (no response within the I/O timeout): counted, not recorded twice.
       this.givenUp.delete(outKey);
@@ -452,6 +461,18 @@ export class MetricsEngine {
       atAlignedNs: at + align,
     };
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), half);
+  }
+
+  private open(key: string, o: Outstanding): void {
+    this.outstanding.set(key, o);
+    this.openIos.set(o.ioKey, (this.openIos.get(o.ioKey) ?? 0) + 1);
+  }
+
+  private close(key: string, o: Outstanding): void {
+    this.outstanding.delete(key);
+    const n = this.openIos.get(o.ioKey) ?? 0;
+    if (n > 1) this.openIos.set(o.ioKey, n - 1);
+    else this.openIos.delete(o.ioKey);
   }
 
   private addHalf(key: string, half: IoHalf): void {
@@ -575,7 +596,7 @@ export class MetricsEngine {
    * command with its key).
    */
   private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs): void {
-    this.outstanding.delete(key);
+    this.close(key, o);
     const d = o.digest;
     const atAligned = atUnixNs + this.align(o.switchId);
     this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
@@ -604,7 +625,7 @@ export class MetricsEngine {
    */
   private giveUpSilent(key: string, o: Outstanding, lastSeenUnixNs: bigint): void {
     const at = lastSeenUnixNs > o.cmdUnixNs ? lastSeenUnixNs : o.cmdUnixNs;
-    this.outstanding.delete(key);
+    this.close(key, o);
     const d = o.digest;
     const atAligned = at + this.align(o.switchId);
     this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
@@ -672,7 +693,8 @@ export class MetricsEngine {
     for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);
     for (const [k, list] of this.halves) {
       const keep = list.filter((h) => {
-        if (low - h.atAlignedNs <= this.options.correlationWindowNs) return true;
+        // The other vantage still holds the command open: its half comes when that ends (bounded by its I/O timeout).
+        if (low - h.atAlignedNs <= this.options.correlationWindowNs || this.openIos.has(k)) return true;
         this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
         return false;
       });

@@ -93,3 +93,39 @@ describe("a switch gone silent", () => {
     expect(m.givenUpSilentSwitch).toBe(0);
   });
 });
+
+describe("the two vantages of one I/O, open at both switches", () => {
+  // An exporter group's idle partition moves time on by the wall clock, in steps; the two switches' last lists are
+  // 150 ms apart, more than the correlation window, and each still holds the command of cid 9 (within the I/O timeout
+  // on its own clock). The one that fell silent first gives its command up first: its half must wait for the other
+  // switch's command to end (given up in turn), not go out alone and make the I/O two records.
+  const opts = { silentSwitchNs: S, correlationWindowNs: 100_000_000n, ioTimeoutNs: 200_000_000n };
+
+  test("both switches fall silent, one 150 ms after the other: one record of the I/O, from both halves", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), opts);
+    m.onDigestList("tor-c", T0 + 1_000n, [io({ seq: 0, event: IO_EVENT_CMD, vantage: VANTAGE_C, ts: 1_000 })]);
+    m.onDigestList("tor-s", T0 + 2_000n, [io({ seq: 0, event: IO_EVENT_CMD, vantage: VANTAGE_S, ts: 2_000 })]);
+    m.onDigestList("tor-c", T0 + 150_000_000n, [msg({ seq: 1, first_ts: 150_000_000 - 30_000, fct_ns: 30_000 })]);
+    for (let now = T0 + 350_000_000n; now <= T0 + 3n * S; now += 100_000_000n) m.advance(now);
+    expect(ios(out).map((r) => [r.cid, r.c_switch_id, r.s_switch_id, r.incomplete])).toEqual([[9, "tor-c", "tor-s", false]]);
+    expect(m.givenUpSilentSwitch).toBe(2);
+    m.finish();
+    expect(ios(out)).toHaveLength(1);
+  });
+
+  test("the storage side saw the response, the compute side's digest of it was lost: its command times out later than the window, and the I/O is still one record", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), opts);
+    m.onDigestList("tor-c", T0 + 1_000n, [io({ seq: 0, event: IO_EVENT_CMD, vantage: VANTAGE_C, ts: 1_000 })]);
+    m.onDigestList("tor-s", T0 + 2_000n, [io({ seq: 0, event: IO_EVENT_CMD, vantage: VANTAGE_S, ts: 2_000 })]);
+    m.onDigestList("tor-s", T0 + 50_000n, [io({ seq: 1, event: IO_EVENT_RSP, vantage: VANTAGE_S, ts: 50_000, e2e_ns: 48_000 })]);
+    // Both keep sending: the storage side's half is past the window long before the compute side's command times out.
+    for (let t = 1; t <= 10; t++) {
+      m.onDigestList("tor-c", T0 + BigInt(t) * 50_000_000n, [msg({ seq: t, first_ts: t * 50_000_000 - 30_000, fct_ns: 30_000 })]);
+      m.onDigestList("tor-s", T0 + BigInt(t) * 50_000_000n + 1_000n, [msg({ seq: t + 1, dst: 0x0a000103, first_ts: t * 50_000_000 - 29_000, fct_ns: 30_000 })]);
+    }
+    m.finish();
+    expect(ios(out).map((r) => [r.cid, r.c_switch_id, r.s_switch_id, r.e2e_s_ns])).toEqual([[9, "tor-c", "tor-s", 48_000]]);
+  });
+});
