@@ -8,6 +8,8 @@ import { afterAll, expect, test } from "vitest";
 import { runDemo } from "../../app/demo.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson } from "../../contract/src/records.js";
 import { readCapture, writePcap } from "../../traffic/src/pcap.js";
+import { ipText } from "../../traffic/src/ip.js";
+import { parseRoce } from "../../traffic/src/roce.js";
 import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
 import { CLI } from "../support/cli.js";
@@ -88,6 +90,49 @@ test("two captures whose clocks are seconds apart, replayed together, give RTT f
     expect(start % 1_000_000_000n).toBe(0n);
     expect(start > first - 1_000_000_000n && start < first + 3_000_000_000n, `interval ${start} against the capture's first packet ${first}`).toBe(true);
   }
+}, 180_000);
+
+test("a fabric over IPv6: two compute-side ToRs and a storage-side one, each capture on its own clock, one begun 2.5 s before its first RoCE packet: every I/O is one record, with the truth's RTT", () => {
+  const d = join(dir, "fabric6");
+  const traffic = generateTraffic({ seed: 11, durationNs: 5_000_000_000, hosts: 4, targets: 2, ioRate: 40, ip: 6, responseLoss: 0, errorRate: 0, gradientGapNs: 100_000_000, gradientBytes: 32 << 10 });
+  writeTraffic(d, traffic);
+  const c = readCapture(join(d, "tor-c.pcap"));
+  const s = readCapture(join(d, "tor-s.pcap"));
+  const hostsOf = { "tor-c1": ["2001:db8:0:1::1", "2001:db8:0:1::2"], "tor-c2": ["2001:db8:0:1::3", "2001:db8:0:1::4"] };
+  // Each compute-side ToR has the packets between its hosts and the targets: the two share none.
+  const under = (hosts: string[]) => c.filter((p) => {
+    const r = parseRoce(Buffer.from(p.data));
+    if (!r) return false;
+    const [src, dst] = [ipText(r.src), ipText(r.dst)];
+    return (hosts.includes(src) && dst.startsWith("2001:db8:0:2::")) || (hosts.includes(dst) && src.startsWith("2001:db8:0:2::"));
+  });
+  const shift = (ps: ReadonlyArray<{ timestampNs: bigint; data: Uint8Array; originalLength: number }>, by: bigint) => ps.map((p) => ({ timestampNs: p.timestampNs + by, data: p.data, originalLength: p.originalLength }));
+  // tor-c2's capture begins with an LLDP frame 2.5 s before its first RoCE packet: its first packet is no guide to its clock.
+  const lldp = Buffer.alloc(60);
+  Buffer.from([0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e, 0x02, 0, 0, 0, 0, 0x02, 0x88, 0xcc]).copy(lldp);
+  const c2 = under(hostsOf["tor-c2"]);
+  writePcap(join(d, "tor-c1.pcap"), shift(under(hostsOf["tor-c1"]), 1_000_000_000n));
+  writePcap(join(d, "tor-c2.pcap"), shift([{ timestampNs: c2[0]!.timestampNs - 2_500_000_000n, data: lldp, originalLength: 60 }, ...c2], -4_000_000_007n));
+  writePcap(join(d, "tor-s-own-clock.pcap"), shift(s, 2_500_000_000n));
+  const topo = join(d, "tor-c.topology.json");
+  const cli = spawnSync(process.execPath, [...CLI, "replay", join(d, "tor-c1.pcap"), join(d, "tor-c2.pcap"), join(d, "tor-s-own-clock.pcap"),
+    "--topology", topo, "--topology", topo, "--topology", join(d, "tor-s.topology.json"), "--out", join(d, "fabric.jsonl")], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  expect(cli.status, cli.stderr).toBe(0);
+  const recs = read(join(d, "fabric.jsonl")).filter((r): r is IoRecordJson => r.type === "io");
+  const byKey = new Map<string, IoRecordJson[]>();
+  for (const r of recs) byKey.set(ioRecordKey(r), [...(byKey.get(ioRecordKey(r)) ?? []), r]);
+  expect([...byKey.values()].filter((rs) => rs.length > 1).length, "I/Os with more than one record").toBe(0);
+  let withRtt = 0;
+  const problems: string[] = [];
+  for (const t of traffic.ios) {
+    if (t.rtt_ns === null) continue;
+    const r = byKey.get(ioTruthKey(t))?.[0];
+    const tor = hostsOf["tor-c2"].includes(t.host) ? "tor-c2" : "tor-c1";
+    if (r?.rtt_ns !== t.rtt_ns || r.c_switch_id !== tor) problems.push(`${ioTruthKey(t)}: rtt ${r?.rtt_ns} (truth ${t.rtt_ns}), compute side ${r?.c_switch_id} (truth ${tor})`);
+    else withRtt++;
+  }
+  expect(problems.slice(0, 5)).toEqual([]);
+  expect(withRtt).toBeGreaterThan(500);
 }, 180_000);
 
 test("demo --reorder 0.3:6 --reorder-loss 0.3: the self-check finds every message record exact to the ns", async () => {
