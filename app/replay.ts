@@ -67,6 +67,8 @@ export interface ReplayResult {
   records: number;
   packets: number;
   digests: number;
+  /** captures damaged after their header: replayed up to the damage (CaptureReader's stopAtDamage) */
+  damaged: Array<{ path: string; packets: number; error: string }>;
   rigs: Rig[];
   exporter: Exporter;
 }
@@ -228,6 +230,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     records: [...exporter.counts.values()].reduce((a, b) => a + b, 0),
     packets,
     digests: rigs.reduce((a, r) => a + r.controller.stats.digests, 0),
+    damaged: [],
     rigs,
     exporter,
   };
@@ -252,11 +255,13 @@ export async function replayCaptures(captures: ReadonlyArray<{ path: string; top
       let name = base;
       for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
       names.add(name);
-      const packets = openCapture(path);
+      const packets = openCapture(path, { stopAtDamage: true });
       readers.push(packets);
-      return { name, topology, packets, rescan: () => openCapture(path) };
+      return { name, topology, packets, rescan: () => openCapture(path, { stopAtDamage: true }) };
     });
-    return await replaySwitches(switches, opts);
+    const result = await replaySwitches(switches, opts);
+    result.damaged = readers.flatMap((r) => (r.damage ? [{ path: r.path, packets: r.packetsRead, error: r.damage.message }] : []));
+    return result;
   } finally {
     for (const r of readers) r.close();
   }

@@ -68,7 +68,8 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
   const byAddress = o.pcapIn.find((p) => p.port === undefined);
   if (byAddress && !o.topology) throw new SwitchOptionError(`--pcap-in must be PORT=FILE, or FILE with --topology FILE (each packet then enters on the port of its source address) (got '${byAddress.file}')`);
   // Everything that can be refused is, before the switch listens.
-  const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file) }));
+  // A capture damaged after its header (cut short) is sent in up to the damage, which is said, and the switch goes on.
+  const inputs = o.pcapIn.map((p) => ({ ...p, capture: openCapture(p.file, { stopAtDamage: true }) }));
   if (o.pcapOut) mkdirSync(o.pcapOut, { recursive: true });
   // With captures to send in, the switch's clock is theirs (see feedPorts): it
   // follows the host's clock but never passes a packet not yet sent in; with
@@ -132,6 +133,8 @@ export async function runSwitch(o: SwitchCommandOptions): Promise<void> {
       inputs.forEach(({ port: inPort, file }, i) => {
         const s = sent[i]!;
         o.print(`switch: ${s.packets} packets of ${file} sent in ${inPort === undefined ? "on the ports of their source addresses" : `on port ${inPort}`}${s.unrouted ? `; ${s.unrouted} with a source address outside the topology left out` : ""}`);
+        const damage = inputs[i]!.capture.damage;
+        if (damage) o.logger.warn(`${damage.message}: the capture ends there; its ${inputs[i]!.capture.packetsRead} packets before it were sent in`);
       });
     }
     if (inputs.length && !o.signal.aborted) {

@@ -621,6 +621,9 @@ async function main(argv: string[]): Promise<number> {
       if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} (recorded without its figures, not incomplete)`);
       const flowOnly = [...r.exporter.metrics.flowOnlyDigests.values()].reduce((a, n) => a + n, 0);
       if (flowOnly) print(`${flowOnly} digests of RDMA WRITE packets outside any message (after their message's last packet, or of a message whose first packet was not seen), in their flow's interval figures`);
+      // A capture damaged after its header (cut short, as Wireshark says) was replayed up to the damage; the rest was not there to read.
+      for (const d of r.damaged) process.stderr.write(`rdma-telemetry: ${d.error}: the capture ends there; its ${d.packets} packets before it were replayed\n`);
+      if (r.damaged.length) return 2;
       return delivered ? 0 : 1;
     }
     case "generate": {

@@ -4,7 +4,7 @@
 // the routed port into that port's capture. Captures given per port are
 // replayed in. Bad options are refused with one line and exit 2.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
@@ -54,6 +54,25 @@ test("a controller writes a route and sends a packet out; it leaves by the route
   const packets = [...openCapture(join(out, "port-3.pcap"))];
   expect(packets).toHaveLength(1);
   expect(packets[0]!.data.equals(data)).toBe(true);
+}, 60_000);
+
+test("a capture cut short in its last packet is sent in up to the cut, which is said in one line; the switch goes on serving", async () => {
+  const whole = join(dir, "whole.pcap");
+  writePcap(whole, [0n, 1000n, 2000n].map((t) => ({ timestampNs: 1_800_000_000_000_000_000n + t, data: frame("10.7.0.1") })));
+  const cut = join(dir, "cut.pcap");
+  const bytes = readFileSync(whole);
+  writeFileSync(cut, bytes.subarray(0, bytes.length - 20));
+  const sw = spawn(process.execPath, [...cli, "--listen", "127.0.0.1:0", ...pipeline, "--pcap-in", `1=${cut}`], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(sw);
+  let err = "";
+  sw.stderr!.on("data", (b: Buffer) => (err += b.toString()));
+  await outputMatching(sw.stdout!, /2 packets of .*cut\.pcap sent in on port 1/, 30_000, sw);
+  const deadline = Date.now() + 10_000;
+  while (!/cut\.pcap: packet record 3 at byte \d+ claims \d+ bytes, only \d+ remain: the capture ends there; its 2 packets before it were sent in/.test(err) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  expect(err).toMatch(/cut\.pcap: packet record 3 at byte \d+ claims \d+ bytes, only \d+ remain: the capture ends there; its 2 packets before it were sent in/);
+  expect(err.trim().split("\n")).toHaveLength(1);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(sw.exitCode).toBeNull();
 }, 60_000);
 
 test("bad options are refused with one line and exit 2", () => {

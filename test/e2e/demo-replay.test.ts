@@ -1,7 +1,7 @@
 // The demo's own capture, replayed through the command line, gives the same
 // records for that switch as the live demo run did.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
@@ -134,6 +134,32 @@ test("a fabric over IPv6: two compute-side ToRs and a storage-side one, each cap
   expect(problems.slice(0, 5)).toEqual([]);
   expect(withRtt).toBeGreaterThan(500);
 }, 180_000);
+
+test("a capture cut short in the middle of a packet (copied while being written): replayed up to the cut, the same records as its whole packets give, one line naming the damage, exit 2", () => {
+  const d = join(dir, "cut");
+  const traffic = generateTraffic({ seed: 12, durationNs: 100_000_000, hosts: 2, targets: 1, ioRate: 2000 });
+  writeTraffic(d, traffic);
+  const whole = readFileSync(join(d, "tor-c.pcap"));
+  const cutAt = Math.floor(whole.length * 0.6);
+  writeFileSync(join(d, "cut.pcap"), whole.subarray(0, cutAt));
+  // The same capture ending at the last whole packet before the cut.
+  const packets = readCapture(join(d, "tor-c.pcap"));
+  let end = 24;
+  const kept = packets.filter((p) => (end += 16 + p.data.length) <= cutAt);
+  expect(kept.length).toBeLessThan(packets.length);
+  writePcap(join(d, "kept.pcap"), kept);
+  const run = (capture: string, out: string) => spawnSync(process.execPath, [...CLI, "replay", join(d, capture), "--topology", join(d, "tor-c.topology.json"), "--switch-id", "tor-c", "--out", join(d, out)], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+  const cut = run("cut.pcap", "cut.jsonl");
+  expect(cut.status, cut.stderr).toBe(2);
+  const lines = cut.stderr.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(new RegExp(`cut\\.pcap: packet record ${kept.length + 1} at byte \\d+ claims \\d+ bytes, only \\d+ remain: the capture ends there; its ${kept.length} packets before it were replayed$`));
+  const clean = run("kept.pcap", "kept.jsonl");
+  expect(clean.status, clean.stderr).toBe(0);
+  const got = read(join(d, "cut.jsonl"));
+  expect(got.filter((r) => r.type === "io").length).toBeGreaterThan(20);
+  expect(got).toEqual(read(join(d, "kept.jsonl")));
+}, 120_000);
 
 test("demo --reorder 0.3:6 --reorder-loss 0.3: the self-check finds every message record exact to the ns", async () => {
   const out = mkdtempSync(join(tmpdir(), "demo-reorder-"));

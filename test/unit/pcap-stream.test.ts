@@ -242,6 +242,36 @@ describe("streaming capture reader", () => {
     }
   });
 
+  test("stopAtDamage: a capture damaged after its header ends where the damage begins, as Wireshark reads it; the packets before it are delivered and the error kept", () => {
+    const good = encodePcap(frames(12).map((x, i) => ({ timestampNs: BigInt(i), data: x.data, originalLength: x.orig })));
+    const inclOverOrig = encodePcap([{ timestampNs: 1n, data: Buffer.alloc(10) }, { timestampNs: 2n, data: Buffer.alloc(64), originalLength: 30 }]);
+    const l = ng(true);
+    const pcapng = section(true, [l.idb(9), l.epb(0, 5n, Buffer.alloc(150, 1), 150), l.epb(0, 6n, Buffer.alloc(20, 2), 20)]);
+    const cases: Array<[string, Buffer, number]> = [
+      ["cut in a packet", good.subarray(0, good.length - 10), 11],
+      ["cut in a record header", good.subarray(0, good.length - 16 - 13 + 5), 11],
+      ["a record captures more than the packet", inclOverOrig, 1],
+      ["pcapng cut in a block", pcapng.subarray(0, pcapng.length - 8), 1],
+      ["pcapng cut in a block header", pcapng.subarray(0, pcapng.length - 45), 1],
+    ];
+    for (const [what, buf, before] of cases) {
+      const path = file(buf);
+      for (const chunk of [1, 100, 1 << 20]) {
+        const r = openCapture(path, { chunkBytes: chunk, stopAtDamage: true });
+        const got = [...r];
+        expect(got.length, `${what}, read size ${chunk}`).toBe(before);
+        expect(r.packetsRead).toBe(before);
+        expect(r.damage?.message, what).toBe(failures(path, chunk).whole);
+      }
+      // Without it, the damage is thrown (after the same packets).
+      expect(() => [...openCapture(path)], what).toThrow(CaptureError);
+    }
+    // An undamaged capture has none.
+    const r = openCapture(file(good), { stopAtDamage: true });
+    expect([...r]).toHaveLength(12);
+    expect(r.damage).toBeUndefined();
+  });
+
   test("a capture that cannot be opened is a CaptureError naming it", () => {
     const missing = join(dir, "missing.pcap");
     expect(() => openCapture(missing)).toThrow(CaptureError);

@@ -250,6 +250,14 @@ export function parseCapture(buf: Buffer, name = "capture"): CapturedPacket[] {
 export interface OpenCaptureOptions {
   /** bytes read at a time (default 4 MiB); memory held is about this, whatever the file's size */
   chunkBytes?: number;
+  /**
+   * A capture damaged after its header (cut short in the middle of a packet,
+   * as one copied while being written or whose writer was killed, or a
+   * record that does not parse) ends where the damage begins, as Wireshark
+   * reads it: the packets before it are delivered, and the error is kept in
+   * `damage` instead of thrown.
+   */
+  stopAtDamage?: boolean;
 }
 
 /**
@@ -265,10 +273,14 @@ export class CaptureReader implements IterableIterator<CapturedPacket> {
   readonly size: number | undefined;
   /** packets read so far */
   packetsRead = 0;
+  /** with stopAtDamage: what ended the capture early, if anything did */
+  damage: CaptureError | undefined;
+  private readonly stopAtDamage: boolean;
 
   /** Opens `path` and checks its header: a file that cannot be read, or is not a capture, is a CaptureError at once. */
   constructor(readonly path: string, opts: OpenCaptureOptions = {}) {
     const chunk = Math.max(1, Math.floor(opts.chunkBytes ?? CHUNK_BYTES));
+    this.stopAtDamage = opts.stopAtDamage ?? false;
     let fd: number;
     try {
       fd = openSync(path, "r");
@@ -300,7 +312,9 @@ export class CaptureReader implements IterableIterator<CapturedPacket> {
       r = this.packets.next();
     } catch (err) {
       this.close();
-      throw err;
+      if (!(this.stopAtDamage && err instanceof CaptureError)) throw err;
+      this.damage = err;
+      return { done: true, value: undefined };
     }
     if (r.done) {
       this.close();
