@@ -4,7 +4,7 @@
 import { P4RuntimeServer } from "@rdma-telemetry/switch";
 import { SoftwareSwitch } from "@rdma-telemetry/switch";
 import { parseConfig, WATCHLIST_MODES, type Mode } from "@rdma-telemetry/controller";
-import type { DigestBatch, HistogramRead } from "@rdma-telemetry/contract";
+import { P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { ipSource, type Topology } from "./topology.js";
@@ -64,6 +64,17 @@ export class Rig {
    */
   histogramIdPeriodNs = 5_000_000n;
   private nextIdsNs: bigint | undefined;
+  /**
+   * IPv6 endpoints the switch reports (LEARN_ENDPOINT) are written at the
+   * first boundary of this much capture time after the learn digest that
+   * names them left the switch, once the controller has every list the switch
+   * sent: the same capture gives the same keys at the same packets (a live
+   * controller writes them as the list comes, about this late).
+   */
+  endpointPeriodNs = 1_000_000n;
+  /** a learn digest list left the switch since the endpoints were last written */
+  private learnsSent = false;
+  private learnDigestId: number | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */
   private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
 
@@ -73,12 +84,27 @@ export class Rig {
     this.scheduled.sort((a, b) => (a.atNs < b.atNs ? -1 : a.atNs > b.atNs ? 1 : 0));
   }
 
-  /** Control-plane work due at capture time `tsNs`: scheduled actions, then polling rotations. */
+  /** Control-plane work due at capture time `tsNs`: scheduled actions, learned endpoints, histogram ids and reads, then polling rotations. */
   async runDue(tsNs: bigint): Promise<void> {
     while (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) await this.scheduled.shift()!.run();
+    await this.writeEndpointsIfDue(tsNs);
     await this.writeIdsIfDue(tsNs);
     await this.readHistogramsIfDue(tsNs);
     await this.rotateIfDue(tsNs);
+  }
+
+  private endpointsDue(tsNs: bigint): boolean {
+    return this.learnsSent && tsNs >= this.learnsSentBoundary + this.endpointPeriodNs;
+  }
+
+  /** the start of the endpoint period in which the first learn list since the last write left */
+  private learnsSentBoundary = 0n;
+
+  private async writeEndpointsIfDue(tsNs: bigint): Promise<void> {
+    if (!this.endpointsDue(tsNs)) return;
+    this.learnsSent = false;
+    await this.catchUp(0);
+    await this.controller.applyLearnedEndpoints();
   }
 
   private histogramsDue(tsNs: bigint): boolean {
@@ -114,6 +140,7 @@ export class Rig {
   /** True when control-plane work is due at `tsNs`. */
   due(tsNs: bigint): boolean {
     if (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) return true;
+    if (this.endpointsDue(tsNs)) return true;
     if (this.histogramsDue(tsNs)) return true;
     if (!WATCHLIST_MODES.includes(this.controller.currentMode)) return false;
     return this.nextRotationNs === undefined || tsNs >= this.nextRotationNs;
@@ -150,7 +177,16 @@ export class Rig {
     });
     // Rotation follows the capture's clock, not the host's (see feedMerged).
     // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
-    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
+    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", endpoints: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
+    this.learnDigestId = this.controller.schema.p4info.digests.find((d) => d.preamble?.name === P4_NAMES.digests.learn_digest_t.name)?.preamble?.id;
+    // Sent as the switch processes a packet or its clock moves: the capture decides when, not the host.
+    this.sw.on("digest", (list: { digestId: number }) => {
+      if (list.digestId !== this.learnDigestId || this.learnsSent) return;
+      this.learnsSent = true;
+      const p = this.endpointPeriodNs;
+      const t = this.lastTs;
+      this.learnsSentBoundary = t - (((t % p) + p) % p);
+    });
     this.controller.on("digests", onDigests);
     this.controller.start();
     await this.controller.ready();

@@ -156,10 +156,15 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly deferAck: boolean;
   /** "on-demand": histogram ids are written only by applyHistogramIds() (replay writes them at fixed capture times, so that it is deterministic) */
   private readonly histogramIdWrites: "on-learn" | "on-demand";
+  /** "on-demand": learned IPv6 endpoints are written only by applyLearnedEndpoints() (replay writes them at fixed capture times, so that it is deterministic) */
+  private readonly endpointWrites: "on-learn" | "on-demand";
+  /** on-demand: the addresses the switch reported (LEARN_ENDPOINT) since the last applyLearnedEndpoints(), in the order reported */
+  private readonly pendingEndpoints = new Set<string>();
 
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand"; histogramClockMs?: () => number } = {}) {
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand"; endpoints?: "on-learn" | "on-demand"; histogramClockMs?: () => number } = {}) {
     super();
     this.histogramIdWrites = opts.histogramIds ?? "on-learn";
+    this.endpointWrites = opts.endpoints ?? "on-learn";
     this.histogramClockMs = opts.histogramClockMs ?? Date.now;
     this.log = opts.logger ?? silentLogger;
     this.rotationTimerEnabled = opts.rotationTimer ?? true;
@@ -379,14 +384,21 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     return out && [...out].map(([key, address]) => ({ key, address }));
   }
 
-  /** An IPv6 address the switch has no key for (LEARN_ENDPOINT): one now, written at once. */
+  /** An IPv6 address the switch has no key for (LEARN_ENDPOINT): one now, written at once (on-demand: at the next applyLearnedEndpoints). */
   private learnEndpoint(addr: bigint): void {
     const address = ipv6Text(addr);
     if (this.endpoints.keyOf(address) !== undefined) return; // (reported again before the entry was written: one key)
-    if (this.addEndpoint(address) === undefined) return;
+    if (this.endpointWrites === "on-demand") this.pendingEndpoints.add(address);
+    else void this.writeLearnedEndpoint(address);
+  }
+
+  /** Gives `address` a key and writes it; resolves when the write is through or refused. */
+  private writeLearnedEndpoint(address: string): Promise<void> {
+    if (this.endpoints.keyOf(address) !== undefined) return Promise.resolve();
+    if (this.addEndpoint(address) === undefined) return Promise.resolve();
     this.stats.learnedEndpoints++;
     const key = this.endpoints.keyOf(address)!;
-    this.connection.sync().catch((err: unknown) => {
+    return this.connection.sync().then(() => undefined, (err: unknown) => {
       // Refused (e.g. the tables are full): given up, so that it is not written again at every sync; the switch reports it again later.
       const entries = [T.endpoints_src_v6, T.endpoints_dst_v6].map((table) => this.entry({ table: table.name, match: { addr: address }, action: { name: A.endpoints_set_key.name, params: { key } } }));
       if (entries.every((e) => this.state.isInstalled(e))) return;
@@ -396,6 +408,14 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       this.stats.endpointsRefused++;
       this.log.warn("endpoint entry not written: its packets stay unmeasured", { address, error: (err as Error).message });
     });
+  }
+
+  /** Writes the endpoints the switch reported since the last call (endpoints "on-demand"), in the order reported. */
+  async applyLearnedEndpoints(): Promise<void> {
+    if (this.pendingEndpoints.size === 0) return;
+    const pending = [...this.pendingEndpoints];
+    this.pendingEndpoints.clear();
+    await Promise.all(pending.map((a) => this.writeLearnedEndpoint(a)));
   }
 
   /** The key of an IPv6 address on this switch (for tests and tools), given if it has none. */

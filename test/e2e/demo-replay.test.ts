@@ -161,6 +161,33 @@ test("a capture cut short in the middle of a packet (copied while being written)
   expect(got).toEqual(read(join(d, "kept.jsonl")));
 }, 120_000);
 
+test("IPv6 endpoints learned from the switch are written at the same packets whatever else the capture holds: frames that are not RoCE (PFC, LLDP, ARP) between its packets change no record", () => {
+  const d = join(dir, "learned");
+  // Mixed families: the targets' IPv6 addresses are not in the compute side's topology, so the switch reports them and the controller gives them keys.
+  const traffic = generateTraffic({ seed: 1, durationNs: 200_000_000, ip: "mixed" });
+  writeTraffic(d, traffic);
+  const packets = readCapture(join(d, "tor-c.pcap")).slice(0, 3000);
+  const frame = (bytes: number[], n: number) => {
+    const b = Buffer.alloc(n);
+    Buffer.from(bytes).copy(b);
+    return b;
+  };
+  const pfc = frame([0x01, 0x80, 0xc2, 0, 0, 0x01, 2, 0, 0, 0, 0, 9, 0x88, 0x08, 0x01, 0x01, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0xff], 64);
+  const lldp = frame([0x01, 0x80, 0xc2, 0, 0, 0x0e, 2, 0, 0, 0, 0, 2, 0x88, 0xcc], 60);
+  const arp = frame([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 3, 0x08, 0x06], 60);
+  writePcap(join(d, "plain.pcap"), packets);
+  writePcap(join(d, "busy.pcap"), packets.flatMap((p, i) => (i % 50 === 0 ? [p, ...[pfc, lldp, arp].map((f, k) => ({ timestampNs: p.timestampNs + BigInt(k + 1), data: f, originalLength: f.length }))] : [p])));
+  const run = (capture: string) => {
+    const r = spawnSync(process.execPath, [...CLI, "replay", join(d, capture), "--topology", join(d, "tor-c.topology.json"), "--switch-id", "tor-c", "--out", join(d, `${capture}.jsonl`)], { encoding: "utf8", cwd: root, env: { ...process.env, KAFKA_BROKERS: "" } });
+    expect(r.status, r.stderr).toBe(0);
+    return readFileSync(join(d, `${capture}.jsonl`), "utf8").trim().split("\n").sort();
+  };
+  const plain = run("plain.pcap");
+  const learned = read(join(d, "plain.pcap.jsonl")).filter((r) => r.type === "io" && r.target.includes(":")).length;
+  expect(learned, "I/Os of targets whose IPv6 address was learned").toBeGreaterThan(10);
+  expect(run("busy.pcap")).toEqual(plain);
+}, 120_000);
+
 test("demo --reorder 0.3:6 --reorder-loss 0.3: the self-check finds every message record exact to the ns", async () => {
   const out = mkdtempSync(join(tmpdir(), "demo-reorder-"));
   try {
