@@ -43,7 +43,7 @@ Usage:
       messages per second). --dashboard serves the web dashboard of the run's
       records (no Kafka needed) and keeps it up after the run until Ctrl-C.
       The captures keep whole packets (about 700 MB per second of traffic at
-      load 1); --snaplen 128 keeps the headers the switch reads.
+      load 1); --snaplen 146 keeps the headers the switch reads.
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling|summary] [--config FILE] [--switch-id NAME...]
                  [--silent-switch-ms N]
@@ -62,7 +62,7 @@ Usage:
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE]
       Writes generated captures, topologies and their ground truth. The
-      captures keep whole packets unless --snaplen (128 to 262144) cuts them.
+      captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
       and 4: each host has a controller on every target, with an admin queue
       and that many I/O queues; 2,000 I/Os per second per host at load 1).

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
+import { MIN_SNAPLEN } from "../../traffic/src/generator.js";
 import type { FlowAggregateJson, IoAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { ioRecordKey, messageRecordKey } from "../../app/self-check.js";
 import { CLI } from "../support/cli.js";
@@ -32,7 +33,7 @@ const PAIRS_N = 3;
 // Mixed families: IPv6 pairs and flows are learned and rotated beside IPv4 ones (they reach the controller with endpoint keys).
 test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchlists and rotation: every record full mode's or less, never more; every pair and flow within ceil(known/N) periods", (ip) => {
   const dir = mkdtempSync(join(top, `ip${ip}-`));
-  cli(["generate", "--out-dir", dir, "--duration-ms", "1500", "--seed", "5", "--snaplen", "128", "--ip", ip]);
+  cli(["generate", "--out-dir", dir, "--duration-ms", "1500", "--seed", "5", "--snaplen", String(MIN_SNAPLEN), "--ip", ip]);
   const topo = (sw: string) => join(dir, `${sw}.topology.json`);
   const config = join(dir, "controller.json");
   writeFileSync(config, JSON.stringify({

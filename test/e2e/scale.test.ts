@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, expect, test } from "vitest";
+import { MIN_SNAPLEN } from "../../traffic/src/generator.js";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import { ioMismatches, ioRecordKey, ioTruthKey, onlyReferenceLost } from "../../app/self-check.js";
@@ -24,7 +25,7 @@ const lines = <T>(file: string): T[] => readFileSync(file, "utf8").split("\n").f
 
 test("6,144 queues: at least 99.9 % of I/O records exact to the ns, none wrong, every missing one counted", async () => {
   const out = join(dir, "out");
-  const cli = startCli(["demo", "--hosts", "48", "--targets", "8", "--queues-per-host", "16", "--duration-ms", "200", "--snaplen", "128", "--out-dir", out], dir, children);
+  const cli = startCli(["demo", "--hosts", "48", "--targets", "8", "--queues-per-host", "16", "--duration-ms", "200", "--snaplen", String(MIN_SNAPLEN), "--out-dir", out], dir, children);
   expect(await cli.exited, cli.out()).toBe(0);
   const truth = lines<{ type: string } & IoTruth>(join(out, "ground-truth.jsonl")).filter((t) => t.type === "io");
   const records = lines<RecordJson>(join(out, "records.jsonl"));

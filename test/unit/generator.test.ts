@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { generateTraffic } from "../../traffic/src/generator.js";
+import { generateTraffic, MIN_SNAPLEN } from "../../traffic/src/generator.js";
 
 describe("traffic generator", () => {
   const small = { durationNs: 120_000_000, hosts: 3, targets: 2, ioRate: 500 };
@@ -14,10 +14,10 @@ describe("traffic generator", () => {
   });
 
   test("captures are time-ordered and truncated to the snap length, with wire lengths kept", () => {
-    const g = generateTraffic({ ...small, seed: 3, snaplen: 128 });
+    const g = generateTraffic({ ...small, seed: 3, snaplen: MIN_SNAPLEN });
     for (const sw of g.switches) {
       for (let i = 1; i < sw.packets.length; i++) expect(sw.packets[i]!.timestampNs >= sw.packets[i - 1]!.timestampNs).toBe(true);
-      expect(sw.packets.every((p) => p.data.length <= 128 && p.originalLength >= p.data.length)).toBe(true);
+      expect(sw.packets.every((p) => p.data.length <= MIN_SNAPLEN && p.originalLength >= p.data.length)).toBe(true);
       expect(sw.packets.some((p) => p.originalLength > 4000)).toBe(true);
     }
     // By default the captures keep whole packets, as Wireshark needs them.

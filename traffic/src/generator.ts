@@ -28,10 +28,13 @@ import { WriteError } from "./errors.js";
 /**
  * Captures keep whole packets by default, so that Wireshark decodes every
  * NVMe capsule and RDMA CM exchange in them (it hands a payload on only when
- * all of it was captured); MIN_SNAPLEN keeps every header the switch reads.
+ * all of it was captured); MIN_SNAPLEN keeps every header the switch reads,
+ * whatever the family: its deepest is an RDMA CM REQ over IPv6 with a VLAN
+ * tag, Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8 + BTH 12 + DETH 8 + MAD 24 +
+ * the REQ's 36 bytes up to its QPN = 146 (over IPv4, 126).
  */
 export const DEFAULT_SNAPLEN = 65_535;
-export const MIN_SNAPLEN = 128;
+export const MIN_SNAPLEN = 146;
 
 export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   seed: 1,
