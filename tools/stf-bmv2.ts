@@ -19,10 +19,30 @@ import { P4_PREFIX } from "./bmv2.js";
 const BIN = [join(P4_PREFIX, "bin"), ...(process.env.PATH ?? "").split(":")];
 const find = (name: string) => BIN.map((d) => join(d, name)).find((p) => existsSync(p));
 
+/**
+ * How to start simple_switch_CLI: as it is, or (its `#!/usr/bin/env python3`
+ * finding a python3 without Thrift's module, e.g. a pyenv one first on PATH)
+ * with the system's python3; undefined when neither starts, with the reason.
+ */
+let cliCommand: { argv: string[] } | { reason: string } | undefined;
+function simpleSwitchCli(): { argv: string[] } | { reason: string } {
+  if (cliCommand) return cliCommand;
+  const cli = find("simple_switch_CLI");
+  if (!cli) return (cliCommand = { reason: `simple_switch_CLI not found on PATH or in ${P4_PREFIX}/bin` });
+  let reason = "";
+  for (const argv of [[cli], ["/usr/bin/python3", cli], ["python3", cli]]) {
+    const r = spawnSync(argv[0]!, [...argv.slice(1), "--help"], { encoding: "utf8", timeout: 30_000 });
+    if (r.status === 0) return (cliCommand = { argv });
+    reason ||= (r.stderr ?? "").trim().split("\n").at(-1) || (r.error?.message ?? `exit ${r.status}`);
+  }
+  return (cliCommand = { reason: `simple_switch_CLI does not start (${reason}): it needs Thrift's Python module (Debian: python3-thrift)` });
+}
+
 /** Why simple_switch cannot run an STF test here, or undefined when it can. */
 export function bmv2StfUnavailable(): string | undefined {
   if (!find("simple_switch")) return `simple_switch not found on PATH or in ${P4_PREFIX}/bin`;
-  if (!find("simple_switch_CLI")) return `simple_switch_CLI not found on PATH or in ${P4_PREFIX}/bin`;
+  const cli = simpleSwitchCli();
+  if ("reason" in cli) return cli.reason;
   if (spawnSync("mkfifo", ["--version"], { stdio: "ignore" }).status !== 0) return "mkfifo is missing";
   return undefined;
 }
@@ -69,9 +89,9 @@ export function cliLine(names: StfNames, c: StfCommand): string | undefined {
   }
 }
 
-function runCli(cli: string, thriftPort: number, lines: string[]): Promise<string> {
+function runCli(cli: string[], thriftPort: number, lines: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cli, ["--thrift-port", String(thriftPort)], { stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(cli[0]!, [...cli.slice(1), "--thrift-port", String(thriftPort)], { stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     p.stdout.on("data", (d: Buffer) => (out += d.toString()));
     p.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -84,7 +104,9 @@ function runCli(cli: string, thriftPort: number, lines: string[]): Promise<strin
 /** Runs an STF test (its text) on simple_switch with the BMv2 JSON at `jsonFile`. */
 export async function runStfOnBmv2(jsonFile: string, stfText: string, timeoutMs = 60_000): Promise<Bmv2StfResult> {
   const sw = find("simple_switch")!;
-  const cli = find("simple_switch_CLI")!;
+  const started = simpleSwitchCli();
+  if ("reason" in started) throw new Error(started.reason);
+  const cli = started.argv;
   const commands = parseStf(stfText);
   const names = new StfNames(JSON.parse(readFileSync(jsonFile, "utf8")) as Bmv2Json);
   const ports = [...new Set(commands.flatMap((c) => (c.kind === "packet" || c.kind === "expect" ? [c.port] : [])))].sort((a, b) => a - b);

@@ -56,20 +56,25 @@ test("a controller writes a route and sends a packet out; it leaves by the route
   expect(packets[0]!.data.equals(data)).toBe(true);
 }, 60_000);
 
-test("a capture cut short in its last packet is sent in up to the cut, which is said in one line; the switch goes on serving", async () => {
+test("a capture cut short in its last packet is sent in up to the cut, which is said in one line; another port's capture plays on, and the switch goes on serving", async () => {
   const whole = join(dir, "whole.pcap");
   writePcap(whole, [0n, 1000n, 2000n].map((t) => ({ timestampNs: 1_800_000_000_000_000_000n + t, data: frame("10.7.0.1") })));
   const cut = join(dir, "cut.pcap");
   const bytes = readFileSync(whole);
   writeFileSync(cut, bytes.subarray(0, bytes.length - 20));
-  const sw = spawn(process.execPath, [...cli, "--listen", "127.0.0.1:0", ...pipeline, "--pcap-in", `1=${cut}`], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  // Still playing when the other ends: 5 packets 200 ms apart.
+  const other = join(dir, "other.pcap");
+  writePcap(other, [0, 1, 2, 3, 4].map((i) => ({ timestampNs: 1_800_000_000_000_000_000n + BigInt(i) * 200_000_000n, data: frame("10.7.0.2") })));
+  const sw = spawn(process.execPath, [...cli, "--listen", "127.0.0.1:0", ...pipeline, "--pcap-in", `1=${cut}`, "--pcap-in", `2=${other}`], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
   children.push(sw);
   let err = "";
   sw.stderr!.on("data", (b: Buffer) => (err += b.toString()));
-  await outputMatching(sw.stdout!, /2 packets of .*cut\.pcap sent in on port 1/, 30_000, sw);
+  const text = await outputMatching(sw.stdout!, /5 packets of .*other\.pcap sent in on port 2/, 30_000, sw);
+  expect(text).toMatch(/2 packets of .*cut\.pcap sent in on port 1/);
+  const damage = /cut\.pcap: packet record 3 at byte \d+ claims \d+ bytes, only \d+ remain: the capture ends there; its 2 packets before it were sent in/;
   const deadline = Date.now() + 10_000;
-  while (!/cut\.pcap: packet record 3 at byte \d+ claims \d+ bytes, only \d+ remain: the capture ends there; its 2 packets before it were sent in/.test(err) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect(err).toMatch(/cut\.pcap: packet record 3 at byte \d+ claims \d+ bytes, only \d+ remain: the capture ends there; its 2 packets before it were sent in/);
+  while (!damage.test(err) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  expect(err).toMatch(damage);
   expect(err.trim().split("\n")).toHaveLength(1);
   await new Promise((r) => setTimeout(r, 300));
   expect(sw.exitCode).toBeNull();
