@@ -7,6 +7,7 @@ import { parseConfig, WATCHLIST_MODES, type Mode } from "@rdma-telemetry/control
 import { P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
+import { MIN_SNAPLEN } from "@rdma-telemetry/traffic";
 import { ipSource, type Topology } from "./topology.js";
 
 export interface RigOptions {
@@ -41,6 +42,8 @@ export class Rig {
   controller!: TelemetryController;
   port = 0;
   noIngressPort = 0;
+  /** packets captured short of MIN_SNAPLEN bytes (cut by the capture's snap length): the switch may miss headers it reads */
+  cutShort = 0;
   private lastTs = 0n;
   /** digest list acknowledgements that reached the switch */
   private acks = 0;
@@ -216,6 +219,7 @@ export class Rig {
       return;
     }
     this.lastTs = p.timestampNs;
+    if (p.data.length < MIN_SNAPLEN && (p.originalLength ?? p.data.length) > p.data.length) this.cutShort++;
     this.sw.process({ port, data: p.data, unixNs: p.timestampNs, wireLength: p.originalLength ?? p.data.length });
   }
 

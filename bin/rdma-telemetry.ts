@@ -617,6 +617,8 @@ async function main(argv: string[]): Promise<number> {
       print(`${r.packets} packets, ${r.digests} digests, ${r.records} records in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${values.out}`);
       const unrouted = r.rigs.reduce((a, x) => a + x.noIngressPort, 0);
       if (unrouted) print(`${unrouted} packets had a source address outside the topology and were not replayed`);
+      const cutShort = r.rigs.reduce((a, x) => a + x.cutShort, 0);
+      if (cutShort) print(`${cutShort} packets were captured short of ${MIN_SNAPLEN} bytes (the capture's snap length): headers the switch reads may be cut off (an RDMA CM REQ over IPv6 needs ${MIN_SNAPLEN}); those it could not parse count as parser_errors`);
       const silent = r.exporter.metrics.givenUpSilentSwitch;
       if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} (recorded without its figures, not incomplete)`);
       const flowOnly = [...r.exporter.metrics.flowOnlyDigests.values()].reduce((a, n) => a + n, 0);
