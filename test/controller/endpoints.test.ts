@@ -85,6 +85,8 @@ test("an address the switch reports when its endpoint tables are full: the refus
     const frame = buildFrame({ src: 0x20010db8000000010000000000000001n, dst: 0x20010db8000100000000000000000001n, opcode: Opcode.SEND_ONLY, destQp: 0x11, psn: 1, payloadLength: 64 });
     rig.feed({ timestampNs: 1_000_000n, data: frame.data, originalLength: frame.wireLength });
     await rig.drain();
+    // A rig writes learned endpoints at the next 1 ms of capture time (as replay reaches it).
+    await rig.runDue(2_000_000n);
     await until(() => rig.controller.stats.endpointsRefused > 0, 10_000, () => `the entry to be refused (${JSON.stringify(rig.controller.stats)})`);
     expect(rig.controller.stats).toMatchObject({ learnedEndpoints: 1, endpointsRefused: 1, endpoints: 4096 });
     expect(rig.controller.endpointKey("2001:db8:0:1::1")).toBeUndefined();
