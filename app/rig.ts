@@ -4,7 +4,7 @@
 import { P4RuntimeServer } from "@rdma-telemetry/switch";
 import { SoftwareSwitch } from "@rdma-telemetry/switch";
 import { parseConfig, WATCHLIST_MODES, type Mode } from "@rdma-telemetry/controller";
-import { P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
+import { LEARN_ENDPOINT, P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { MIN_SNAPLEN } from "@rdma-telemetry/traffic";
@@ -75,7 +75,7 @@ export class Rig {
    * controller writes them as the list comes, about this late).
    */
   endpointPeriodNs = 1_000_000n;
-  /** a learn digest list left the switch since the endpoints were last written */
+  /** a learn digest list naming an endpoint left the switch since the endpoints were last written */
   private learnsSent = false;
   private learnDigestId: number | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */
@@ -181,10 +181,17 @@ export class Rig {
     // Rotation follows the capture's clock, not the host's (see feedMerged).
     // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
     this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", endpoints: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
-    this.learnDigestId = this.controller.schema.p4info.digests.find((d) => d.preamble?.name === P4_NAMES.digests.learn_digest_t.name)?.preamble?.id;
+    const p4info = this.controller.schema.p4info;
+    const learn = p4info.digests.find((d) => d.preamble?.name === P4_NAMES.digests.learn_digest_t.name);
+    this.learnDigestId = learn?.preamble?.id;
+    const spec = learn?.typeSpec?.typeSpec;
+    const struct = spec?.$case === "struct" ? spec.value.name : undefined;
+    const kind = struct === undefined ? -1 : (p4info.typeInfo?.structs[struct]?.members.findIndex((m) => m.name === "kind") ?? -1);
     // Sent as the switch processes a packet or its clock moves: the capture decides when, not the host.
-    this.sw.on("digest", (list: { digestId: number }) => {
+    // Only a list naming an endpoint (LEARN_ENDPOINT) makes the next boundary wait for the controller.
+    this.sw.on("digest", (list: { digestId: number; samples: ReadonlyArray<ReadonlyArray<number | bigint>> }) => {
       if (list.digestId !== this.learnDigestId || this.learnsSent) return;
+      if (kind >= 0 && !list.samples.some((s) => Number(s[kind]) === LEARN_ENDPOINT)) return;
       this.learnsSent = true;
       const p = this.endpointPeriodNs;
       const t = this.lastTs;
