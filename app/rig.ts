@@ -75,8 +75,8 @@ export class Rig {
    * controller writes them as the list comes, about this late).
    */
   endpointPeriodNs = 1_000_000n;
-  /** a learn digest list naming an endpoint left the switch since the endpoints were last written */
-  private learnsSent = false;
+  /** when the endpoints named by learn lists since the last write are due (capture time), if any are */
+  private endpointsDueNs: bigint | undefined;
   private learnDigestId: number | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */
   private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
@@ -97,15 +97,12 @@ export class Rig {
   }
 
   private endpointsDue(tsNs: bigint): boolean {
-    return this.learnsSent && tsNs >= this.learnsSentBoundary + this.endpointPeriodNs;
+    return this.endpointsDueNs !== undefined && tsNs >= this.endpointsDueNs;
   }
-
-  /** the start of the endpoint period in which the first learn list since the last write left */
-  private learnsSentBoundary = 0n;
 
   private async writeEndpointsIfDue(tsNs: bigint): Promise<void> {
     if (!this.endpointsDue(tsNs)) return;
-    this.learnsSent = false;
+    this.endpointsDueNs = undefined;
     await this.catchUp(0);
     await this.controller.applyLearnedEndpoints();
   }
@@ -190,12 +187,11 @@ export class Rig {
     // Sent as the switch processes a packet or its clock moves: the capture decides when, not the host.
     // Only a list naming an endpoint (LEARN_ENDPOINT) makes the next boundary wait for the controller.
     this.sw.on("digest", (list: { digestId: number; samples: ReadonlyArray<ReadonlyArray<number | bigint>> }) => {
-      if (list.digestId !== this.learnDigestId || this.learnsSent) return;
+      if (list.digestId !== this.learnDigestId || this.endpointsDueNs !== undefined) return;
       if (kind >= 0 && !list.samples.some((s) => Number(s[kind]) === LEARN_ENDPOINT)) return;
-      this.learnsSent = true;
       const p = this.endpointPeriodNs;
       const t = this.lastTs;
-      this.learnsSentBoundary = t - (((t % p) + p) % p);
+      this.endpointsDueNs = t - (((t % p) + p) % p) + p;
     });
     this.controller.on("digests", onDigests);
     this.controller.start();
