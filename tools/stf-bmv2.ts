@@ -22,7 +22,7 @@ const find = (name: string) => BIN.map((d) => join(d, name)).find((p) => existsS
 /**
  * How to start simple_switch_CLI: as it is, or (its `#!/usr/bin/env python3`
  * finding a python3 without Thrift's module, e.g. a pyenv one first on PATH)
- * with the system's python3; undefined when neither starts, with the reason.
+ * with the system's python3; when neither starts, the reason (found once, then kept).
  */
 let cliCommand: { argv: string[] } | { reason: string } | undefined;
 function simpleSwitchCli(): { argv: string[] } | { reason: string } {
