@@ -21,6 +21,9 @@
 // docs/tofino.md). *_BITS is log2 of the size (the width of the hash index).
 #define FLOW_SLOTS 16384
 #define FLOW_SLOT_BITS 14
+// The seen-PSN window (Tofino 2): four blocks of 32 PSNs per flow slot.
+#define FLOW_SLOTS_W 65536
+#define FLOW_SLOT_BITS_W 16
 #define IO_SLOTS 16384
 #define IO_SLOT_BITS 14
 #define IOREF_SLOTS 16384

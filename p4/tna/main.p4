@@ -302,6 +302,11 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
 }
 
 @pa_auto_init_metadata
+#if __TARGET_TOFINO__ == 2
+// The flow tracker's predicates live until the counts, after the seen-PSN
+// window (stage 16): kept apart, as the allocator overlays them wrongly.
+@pa_no_overlay("egress", "flow_tracker_owner", "flow_tracker_cnp_p", "flow_tracker_track")
+#endif
 control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                         in egress_intrinsic_metadata_t eg_intr_md,
                         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,

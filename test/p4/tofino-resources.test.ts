@@ -1,6 +1,7 @@
 // The committed Tofino builds: the resource summary is what the assembly
-// says, every register sits in one stage, the manifest's fit status agrees
-// with the stages used, and both builds fit their chips.
+// says, every register sits in one stage (or, split, consecutive ones), the
+// manifest's fit status agrees with the stages used, and both builds fit
+// their chips.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -22,12 +23,30 @@ describe.each((TNA_TARGETS as Target[]).map((t) => [t.name, t] as const))("%s bu
     expect(resourceSummary(read(`${target.dir}/main.bfa`), target.stages)).toEqual(summary);
   });
 
-  test("every register of the P4Info is in exactly one stage of one pipeline", () => {
+  // A register lives in one pipeline, in one stage or, too large for one,
+  // split by index ranges over consecutive stages (each entry in one stage:
+  // the compiler sends a packet to the stage holding its index).
+  test("every register of the P4Info is in one pipeline, in one stage or consecutive ones", () => {
     const p4info = JSON.parse(read(`${target.dir}/telemetry.p4info.json`)) as { registers?: { preamble: { name: string } }[] };
     const declared = (p4info.registers ?? []).map((r) => r.preamble.name.split(".").slice(-1)[0]).sort();
-    const placed = [summary.ingress, summary.egress].flatMap((g) => Object.values(g.per_stage).flatMap((s) => s.registers)).sort();
+    const where = new Map<string, { gress: string; stages: number[] }[]>();
+    for (const [gress, g] of [["ingress", summary.ingress], ["egress", summary.egress]] as const) {
+      for (const [stage, s] of Object.entries(g.per_stage)) {
+        for (const r of s.registers) {
+          const w = where.get(r) ?? [];
+          const e = w.find((x) => x.gress === gress) ?? (w.push({ gress, stages: [] }), w[w.length - 1]);
+          e.stages.push(Number(stage));
+          where.set(r, w);
+        }
+      }
+    }
     expect(declared.length).toBeGreaterThan(20);
-    expect(placed).toEqual(declared);
+    expect([...where.keys()].sort()).toEqual(declared);
+    for (const [r, w] of where) {
+      expect(w.length, r).toBe(1);
+      const st = w[0].stages.sort((a, b) => a - b);
+      expect(st[st.length - 1] - st[0], r).toBe(st.length - 1);
+    }
     // Tofino has four stateful ALUs per stage, shared by ingress and egress.
     const stages = new Set([...Object.keys(summary.ingress.per_stage), ...Object.keys(summary.egress.per_stage)]);
     for (const s of stages) {
@@ -42,6 +61,21 @@ describe.each((TNA_TARGETS as Target[]).map((t) => [t.name, t] as const))("%s bu
     expect(summary.fits).toBe(fits);
     expect(manifest.status.startsWith(fits ? "fits" : "does not fit")).toBe(true);
   });
+});
+
+// The seen-PSN window (docs/tofino.md, "Seen-PSN window"): Tofino 2's flow
+// tracker has it, before the per-message counts that its answer decides;
+// Tofino 1's has none (its egress stages are taken).
+test("the seen-PSN window: in Tofino 2's egress, before the message counts; none in Tofino 1's", () => {
+  const stagesOf = (dir: string, reg: string) => {
+    const s = JSON.parse(read(`p4/build/${dir}/resources.json`)) as Summary;
+    return Object.entries(s.egress.per_stage).filter(([, v]) => v.registers.includes(reg)).map(([k]) => Number(k));
+  };
+  const win = stagesOf("t2na", "flow_win");
+  expect(win.length).toBeGreaterThan(0);
+  expect(Math.max(...win)).toBeLessThan(Math.min(...stagesOf("t2na", "msg_counts")));
+  expect(Math.min(...win)).toBeGreaterThan(Math.max(...stagesOf("t2na", "flow_psn_epoch")));
+  expect(stagesOf("tna", "flow_win")).toEqual([]);
 });
 
 // Both chips: Tofino 1 (12 stages per pipeline) and Tofino 2 (20).

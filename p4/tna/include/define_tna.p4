@@ -17,6 +17,12 @@
 #define TNA_HISTOGRAMS
 #endif
 
+// The flow tracker's seen-PSN window (docs/tofino.md, "Seen-PSN window"):
+// on Tofino 2 only (Tofino 1's egress takes its 12 stages).
+#if __TARGET_TOFINO__ == 2
+#define TNA_PSN_WINDOW
+#endif
+
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares
 // and writes both in one access.
 struct pair_t {

@@ -27,6 +27,11 @@
 //   packets, retransmissions and ECN CE are 16-bit counts (more than 65535
 //   retransmissions in one message carry into the packet count); the
 //   message's first_ts and extra_ecn_ce are not kept (not in the TNA digest).
+// - Retransmitted: on Tofino 2, a PSN seen before or 64 or more behind the
+//   highest (the seen-PSN window below), as in v1model, except after a new
+//   epoch: a PSN behind the epoch's first is counted by what was seen of
+//   it in this epoch (v1model: retransmitted). On Tofino 1 (no stage left
+//   for the window), every PSN not after the highest.
 // - Packets outside messages ride on the flow's next message digest (no
 //   flow-only digests); so do an open message's when the flow's next
 //   message starts before its LAST was seen (no record, straddled, the
@@ -187,8 +192,15 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 
     // (highest PSN << 8, epoch).
     REGPAIR(flow_psn_epoch, FLOW_SLOTS, FLOW_SLOT_BITS)
+#ifdef TNA_PSN_WINDOW
+    // Also the highest PSN before this packet, for the seen-PSN window.
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<32>>(flow_psn_epoch) psn_update = {
+        void apply(inout pair_t value, out bit<32> rv, out bit<32> rv2) {
+            rv2 = value.lo;
+#else
     RegisterAction<pair_t, bit<FLOW_SLOT_BITS>, bit<4>>(flow_psn_epoch) psn_update = {
         void apply(inout pair_t value, out bit<4> rv) {
+#endif
             rv = this.predicate(value.hi != epoch32, (int<32>)(psn8 - value.lo) > 0);
             if (value.hi != epoch32 || (int<32>)(psn8 - value.lo) > 0) {
                 value.lo = psn8;
@@ -311,6 +323,176 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             value.hi = epoch32;
         }
     };
+
+#ifdef TNA_PSN_WINDOW
+// Tofino 2's stages: the window after the tracker's first registers, where
+// a stateful ALU and 4 Mbit of memory are free (no ingress register there),
+// the counts two stages after it.
+#define WIN_STAGE 13
+#define WIN_SEEN_STAGE 14
+#define MSG_COUNTS_STAGE 15
+#define MSG_EXTRA_STAGE 16
+    // Seen-PSN window (SPEC §4): which of the 64 PSNs up to the highest
+    // seen were seen, so that a late first sighting (reordering) is not
+    // counted as retransmitted. The PSN register answers how far behind
+    // the highest a packet is: 64 or more is retransmitted. Otherwise the
+    // window answers: a flow's PSNs are a ring of 128 in four blocks of 32,
+    // one register entry each (index: the flow's slot and PSN bits 6:5),
+    // holding the block's bitmap (bit = PSN bits 4:0) and its tag, a 16-bit
+    // identity of the flow and epoch over PSN bits 22:7 (the lap). A block
+    // whose tag is the packet's gets the packet's bit (the answer: the old
+    // bitmap); any other block (an earlier lap, another flow or epoch) starts
+    // again with the packet's bit alone: nothing of it seen. A PSN less
+    // than 64 behind the highest finds its block on its own lap or an
+    // earlier one (a later lap would need a PSN 97 past it), so the answer
+    // is exact up to the identity (16 bits, as a fingerprint).
+    bit<32> win_tag;
+    bit<32> win_bit;
+    bit<32> win_old;
+    bit<32> win_p;       // predicate: 2 the block is on this lap; 64 too far behind
+    bit<32> win_h8;      // the highest PSN before this packet, << 8
+    bit<32> win_behind;  // (highest - PSN) << 8
+    bit<16> win_id;
+    bit<16> win_lap;
+    bit<1> win_seen;
+    bit<FLOW_SLOT_BITS_W> widx;
+    Register<pair_t, bit<FLOW_SLOT_BITS_W>>(FLOW_SLOTS_W, {0, 0}) flow_win;
+    RegisterAction<pair_t, bit<FLOW_SLOT_BITS_W>, bit<32>>(flow_win) win_touch = {
+        void apply(inout pair_t value, out bit<32> rv1, out bit<32> rv2) {
+            rv1 = value.lo;
+            rv2 = this.predicate(value.hi == win_tag);
+            if (value.hi == win_tag) {
+                value.lo = value.lo | win_bit;
+            } else {
+                value.lo = win_bit;
+                value.hi = win_tag;
+            }
+        }
+    };
+    @hidden action win_bit_a(bit<32> b) { win_bit = b; }
+    @hidden table win_bit_tbl {
+        key = { hdr.bth.psn[4:0]: exact @name("psn_bits"); }
+        actions = { win_bit_a; }
+        const entries = {
+            0: win_bit_a(32w0x00000001);
+            1: win_bit_a(32w0x00000002);
+            2: win_bit_a(32w0x00000004);
+            3: win_bit_a(32w0x00000008);
+            4: win_bit_a(32w0x00000010);
+            5: win_bit_a(32w0x00000020);
+            6: win_bit_a(32w0x00000040);
+            7: win_bit_a(32w0x00000080);
+            8: win_bit_a(32w0x00000100);
+            9: win_bit_a(32w0x00000200);
+            10: win_bit_a(32w0x00000400);
+            11: win_bit_a(32w0x00000800);
+            12: win_bit_a(32w0x00001000);
+            13: win_bit_a(32w0x00002000);
+            14: win_bit_a(32w0x00004000);
+            15: win_bit_a(32w0x00008000);
+            16: win_bit_a(32w0x00010000);
+            17: win_bit_a(32w0x00020000);
+            18: win_bit_a(32w0x00040000);
+            19: win_bit_a(32w0x00080000);
+            20: win_bit_a(32w0x00100000);
+            21: win_bit_a(32w0x00200000);
+            22: win_bit_a(32w0x00400000);
+            23: win_bit_a(32w0x00800000);
+            24: win_bit_a(32w0x01000000);
+            25: win_bit_a(32w0x02000000);
+            26: win_bit_a(32w0x04000000);
+            27: win_bit_a(32w0x08000000);
+            28: win_bit_a(32w0x10000000);
+            29: win_bit_a(32w0x20000000);
+            30: win_bit_a(32w0x40000000);
+            31: win_bit_a(32w0x80000000);
+        }
+        const default_action = win_bit_a(0);
+        size = 32;
+    }
+    @hidden action win_id_a() {
+        win_id = fp[15:0] ^ epoch32[15:0];
+        win_lap = (bit<16>)(hdr.bth.psn >> 7);
+        widx = slot ++ hdr.bth.psn[6:5];
+    }
+    @hidden action win_tag_a() { win_tag = win_id ++ win_lap; }
+    @hidden action win_behind_a() { win_behind = win_h8 - psn8; }
+    @hidden action win_a() { win_old = win_touch.execute(widx, win_p); }
+    @hidden action win_far() { win_p = 64; }
+    // A slot taken (the flow's first packet here), a new PSN or a new epoch
+    // (m_old 0), or an old PSN less than 64 behind: the window; 64 or more
+    // behind: retransmitted.
+    @stage(WIN_STAGE)
+    @hidden table win_tbl {
+        key = {
+            owner[0:0]: ternary @name("taken");
+            mcode[0:0]: ternary @name("m_old");
+            win_behind[31:14]: ternary @name("behind");
+        }
+        actions = { win_a; win_far; }
+        const entries = {
+            (1, _, _): win_a();
+            (0, 0, _): win_a();
+            (0, 1, 0): win_a();
+        }
+        const default_action = win_far();
+        size = 4;
+    }
+    @hidden action win_seen_a() { win_seen = 1; }
+    @stage(WIN_SEEN_STAGE)
+    @hidden table win_seen_tbl {
+        key = {
+            win_p: ternary @name("block");
+            win_old: ternary @name("bitmap");
+            hdr.bth.psn[4:0]: ternary @name("psn_bits");
+        }
+        actions = { win_seen_a; NoAction; }
+        const entries = {
+            (64, _, _): win_seen_a();
+            (2, 32w0x00000001 &&& 32w0x00000001, 0): win_seen_a();
+            (2, 32w0x00000002 &&& 32w0x00000002, 1): win_seen_a();
+            (2, 32w0x00000004 &&& 32w0x00000004, 2): win_seen_a();
+            (2, 32w0x00000008 &&& 32w0x00000008, 3): win_seen_a();
+            (2, 32w0x00000010 &&& 32w0x00000010, 4): win_seen_a();
+            (2, 32w0x00000020 &&& 32w0x00000020, 5): win_seen_a();
+            (2, 32w0x00000040 &&& 32w0x00000040, 6): win_seen_a();
+            (2, 32w0x00000080 &&& 32w0x00000080, 7): win_seen_a();
+            (2, 32w0x00000100 &&& 32w0x00000100, 8): win_seen_a();
+            (2, 32w0x00000200 &&& 32w0x00000200, 9): win_seen_a();
+            (2, 32w0x00000400 &&& 32w0x00000400, 10): win_seen_a();
+            (2, 32w0x00000800 &&& 32w0x00000800, 11): win_seen_a();
+            (2, 32w0x00001000 &&& 32w0x00001000, 12): win_seen_a();
+            (2, 32w0x00002000 &&& 32w0x00002000, 13): win_seen_a();
+            (2, 32w0x00004000 &&& 32w0x00004000, 14): win_seen_a();
+            (2, 32w0x00008000 &&& 32w0x00008000, 15): win_seen_a();
+            (2, 32w0x00010000 &&& 32w0x00010000, 16): win_seen_a();
+            (2, 32w0x00020000 &&& 32w0x00020000, 17): win_seen_a();
+            (2, 32w0x00040000 &&& 32w0x00040000, 18): win_seen_a();
+            (2, 32w0x00080000 &&& 32w0x00080000, 19): win_seen_a();
+            (2, 32w0x00100000 &&& 32w0x00100000, 20): win_seen_a();
+            (2, 32w0x00200000 &&& 32w0x00200000, 21): win_seen_a();
+            (2, 32w0x00400000 &&& 32w0x00400000, 22): win_seen_a();
+            (2, 32w0x00800000 &&& 32w0x00800000, 23): win_seen_a();
+            (2, 32w0x01000000 &&& 32w0x01000000, 24): win_seen_a();
+            (2, 32w0x02000000 &&& 32w0x02000000, 25): win_seen_a();
+            (2, 32w0x04000000 &&& 32w0x04000000, 26): win_seen_a();
+            (2, 32w0x08000000 &&& 32w0x08000000, 27): win_seen_a();
+            (2, 32w0x10000000 &&& 32w0x10000000, 28): win_seen_a();
+            (2, 32w0x20000000 &&& 32w0x20000000, 29): win_seen_a();
+            (2, 32w0x40000000 &&& 32w0x40000000, 30): win_seen_a();
+            (2, 32w0x80000000 &&& 32w0x80000000, 31): win_seen_a();
+        }
+        const default_action = NoAction();
+        size = 40;
+    }
+#define WIN_SEEN_KEY win_seen: ternary @name("seen");
+#define WIN_SEEN(X) , X
+#else
+#define WIN_SEEN_KEY
+#define WIN_SEEN(X)
+#define MSG_COUNTS_STAGE 6
+#define MSG_EXTRA_STAGE 7
+#endif
 
     // ---- Decisions: const tables keyed on the register outputs. ----
     // Keys: taken = owner[0:0] (slot taken: a new flow), m_old = mcode[0:0]
@@ -464,27 +646,32 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         report.retransmitted = c[15:0];
         inc = 32w0x10001;
     }
-    @stage(6)
+    @stage(MSG_COUNTS_STAGE)
     @hidden table msg_counts_tbl {
         key = {
             owner[0:0]: ternary @name("taken");
             mcode[0:0]: ternary @name("m_old");
             mcode[2:2]: ternary @name("m_new");
             hdr.bth.opcode: ternary @name("opcode");
+            WIN_SEEN_KEY
         }
         actions = { cnt_start; cnt_add; cnt_add_retx; @defaultonly NoAction; }
         const entries = {
-            (1, _, _, 0x06): cnt_start();
-            (1, _, _, 0x0A): cnt_start();
-            (1, _, _, 0x0B): cnt_start();
-            (0, 0, 1, 0x06): cnt_start();
-            (0, 0, 1, 0x0A): cnt_start();
-            (0, 0, 1, 0x0B): cnt_start();
-            (0, 0, 0, 0x06): cnt_start();
-            (0, 0, 0, 0x0A): cnt_start();
-            (0, 0, 0, 0x0B): cnt_start();
-            (0, 1, _, _): cnt_add_retx();
-            (_, _, _, _): cnt_add();
+            (1, _, _, 0x06 WIN_SEEN(_)): cnt_start();
+            (1, _, _, 0x0A WIN_SEEN(_)): cnt_start();
+            (1, _, _, 0x0B WIN_SEEN(_)): cnt_start();
+            (0, 0, 1, 0x06 WIN_SEEN(_)): cnt_start();
+            (0, 0, 1, 0x0A WIN_SEEN(_)): cnt_start();
+            (0, 0, 1, 0x0B WIN_SEEN(_)): cnt_start();
+            (0, 0, 0, 0x06 WIN_SEEN(_)): cnt_start();
+            (0, 0, 0, 0x0A WIN_SEEN(_)): cnt_start();
+            (0, 0, 0, 0x0B WIN_SEEN(_)): cnt_start();
+            // An old PSN: retransmitted when seen (without the window: always).
+#ifdef TNA_PSN_WINDOW
+            (0, 1, _, _, 0): cnt_add();
+#endif
+            (0, 1, _, _ WIN_SEEN(_)): cnt_add_retx();
+            (_, _, _, _ WIN_SEEN(_)): cnt_add();
         }
         const default_action = NoAction();
         size = 16;
@@ -559,7 +746,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         report.extra_packets = x[31:16];
         report.extra_retransmitted = x[15:0];
     }
-    @stage(7)
+    @stage(MSG_EXTRA_STAGE)
     @hidden table msg_extra {
         key = {
             owner[0:0]: ternary @name("taken");
@@ -797,7 +984,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         size = 3;
     }
     @hidden action psn_reset_a() { mcode = psn_reset.execute(slot); }
+#ifdef TNA_PSN_WINDOW
+    @hidden action psn_update_a() { mcode = (bit<4>)psn_update.execute(slot, win_h8); }
+#else
     @hidden action psn_update_a() { mcode = psn_update.execute(slot); }
+#endif
     @stage(5)
     @hidden table psn_tbl {
         key = { owner[0:0]: exact @name("taken"); }
@@ -894,6 +1085,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                 }
 #endif
                 if (track) {
+#ifdef TNA_PSN_WINDOW
+                    win_bit_tbl.apply();
+                    win_id_a();
+                    win_tag_a();
+#endif
                     seen_tbl.apply();
                     owner_tbl.apply();
                     if (owner[2:2] == 1) {
@@ -901,6 +1097,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         meta.stat.untracked_flow = true;
                     } else {
                         psn_tbl.apply();
+#ifdef TNA_PSN_WINDOW
+                        win_behind_a();
+                        win_tbl.apply();
+                        win_seen_tbl.apply();
+#endif
                         if (ce32 == 1) {
                             meta.stat.ecn_ce = true;
                         }
