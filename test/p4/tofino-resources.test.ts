@@ -34,7 +34,8 @@ describe.each((TNA_TARGETS as Target[]).map((t) => [t.name, t] as const))("%s bu
       for (const [stage, s] of Object.entries(g.per_stage)) {
         for (const r of s.registers) {
           const w = where.get(r) ?? [];
-          const e = w.find((x) => x.gress === gress) ?? (w.push({ gress, stages: [] }), w[w.length - 1]);
+          let e = w.find((x) => x.gress === gress);
+          if (!e) w.push((e = { gress, stages: [] }));
           e.stages.push(Number(stage));
           where.set(r, w);
         }
@@ -44,8 +45,8 @@ describe.each((TNA_TARGETS as Target[]).map((t) => [t.name, t] as const))("%s bu
     expect([...where.keys()].sort()).toEqual(declared);
     for (const [r, w] of where) {
       expect(w.length, r).toBe(1);
-      const st = w[0].stages.sort((a, b) => a - b);
-      expect(st[st.length - 1] - st[0], r).toBe(st.length - 1);
+      const st = w[0]!.stages.sort((a, b) => a - b);
+      expect(st[st.length - 1]! - st[0]!, r).toBe(st.length - 1);
     }
     // Tofino has four stateful ALUs per stage, shared by ingress and egress.
     const stages = new Set([...Object.keys(summary.ingress.per_stage), ...Object.keys(summary.egress.per_stage)]);
