@@ -9,19 +9,8 @@ import { readUintBE } from "../../p4runtime/src/wire.js";
 import { batchFromRaw, rawDigestBatch, rawDigestMessages } from "../../exporter/src/kafka/digest-bus.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { DEFAULT_TOPICS } from "../../exporter/src/kafka/encode.js";
+import { rng } from "../support/rng.js";
 
-/** A small deterministic generator (xorshift). */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 /** A value of `width` bits: often an edge (0, 1, the largest), else uniform. */
 function valueOf(r: () => number, width: number): number | Uint8Array {

@@ -325,9 +325,10 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     };
 
 #ifdef TNA_PSN_WINDOW
-// Tofino 2's stages: the window after the tracker's first registers, where
-// a stateful ALU and 4 Mbit of memory are free (no ingress register there),
-// the counts two stages after it.
+// Tofino 2's stages, the least each table may take: the window past the
+// ingress registers, where a stateful ALU and 4 Mbit of memory are free, the
+// counts after it. The compiler places the window in stages 14-15 (split by
+// index), the counts in 17 and 18 (p4/build/t2na/resources.json).
 #define WIN_STAGE 13
 #define WIN_SEEN_STAGE 14
 #define MSG_COUNTS_STAGE 15
