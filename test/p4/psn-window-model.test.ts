@@ -7,6 +7,7 @@
 // flows sharing the slot. Both are written here from their P4, step by step.
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
+import { rng } from "../support/rng.js";
 
 const PSN_MOD = 1 << 24;
 
@@ -78,18 +79,6 @@ class TofinoSlot {
   }
 }
 
-/** A deterministic generator (xorshift32). */
-function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 /**
  * A flow's packets as a switch sees them: PSNs from `start`, each packet
@@ -199,4 +188,21 @@ test("the model's constants are the Tofino P4's", () => {
     expect(p4).toContain(`(2, ${b} &&& ${b}, ${k}): win_seen_a();`);
   }
   expect(p4).toContain("(64, _, _): win_seen_a();");
+});
+
+// The one documented difference from v1model (docs/tofino.md): a new epoch
+// (a polling rotation, a mode switch) changes the blocks' identity, so what
+// the epoch saw counts, and a PSN behind the epoch's first is new (v1model
+// takes it as seen). Within the new epoch, a duplicate is retransmitted and
+// a PSN 64 behind still is.
+test("after a new epoch, Tofino 2 counts what the epoch saw", () => {
+  const t2 = new TofinoSlot();
+  for (let p = 1000; p < 1100; p++) t2.see(p, 0x0101, p === 1000);
+  // The next epoch: the slot's identity changes; its first packet resets the PSN register.
+  expect(t2.see(1100, 0x0102, true)).toBe(true);
+  expect(t2.see(1090, 0x0102, false)).toBe(true); // seen in the last epoch only: new here
+  expect(t2.see(1090, 0x0102, false)).toBe(false); // now seen in this epoch
+  expect(t2.see(1100, 0x0102, false)).toBe(false); // the epoch's first, again
+  for (let p = 1101; p < 1170; p++) t2.see(p, 0x0102, false);
+  expect(t2.see(1100, 0x0102, false)).toBe(false); // 69 behind: retransmitted
 });
