@@ -122,7 +122,8 @@ export type TelemetryDigest = IoDigest | MsgDigest | LearnDigest;
  * flow's last message): packets counted outside any message (extra_*) as
  * they arrive. Marked by packets and bytes 0, which no message has (a message
  * has at least one packet; one of 0 bytes has exactly one), in both digest
- * layouts. Sent by the v1model build (p4/include/control/flow_tracker.p4).
+ * layouts (the Tofino build also sends fct_ns 0). Sent by both builds
+ * (p4/include/control/flow_tracker.p4, p4/tna/include/control/flow_tracker.p4).
  */
 export function isFlowOnly(d: MsgDigest): boolean {
   return d.packets === 0 && d.bytes === 0;

@@ -12,8 +12,8 @@
 // computed at the message end, from the message's first timestamp and the
 // previous end (only a message end moves it): the same value as v1model's.
 // The decision tables' entries follow v1model's transitions for every
-// (reset, new PSN, opcode, state); they were generated and checked against
-// a model of the v1model control.
+// (reset, new PSN, opcode, state); test/p4/tna-flow-tracker-model.test.ts
+// runs them on one flow's packets.
 //
 // Differences from the v1model build (Tofino constraints):
 // - Flows (slot owner, learned flows) and CNP host pairs are identified by a
@@ -32,10 +32,13 @@
 //   epoch: a PSN behind the epoch's first is counted by what was seen of
 //   it in this epoch (v1model: retransmitted). On Tofino 1 (no stage left
 //   for the window), every PSN not after the highest.
-// - Packets outside messages ride on the flow's next message digest (no
-//   flow-only digests); so do an open message's when the flow's next
-//   message starts before its LAST was seen (no record, straddled, the
-//   next message without a gap, as in v1model).
+// - A message whose FIRST is overtaken (reordering) is not held for it:
+//   its packets count for the flow only, as straddled. Packets outside
+//   messages go out in flow-only digests as in v1model (packets, bytes
+//   and FCT 0): a packet after its message's end, at once; an open
+//   message's when the flow's next message starts before its LAST was
+//   seen (no record, straddled, the next message without a gap); those of
+//   a message whose FIRST was not seen, at its LAST (or the next FIRST).
 #ifndef __FLOW_TRACKER__
 #define __FLOW_TRACKER__
 
@@ -73,6 +76,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
     bool msg_end;
     bool gap_valid;
     bool strad_plus;
+    bool flow_only;      // a flow-only report: no message, its members zeroed
     bool track;
 #ifdef TNA_HISTOGRAMS
     FlowHistograms() histograms;
@@ -328,7 +332,10 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 // Tofino 2's stages, the least each table may take: the window past the
 // ingress registers, where a stateful ALU and 4 Mbit of memory are free, the
 // counts after it. The compiler places the window in stages 14-15 (split by
-// index), the counts in 17 and 18 (p4/build/t2na/resources.json).
+// index), the counts in 17 and 18 (p4/build/t2na/resources.json). The
+// tracker's first register from stage 4: in stage 3 it takes what the
+// ingress's queue pair maps need to have both way 0s in stage 4.
+#define FLOW_SEEN_STAGE 4
 #define WIN_STAGE 13
 #define WIN_SEEN_STAGE 14
 #define MSG_COUNTS_STAGE 15
@@ -491,6 +498,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 #else
 #define WIN_SEEN_KEY
 #define WIN_SEEN(X)
+#define FLOW_SEEN_STAGE 3
 #define MSG_COUNTS_STAGE 6
 #define MSG_EXTRA_STAGE 7
 #endif
@@ -747,6 +755,13 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         report.extra_packets = x[31:16];
         report.extra_retransmitted = x[15:0];
     }
+    // A reset (new flow or epoch) at a LAST: the earlier counts dropped,
+    // this packet's reported.
+    @hidden action x_take_reset() {
+        extra_take.execute(slot);
+        report.extra_packets = inc[31:16];
+        report.extra_retransmitted = inc[15:0];
+    }
     @stage(MSG_EXTRA_STAGE)
     @hidden table msg_extra {
         key = {
@@ -756,27 +771,31 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             hdr.bth.opcode: ternary @name("opcode");
             old_st: ternary @name("state");
         }
-        actions = { x_add; x_set; x_clear; x_take; x_take_open; @defaultonly NoAction; }
+        actions = { x_add; x_set; x_clear; x_take; x_take_open; x_take_reset; @defaultonly NoAction; }
         const entries = {
             (1, _, _, 0x06, _): x_clear();
             (1, _, _, 0x07, _): x_set();
-            (1, _, _, 0x08, _): x_set();
-            (1, _, _, 0x09, _): x_set();
+            (1, _, _, 0x08, _): x_take_reset();
+            (1, _, _, 0x09, _): x_take_reset();
             (1, _, _, 0x0A, _): x_clear();
             (1, _, _, 0x0B, _): x_clear();
-            (0, 0, 1, 0x06, 6): x_add();
-            (0, 0, 1, 0x06, 14): x_add();
+            // A FIRST while a message was open: that one's counts (straddled)
+            // with the extra ones; while packets of a message whose FIRST was
+            // not seen were collected (state 1): those.
+            (0, 0, 1, 0x06, 1): x_take();
+            (0, 0, 1, 0x06, 6): x_take_open();
+            (0, 0, 1, 0x06, 14): x_take_open();
             (0, 0, 1, 0x07, 0): x_add();
             (0, 0, 1, 0x07, 1): x_add();
             (0, 0, 1, 0x07, 2): x_add();
-            (0, 0, 1, 0x08, 0): x_add();
-            (0, 0, 1, 0x08, 1): x_add();
-            (0, 0, 1, 0x08, 2): x_add();
+            (0, 0, 1, 0x08, 0): x_take_open();
+            (0, 0, 1, 0x08, 1): x_take_open();
+            (0, 0, 1, 0x08, 2): x_take_open();
             (0, 0, 1, 0x08, 6): x_take();
             (0, 0, 1, 0x08, 14): x_take();
-            (0, 0, 1, 0x09, 0): x_add();
-            (0, 0, 1, 0x09, 1): x_add();
-            (0, 0, 1, 0x09, 2): x_add();
+            (0, 0, 1, 0x09, 0): x_take_open();
+            (0, 0, 1, 0x09, 1): x_take_open();
+            (0, 0, 1, 0x09, 2): x_take_open();
             (0, 0, 1, 0x09, 6): x_take();
             (0, 0, 1, 0x09, 14): x_take();
             (0, 0, 1, 0x0A, 0): x_take();
@@ -791,28 +810,12 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (0, 0, 1, 0x0B, 14): x_take_open();
             (0, 0, 0, 0x06, _): x_clear();
             (0, 0, 0, 0x07, _): x_set();
-            (0, 0, 0, 0x08, _): x_set();
-            (0, 0, 0, 0x09, _): x_set();
+            (0, 0, 0, 0x08, _): x_take_reset();
+            (0, 0, 0, 0x09, _): x_take_reset();
             (0, 0, 0, 0x0A, _): x_clear();
             (0, 0, 0, 0x0B, _): x_clear();
-            (0, 1, 0, 0x06, 0): x_add();
-            (0, 1, 0, 0x06, 1): x_add();
-            (0, 1, 0, 0x06, 2): x_add();
-            (0, 1, 0, 0x07, 0): x_add();
-            (0, 1, 0, 0x07, 1): x_add();
-            (0, 1, 0, 0x07, 2): x_add();
-            (0, 1, 0, 0x08, 0): x_add();
-            (0, 1, 0, 0x08, 1): x_add();
-            (0, 1, 0, 0x08, 2): x_add();
-            (0, 1, 0, 0x09, 0): x_add();
-            (0, 1, 0, 0x09, 1): x_add();
-            (0, 1, 0, 0x09, 2): x_add();
-            (0, 1, 0, 0x0A, 0): x_add();
-            (0, 1, 0, 0x0A, 1): x_add();
-            (0, 1, 0, 0x0A, 2): x_add();
-            (0, 1, 0, 0x0B, 0): x_add();
-            (0, 1, 0, 0x0B, 1): x_add();
-            (0, 1, 0, 0x0B, 2): x_add();
+            // An old PSN outside a message (states 0, 1, 2): reported at once.
+            (0, 1, 0, _, 8w0 &&& 8w0xFC): x_take_open();
         }
         const default_action = NoAction();
         size = 64;
@@ -855,6 +858,33 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
         strad_set.execute(slot);
         meta.stat.straddled = true;
     }
+    // Flow-only reports (packets outside any message, SPEC §4): no message,
+    // the straddled count taken; at a reset, only this LAST's message.
+    @hidden action s_flow() {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        report.straddled = strad_take.execute(slot)[7:0];
+        report.flags = 0;
+        flow_only = true;
+    }
+    @hidden action s_flow_strad() {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        report.straddled = strad_take.execute(slot)[7:0];
+        report.flags = 0;
+        strad_plus = true;
+        flow_only = true;
+        meta.stat.straddled = true;
+    }
+    @hidden action s_r_flow() {
+        report.setValid();
+        report.kind = DIGEST_MSG;
+        strad_take.execute(slot);
+        report.flags = 0;
+        strad_plus = true;
+        flow_only = true;
+        meta.stat.straddled = true;
+    }
     @stage(8)
     @hidden table msg_decode {
         key = {
@@ -864,24 +894,27 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             hdr.bth.opcode: ternary @name("opcode");
             old_st: ternary @name("state");
         }
-        actions = { s_add; s_msg; s_msg_strad; s_r_start; s_r_only; s_r_outside; @defaultonly NoAction; }
+        actions = { s_add; s_msg; s_msg_strad; s_r_start; s_r_only; s_r_outside; s_flow; s_flow_strad; s_r_flow; @defaultonly NoAction; }
         const entries = {
             (1, _, _, 0x06, _): s_r_start();
             (1, _, _, 0x07, _): s_r_outside();
-            (1, _, _, 0x08, _): s_r_outside();
-            (1, _, _, 0x09, _): s_r_outside();
+            (1, _, _, 0x08, _): s_r_flow();
+            (1, _, _, 0x09, _): s_r_flow();
             (1, _, _, 0x0A, _): s_r_only();
             (1, _, _, 0x0B, _): s_r_only();
-            (0, 0, 1, 0x06, 6): s_add();
-            (0, 0, 1, 0x06, 14): s_add();
+            (0, 0, 1, 0x06, 1): s_flow();
+            (0, 0, 1, 0x06, 6): s_flow_strad();
+            (0, 0, 1, 0x06, 14): s_flow_strad();
             (0, 0, 1, 0x07, 0): s_add();
             (0, 0, 1, 0x07, 2): s_add();
-            (0, 0, 1, 0x08, 0): s_add();
-            (0, 0, 1, 0x08, 2): s_add();
+            (0, 0, 1, 0x08, 0): s_flow_strad();
+            (0, 0, 1, 0x08, 1): s_flow();
+            (0, 0, 1, 0x08, 2): s_flow_strad();
             (0, 0, 1, 0x08, 6): s_msg(8w1);
             (0, 0, 1, 0x08, 14): s_msg(8w0);
-            (0, 0, 1, 0x09, 0): s_add();
-            (0, 0, 1, 0x09, 2): s_add();
+            (0, 0, 1, 0x09, 0): s_flow_strad();
+            (0, 0, 1, 0x09, 1): s_flow();
+            (0, 0, 1, 0x09, 2): s_flow_strad();
             (0, 0, 1, 0x09, 6): s_msg(8w1);
             (0, 0, 1, 0x09, 14): s_msg(8w0);
             (0, 0, 1, 0x0A, 0): s_msg(8w0);
@@ -896,10 +929,11 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
             (0, 0, 1, 0x0B, 14): s_msg_strad(8w0);
             (0, 0, 0, 0x06, _): s_r_start();
             (0, 0, 0, 0x07, _): s_r_outside();
-            (0, 0, 0, 0x08, _): s_r_outside();
-            (0, 0, 0, 0x09, _): s_r_outside();
+            (0, 0, 0, 0x08, _): s_r_flow();
+            (0, 0, 0, 0x09, _): s_r_flow();
             (0, 0, 0, 0x0A, _): s_r_only();
             (0, 0, 0, 0x0B, _): s_r_only();
+            (0, 1, 0, _, 8w0 &&& 8w0xFC): s_flow();
         }
         const default_action = NoAction();
         size = 64;
@@ -962,7 +996,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
 
     // The first registers, each in a table of its own (pinned to its stage).
     @hidden action seen_a() { live = seen_touch.execute(slot); }
-    @stage(3)
+    @stage(FLOW_SEEN_STAGE)
     @hidden table seen_tbl {
         actions = { seen_a; }
         const default_action = seen_a();
@@ -1133,6 +1167,15 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta, inout report_
                         }
                         if (strad_plus) {
                             report.straddled = report.straddled + 1;
+                        }
+                        // A flow-only report: packets and bytes 0 mark it (no
+                        // message has both); no FCT or counts of a message.
+                        if (flow_only) {
+                            report.packets = 0;
+                            report.retransmitted = 0;
+                            report.ecn_ce = 0;
+                            report.bytes = 0;
+                            report.fct_ns = 0;
                         }
                         take_cidx();
                         take_pair_fp();
