@@ -51,6 +51,21 @@ export function demoFaults(durationNs: number): Fault[] {
   ];
 }
 
+/**
+ * I/Os with no record (full mode) that the switches' own counters explain:
+ * an I/O whose slot another live I/O holds is untracked at that switch
+ * (untracked_ios), so one with no record at all was untracked at both.
+ * When each switch counted at least that many untracked I/Os beyond those
+ * the truth says it could not attribute, returns those excesses as text.
+ */
+export function missingUntracked(check: Pick<StreamingSelfCheck, "ioMissing" | "ioUnseenC" | "ioUnseenS">, stats: readonly SwitchStatsJson[]): string | undefined {
+  if (!check.ioMissing) return undefined;
+  const unseen: Record<string, number> = { "tor-c": check.ioUnseenC, "tor-s": check.ioUnseenS };
+  const beyond = stats.map((s) => [s.switch_id, (s.untracked_ios ?? 0) - (unseen[s.switch_id] ?? Infinity)] as const);
+  if (beyond.length !== 2 || beyond.some(([, n]) => !(n >= check.ioMissing))) return undefined;
+  return beyond.map(([id, n]) => `${id} ${n}`).join(", ");
+}
+
 /** Packets a switch forwarded without measuring them, where there were any. */
 function unmeasured(s: SwitchStatsJson): string {
   const parts = [
@@ -121,6 +136,8 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   check.finish();
   const switchStats = [...lastStats.values()];
   const windowed = mode === "polling" || mode === "summary";
+  const untrackedAtBoth = windowed ? undefined : missingUntracked(check, switchStats);
+  const missing = untrackedAtBoth ? 0 : check.ioMissing;
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
     ` (${check.ioIncomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
@@ -129,8 +146,9 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     // Polling and summary modes send I/O digests for the pairs of the current watchlist only: the
     // others give no record, by design (summary mode counts them in the histograms).
     (windowed && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the ${mode} watchlist not measured` : "") +
-    (check.ioWrong + check.ioUnexpected + (windowed ? 0 : check.ioMissing)
-      ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${windowed ? "" : `, ${check.ioMissing} missing`}: ${check.ioProblems.filter((p) => !windowed || !p.startsWith("no record")).join(" | ")}`
+    (untrackedAtBoth ? `; ${check.ioMissing} untracked at both switches (an I/O slot held by another live I/O), within each switch's untracked I/Os beyond the unattributable (${untrackedAtBoth})` : "") +
+    (check.ioWrong + check.ioUnexpected + missing
+      ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${windowed ? "" : `, ${missing} missing`}: ${check.ioProblems.filter((p) => missing || !p.startsWith("no record")).join(" | ")}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken${unmeasured(s)}`).join("; ")}` : "") +
     (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)}), ${result.exporter.metrics.flowOnlyDigests.get(s.switch_id) ?? 0} digests of flow packets outside any message${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));

@@ -119,6 +119,9 @@ export class StreamingSelfCheck {
   private done = false;
   ioExpected = 0;
   ioUntracked = 0;
+  /** I/Os the compute-side and the storage-side switch could not attribute to a queue (the truth's c_seen, s_seen false) */
+  ioUnseenC = 0;
+  ioUnseenS = 0;
   ioIncomplete = 0;
   messagesExpected = 0;
   ioExact = 0;
@@ -150,6 +153,10 @@ export class StreamingSelfCheck {
       const at = StreamingSelfCheck.timeOf(l);
       if (at !== undefined && at > t + this.leadNs) break;
       this.next = undefined;
+      if (l.type === "io") {
+        if (!l.truth.c_seen) this.ioUnseenC++;
+        if (!l.truth.s_seen) this.ioUnseenS++;
+      }
       if (l.type === "message") {
         this.messages.set(messageTruthKey(l.truth), l.truth);
         this.messagesExpected++;
