@@ -22,7 +22,7 @@ import { terminalProgress } from "../app/progress.js";
 import { durationText } from "../app/summary.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { DEFAULT_SNAPLEN, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
+import { DEFAULT_SNAPLEN, IB_MTUS, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { CaptureError, WriteError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
@@ -35,7 +35,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -60,7 +60,7 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
@@ -74,8 +74,10 @@ Usage:
       packet after the switch in half of those, resent go-back-N.
       --job-turnover 0.5: a quarter of the hosts end their jobs (their I/O)
       at 40 % of the capture and another quarter start theirs at 60 %, their
-      queues connected throughout (default 0). Demo takes --ip (default 4),
-      --reorder, --reorder-loss and --job-turnover too.
+      queues connected throughout (default 0). --mtu 1024: the RDMA path MTU
+      of every queue and flow (256, 512, 1024, 2048 or 4096, default 4096;
+      NICs use 1024 on an Ethernet MTU of 1500). Demo takes --ip (default
+      4), --reorder, --reorder-loss, --job-turnover and --mtu too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -278,6 +280,14 @@ function reorder(v: string | undefined, loss: string | undefined): { reorderShar
   return out;
 }
 
+/** --mtu: the RDMA path MTU of the generated queues and flows (the generator's 4096 where not given). */
+function pathMtu(v: string | undefined): { mtu?: number } {
+  if (v === undefined) return {};
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !(IB_MTUS as readonly number[]).includes(n)) throw new UsageError(`--mtu must be one of ${IB_MTUS.join(", ")} bytes (got '${v}')`);
+  return { mtu: n };
+}
+
 /** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
 function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } {
   const out: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } = {};
@@ -411,6 +421,7 @@ async function main(argv: string[]): Promise<number> {
       hosts: { type: "string" },
       targets: { type: "string" },
       "queues-per-host": { type: "string" },
+      mtu: { type: "string" },
       "job-turnover": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
@@ -508,7 +519,7 @@ async function main(argv: string[]): Promise<number> {
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
-      const demoScale = scale(values);
+      const demoScale = { ...scale(values), ...pathMtu(values.mtu) };
       const demoSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
@@ -637,7 +648,7 @@ async function main(argv: string[]): Promise<number> {
       const seed = int(values.seed, "seed", 1);
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
-      const genScale = scale(values);
+      const genScale = { ...scale(values), ...pathMtu(values.mtu) };
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);

@@ -125,7 +125,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("--ip and --reorder given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
+  test("--ip, --reorder and --mtu given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
     const gen = ["generate", "--out-dir", "never-made"];
     const demo = ["demo", "--out-dir", "never-made"];
     const cases: Array<{ args: string[]; says: string }> = [
@@ -140,6 +140,8 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...demo, "--ip", "v6"], says: "--ip must be 4, 6 or mixed (got 'v6')" },
       { args: [...demo, "--reorder", "0.2:65"], says: "--reorder must be SHARE[:MAXDISP]" },
       { args: [...demo, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
+      { args: [...gen, "--mtu", "1500"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1500')" },
+      { args: [...demo, "--mtu", "1k"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1k')" },
     ];
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));

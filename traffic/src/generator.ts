@@ -22,7 +22,7 @@ export type { Fault, GeneratedTraffic, GeneratorOptions, IoTruth, MessageTruth, 
 import { PcapWriter, writePcap } from "./pcap.js";
 import { ipv4 } from "@rdma-telemetry/contract";
 import { ipText, ipv6, type IpAddress } from "./ip.js";
-import { buildFrame, Opcode, parseRoce, type RoceFrame } from "./roce.js";
+import { buildFrame, ibMtuCode, Opcode, parseRoce, type RoceFrame } from "./roce.js";
 import { WriteError } from "./errors.js";
 
 /**
@@ -160,6 +160,7 @@ interface Row {
  */
 export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayout & Iterable<TrafficItem> {
   const o: GeneratorOptions = { ...DEFAULT_GENERATOR_OPTIONS, ...opts };
+  ibMtuCode(o.mtu); // one of the IB MTUs, or a RangeError naming it
   const single = o.layout === "single";
   const plan = addressPlan(o);
   const hostIp = plan.host;

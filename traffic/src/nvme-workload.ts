@@ -252,7 +252,7 @@ export class Queue {
     const size = this.qid === 0 ? 32 : this.o.queueDepth;
     const cmPort = this.cmPort;
     const req = this.up(t, gsi(this.host, this.target, cmMad(CmAttr.REQ, tid, {
-      localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn, src: this.host, dst: this.target, srcPort: cmPort,
+      localCommId: commId, localQpn: this.hq.qpn, startingPsn: this.hq.psn, src: this.host, dst: this.target, srcPort: cmPort, pathMtu: this.o.mtu,
       privateData: nvmeRdmaCmReq(this.qid, size, size - 1),
     })));
     const repAt = req.atS + 40_000 + Math.floor(this.m.rand() * 20_000);

@@ -354,6 +354,16 @@ export function qpFlowLabel(lqpn: number, rqpn: number): number {
 /** The UDP source port of a RoCEv2 QP with this flow label (rdma_flow_label_to_udp_sport): 14 bits folded from 20, from 0xC000 up. */
 export const flowLabelUdpPort = (fl: number): number => ((fl & 0x3fff) ^ ((fl & 0xfc000) >>> 14)) | 0xc000;
 
+/** The InfiniBand MTU sizes RoCE uses (IBTA enum: 1 = 256 ... 5 = 4096). */
+export const IB_MTUS = [256, 512, 1024, 2048, 4096] as const;
+
+/** An MTU's IBTA code (the CM REQ's path MTU field). */
+export function ibMtuCode(mtu: number): number {
+  const i = IB_MTUS.indexOf(mtu as (typeof IB_MTUS)[number]);
+  if (i < 0) throw new RangeError(`path MTU must be one of ${IB_MTUS.join(", ")} (got ${mtu})`);
+  return i + 1;
+}
+
 export interface CmFields {
   localCommId: number;
   remoteCommId?: number;
@@ -368,13 +378,15 @@ export interface CmFields {
   localGuid?: bigint;
   /** the ULP's private data: after rdma_cm's 36-byte IP header in a REQ, at the start in a REP */
   privateData?: Uint8Array;
+  /** REQ: the path MTU in bytes (256 to 4096; default 4096) */
+  pathMtu?: number;
 }
 
 /**
  * An RDMA CM MAD (256 bytes) as RoCEv2 carries it (the payload of a UD SEND
  * ONLY to QP 1), with the fields Linux's ib_cm and rdma_cm set for an RC
  * connection: REQ with its path (GIDs: IPv6 addresses as they are, IPv4 ones
- * IPv4-mapped; flow label, traffic class, MTU 4096, retry counts,
+ * IPv4-mapped; flow label, traffic class, path MTU, retry counts,
  * CM timeouts, end-to-end flow control) and rdma_cm's IP private data header
  * (version, IP version, source port, both addresses) before the ULP's; REP
  * with the passive side's QP, initiator depth and private data; RTU.
@@ -398,7 +410,7 @@ export function cmMad(attr: number, tid: bigint, f: CmFields): Buffer {
     m[d + 43] = (20 << 3) | (0 << 1) | 1; // remote CM response timeout 20, transport RC, end-to-end flow control
     m.writeUInt32BE(((((f.startingPsn ?? 0) & 0xffffff) << 8) | (20 << 3) | 7) >>> 0, d + 44); // local CM response timeout 20, retry count 7
     m.writeUInt16BE(0xffff, d + 48); // P_Key
-    m[d + 50] = (5 << 4) | 7; // path MTU 4096, RNR retry count 7
+    m[d + 50] = (ibMtuCode(f.pathMtu ?? 4096) << 4) | 7; // path MTU, RNR retry count 7
     m[d + 51] = 15 << 4; // max CM retries
     m.writeUInt16BE(0xffff, d + 52); // primary local and remote LIDs: permissive (RoCE)
     m.writeUInt16BE(0xffff, d + 54);

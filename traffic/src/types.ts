@@ -45,6 +45,7 @@ export interface GeneratorOptions {
   /** gradient-sync message size and count per ring step */
   gradientBytes: number;
   gradientGapNs: number;
+  /** the RDMA path MTU every queue and flow uses (256, 512, 1024, 2048 or 4096 bytes; RoCE NICs give 1024 on an Ethernet MTU of 1500, 4096 on jumbo frames) */
   mtu: number;
   /** link speed in bit/s (serialization of each packet) */
   linkBps: number;
