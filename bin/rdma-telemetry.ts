@@ -35,7 +35,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -60,7 +60,7 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
@@ -76,8 +76,12 @@ Usage:
       at 40 % of the capture and another quarter start theirs at 60 %, their
       queues connected throughout (default 0). --mtu 1024: the RDMA path MTU
       of every queue and flow (256, 512, 1024, 2048 or 4096, default 4096;
-      NICs use 1024 on an Ethernet MTU of 1500). Demo takes --ip (default
-      4), --reorder, --reorder-loss, --job-turnover and --mtu too.
+      NICs use 1024 on an Ethernet MTU of 1500). --io-sizes 4k,128k,1m: the
+      NVMe I/O sizes, drawn uniformly (multiples of 512 bytes up to 8m;
+      default 4k,16k,64k); the data of an I/O above 120 KiB moves in several
+      RDMA operations, as nvmet's 30 pages per WRITE or READ. Demo takes --ip
+      (default 4), --reorder, --reorder-loss, --job-turnover, --mtu and
+      --io-sizes too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -288,6 +292,17 @@ function pathMtu(v: string | undefined): { mtu?: number } {
   return { mtu: n };
 }
 
+/** --io-sizes: the NVMe I/O sizes, e.g. 4k,128k,1m (the generator's where not given). */
+function ioSizes(v: string | undefined): { ioSizes?: number[] } {
+  if (v === undefined) return {};
+  const sizes = v.split(",").map((s) => {
+    const m = /^(\d+)([km]?)$/i.exec(s.trim());
+    return m ? Number(m[1]) * (m[2]!.toLowerCase() === "k" ? 1024 : m[2]!.toLowerCase() === "m" ? 1 << 20 : 1) : NaN;
+  });
+  if (!sizes.every((n) => n >= 512 && n <= 8 << 20 && n % 512 === 0)) throw new UsageError(`--io-sizes must be a comma-separated list of sizes in bytes, k or m, each a multiple of 512 from 512 to 8m (got '${v}')`);
+  return { ioSizes: sizes };
+}
+
 /** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
 function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } {
   const out: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } = {};
@@ -422,6 +437,7 @@ async function main(argv: string[]): Promise<number> {
       targets: { type: "string" },
       "queues-per-host": { type: "string" },
       mtu: { type: "string" },
+      "io-sizes": { type: "string" },
       "job-turnover": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
@@ -519,7 +535,7 @@ async function main(argv: string[]): Promise<number> {
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
-      const demoScale = { ...scale(values), ...pathMtu(values.mtu) };
+      const demoScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]) };
       const demoSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
@@ -648,7 +664,7 @@ async function main(argv: string[]): Promise<number> {
       const seed = int(values.seed, "seed", 1);
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
-      const genScale = { ...scale(values), ...pathMtu(values.mtu) };
+      const genScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]) };
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);

@@ -142,6 +142,8 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...demo, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
       { args: [...gen, "--mtu", "1500"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1500')" },
       { args: [...demo, "--mtu", "1k"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1k')" },
+      { args: [...gen, "--io-sizes", "4k,1000"], says: "--io-sizes must be a comma-separated list of sizes in bytes, k or m, each a multiple of 512 from 512 to 8m (got '4k,1000')" },
+      { args: [...demo, "--io-sizes", "16m"], says: "--io-sizes must be a comma-separated list" },
     ];
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));

@@ -53,6 +53,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   connectDuringCapture: 0.5,
   jobTurnover: 0,
   ioSizes: [4096, 16384, 65536],
+  rdmaOpMaxBytes: 30 * 4096,
   readFraction: 0.7,
   gradientBytes: 256 << 10,
   gradientGapNs: 4_000_000,

@@ -9,7 +9,11 @@
 // nvme_cid() above the tag, SPDK-style hosts send the bare tag. Writes up to
 // `inlineDataBytes` carry their data in the command capsule. Linux-style
 // hosts ask for remote invalidation of their keyed SGLs, and their responses
-// come as SEND with Invalidate.
+// come as SEND with Invalidate. The target moves an I/O's data in RDMA
+// operations of at most `rdmaOpMaxBytes` (nvmet: 30 pages per WRITE or READ
+// work request), so a large I/O's data is several RDMA WRITE messages (read)
+// or READ REQUESTs (write), each with its own RETH: the command's R_Key and
+// the next address.
 //
 // Each queue is simulated event by event, in time order, so that every QP
 // sends its PSNs in order: the target's media works on I/Os in parallel and
@@ -112,8 +116,15 @@ interface Io {
   /** write: READ REQUEST and first READ RESPONSE at the compute side */
   rreqC?: number;
   rrFirstC?: number;
-  /** write: READ REQUEST PSN */
-  reqPsn?: number;
+  /** write: each READ REQUEST's first PSN and bytes */
+  reqs?: Array<{ psn: number; bytes: number }>;
+}
+
+/** An I/O's data as the target moves it: RDMA operations of at most `max` bytes, in address order. */
+function rdmaOps(bytes: number, max: number): Array<{ offset: number; bytes: number }> {
+  const ops: Array<{ offset: number; bytes: number }> = [];
+  for (let off = 0; off < bytes || ops.length === 0; off += max) ops.push({ offset: off, bytes: Math.min(max, bytes - off) });
+  return ops;
 }
 
 /** An event of a queue; `n` (its insertion order) is set by the queue. */
@@ -468,63 +479,85 @@ export class Queue {
     return true;
   }
 
-  /** Read data: RDMA WRITEs to the host's QP, the first carrying the command's key. */
+  /**
+   * Read data: RDMA WRITEs to the host's QP, one message per RDMA operation
+   * (rdmaOpMaxBytes), each FIRST or ONLY carrying the command's key and its
+   * part's address.
+   */
   private readData(t: number, io: Io): void {
     const o = this.o;
-    const npk = Math.max(1, Math.ceil(io.bytes / o.mtu));
-    const psn0 = this.nextPsn(this.tq, npk);
     let ts = t;
     let lastAtC = 0;
-    for (let k = 0; k < npk; k++) {
-      const len = Math.min(o.mtu, io.bytes - k * o.mtu);
-      const opcode = npk === 1 ? Opcode.WRITE_ONLY : k === 0 ? Opcode.WRITE_FIRST : k === npk - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
-      const fr: RoceFrame = { src: this.target, dst: this.host, opcode, destQp: this.hq.qpn, psn: (psn0 + k) & PSN_MASK, payloadLength: len, ackReq: k === npk - 1 };
-      if (k === 0) fr.reth = { va: io.va, rkey: io.rkey, length: io.bytes };
-      const rows = this.down(ts, fr);
-      if (k === 0) {
-        io.dFirstS = ts;
-        // A keyed transfer names the host's QP: the switches learn the pairing here.
-        if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
-        if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+    let lastPsn = 0;
+    for (const op of rdmaOps(io.bytes, o.rdmaOpMaxBytes)) {
+      const npk = Math.max(1, Math.ceil(op.bytes / o.mtu));
+      const psn0 = this.nextPsn(this.tq, npk);
+      for (let k = 0; k < npk; k++) {
+        const len = Math.min(o.mtu, op.bytes - k * o.mtu);
+        const opcode = npk === 1 ? Opcode.WRITE_ONLY : k === 0 ? Opcode.WRITE_FIRST : k === npk - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+        const fr: RoceFrame = { src: this.target, dst: this.host, opcode, destQp: this.hq.qpn, psn: (psn0 + k) & PSN_MASK, payloadLength: len, ackReq: k === npk - 1 };
+        if (k === 0) fr.reth = { va: io.va + BigInt(op.offset), rkey: io.rkey, length: op.bytes };
+        const rows = this.down(ts, fr);
+        if (io.dFirstS === undefined) {
+          io.dFirstS = ts;
+          // A keyed transfer names the host's QP: the switches learn the pairing here.
+          if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
+          if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+        }
+        io.dLastS = ts;
+        lastAtC = rows.atC;
+        lastPsn = (psn0 + k) & PSN_MASK;
+        ts += this.m.ser(len);
       }
-      io.dLastS = ts;
-      lastAtC = rows.atC;
-      ts += this.m.ser(len);
     }
     this.tq.busyUntil = ts;
     // The host acknowledges the data.
-    this.events.push({ t: lastAtC + 500, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: (psn0 + npk - 1) & PSN_MASK, aeth: { syndrome: 0x1f, msn: 0 } } });
+    this.events.push({ t: lastAtC + 500, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: lastPsn, aeth: { syndrome: 0x1f, msn: 0 } } });
     this.events.push({ t: io.dLastS! + 1_000 + Math.floor(this.m.rand() * 2_000), kind: "rsp", io });
   }
 
-  /** Write: the target asks for the data with a READ REQUEST to the host's QP. */
+  /**
+   * Write: the target asks for the data with READ REQUESTs to the host's QP,
+   * one per RDMA operation (rdmaOpMaxBytes), posted together; each takes the
+   * PSNs of its response's packets.
+   */
   private readRequest(t: number, io: Io): void {
-    const npk = Math.max(1, Math.ceil(io.bytes / this.o.mtu));
-    io.reqPsn = this.nextPsn(this.tq, npk);
-    const rows = this.down(t, { src: this.target, dst: this.host, opcode: Opcode.READ_REQUEST, destQp: this.hq.qpn, psn: io.reqPsn, ackReq: true, reth: { va: io.va, rkey: io.rkey, length: io.bytes } });
-    if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
-    if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
-    io.dFirstS = t;
-    io.rreqC = rows.atC;
-    this.tq.busyUntil = t + this.m.ser(16);
-    const slowHost = this.m.active("slow-host", rows.atC, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
-    this.events.push({ t: rows.atC + this.o.hostPrepNs + Math.floor(this.m.rand() * 1_000) + slowHost, kind: "hostrr", io });
+    let ts = t;
+    io.reqs = [];
+    for (const op of rdmaOps(io.bytes, this.o.rdmaOpMaxBytes)) {
+      const npk = Math.max(1, Math.ceil(op.bytes / this.o.mtu));
+      const psn = this.nextPsn(this.tq, npk);
+      io.reqs.push({ psn, bytes: op.bytes });
+      const rows = this.down(ts, { src: this.target, dst: this.host, opcode: Opcode.READ_REQUEST, destQp: this.hq.qpn, psn, ackReq: true, reth: { va: io.va + BigInt(op.offset), rkey: io.rkey, length: op.bytes } });
+      if (io.dFirstS === undefined) {
+        if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
+        if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+        io.dFirstS = ts;
+        io.rreqC = rows.atC;
+      }
+      ts += this.m.ser(16);
+    }
+    this.tq.busyUntil = ts;
+    const slowHost = this.m.active("slow-host", io.rreqC!, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
+    this.events.push({ t: io.rreqC! + this.o.hostPrepNs + Math.floor(this.m.rand() * 1_000) + slowHost, kind: "hostrr", io });
   }
 
-  /** Write: the host's READ RESPONSEs, on the target's QP with the request's PSNs. */
+  /** Write: the host's READ RESPONSEs, on the target's QP with each request's PSNs, in request order. */
   private hostReadResponse(t: number, io: Io): void {
     const o = this.o;
-    const npk = Math.max(1, Math.ceil(io.bytes / o.mtu));
     let tc = t;
     io.rrFirstC = t;
     let lastAtS = 0;
-    for (let k = 0; k < npk; k++) {
-      const len = Math.min(o.mtu, io.bytes - k * o.mtu);
-      const opcode = npk === 1 ? Opcode.READ_RESPONSE_ONLY : k === 0 ? Opcode.READ_RESPONSE_FIRST : k === npk - 1 ? Opcode.READ_RESPONSE_LAST : Opcode.READ_RESPONSE_MIDDLE;
-      const fr: RoceFrame = { src: this.host, dst: this.target, opcode, destQp: this.tq.qpn, psn: (io.reqPsn! + k) & PSN_MASK, payloadLength: len };
-      if (opcode !== Opcode.READ_RESPONSE_MIDDLE) fr.aeth = { syndrome: 0x1f, msn: 0 };
-      lastAtS = this.up(tc, fr).atS;
-      tc += this.m.ser(len);
+    for (const req of io.reqs!) {
+      const npk = Math.max(1, Math.ceil(req.bytes / o.mtu));
+      for (let k = 0; k < npk; k++) {
+        const len = Math.min(o.mtu, req.bytes - k * o.mtu);
+        const opcode = npk === 1 ? Opcode.READ_RESPONSE_ONLY : k === 0 ? Opcode.READ_RESPONSE_FIRST : k === npk - 1 ? Opcode.READ_RESPONSE_LAST : Opcode.READ_RESPONSE_MIDDLE;
+        const fr: RoceFrame = { src: this.host, dst: this.target, opcode, destQp: this.tq.qpn, psn: (req.psn + k) & PSN_MASK, payloadLength: len };
+        if (opcode !== Opcode.READ_RESPONSE_MIDDLE) fr.aeth = { syndrome: 0x1f, msn: 0 };
+        lastAtS = this.up(tc, fr).atS;
+        tc += this.m.ser(len);
+      }
     }
     this.hq.busyUntil = tc;
     io.dLastS = lastAtS;

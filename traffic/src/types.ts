@@ -40,7 +40,16 @@ export interface GeneratorOptions {
    * keep-alives). 0: every host does I/O throughout.
    */
   jobTurnover: number;
+  /** I/O sizes in bytes, drawn uniformly */
   ioSizes: readonly number[];
+  /**
+   * Bytes one RDMA operation of the target moves at most: nvmet's data is a
+   * list of 4 KiB pages and each RDMA WRITE or READ it posts takes at most the
+   * device's scatter/gather entries (mlx5: 30), so a larger I/O's data goes in
+   * several RDMA WRITE messages (read) or READ REQUESTs (write), each with its
+   * own RETH (the same R_Key, the next address).
+   */
+  rdmaOpMaxBytes: number;
   readFraction: number;
   /** gradient-sync message size and count per ring step */
   gradientBytes: number;
