@@ -22,7 +22,7 @@ export interface DemoOptions {
   /** bytes of each packet the captures keep (default: whole packets) */
   snaplen?: number;
   /** the fabric's size: hosts, targets, I/O queues per host on each target (the generator's defaults where omitted) */
-  scale?: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number; mtu?: number; ioSizes?: number[] };
+  scale?: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number; mtu?: number; ioSizes?: number[]; storageReorderShare?: number; storageReorderMaxDisplacement?: number };
   /** the address families of the hosts and targets: 4 (default), 6, or mixed */
   ip?: 4 | 6 | "mixed";
   /** reordering paths for a share of the RDMA WRITE messages (generate --reorder, --reorder-loss) */
@@ -137,12 +137,13 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
   const switchStats = [...lastStats.values()];
   const windowed = mode === "polling" || mode === "summary";
   const untrackedAtBoth = windowed ? undefined : missingUntracked(check, switchStats);
-  const missing = untrackedAtBoth ? 0 : check.ioMissing;
+  // Polling and summary modes: the I/Os without a record are those of pairs outside the watchlist (said below).
+  const missing = windowed || untrackedAtBoth ? 0 : check.ioMissing;
   o.print(`\n${result.packets} packets, ${result.digests} digests, ${result.records} records (${[...result.exporter.counts].map(([k, v]) => `${v} ${k}`).join(", ")}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   o.print(`self-check against the generator's ground truth: ${check.ioExact}/${check.ioExpected} I/O records and ${check.messageExact}/${check.messagesExpected} messages exact to the ns` +
     ` (${check.ioIncomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
     `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
-    (check.ioReferenceLost ? `; ${check.ioReferenceLost} with figures absent, their state taken by a colliding key, counted as references lost, responses on unpaired queues or untracked I/Os` : "") + ")" +
+    (check.ioReferenceLost ? `; ${check.ioReferenceLost} with figures absent (their state taken by a colliding key, or their data out of order), counted as references lost, responses on unpaired queues or untracked I/Os` : "") + ")" +
     // Polling and summary modes send I/O digests for the pairs of the current watchlist only: the
     // others give no record, by design (summary mode counts them in the histograms).
     (windowed && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the ${mode} watchlist not measured` : "") +
@@ -150,7 +151,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     (check.ioWrong + check.ioUnexpected + missing
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${windowed ? "" : `, ${missing} missing`}: ${check.ioProblems.filter((p) => missing || !p.startsWith("no record")).join(" | ")}`
       : "") +
-    (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/O data references taken${unmeasured(s)}`).join("; ")}` : "") +
+    (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} I/Os without their own last data packet${unmeasured(s)}`).join("; ")}` : "") +
     (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)}), ${result.exporter.metrics.flowOnlyDigests.get(s.switch_id) ?? 0} digests of flow packets outside any message${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));
   o.print(`records: ${join(o.outDir, "records.jsonl")}`);
   return { records: result.records, packets: result.packets, digests: result.digests, alerts: view.alerts.length };

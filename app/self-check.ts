@@ -92,7 +92,7 @@ export function flowIntervalMismatches(truth: ReadonlyMap<string, FlowIntervalFi
 /**
  * A record whose only differences are figures the switch could not measure
  * (absent, never wrong): the I/O's data reference was taken by another I/O
- * with a colliding key (`io_references_lost`), or its queue's pairing was
+ * with a colliding key, or its data came out of order (`io_references_lost`), or its queue's pairing was
  * (the response on an unpaired queue, `io_unpaired_responses`: no e2e), or
  * a switch could not track its command (`untracked_ios`: no half there).
  */

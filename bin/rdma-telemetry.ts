@@ -35,7 +35,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -60,7 +60,7 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
@@ -79,9 +79,11 @@ Usage:
       NICs use 1024 on an Ethernet MTU of 1500). --io-sizes 4k,128k,1m: the
       NVMe I/O sizes, drawn uniformly (multiples of 512 bytes up to 8m;
       default 4k,16k,64k); the data of an I/O above 120 KiB moves in several
-      RDMA operations, as nvmet's 30 pages per WRITE or READ. Demo takes --ip
-      (default 4), --reorder, --reorder-loss, --job-turnover, --mtu and
-      --io-sizes too.
+      RDMA operations, as nvmet's 30 pages per WRITE or READ.
+      --storage-reorder 0.5:6 sends half of the NVMe queues over reordering
+      paths too (each packet delayed by up to 6 packet times across the
+      fabric). Demo takes --ip (default 4), --reorder, --reorder-loss,
+      --job-turnover, --mtu, --io-sizes and --storage-reorder too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -292,6 +294,16 @@ function pathMtu(v: string | undefined): { mtu?: number } {
   return { mtu: n };
 }
 
+/** --storage-reorder SHARE[:MAXDISP]: NVMe queues over reordering paths. */
+function storageReorder(v: string | undefined): { storageReorderShare?: number; storageReorderMaxDisplacement?: number } {
+  if (v === undefined) return {};
+  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
+  const share = m ? Number(m[1]) : NaN;
+  const disp = m?.[2] !== undefined ? Number(m[2]) : 6;
+  if (!(share > 0 && share <= 1) || !(disp >= 1 && disp <= 64)) throw new UsageError(`--storage-reorder must be SHARE[:MAXDISP]: a share of NVMe queues above 0 and at most 1, and 1 to 64 packet times of delay (got '${v}')`);
+  return { storageReorderShare: share, storageReorderMaxDisplacement: disp };
+}
+
 /** --io-sizes: the NVMe I/O sizes, e.g. 4k,128k,1m (the generator's where not given). */
 function ioSizes(v: string | undefined): { ioSizes?: number[] } {
   if (v === undefined) return {};
@@ -438,6 +450,7 @@ async function main(argv: string[]): Promise<number> {
       "queues-per-host": { type: "string" },
       mtu: { type: "string" },
       "io-sizes": { type: "string" },
+      "storage-reorder": { type: "string" },
       "job-turnover": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
@@ -535,7 +548,7 @@ async function main(argv: string[]): Promise<number> {
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
-      const demoScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]) };
+      const demoScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
       const demoSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
@@ -664,7 +677,7 @@ async function main(argv: string[]): Promise<number> {
       const seed = int(values.seed, "seed", 1);
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
-      const genScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]) };
+      const genScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);

@@ -149,7 +149,7 @@ export interface SwitchStatsJson {
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */
   untracked_flows: number | null;
   untracked_ios: number | null;
-  /** I/Os in flight whose data-reference entry a newer I/O took (their DAL or DPL may be absent) */
+  /** responses of I/Os whose own last data packet the switch did not see (their data reference taken by a newer I/O, or their data out of order): DAL absent at the storage side */
   io_references_lost: number | null;
   /** packets the switch could not parse whole (forwarded) */
   parser_errors: number | null;

@@ -125,7 +125,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
     expect(existsSync(join(dir, "never-made"))).toBe(false);
   });
 
-  test("--ip, --reorder and --mtu given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
+  test("--ip, --reorder, --mtu, --io-sizes and --storage-reorder given bad values, to generate and to demo: one line saying so", { timeout: 300_000 }, async () => {
     const gen = ["generate", "--out-dir", "never-made"];
     const demo = ["demo", "--out-dir", "never-made"];
     const cases: Array<{ args: string[]; says: string }> = [
@@ -144,6 +144,8 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...demo, "--mtu", "1k"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1k')" },
       { args: [...gen, "--io-sizes", "4k,1000"], says: "--io-sizes must be a comma-separated list of sizes in bytes, k or m, each a multiple of 512 from 512 to 8m (got '4k,1000')" },
       { args: [...demo, "--io-sizes", "16m"], says: "--io-sizes must be a comma-separated list" },
+      { args: [...gen, "--storage-reorder", "0"], says: "--storage-reorder must be SHARE[:MAXDISP]" },
+      { args: [...demo, "--storage-reorder", "0.5:65"], says: "(got '0.5:65')" },
     ];
     const results = await runAll(cases.map((c) => c.args));
     cases.forEach((c, i) => expectOneLineNaming(results[i]!, c.says, c.args.join(" ")));

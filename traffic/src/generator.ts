@@ -69,6 +69,8 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   ip: 4,
   reorderShare: 0,
   reorderMaxDisplacement: 6,
+  storageReorderShare: 0,
+  storageReorderMaxDisplacement: 6,
   reorderLoss: 0,
 };
 

@@ -177,6 +177,8 @@ export class Queue {
   private readonly cmPort: number;
   private readonly flowLabel: number | undefined;
   private readonly udpPort: number | undefined;
+  /** the queue's packets cross the fabric over reordering paths (storageReorderShare) */
+  private readonly sprayed: boolean;
 
   constructor(
     private m: FabricModel,
@@ -201,6 +203,7 @@ export class Queue {
     }
     this.hq = { qpn: hostQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
     this.tq = { qpn: targetQpn, psn: Math.floor(m.rand() * PSN_MASK), busyUntil: 0 };
+    this.sprayed = o.storageReorderShare > 0 && m.rand() < o.storageReorderShare;
     this.free = new Array<boolean>(o.queueDepth).fill(true);
     this.gen = new Array<number>(o.queueDepth).fill(0);
   }
@@ -214,6 +217,8 @@ export class Queue {
   /** When a packet sent at t reaches the far ToR: after the fabric, and not before an earlier packet of the same direction. */
   private arrival(fifo: { sent: number; arrived: number }, t: number): number {
     let at = t + this.m.fabric(t);
+    // Over reordering paths each packet takes its own delay: it can arrive after later ones.
+    if (this.sprayed) return at + Math.floor(this.m.rand() * this.o.storageReorderMaxDisplacement * this.m.ser(this.o.mtu));
     if (t >= fifo.sent) {
       at = Math.max(at, fifo.arrived + 1);
       fifo.sent = t;
@@ -498,8 +503,8 @@ export class Queue {
         const fr: RoceFrame = { src: this.target, dst: this.host, opcode, destQp: this.hq.qpn, psn: (psn0 + k) & PSN_MASK, payloadLength: len, ackReq: k === npk - 1 };
         if (k === 0) fr.reth = { va: io.va + BigInt(op.offset), rkey: io.rkey, length: op.bytes };
         const rows = this.down(ts, fr);
-        if (io.dFirstS === undefined) {
-          io.dFirstS = ts;
+        io.dFirstS ??= ts;
+        if (k === 0) {
           // A keyed transfer names the host's QP: the switches learn the pairing here.
           if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
           if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
@@ -523,23 +528,26 @@ export class Queue {
    */
   private readRequest(t: number, io: Io): void {
     let ts = t;
+    let first: number | undefined;
     io.reqs = [];
     for (const op of rdmaOps(io.bytes, this.o.rdmaOpMaxBytes)) {
       const npk = Math.max(1, Math.ceil(op.bytes / this.o.mtu));
       const psn = this.nextPsn(this.tq, npk);
       io.reqs.push({ psn, bytes: op.bytes });
       const rows = this.down(ts, { src: this.target, dst: this.host, opcode: Opcode.READ_REQUEST, destQp: this.hq.qpn, psn, ackReq: true, reth: { va: io.va + BigInt(op.offset), rkey: io.rkey, length: op.bytes } });
-      if (io.dFirstS === undefined) {
-        if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
-        if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
-        io.dFirstS = ts;
-        io.rreqC = rows.atC;
-      }
+      // Every READ REQUEST carries the command's key: each teaches the switches the pairing.
+      if (rows.s) this.pairedS = minRow(this.pairedS, rows.s);
+      if (rows.c) this.pairedC = minRow(this.pairedC, rows.c);
+      io.dFirstS ??= ts;
+      // rreq at the compute side: the first READ REQUEST of the I/O seen there (a reordering path can bring a later one first).
+      if (io.rreqC === undefined || rows.atC < io.rreqC) io.rreqC = rows.atC;
+      first ??= rows.atC;
       ts += this.m.ser(16);
     }
     this.tq.busyUntil = ts;
-    const slowHost = this.m.active("slow-host", io.rreqC!, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
-    this.events.push({ t: io.rreqC! + this.o.hostPrepNs + Math.floor(this.m.rand() * 1_000) + slowHost, kind: "hostrr", io });
+    // The host answers the requests in order, from the first one's arrival.
+    const slowHost = this.m.active("slow-host", first!, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
+    this.events.push({ t: first! + this.o.hostPrepNs + Math.floor(this.m.rand() * 1_000) + slowHost, kind: "hostrr", io });
   }
 
   /** Write: the host's READ RESPONSEs, on the target's QP with each request's PSNs, in request order. */

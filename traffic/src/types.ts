@@ -78,6 +78,14 @@ export interface GeneratorOptions {
   reorderMaxDisplacement: number;
   /** share of the reordered messages in which one packet is lost after the switch and resent go-back-N */
   reorderLoss: number;
+  /**
+   * share of the NVMe queues whose packets cross the fabric over reordering
+   * paths (packet spraying, adaptive routing): each packet is delayed by up
+   * to storageReorderMaxDisplacement packet times, so it can arrive at the
+   * far ToR after later packets of its queue (0: none)
+   */
+  storageReorderShare: number;
+  storageReorderMaxDisplacement: number;
 }
 
 /** A capture's topology: the contract's, with room to build it port by port. */

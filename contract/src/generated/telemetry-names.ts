@@ -617,6 +617,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.qp_map_target_qp",
       "size": 262144
     },
+    "io_tracker_qp_map_next_psn": {
+      "name": "TelemetryIngress.io_tracker.qp_map_next_psn",
+      "size": 262144
+    },
     "io_tracker_cm_host": {
       "name": "TelemetryIngress.io_tracker.cm_host",
       "size": 4096

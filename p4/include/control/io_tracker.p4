@@ -80,6 +80,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_qpn)      // valid bit 31 ++ QP number
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_ref)
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_target_qp)
+    REGISTER(psn_t, IOREF_SLOTS, qp_map_next_psn)  // the PSN that continues the message
     // RDMA CM exchanges in flight: the host's QP from its REQ, by communication id.
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_host)
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_target)
@@ -350,6 +351,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
 
             // QP map: the QP's current message belongs to this I/O, or to none.
+            // A packet after the first is the message's only when it is the
+            // next PSN: one that overtook an earlier packet of its message, or
+            // came before its own message's first (reordered paths), is not
+            // taken for the I/O the QP's last message named; nor is a resent one.
             bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
                 || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
             if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
@@ -362,6 +367,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
                     qp_map_ref.write(qidx, ref);
                     qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
+                    qp_map_next_psn.write(qidx, hdr.bth.psn + 1);
                 } else {
                     ipv4_addr_t q_src;
                     ipv4_addr_t q_dst;
@@ -373,10 +379,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     qp_map_qpn.read(q_qpn, qidx);
                     qp_map_ref.read(q_ref, qidx);
                     qp_map_target_qp.read(q_tqp, qidx);
-                    if (q_src == meta.src_key && q_dst == meta.dst_key && q_qpn == qpn_tag) {
+                    psn_t q_next;
+                    qp_map_next_psn.read(q_next, qidx);
+                    if (q_src == meta.src_key && q_dst == meta.dst_key && q_qpn == qpn_tag && q_next == hdr.bth.psn) {
                         ref = q_ref;
                         ref_tqp = q_tqp[23:0];
                         found = true;
+                        qp_map_next_psn.write(qidx, hdr.bth.psn + 1);
                     }
                 }
             }

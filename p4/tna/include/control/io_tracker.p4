@@ -98,7 +98,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bool in_capsule;
     bool starts_message;  // a data packet that opens a QP map entry
     bit<8> info_w;        // info a command writes, or the bit a data packet sets
-    bit<8> ends;          // a data packet that ends its message (LAST or ONLY): 1
+    bit<32> nowx;         // a data packet: its time when it ends its message (LAST or ONLY), else 0
     bit<4> cmd_flags;     // a command's digest flags known from its capsule
     bit<32> info_cmd;     // a command's info word (info_w | vantage ++ length)
     bit<32> info_set;     // a data packet's info bit, in 31:24
@@ -268,7 +268,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (value.lo == qp_fp) { rv = value.hi; } else { rv = 0; }
         }
     };
-
     // Queue pairs (SPEC §3), indexed by (host, target, QP): by host QP (its
     // tag; the target QP's), by target QP (its tag; the host QP's); way 0 (way 1: queue_ways.p4).
     Register<pair_t, bit<QUEUE_SLOT_BITS>>(QUEUE_SLOTS, {0, 0}) queue_by_host;
@@ -358,22 +357,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REG32(io_data_first_ts, IO_SLOTS, IO_SLOT_BITS)
     RA_WRITE(io_data_first_ts, IO_SLOT_BITS, first_ts_write, meta.now32)
     RA_AGE(io_data_first_ts, IO_SLOT_BITS, first_ts_age, meta.now32)
-    // The last data packet: (time, 1 when it ends its message: LAST or
-    // ONLY). A FIRST or MIDDLE recorded last (the rest of its message not
-    // found: its QP map entry taken by a colliding key) leaves the I/O
+    // The last data packet: (its time when it ends its message, LAST or
+    // ONLY, else 0; its PSN). A message's first packet writes it; a later
+    // one only when its PSN is the next: one that overtook an earlier
+    // packet of its message, or that came before its own message's first
+    // on a reordered path (found through the QP map entry of the QP's
+    // previous message), or a resent one, is not the I/O's last (nor,
+    // rarely, the one after PSN 2^24 - 1). A FIRST or MIDDLE recorded last
+    // (the rest of its message not found or out of order) leaves the I/O
     // without its own last data packet: its response reads 0 instead of
     // the time, and DAL is absent (IO_FLAG_LAST_LOST), as in the v1model
     // build. (A pair register returns no difference: the age is taken in
     // the response's next stage.)
     Register<pair_t, bit<IO_SLOT_BITS>>(IO_SLOTS, {0, 0}) io_data_last_ts;
     RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_write = {
-        void apply(inout pair_t value) { value.lo = meta.now32; value.hi = (bit<32>)ends; } };
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_read = {
-        void apply(inout pair_t value, out bit<32> rv) {
-            rv = 0;
-            if (value.hi != 0) { rv = value.lo; }
+        void apply(inout pair_t value) { value.lo = nowx; value.hi = (bit<32>)hdr.bth.psn; } };
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_next = {
+        void apply(inout pair_t value) {
+            if ((bit<32>)hdr.bth.psn - value.hi == 1) {
+                value.lo = nowx;
+                value.hi = (bit<32>)hdr.bth.psn;
+            }
         }
     };
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_data_last_ts) last_ts_read = {
+        void apply(inout pair_t value, out bit<32> rv) { rv = value.lo; } };
     REG32(io_rr_first_ts, IO_SLOTS, IO_SLOT_BITS)
     RA_WRITE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_write, meta.now32)
     RA_AGE(io_rr_first_ts, IO_SLOT_BITS, rr_first_ts_age, meta.now32)
@@ -397,24 +405,31 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.target = meta.src_key;
     }
     // Data towards the host (WRITE: read data; READ REQUEST from the target).
-    @hidden action to_host(bit<8> c, bit<32> i, bool starts, bit<8> e) {
+    @hidden action to_host(bit<8> c, bit<32> i, bool starts) {
         pkt_class = c;
         info_set = i;
         starts_message = starts;
-        ends = e;
         hqp = (bit<32>)hdr.bth.dest_qp;
         meta.io_digest.host = meta.dst_key;
         meta.io_digest.target = meta.src_key;
     }
     // READ RESPONSE (write data from the host).
-    @hidden action to_target(bool starts, bit<8> e) {
+    @hidden action to_target(bool starts) {
         pkt_class = IO_PKT_READ_RESP;
         info_set = IO_INFO_RR_SEEN ++ 24w0;
         word = (bit<32>)hdr.bth.dest_qp;
         starts_message = starts;
-        ends = e;
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
+    }
+    // A data packet that ends its message (LAST, ONLY): its time for the last data time.
+    @hidden action to_host_end(bit<8> c, bit<32> i, bool starts) {
+        to_host(c, i, starts);
+        nowx = meta.now32;
+    }
+    @hidden action to_target_end(bool starts) {
+        to_target(starts);
+        nowx = meta.now32;
     }
     @hidden action cm_req() {
         pkt_class = IO_PKT_CM_REQ;
@@ -445,7 +460,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cmd;
             rsp;
             to_host;
+            to_host_end;
             to_target;
+            to_target_end;
             cm_req;
             cm_rep;
             @defaultonly NoAction;
@@ -458,17 +475,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
             (_, _, _, _, _, _, true): rsp();
-            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 0);
-            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 0);
-            (_, _, OP_WRITE_LAST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 1);
-            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false, 1);
-            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 1);
-            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true, 1);
-            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false, 0);
-            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true, 0);
-            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false, 0);
-            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target(false, 1);
-            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target(true, 1);
+            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
+            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
+            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target_end(false);
+            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target_end(true);
         }
         const default_action = NoAction();
         size = 32;
@@ -748,6 +765,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 8;
     }
 
+
     // Owner: a command claims the slot (unless its in-capsule data has no
     // queue pairing), a response of a paired queue closes it.
     @hidden action owner_claim_a() { owner = owner_claim.execute(SLOT); }
@@ -879,20 +897,23 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 4;
     }
     @hidden action last_write_a() { last_ts_write.execute(SLOT); }
+    @hidden action last_next_a() { last_ts_next.execute(SLOT); }
     @hidden action last_read_a() { last_ts = last_ts_read.execute(SLOT); }
     @stage(9)
     @hidden table last_ts_tbl {
-        key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); }
-        actions = { last_write_a; last_read_a; NoAction; }
+        key = { pkt_class: ternary; check: ternary; closed: ternary; infow[31:24]: ternary @name("info"); starts_message: ternary; }
+        actions = { last_write_a; last_next_a; last_read_a; NoAction; }
         const entries = {
             // From the last data packet: read data (read), READ RESPONSE (write).
-            (IO_PKT_RSP, _, PRED_TRUE, 0x48 &&& 0x48): last_read_a();
-            (IO_PKT_RSP, _, PRED_TRUE, 0x04 &&& 0x44): last_read_a();
-            (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC0): last_write_a();
-            (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC0): last_write_a();
+            (IO_PKT_RSP, _, PRED_TRUE, 0x48 &&& 0x48, _): last_read_a();
+            (IO_PKT_RSP, _, PRED_TRUE, 0x04 &&& 0x44, _): last_read_a();
+            (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC0, true): last_write_a();
+            (IO_PKT_WRITE_DATA, PRED_BOTH, _, 0x80 &&& 0xC0, false): last_next_a();
+            (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC0, true): last_write_a();
+            (IO_PKT_READ_RESP, PRED_BOTH, _, 0xC0 &&& 0xC0, false): last_next_a();
         }
         const default_action = NoAction();
-        size = 4;
+        size = 8;
     }
     @hidden action rr_first_write_a() { rr_first_ts_write.execute(SLOT); }
     @hidden action rr_first_age_a() { rr_first_age = rr_first_ts_age.execute(SLOT); }
