@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { missingUntracked, runDemo } from "../../app/demo.js";
+import { missingUntracked, runDemo, type DemoOptions } from "../../app/demo.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { readCapture, writePcap } from "../../traffic/src/pcap.js";
 import { ipText } from "../../traffic/src/ip.js";
@@ -16,6 +16,26 @@ import { CLI } from "../support/cli.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "demo-replay-"));
+
+/**
+ * A demo run into a directory of its own: what it printed, its self-check
+ * line and the exact/expected counts it gives (`inspect` sees the directory
+ * before it is removed).
+ */
+async function demoSelfCheck(name: string, o: Omit<DemoOptions, "outDir" | "print">, inspect?: (out: string) => void) {
+  const out = mkdtempSync(join(tmpdir(), `demo-${name}-`));
+  try {
+    const printed: string[] = [];
+    await runDemo({ ...o, outDir: out, print: (t) => printed.push(t) });
+    inspect?.(out);
+    const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth")) ?? "";
+    const m = /: (\d+)\/(\d+) I\/O records and (\d+)\/(\d+) messages exact/.exec(line);
+    const [ioExact = NaN, ios = NaN, messagesExact = NaN, messages = NaN] = m ? m.slice(1).map(Number) : [];
+    return { text: printed.join("\n"), line, ioExact, ios, messagesExact, messages };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const read = (f: string): RecordJson[] => readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
@@ -247,16 +267,9 @@ test("demo --reorder 0.3:6 --reorder-loss 0.3: the self-check finds every messag
 // measures none, and the self-check says so instead of reporting every I/O
 // as a missing record.
 test("demo --mode summary: I/Os of pairs outside the watchlist are not measured, not missing", async () => {
-  const out = mkdtempSync(join(tmpdir(), "demo-summary-"));
-  try {
-    const printed: string[] = [];
-    await runDemo({ seed: 7, durationMs: 200, outDir: out, mode: "summary", print: (t) => printed.push(t) });
-    const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth")) ?? "";
-    expect(line).toMatch(/; [1-9]\d* I\/Os of pairs outside the summary watchlist not measured/);
-    expect(line).not.toMatch(/\d+ missing|records differ/);
-  } finally {
-    rmSync(out, { recursive: true, force: true });
-  }
+  const { line } = await demoSelfCheck("summary", { seed: 7, durationMs: 200, mode: "summary" });
+  expect(line).toMatch(/; [1-9]\d* I\/Os of pairs outside the summary watchlist not measured/);
+  expect(line).not.toMatch(/\d+ missing|records differ/);
 }, 120_000);
 
 // At scale, an I/O whose slot another live I/O holds at both switches gets
@@ -287,27 +300,19 @@ test("demo self-check: I/Os without a record that both switches counted untracke
 // capsules of several SENDs. Every record is as exact as at 4096.
 test("demo --mtu 256 and 1024: every I/O and message record exact to the ns", async () => {
   for (const mtu of [256, 1024]) {
-    const out = mkdtempSync(join(tmpdir(), `demo-mtu${mtu}-`));
-    try {
-      const printed: string[] = [];
-      await runDemo({ seed: 21, durationMs: 150, load: 0.5, outDir: out, snaplen: MIN_SNAPLEN, scale: { mtu }, reorder: { reorderShare: 0.3, reorderMaxDisplacement: 20, reorderLoss: 0.3 }, print: (t) => printed.push(t) });
-      const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth")) ?? "";
-      const m = /: (\d+)\/(\d+) I\/O records and (\d+)\/(\d+) messages exact/.exec(line);
-      expect(m, line).not.toBeNull();
-      expect(Number(m![2])).toBeGreaterThan(100);
-      expect(Number(m![4])).toBeGreaterThan(10);
-      expect([m![1], m![3]], line).toEqual([m![2], m![4]]);
-      expect(line).not.toMatch(/records differ|\d+ missing/);
-      // Every RDMA WRITE MIDDLE carries one MTU of payload (after the BTH, before the ICRC).
-      const middles = new Set<number>();
+    // Every RDMA WRITE MIDDLE carries one MTU of payload (after the BTH, before the ICRC).
+    const middles = new Set<number>();
+    const r = await demoSelfCheck(`mtu${mtu}`, { seed: 21, durationMs: 150, load: 0.5, snaplen: MIN_SNAPLEN, scale: { mtu }, reorder: { reorderShare: 0.3, reorderMaxDisplacement: 20, reorderLoss: 0.3 } }, (out) => {
       for (const p of readCapture(join(out, "tor-c.pcap"))) {
         const f = parseRoce(p.data);
         if (f?.opcode === 0x07) middles.add(p.originalLength - (f.bthOffset + 12) - 4);
       }
-      expect([...middles]).toEqual([mtu]);
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    });
+    expect(r.ios).toBeGreaterThan(100);
+    expect(r.messages).toBeGreaterThan(10);
+    expect([r.ioExact, r.messagesExact], r.line).toEqual([r.ios, r.messages]);
+    expect(r.line).not.toMatch(/records differ|\d+ missing/);
+    expect([...middles]).toEqual([mtu]);
   }
 }, 240_000);
 
@@ -316,18 +321,9 @@ test("demo --mtu 256 and 1024: every I/O and message record exact to the ns", as
 // READ REQUESTs, each with the command's R_Key and the next address. The
 // switch follows every one to its I/O (R_Key map, PSN map, QP map).
 test("demo --io-sizes 4k,124k,1m: the data of large I/Os in several RDMA operations, every I/O record exact to the ns", async () => {
-  const out = mkdtempSync(join(tmpdir(), "demo-iosizes-"));
-  try {
-    const printed: string[] = [];
-    await runDemo({ seed: 8, durationMs: 120, load: 0.3, outDir: out, snaplen: MIN_SNAPLEN, scale: { ioSizes: [4096, 126976, 1 << 20] }, print: (t) => printed.push(t) });
-    const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth")) ?? "";
-    const m = /: (\d+)\/(\d+) I\/O records and (\d+)\/(\d+) messages exact/.exec(line);
-    expect(m, line).not.toBeNull();
-    expect(Number(m![2])).toBeGreaterThan(50);
-    expect(m![1], line).toBe(m![2]);
-    expect(line).not.toMatch(/records differ|\d+ missing/);
-    // The storage-side capture: per R_Key, the RETHs of its RDMA operations.
-    const ops = new Map<number, Array<{ opcode: number; va: bigint; len: number }>>();
+  // The storage-side capture: per R_Key, the RETHs of its RDMA operations.
+  const ops = new Map<number, Array<{ opcode: number; va: bigint; len: number }>>();
+  const r = await demoSelfCheck("iosizes", { seed: 8, durationMs: 120, load: 0.3, snaplen: MIN_SNAPLEN, scale: { ioSizes: [4096, 126976, 1 << 20] } }, (out) => {
     for (const p of readCapture(join(out, "tor-s.pcap"))) {
       const f = parseRoce(p.data);
       if (!f || ![0x06, 0x0a, 0x0c].includes(f.opcode)) continue; // WRITE FIRST, WRITE ONLY, READ REQUEST
@@ -335,18 +331,19 @@ test("demo --io-sizes 4k,124k,1m: the data of large I/Os in several RDMA operati
       const rkey = p.data.readUInt32BE(reth + 8);
       ops.set(rkey, [...(ops.get(rkey) ?? []), { opcode: f.opcode, va: p.data.readBigUInt64BE(reth), len: p.data.readUInt32BE(reth + 12) }]);
     }
-    const big = [...ops.values()].filter((o) => o.reduce((a, x) => a + x.len, 0) === 1 << 20);
-    expect(big.some((o) => o[0]!.opcode === 0x0c)).toBe(true); // a 1 MiB write: READ REQUESTs
-    expect(big.some((o) => o[0]!.opcode !== 0x0c)).toBe(true); // a 1 MiB read: RDMA WRITEs
-    for (const o of big) {
-      expect(o.map((x) => x.len)).toEqual([...Array<number>(8).fill(30 * 4096), (1 << 20) - 8 * 30 * 4096]);
-      o.forEach((x, i) => expect(x.va - o[0]!.va).toBe(BigInt(i * 30 * 4096)));
-    }
-    // 124 KiB: 120 KiB and one more 4 KiB operation (an RDMA WRITE ONLY for a read).
-    expect([...ops.values()].some((o) => o.length === 2 && o[1]!.len === 4096 && o[1]!.opcode === 0x0a)).toBe(true);
-  } finally {
-    rmSync(out, { recursive: true, force: true });
+  });
+  expect(r.ios).toBeGreaterThan(50);
+  expect(r.ioExact, r.line).toBe(r.ios);
+  expect(r.line).not.toMatch(/records differ|\d+ missing/);
+  const big = [...ops.values()].filter((o) => o.reduce((a, x) => a + x.len, 0) === 1 << 20);
+  expect(big.some((o) => o[0]!.opcode === 0x0c)).toBe(true); // a 1 MiB write: READ REQUESTs
+  expect(big.some((o) => o[0]!.opcode !== 0x0c)).toBe(true); // a 1 MiB read: RDMA WRITEs
+  for (const o of big) {
+    expect(o.map((x) => x.len)).toEqual([...Array<number>(8).fill(30 * 4096), (1 << 20) - 8 * 30 * 4096]);
+    o.forEach((x, i) => expect(x.va - o[0]!.va).toBe(BigInt(i * 30 * 4096)));
   }
+  // 124 KiB: 120 KiB and one more 4 KiB operation (an RDMA WRITE ONLY for a read).
+  expect([...ops.values()].some((o) => o.length === 2 && o[1]!.len === 4096 && o[1]!.opcode === 0x0a)).toBe(true);
 }, 240_000);
 
 // Packet spraying and adaptive routing reorder NVMe packets across the fabric
@@ -357,22 +354,13 @@ test("demo --io-sizes 4k,124k,1m: the data of large I/Os in several RDMA operati
 // (docs/spec.md §3): an I/O whose data came out of order has DAL absent,
 // counted, never wrong.
 test("demo --storage-reorder 1:6: NVMe packets reordered across the fabric give no wrong DAL; those without their own last data packet are absent and counted", async () => {
-  const out = mkdtempSync(join(tmpdir(), "demo-storage-reorder-"));
-  try {
-    const printed: string[] = [];
-    await runDemo({ seed: 5, durationMs: 300, load: 0.5, outDir: out, snaplen: MIN_SNAPLEN, scale: { storageReorderShare: 1, storageReorderMaxDisplacement: 6 }, print: (t) => printed.push(t) });
-    const text = printed.join("\n");
-    const line = printed.find((l) => l.startsWith("self-check against the generator's ground truth")) ?? "";
-    const m = /: (\d+)\/(\d+) I\/O records and (\d+)\/(\d+) messages exact/.exec(line);
-    expect(m, line).not.toBeNull();
-    expect(line).not.toMatch(/records differ|\d+ missing/);
-    const absent = Number(/(\d+) with figures absent/.exec(line)?.[1] ?? 0);
-    expect(absent).toBeGreaterThan(0);
-    expect(Number(m![1]) + absent).toBe(Number(m![2]));
-    // Each is counted by the storage-side switch, whose DAL it is.
-    const lost = Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(text)?.[1]);
-    expect(lost).toBeGreaterThanOrEqual(absent);
-  } finally {
-    rmSync(out, { recursive: true, force: true });
-  }
+  const r = await demoSelfCheck("storage-reorder", { seed: 5, durationMs: 300, load: 0.5, snaplen: MIN_SNAPLEN, scale: { storageReorderShare: 1, storageReorderMaxDisplacement: 6 } });
+  expect(r.ios, r.line).toBeGreaterThan(500);
+  expect(r.line).not.toMatch(/records differ|\d+ missing/);
+  const absent = Number(/(\d+) with figures absent/.exec(r.line)?.[1] ?? 0);
+  expect(absent).toBeGreaterThan(0);
+  expect(r.ioExact + absent).toBe(r.ios);
+  // Each is counted by the storage-side switch, whose DAL it is.
+  const lost = Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1]);
+  expect(lost).toBeGreaterThanOrEqual(absent);
 }, 240_000);
