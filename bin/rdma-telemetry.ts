@@ -267,16 +267,22 @@ function ipFamilies(v: string | undefined): 4 | 6 | "mixed" {
   throw new UsageError(`--ip must be 4, 6 or mixed (got '${v}')`);
 }
 
+/** SHARE[:MAXDISP]: a share above 0 and at most 1, and 1 to 64 (default 6). */
+function shareAndDisplacement(v: string, option: string, of: string, disp: string): [number, number] {
+  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
+  const share = m ? Number(m[1]) : NaN;
+  const d = m?.[2] !== undefined ? Number(m[2]) : 6;
+  if (!(share > 0 && share <= 1) || !(d >= 1 && d <= 64)) throw new UsageError(`${option} must be SHARE[:MAXDISP]: a share of ${of} above 0 and at most 1, and ${disp} (got '${v}')`);
+  return [share, d];
+}
+
 /** --reorder SHARE[:MAXDISP] and --reorder-loss SHARE: reordering paths for the generated RDMA WRITE messages. */
 function reorder(v: string | undefined, loss: string | undefined): { reorderShare?: number; reorderMaxDisplacement?: number; reorderLoss?: number } {
   if (v === undefined) {
     if (loss !== undefined) throw new UsageError("--reorder-loss needs --reorder (the losses are among the reordered messages)");
     return {};
   }
-  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
-  const share = m ? Number(m[1]) : NaN;
-  const disp = m?.[2] !== undefined ? Number(m[2]) : 6;
-  if (!(share > 0 && share <= 1) || !(disp >= 1 && disp <= 64)) throw new UsageError(`--reorder must be SHARE[:MAXDISP]: a share of messages above 0 and at most 1, and at most 1 to 64 places of displacement (got '${v}')`);
+  const [share, disp] = shareAndDisplacement(v, "--reorder", "messages", "at most 1 to 64 places of displacement");
   const out = { reorderShare: share, reorderMaxDisplacement: disp, reorderLoss: 0 };
   if (loss !== undefined) {
     const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
@@ -297,10 +303,7 @@ function pathMtu(v: string | undefined): { mtu?: number } {
 /** --storage-reorder SHARE[:MAXDISP]: NVMe queues over reordering paths. */
 function storageReorder(v: string | undefined): { storageReorderShare?: number; storageReorderMaxDisplacement?: number } {
   if (v === undefined) return {};
-  const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
-  const share = m ? Number(m[1]) : NaN;
-  const disp = m?.[2] !== undefined ? Number(m[2]) : 6;
-  if (!(share > 0 && share <= 1) || !(disp >= 1 && disp <= 64)) throw new UsageError(`--storage-reorder must be SHARE[:MAXDISP]: a share of NVMe queues above 0 and at most 1, and 1 to 64 packet times of delay (got '${v}')`);
+  const [share, disp] = shareAndDisplacement(v, "--storage-reorder", "NVMe queues", "1 to 64 packet times of delay");
   return { storageReorderShare: share, storageReorderMaxDisplacement: disp };
 }
 
@@ -315,8 +318,11 @@ function ioSizes(v: string | undefined): { ioSizes?: number[] } {
   return { ioSizes: sizes };
 }
 
-/** --hosts, --targets, --queues-per-host: the fabric's size (the generator's defaults where not given). */
-function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string }): { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } {
+/**
+ * --hosts, --targets, --queues-per-host, --job-turnover, --mtu, --io-sizes,
+ * --storage-reorder: the generated fabric (the generator's defaults where not given).
+ */
+function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string }) {
   const out: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } = {};
   const turnover = values["job-turnover"];
   if (turnover !== undefined) {
@@ -327,7 +333,7 @@ function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: s
   if (values.hosts !== undefined) out.hosts = int(values.hosts, "hosts", 0);
   if (values.targets !== undefined) out.targets = int(values.targets, "targets", 0);
   if (values["queues-per-host"] !== undefined) out.queuesPerHost = int(values["queues-per-host"], "queues-per-host", 0);
-  return out;
+  return { ...out, ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
 }
 
 function deviceId(v: string | undefined): bigint {
@@ -548,7 +554,7 @@ async function main(argv: string[]): Promise<number> {
       const deployed = values.config !== undefined ? loadConfig(values.config, { checkFiles: false }) : undefined;
       const demoMode = values.mode !== undefined || !deployed ? mode(values.mode) : undefined;
       const demoSnaplen = snaplen(values.snaplen);
-      const demoScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
+      const demoScale = scale(values);
       const demoSilentMs = silentSwitchMs(values["silent-switch-ms"]);
       const outDir = values["out-dir"] ?? "demo-out";
       const brokers = brokerList();
@@ -677,7 +683,7 @@ async function main(argv: string[]): Promise<number> {
       const seed = int(values.seed, "seed", 1);
       const generateLoad = loadOptions(load(values.load));
       const genSnaplen = snaplen(values.snaplen);
-      const genScale = { ...scale(values), ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
+      const genScale = scale(values);
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
