@@ -364,3 +364,21 @@ test("demo --storage-reorder 1:6: NVMe packets reordered across the fabric give 
   const lost = Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1]);
   expect(lost).toBeGreaterThanOrEqual(absent);
 }, 240_000);
+
+// Everything at once, as a large modern fabric runs: both address families,
+// 512 queues, a path MTU of 1024, I/Os up to 1 MiB in several RDMA
+// operations, half the NVMe queues and a third of the gradient messages on
+// reordering paths (with go-back-N losses). No record may differ.
+test("demo with mixed families, MTU 1024, 1 MiB I/Os, reordered NVMe and gradient traffic: every record exact or its figure absent and counted", async () => {
+  const r = await demoSelfCheck("everything", {
+    seed: 12, durationMs: 200, load: 0.3, snaplen: MIN_SNAPLEN, ip: "mixed",
+    scale: { hosts: 16, targets: 4, queuesPerHost: 8, mtu: 1024, ioSizes: [4096, 126976, 1 << 20], storageReorderShare: 0.5, storageReorderMaxDisplacement: 6 },
+    reorder: { reorderShare: 0.3, reorderMaxDisplacement: 10, reorderLoss: 0.3 },
+  });
+  expect(r.ios, r.line).toBeGreaterThan(1000);
+  expect(r.line).not.toMatch(/records differ|\d+ missing/);
+  const absent = Number(/(\d+) with figures absent/.exec(r.line)?.[1] ?? 0);
+  expect(r.ioExact + absent).toBe(r.ios);
+  expect(r.messagesExact).toBe(r.messages);
+  expect(Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1])).toBeGreaterThanOrEqual(absent);
+}, 240_000);
