@@ -13,7 +13,7 @@ import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
-import { lastDataDisplaced, pairingDisplaced } from "../support/collisions.js";
+import { lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
 import { overtakenFirstFlow, reorderedFlow, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
@@ -261,6 +261,22 @@ describe("a record never says more than the switch saw (state taken by a collidi
     expect(stats.io_unpaired_responses).toBe(1);
     expect(stats.queue_pairs_learned).toBe(3);
     expect(ios.every((r) => !r.incomplete)).toBe(true);
+  }, 60_000);
+
+  test("an I/O in two RDMA operations whose R_Key entry another command takes between them has no DAL (never one from the first operation's end), and the loss is counted; whole, its DAL is from the last operation's end", async () => {
+    for (const op of ["read", "write"] as const) {
+      const whole = rkeyTakenBetweenOps(T0, op, false);
+      const w = (await replay(whole.capture)).ios.find((r) => r.target_qp === whole.targetQp)!;
+      const first = op === "read" ? whole.at.d_first! : whole.at.rreq!;
+      const last = op === "read" ? whole.at.d_last! : whole.at.rr_last!;
+      expect(w.dal_ns, op).toBe(Number(first - whole.at.cmd! + (whole.at.rsp! - last)));
+      const s = rkeyTakenBetweenOps(T0, op);
+      const { ios, stats } = await replay(s.capture);
+      const r = ios.find((x) => x.target_qp === s.targetQp)!;
+      expect([r.host_qp, r.incomplete, r.e2e_c_ns, r.dal_ns], op).toEqual([s.hostQp, false, Number(s.at.rsp! - s.at.cmd!), null]);
+      if (op === "write") expect(r.dpl_ns).toBe(Number(s.at.rr_first! - s.at.rreq!));
+      expect(stats.io_references_lost, op).toBe(1);
+    }
   }, 60_000);
 });
 

@@ -182,3 +182,52 @@ export function pairingDisplaced(t0: bigint): Scenario & { second: { host: strin
     second: { host: ipv4Text(C.host), hostQp: C.qp, targetQp: tq.C },
   };
 }
+
+/** The R_Key map slot of (host, target, R_Key). */
+function rkeySlot(host: number, target: number, rkey: number): number {
+  const k = Buffer.alloc(12);
+  k.writeUInt32BE(host >>> 0, 0);
+  k.writeUInt32BE(target >>> 0, 4);
+  k.writeUInt32BE(rkey >>> 0, 8);
+  return crc32(k) % IOREF_SLOTS;
+}
+
+/**
+ * One 8 KiB I/O whose data moves in two RDMA operations of 4 KiB (as nvmet
+ * moves a large I/O: each operation with its own RETH, the command's R_Key,
+ * the next address); between them, a command of another queue of the same
+ * host and target whose R_Key takes the I/O's R_Key map entry. The second
+ * operation then names no I/O: its end (the I/O's last data packet) is not
+ * found. With `taken` false, no other command: the I/O is whole.
+ */
+export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = true): Scenario {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const tqp = 0x801;
+  const hqp = 0x101;
+  const rkey = 0x7001;
+  const want = rkeySlot(host, target, rkey);
+  let other = rkey + 1;
+  while (rkeySlot(host, target, other) !== want) other++;
+  const { packets, at, send } = recorder(t0);
+  const va = 0x10000n;
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe(op, 5, 1, va, 8192, rkey) }, "cmd");
+  const dataOp = (k: number) => {
+    const reth = { va: va + BigInt(k * 4096), rkey, length: 4096 };
+    if (op === "read") {
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: hqp, psn: 500 + k, reth, payloadLength: 4096 }, k === 0 ? "d_first" : "d_last");
+    } else {
+      send({ src: target, dst: host, opcode: Opcode.READ_REQUEST, destQp: hqp, psn: 500 + k, reth }, k === 0 ? "rreq" : undefined);
+      send({ src: host, dst: target, opcode: Opcode.READ_RESPONSE_ONLY, destQp: tqp, psn: 500 + k, aeth: { syndrome: 0, msn: 1 + k }, payloadLength: 4096 }, k === 0 ? "rr_first" : "rr_last", 3_000n);
+    }
+  };
+  dataOp(0);
+  if (taken) send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp + 1, psn: 300, payload: nvmeSqe("read", 9, 1, 0x900000n, 4096, other) }, "other", 1_000n);
+  dataOp(1);
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 502, payload: nvmeCqe(5, 1, 0, 0, 0) }, "rsp", 20_000n);
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), hostQp: hqp, targetQp: tqp, at };
+}

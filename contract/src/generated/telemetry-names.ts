@@ -577,6 +577,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.rkey_map_target_qp",
       "size": 262144
     },
+    "io_tracker_rkey_map_end": {
+      "name": "TelemetryIngress.io_tracker.rkey_map_end",
+      "size": 262144
+    },
     "io_tracker_psn_map_host": {
       "name": "TelemetryIngress.io_tracker.psn_map_host",
       "size": 262144

@@ -25,10 +25,12 @@ const bit<8> IO_INFO_VANTAGE = 0x03;   // VANTAGE_* of the command
 const bit<8> IO_INFO_DATA_SEEN = 0x04;
 const bit<8> IO_INFO_RR_SEEN = 0x08;
 const bit<8> IO_INFO_IN_CAPSULE = 0x10;
-// The data packet io_data_last_ts holds ends its message (LAST or ONLY): a
-// FIRST or MIDDLE recorded last, with the rest of its message not found (its
-// QP map entry taken by a colliding key), leaves the I/O without its own
-// last data packet, and DAL absent.
+// The data packet io_data_last_ts holds ends its message (LAST or ONLY) and
+// the message is the I/O's last RDMA operation: a FIRST or MIDDLE recorded
+// last, with the rest of its message not found (its QP map entry taken by a
+// colliding key), or the end of an earlier operation, with the later ones
+// not found (the R_Key map entry taken), leaves the I/O without its own last
+// data packet, and DAL absent.
 const bit<8> IO_INFO_LAST_END = 0x20;
 const bit<8> IO_INFO_WRITE = 0x40;
 const bit<8> IO_INFO_VALID = 0x80;
@@ -38,6 +40,11 @@ const bit<8> IO_INFO_VALID = 0x80;
 // the command or READ REQUEST, cleared by the first packet that finds it).
 const bit<32> IOREF_VALID = 0x80000000;
 const bit<32> IOREF_PENDING = 0x40000000;
+// PSN and QP map entries: the message is not the I/O's last RDMA operation
+// (its RETH's address and length end before the command's SGL does). nvmet
+// moves a large I/O's data in several operations, each with its own RETH;
+// only the last operation's LAST or ONLY is the I/O's last data packet.
+const bit<32> IOREF_MORE = 0x20000000;
 
 // Packet classes this control handles.
 const bit<8> IO_PKT_NONE = 0;
@@ -70,6 +77,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(rkey_t, IOREF_SLOTS, rkey_map_rkey)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_ref)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_target_qp)
+    REGISTER(bit<32>, IOREF_SLOTS, rkey_map_end)      // the SGL's end: address + length, low 32 bits
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_target)
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_psn)       // valid bit 31 ++ PSN
@@ -171,6 +179,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         qpn_t ref_tqp = 0;       // the target QP of the I/O a data packet belongs to
         bit<32> ref = 0;
         bool found = false;
+        bool more = false;       // a data packet's message is not its I/O's last RDMA operation
         bool in_capsule = false;
         bit<32> cmd_slot = 0;
         rkey_t sgl_key = 0;
@@ -284,6 +293,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_rkey.write(ridx, sgl_key);
                 rkey_map_ref.write(ridx, cmd_slot[IO_REF_SLOT_BITS-1:0] ++ hdr.bth.psn[31-IO_REF_SLOT_BITS:0]);
                 rkey_map_target_qp.write(ridx, IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp));
+                // The SGL address is little-endian: its low 32 bits are bytes 0-3.
+                bit<32> sgl_addr_lo = hdr.nvme_sqe.sgl_addr[39:32] ++ hdr.nvme_sqe.sgl_addr[47:40]
+                    ++ hdr.nvme_sqe.sgl_addr[55:48] ++ hdr.nvme_sqe.sgl_addr[63:56];
+                rkey_map_end.write(ridx, sgl_addr_lo + sgl_len);
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
                 bit<32> ridx;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
@@ -297,6 +310,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 rkey_map_rkey.read(k_rkey, ridx);
                 rkey_map_ref.read(k_ref, ridx);
                 rkey_map_target_qp.read(k_tqp, ridx);
+                bit<32> k_end;
+                rkey_map_end.read(k_end, ridx);
                 if (k_rkey == hdr.reth.rkey) {
                     rkey_map_target_qp.write(ridx, k_tqp & ~IOREF_PENDING);
                 }
@@ -304,6 +319,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     ref = k_ref;
                     ref_tqp = k_tqp[23:0];
                     found = true;
+                    more = hdr.reth.va[31:0] + hdr.reth.dma_len != k_end;
                 }
             }
 
@@ -324,7 +340,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 psn_map_host.write(pidx, host);
                 psn_map_target.write(pidx, target);
                 psn_map_psn.write(pidx, psn_tag);
-                psn_map_target_qp.write(pidx, IOREF_VALID | IOREF_PENDING | (8w0 ++ ref_tqp));
+                psn_map_target_qp.write(pidx, IOREF_VALID | IOREF_PENDING | (more ? IOREF_MORE : 0) | (8w0 ++ ref_tqp));
                 psn_map_ref.write(pidx, ref);
             } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
                 bit<32> pidx;
@@ -347,6 +363,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     ref = p_ref;
                     ref_tqp = hdr.bth.dest_qp;
                     found = true;
+                    more = (p_tqp & IOREF_MORE) != 0;
                 }
             }
 
@@ -366,7 +383,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     qp_map_dst.write(qidx, meta.dst_key);
                     qp_map_qpn.write(qidx, found ? qpn_tag : 32w0);
                     qp_map_ref.write(qidx, ref);
-                    qp_map_target_qp.write(qidx, 8w0 ++ ref_tqp);
+                    qp_map_target_qp.write(qidx, (more ? IOREF_MORE : 0) | (8w0 ++ ref_tqp));
                     qp_map_next_psn.write(qidx, hdr.bth.psn + 1);
                 } else {
                     ipv4_addr_t q_src;
@@ -385,6 +402,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                         ref = q_ref;
                         ref_tqp = q_tqp[23:0];
                         found = true;
+                        more = (q_tqp & IOREF_MORE) != 0;
                         qp_map_next_psn.write(qidx, hdr.bth.psn + 1);
                     }
                 }
@@ -668,10 +686,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 || slot_tqp != 8w0 ++ ref_tqp || slot_psn[31-IO_REF_SLOT_BITS:0] != ref[31-IO_REF_SLOT_BITS:0]) {
             return;
         }
-        // Whether this packet ends its message (it becomes the I/O's last data packet).
+        // Whether this packet ends its message, and the message is the I/O's
+        // last RDMA operation (it becomes the I/O's last data packet).
         bit<8> end_bit = 0;
-        if (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
-                || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY) {
+        if (!more && (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
+                || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY)) {
             end_bit = IO_INFO_LAST_END;
         }
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
