@@ -10,79 +10,20 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { rng } from "../support/rng.js";
+import { constTable, lookup, p4Constants, preprocess, type ConstTable } from "../support/p4-const-entries.js";
 
 const PSN_MOD = 1 << 24;
 const OP = { FIRST: 0x06, MIDDLE: 0x07, LAST: 0x08, LAST_IMM: 0x09, ONLY: 0x0a, ONLY_IMM: 0x0b } as const;
 const OPEN = new Set([6, 14]);
 
 const SOURCE = readFileSync(new URL("../../p4/tna/include/control/flow_tracker.p4", import.meta.url), "utf8");
-/** The P4's named constants (p4/include/define.p4), as const entries use them. */
-const CONSTANTS = new Map(
-  [...readFileSync(new URL("../../p4/include/define.p4", import.meta.url), "utf8").matchAll(/const bit<\d+> (\w+) = (0x[0-9A-Fa-f]+|\d+);/g)].map((m) => [m[1]!, Number(m[2])]),
-);
+const CONSTANTS = p4Constants("p4/include/define.p4");
 
-/** The source with `#ifdef`/`#ifndef`/`#else`/`#endif` resolved for the defined names. */
-function preprocess(src: string, defined: ReadonlySet<string>): string {
-  const out: string[] = [];
-  const stack: boolean[] = [];
-  const on = () => stack.every(Boolean);
-  for (const line of src.split("\n")) {
-    const t = line.trim();
-    let m: RegExpMatchArray | null;
-    if ((m = t.match(/^#ifdef\s+(\w+)/))) stack.push(defined.has(m[1]!));
-    else if ((m = t.match(/^#ifndef\s+(\w+)/))) stack.push(!defined.has(m[1]!));
-    else if (t.startsWith("#else")) stack.push(!stack.pop()!);
-    else if (t.startsWith("#endif")) stack.pop();
-    else if (on() && !t.startsWith("#")) out.push(line);
-  }
-  return out.join("\n");
-}
-
-interface Entry {
-  keys: Array<{ value: number; mask: number } | undefined>;
-  action: string;
-  args: number[];
-}
-
-const num = (s: string): number => {
-  const v = s.trim().replace(/^\d+w/, "");
-  const n = CONSTANTS.get(v) ?? Number(v);
-  if (!Number.isFinite(n)) throw new Error(`not a number: '${s}'`);
-  return n >>> 0;
-};
-
-/** A table's key names and const entries, from the preprocessed source. */
-function table(src: string, name: string, window: boolean): { keys: string[]; entries: Entry[] } {
-  const at = src.indexOf(`table ${name} {`);
-  if (at < 0) throw new Error(`table ${name} not in the P4`);
-  const body = src.slice(at, src.indexOf("\n    }\n", at));
-  const keyBlock = body.slice(body.indexOf("key = {"), body.indexOf("}", body.indexOf("key = {")));
-  const keys = [...keyBlock.replace("WIN_SEEN_KEY", window ? 'win_seen: ternary @name("seen");' : "").matchAll(/(\S+):\s*(?:ternary|exact)(?:\s*@name\("(\w+)"\))?;/g)].map((m) => m[2] ?? m[1]!.split(".").pop()!);
-  const entryBlock = body.slice(body.indexOf("const entries = {"));
-  const entries: Entry[] = [];
-  for (const raw of entryBlock.split("\n")) {
-    const line = raw.replace(/\/\/.*$/, "").replace(/WIN_SEEN\(([^)]*)\)/g, window ? ", $1" : "").trim();
-    const m = line.match(/^(?:\((.*)\)|([^:(]+)):\s*(\w+)\((.*)\);$/);
-    if (!m) continue;
-    const values = (m[1] ?? m[2]!).split(",").map((v) => v.trim());
-    entries.push({
-      keys: values.map((v) => {
-        if (v === "_") return undefined;
-        const [val, mask] = v.split("&&&");
-        return { value: num(val!), mask: mask === undefined ? 0xffffffff : num(mask) };
-      }),
-      action: m[3]!,
-      args: m[4]!.trim() ? m[4]!.split(",").map(num) : [],
-    });
-  }
-  if (!entries.length) throw new Error(`table ${name}: no const entries read`);
-  for (const e of entries) if (e.keys.length !== keys.length) throw new Error(`table ${name}: an entry of ${e.keys.length} keys, the table has ${keys.length}`);
-  return { keys, entries };
-}
-
-/** The first entry that matches (const entries: in order of priority), or undefined (the default, NoAction). */
-function lookup(t: { keys: string[]; entries: Entry[] }, key: Record<string, number>): Entry | undefined {
-  return t.entries.find((e) => e.keys.every((k, i) => k === undefined || ((key[t.keys[i]!]! ^ k.value) & k.mask) >>> 0 === 0));
+function table(src: string, name: string, window: boolean): ConstTable {
+  return constTable(src, name, CONSTANTS, {
+    keys: (k) => k.replace("WIN_SEEN_KEY", window ? 'win_seen: ternary @name("seen");' : ""),
+    entry: (e) => e.replace(/WIN_SEEN\(([^)]*)\)/g, window ? ", $1" : ""),
+  });
 }
 
 interface Report {
@@ -100,7 +41,7 @@ const TABLES = ["op_params", "msg_state", "msg_counts_tbl", "msg_bytes_tbl", "ms
 
 /** One flow slot of the Tofino flow tracker, for one chip. */
 class TofinoFlow {
-  readonly t: Record<(typeof TABLES)[number], { keys: string[]; entries: Entry[] }>;
+  readonly t: Record<(typeof TABLES)[number], ConstTable>;
   // Registers.
   owned = false;
   hi8 = 0;

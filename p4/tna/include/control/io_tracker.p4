@@ -64,6 +64,13 @@ const bit<32> WORD_FOUND = 0x40000000;
 // A reference: fingerprint (31:16) ++ slot (15:0, IO_SLOT_BITS of them); in
 // the PSN map, bit 15 is its "data pending" bit. 0 is "not found".
 const bit<32> REF_PENDING = 0x8000;
+// Bit 14 of a data packet's reference, as the R_Key map finds it and the
+// PSN and QP maps carry it (TNA_SGL_END): the message is not the I/O's last
+// RDMA operation (its RETH's address and length end before the command's
+// SGL does; nvmet moves a large I/O in several operations). Taken off
+// before the slot's check: the packet's end is then not the I/O's last
+// data time.
+const bit<32> REF_MORE = 0x4000;
 
 const bit<8> IO_PKT_NONE = 0;
 const bit<8> IO_PKT_CMD = 1;
@@ -105,6 +112,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bool watched;
     cid_t cid;
     rkey_t sgl_key;
+#ifdef TNA_SGL_END
+    bit<32> sgl_end;      // command: the SGL's address + length; keyed data: the RETH's (low 32 bits)
+    bit<32> sgl_len;      // command: the SGL's length
+#endif
     bit<32> thr_c;        // meta.now_c - io timeout, clamped at 0
     bit<32> cref;         // the I/O's reference (command: its own; data: found)
     bit<32> fp;           // fingerprint of the I/O's key
@@ -217,6 +228,52 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
         }
     };
+#ifdef TNA_SGL_END
+    // The R_Key's I/O reference: (the SGL's end, reference), beside the
+    // map and written with it by every command: the map's key check (the
+    // word's found bit) says whether the reference is this R_Key's. A
+    // keyed transfer whose RETH ends before the SGL's end gets it with
+    // REF_MORE. (The stored bit is set again by every transfer: the ALU
+    // gives a computed value only when it writes it.)
+    Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map_ref;
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_claim = {
+        void apply(inout pair_t value) {
+            value.lo = sgl_end;
+            value.hi = cref;
+        }
+    };
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_find = {
+        void apply(inout pair_t value, out bit<32> rv) {
+            if (value.lo == sgl_end) {
+                value.hi = value.hi & ~REF_MORE;
+            } else {
+                value.hi = value.hi | REF_MORE;
+            }
+            rv = value.hi;
+        }
+    };
+    // The SGL's end: its address's low 32 bits + its length, both
+    // little-endian, byte-swapped by the stateful ALUs of two one-entry
+    // registers (a register's input crossbar takes bytes in any order; the
+    // early stages' hash units are taken), run by the capsule's and the
+    // class's tables (the early stages' logical tables are taken too), and
+    // summed with the fingerprint.
+    Register<bit<32>, bit<1>>(1, 0) sgl_addr_swap;
+    RegisterAction<bit<32>, bit<1>, bit<32>>(sgl_addr_swap) sgl_addr_calc = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            value = hdr.nvme_sqe.sgl_addr[39:32] ++ hdr.nvme_sqe.sgl_addr[47:40]
+                ++ hdr.nvme_sqe.sgl_addr[55:48] ++ hdr.nvme_sqe.sgl_addr[63:56];
+            rv = value;
+        }
+    };
+    Register<bit<32>, bit<1>>(1, 0) sgl_len_swap;
+    RegisterAction<bit<32>, bit<1>, bit<32>>(sgl_len_swap) sgl_len_calc = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            value = 8w0 ++ hdr.nvme_sqe.sgl_len_le[7:0] ++ hdr.nvme_sqe.sgl_len_le[15:8] ++ hdr.nvme_sqe.sgl_len_le[23:16];
+            rv = value;
+        }
+    };
+#else
     // The R_Key's I/O reference: (R_Key, reference), beside the map.
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map_ref;
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_claim = {
@@ -230,6 +287,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (value.lo == sgl_key) { rv = value.hi; } else { rv = 0; }
         }
     };
+#endif
 
     // PSN map (READ REQUEST -> first READ RESPONSE): (PSN, reference with
     // the pending bit); indexed by (host, target, target QP, PSN).
@@ -263,6 +321,14 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             value.hi = cref;
         }
     };
+#ifdef TNA_SGL_END
+    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_none = {
+        void apply(inout pair_t value) {
+            value.lo = qp_fp;
+            value.hi = 0;
+        }
+    };
+#endif
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_find = {
         void apply(inout pair_t value, out bit<32> rv) {
             if (value.lo == qp_fp) { rv = value.hi; } else { rv = 0; }
@@ -397,6 +463,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
         meta.io_digest.op = o[1:0];
+#ifdef TNA_SGL_END
+        sgl_end = sgl_addr_calc.execute(0);
+#endif
     }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
@@ -555,6 +624,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
         meta.io_digest.target_qp = hdr.bth.dest_qp;
         meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
+#ifdef TNA_SGL_END
+        sgl_len = sgl_len_calc.execute(0);
+#endif
     }
     @hidden action take_rsp() {
         cid = hdr.nvme_cqe.cid_le;
@@ -580,7 +652,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.bytes = cmd_len_swap.get({ hdr.nvme_sqe.sgl_len_le[7:0], hdr.nvme_sqe.sgl_len_le[15:8],
             hdr.nvme_sqe.sgl_len_le[23:16] });
     }
-    @hidden action take_rkey() { sgl_key = hdr.reth.rkey; }
+    @hidden action take_rkey() {
+        sgl_key = hdr.reth.rkey;
+#ifdef TNA_SGL_END
+        sgl_end = hdr.reth.va[31:0] + hdr.reth.dma_len;
+#endif
+    }
     // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
     @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
     @hidden action take_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id; }
@@ -618,6 +695,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     @hidden action take_fp_cmd() {
         fp = fp_cmd_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp, cid });
+#ifdef TNA_SGL_END
+        sgl_end = sgl_end + sgl_len;  // every packet: sgl_len is 0 but for a command
+#endif
     }
     @hidden action take_slot_rsp() {
         cref[15:0] = (bit<16>)slot_rsp.get({ meta.io_digest.host, meta.io_digest.target, pword_h[23:0], cid });
@@ -747,11 +827,27 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // QP map: a message's first packet writes the reference it found (0 when
     // none), the others find it.
     @hidden action qp_write_a() { qp_write.execute(QP_IDX); }
+#ifdef TNA_SGL_END
+    @hidden action qp_none_a() { qp_none.execute(QP_IDX); }
+#endif
     @hidden action qp_find_a() { cref = qp_find.execute(QP_IDX); }
     // One table with the response's slot: both write the reference, and
     // only one table may write a field in a stage.
     @stage(5)
     @hidden table qp_tbl {
+#ifdef TNA_SGL_END
+        key = { pkt_class: ternary; starts_message: ternary; word[30:30]: ternary @name("found"); }
+        actions = { qp_write_a; qp_none_a; qp_find_a; take_slot_rsp; NoAction; }
+        const entries = {
+            (IO_PKT_RSP, _, _): take_slot_rsp();
+            // A first packet whose R_Key the map does not hold: no reference.
+            (IO_PKT_WRITE_DATA, true, 0): qp_none_a();
+            (IO_PKT_WRITE_DATA, true, _): qp_write_a();
+            (IO_PKT_READ_RESP, true, _): qp_write_a();
+            (IO_PKT_WRITE_DATA, false, _): qp_find_a();
+            (IO_PKT_READ_RESP, false, _): qp_find_a();
+        }
+#else
         key = { pkt_class: ternary; starts_message: ternary; }
         actions = { qp_write_a; qp_find_a; take_slot_rsp; NoAction; }
         const entries = {
@@ -761,10 +857,35 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_WRITE_DATA, false): qp_find_a();
             (IO_PKT_READ_RESP, false): qp_find_a();
         }
+#endif
         const default_action = NoAction();
         size = 8;
     }
 
+
+#ifdef TNA_SGL_END
+    // A keyed transfer whose R_Key the map does not hold has no reference;
+    // a message that is not its I/O's last operation (REF_MORE) is its
+    // I/O's data, but its end is not the I/O's last data time.
+    @hidden action ref_none() { cref = 0; }
+    @hidden action ref_more() {
+        cref = cref & ~REF_MORE;
+        nowx = 0;
+    }
+    @hidden table ref_tbl {
+        key = { pkt_class: ternary; hdr.reth.isValid(): ternary; word[30:30]: ternary @name("found"); cref[14:14]: ternary @name("more"); }
+        actions = { ref_none; ref_more; NoAction; }
+        const entries = {
+            (IO_PKT_WRITE_DATA, true, 0, _): ref_none();
+            (IO_PKT_READ_REQ, true, 0, _): ref_none();
+            (IO_PKT_WRITE_DATA, _, _, 1): ref_more();
+            (IO_PKT_READ_REQ, _, _, 1): ref_more();
+            (IO_PKT_READ_RESP, _, _, 1): ref_more();
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+#endif
 
     // Owner: a command claims the slot (unless its in-capsule data has no
     // queue pairing), a response of a paired queue closes it.
@@ -1256,6 +1377,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             qp_fp_tbl.apply();
             qp_tbl.apply();  // and a response's slot
             owner_tbl.apply();
+#ifdef TNA_SGL_END
+            ref_tbl.apply();  // after the owner, which reads a command's reference
+#endif
             check_tbl.apply();
             info_tbl.apply();
             cmd_ts_tbl.apply();

@@ -1,0 +1,179 @@
+// The Tofino I/O tracker's data path (p4/tna/include/control/io_tracker.p4,
+// as Tofino 1 compiles it: TNA_SGL_END) for an I/O whose data moves in
+// several RDMA operations: the const entries
+// of the R_Key, PSN and QP map tables and of the reference table are read
+// from the P4, the registers' actions are written here as in the P4. The
+// I/O's last data time (DAL's end) must come from the end of its last
+// operation or be absent (0), never from an earlier operation's end; a
+// keyed transfer whose R_Key the map does not hold touches no I/O.
+import { readFileSync } from "node:fs";
+import { describe, expect, test } from "vitest";
+import { constTable, lookup, p4Constants, preprocess, type ConstTable } from "../support/p4-const-entries.js";
+
+const SRC = preprocess(readFileSync(new URL("../../p4/tna/include/control/io_tracker.p4", import.meta.url), "utf8"), new Set(["TNA_SGL_END"]));
+const C = p4Constants("p4/include/define.p4", "p4/tna/include/control/io_tracker.p4");
+const K = (name: string): number => {
+  const v = C.get(name);
+  if (v === undefined) throw new Error(`${name} not in the P4`);
+  return v;
+};
+const TABLES = ["rkey_tbl", "rkey_ref_tbl", "psn_tbl", "qp_tbl", "ref_tbl"] as const;
+const T = Object.fromEntries(TABLES.map((n) => [n, constTable(SRC, n, C)])) as Record<(typeof TABLES)[number], ConstTable>;
+
+const OP = { WRITE_FIRST: 0x06, WRITE_MIDDLE: 0x07, WRITE_LAST: 0x08, WRITE_ONLY: 0x0a, READ_REQUEST: 0x0c, RR_FIRST: 0x0d, RR_MIDDLE: 0x0e, RR_LAST: 0x0f, RR_ONLY: 0x10 } as const;
+const IOREF_PENDING = K("IOREF_PENDING");
+const WORD_FOUND = K("WORD_FOUND");
+const REF_PENDING = K("REF_PENDING");
+const REF_MORE = K("REF_MORE");
+
+interface Pair { lo: number; hi: number }
+interface Reth { rkey: number; va: number; len: number }
+
+/** One R_Key map entry (every key here shares it), one PSN map entry per PSN, one QP map entry per QP, and the I/O slots by reference. */
+class TofinoIoData {
+  rkeyMap: Pair = { lo: 0, hi: 0 };
+  rkeyRef: Pair = { lo: 0, hi: 0 };
+  psnMap = new Map<number, Pair>();
+  qpMap = new Map<number, Pair>();
+  /** slot check (the command's reference) -> last data packet (time when it ends its message, else 0; PSN) */
+  last = new Map<number, Pair>();
+  /** slot check -> the time of each data packet its check passed */
+  seen = new Map<number, number[]>();
+
+  command(cref: number, rkey: number, sglAddr: number, sglLen: number, tqp: number): void {
+    const claim = lookup(T.rkey_tbl, { pkt_class: K("IO_PKT_CMD"), in_capsule: 0, "isValid()": 0 })?.action;
+    expect(claim).toBe("rkey_claim_a");
+    this.rkeyMap = { lo: rkey, hi: (tqp | IOREF_PENDING | WORD_FOUND) >>> 0 };
+    expect(lookup(T.rkey_ref_tbl, { pkt_class: K("IO_PKT_CMD"), in_capsule: 0, "isValid()": 0 })?.action).toBe("rkey_ref_claim_a");
+    this.rkeyRef = { lo: (sglAddr + sglLen) >>> 0, hi: cref };
+    this.last.set(cref, { lo: 0, hi: 0 });
+    this.seen.set(cref, []);
+  }
+
+  /** A data packet towards the host (read data) or the target (READ RESPONSE); READ REQUESTs through `readRequest`. */
+  data(t: number, opcode: number, qp: number, psn: number, reth?: Reth): void {
+    const toTarget = opcode >= OP.RR_FIRST;
+    const pktClass = K(toTarget ? "IO_PKT_READ_RESP" : "IO_PKT_WRITE_DATA");
+    const starts = [OP.WRITE_FIRST, OP.WRITE_ONLY, OP.RR_FIRST, OP.RR_ONLY].includes(opcode as never) ? 1 : 0;
+    const ends = [OP.WRITE_LAST, OP.WRITE_ONLY, OP.RR_LAST, OP.RR_ONLY].includes(opcode as never);
+    let nowx = ends ? t : 0;
+    let word = toTarget ? qp : 0;
+    let cref = 0;
+    const k = { pkt_class: pktClass, in_capsule: 0, "isValid()": reth ? 1 : 0 };
+    ({ word, cref } = this.keyed(k, word, cref, reth));
+    const found = (word >>> 30) & 1;
+    const pa = lookup(T.psn_tbl, { pkt_class: pktClass, starts_message: starts, found })?.action;
+    if (pa === "psn_find_a") {
+      const e = this.psnMap.get(psn);
+      cref = e && e.lo === psn ? (e.hi & ~REF_PENDING) >>> 0 : 0;
+      if (e && e.lo === psn) e.hi = (e.hi & ~REF_PENDING) >>> 0;
+    } else expect(pa).toBeUndefined();
+    const qa = lookup(T.qp_tbl, { pkt_class: pktClass, starts_message: starts, found })?.action;
+    if (qa === "qp_write_a") this.qpMap.set(qp, { lo: qp, hi: cref });
+    else if (qa === "qp_none_a") this.qpMap.set(qp, { lo: qp, hi: 0 });
+    else if (qa === "qp_find_a") cref = this.qpMap.get(qp)?.lo === qp ? this.qpMap.get(qp)!.hi : 0;
+    else throw new Error(`qp_tbl: ${qa}`);
+    ({ cref, nowx } = this.reference(pktClass, reth, found, cref, nowx));
+    // The slot's check, then its last data packet (a message's first
+    // writes, a later one only as the next PSN).
+    const last = this.last.get(cref);
+    if (cref === 0 || !last) return;
+    this.seen.get(cref)!.push(t);
+    if (starts || psn - last.hi === 1) this.last.set(cref, { lo: nowx, hi: psn });
+  }
+
+  /** The reference table: none for an R_Key the map does not hold; REF_MORE taken off, and the end is no last data time. */
+  private reference(pktClass: number, reth: Reth | undefined, found: number, cref: number, nowx: number): { cref: number; nowx: number } {
+    const ra = lookup(T.ref_tbl, { pkt_class: pktClass, "isValid()": reth ? 1 : 0, found, more: (cref >>> 14) & 1 })?.action;
+    if (ra === "ref_none") return { cref: 0, nowx };
+    if (ra === "ref_more") return { cref: (cref & ~REF_MORE) >>> 0, nowx: 0 };
+    expect(ra).toBeUndefined();
+    return { cref, nowx };
+  }
+
+  /** A READ REQUEST (target -> host): found by its R_Key, it claims the PSN map entry of the READ RESPONSE it asks for. */
+  readRequest(t: number, psn: number, reth: Reth): void {
+    const pktClass = K("IO_PKT_READ_REQ");
+    const { word, cref } = this.keyed({ pkt_class: pktClass, in_capsule: 0, "isValid()": 1 }, 0, 0, reth);
+    const found = (word >>> 30) & 1;
+    const pa = lookup(T.psn_tbl, { pkt_class: pktClass, starts_message: 0, found })?.action;
+    if (pa === "psn_claim_a") this.psnMap.set(psn, { lo: psn, hi: (cref | REF_PENDING) >>> 0 });
+    const own = this.reference(pktClass, reth, found, cref, 0).cref;
+    if (own !== 0 && this.seen.has(own)) this.seen.get(own)!.push(t);
+  }
+
+  /** The R_Key map and its references (stage 3) for a keyed transfer. */
+  private keyed(k: Record<string, number>, word: number, cref: number, reth: Reth | undefined): { word: number; cref: number } {
+    if (lookup(T.rkey_tbl, k)?.action === "rkey_find_a") {
+      word = this.rkeyMap.lo === reth!.rkey ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
+      if (this.rkeyMap.lo === reth!.rkey) this.rkeyMap.hi = word;
+    }
+    const ra = lookup(T.rkey_ref_tbl, k)?.action;
+    if (ra === "rkey_ref_find_a") {
+      const end = (reth!.va + reth!.len) >>> 0;
+      this.rkeyRef.hi = (this.rkeyRef.lo === end ? this.rkeyRef.hi & ~REF_MORE : this.rkeyRef.hi | REF_MORE) >>> 0;
+      cref = this.rkeyRef.hi;
+    } else if (ra === "no_ref") cref = 0;
+    return { word, cref };
+  }
+}
+
+const A = 0x1234_0001; // references (fingerprint ++ slot)
+const B = 0x5678_0002;
+const HQP = 0x101;
+const TQP = 0x801;
+const VA = 0x7f00_0000;
+
+/** A read of 8 KiB in two RDMA WRITE operations of two packets; between them, optionally, another command of the same (host, target) takes the R_Key entry. */
+function read(taken: boolean): { io: TofinoIoData; op2Last: number } {
+  const io = new TofinoIoData();
+  io.command(A, 0x70, VA, 8192, TQP);
+  io.data(10, OP.WRITE_FIRST, HQP, 100, { rkey: 0x70, va: VA, len: 4096 });
+  io.data(11, OP.WRITE_LAST, HQP, 101);
+  if (taken) io.command(B, 0x99, 0x10_0000, 4096, TQP + 1);
+  io.data(20, OP.WRITE_FIRST, HQP, 102, { rkey: 0x70, va: VA + 4096, len: 4096 });
+  io.data(21, OP.WRITE_LAST, HQP, 103);
+  return { io, op2Last: 21 };
+}
+
+/** A write of 8 KiB in two READ REQUESTs of two READ RESPONSE packets each. */
+function write(taken: boolean): TofinoIoData {
+  const io = new TofinoIoData();
+  io.command(A, 0x70, VA, 8192, TQP);
+  io.readRequest(5, 500, { rkey: 0x70, va: VA, len: 4096 });
+  io.data(10, OP.RR_FIRST, TQP, 500);
+  io.data(11, OP.RR_LAST, TQP, 501);
+  if (taken) io.command(B, 0x99, 0x10_0000, 4096, TQP + 1);
+  io.readRequest(15, 502, { rkey: 0x70, va: VA + 4096, len: 4096 });
+  io.data(20, OP.RR_FIRST, TQP, 502);
+  io.data(21, OP.RR_LAST, TQP, 503);
+  return io;
+}
+
+describe("Tofino I/O tracker: an I/O in several RDMA operations (the tables as in the P4)", () => {
+  test("whole, every data packet is the I/O's and its last data time is its last operation's end", () => {
+    const r = read(false).io;
+    expect([r.last.get(A), r.seen.get(A)]).toEqual([{ lo: 21, hi: 103 }, [10, 11, 20, 21]]);
+    const w = write(false);
+    expect([w.last.get(A), w.seen.get(A)]).toEqual([{ lo: 21, hi: 503 }, [5, 10, 11, 15, 20, 21]]);
+  });
+
+  test("its R_Key entry taken between two operations: the first operation is the I/O's, but no last data time (DAL absent), never the first operation's end", () => {
+    const r = read(true).io;
+    expect([r.last.get(A)!.lo, r.seen.get(A)]).toEqual([0, [10, 11]]);
+    const w = write(true);
+    expect([w.last.get(A)!.lo, w.seen.get(A)]).toEqual([0, [5, 10, 11]]);
+  });
+
+  test("an operation whose R_Key the map does not hold touches no I/O, not the one whose reference shares the entry", () => {
+    const io = new TofinoIoData();
+    io.command(A, 0x70, VA, 4096, TQP);
+    io.command(B, 0x99, VA, 4096, TQP + 1); // same buffer, a new R_Key: same SGL end
+    io.data(10, OP.WRITE_ONLY, HQP, 100, { rkey: 0x70, va: VA, len: 4096 });
+    io.data(11, OP.WRITE_FIRST, HQP, 101, { rkey: 0x70, va: VA, len: 4096 });
+    io.data(12, OP.WRITE_LAST, HQP, 102);
+    expect([io.seen.get(A), io.seen.get(B)]).toEqual([[], []]);
+    io.data(20, OP.WRITE_ONLY, HQP + 1, 7, { rkey: 0x99, va: VA, len: 4096 });
+    expect([io.last.get(B), io.seen.get(B)]).toEqual([{ lo: 20, hi: 7 }, [20]]);
+  });
+});
