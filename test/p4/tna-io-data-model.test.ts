@@ -57,16 +57,14 @@ class TofinoIoData {
     const starts = [OP.WRITE_FIRST, OP.WRITE_ONLY, OP.RR_FIRST, OP.RR_ONLY].includes(opcode as never) ? 1 : 0;
     const ends = [OP.WRITE_LAST, OP.WRITE_ONLY, OP.RR_LAST, OP.RR_ONLY].includes(opcode as never);
     let nowx = ends ? t : 0;
-    let word = toTarget ? qp : 0;
-    let cref = 0;
-    const k = { pkt_class: pktClass, in_capsule: 0, "isValid()": reth ? 1 : 0 };
-    ({ word, cref } = this.keyed(k, word, cref, reth));
+    // A READ RESPONSE's word is its own QP (no found bit).
+    let { word, cref } = this.keyed(pktClass, reth) ?? { word: toTarget ? qp : 0, cref: 0 };
     const found = (word >>> 30) & 1;
     const pa = lookup(T.psn_tbl, { pkt_class: pktClass, starts_message: starts, found })?.action;
     if (pa === "psn_find_a") {
       const e = this.psnMap.get(psn);
-      cref = e && e.lo === psn ? (e.hi & ~REF_PENDING) >>> 0 : 0;
-      if (e && e.lo === psn) e.hi = (e.hi & ~REF_PENDING) >>> 0;
+      if (e?.lo === psn) e.hi = (e.hi & ~REF_PENDING) >>> 0;
+      cref = e?.lo === psn ? e.hi : 0;
     } else expect(pa).toBeUndefined();
     const qa = lookup(T.qp_tbl, { pkt_class: pktClass, starts_message: starts, found })?.action;
     if (qa === "qp_write_a") this.qpMap.set(qp, { lo: qp, hi: cref });
@@ -94,7 +92,7 @@ class TofinoIoData {
   /** A READ REQUEST (target -> host): found by its R_Key, it claims the PSN map entry of the READ RESPONSE it asks for. */
   readRequest(t: number, psn: number, reth: Reth): void {
     const pktClass = K("IO_PKT_READ_REQ");
-    const { word, cref } = this.keyed({ pkt_class: pktClass, in_capsule: 0, "isValid()": 1 }, 0, 0, reth);
+    const { word, cref } = this.keyed(pktClass, reth)!;
     const found = (word >>> 30) & 1;
     const pa = lookup(T.psn_tbl, { pkt_class: pktClass, starts_message: 0, found })?.action;
     if (pa === "psn_claim_a") this.psnMap.set(psn, { lo: psn, hi: (cref | REF_PENDING) >>> 0 });
@@ -102,19 +100,16 @@ class TofinoIoData {
     if (own !== 0 && this.seen.has(own)) this.seen.get(own)!.push(t);
   }
 
-  /** The R_Key map and its references (stage 3) for a keyed transfer. */
-  private keyed(k: Record<string, number>, word: number, cref: number, reth: Reth | undefined): { word: number; cref: number } {
-    if (lookup(T.rkey_tbl, k)?.action === "rkey_find_a") {
-      word = this.rkeyMap.lo === reth!.rkey ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
-      if (this.rkeyMap.lo === reth!.rkey) this.rkeyMap.hi = word;
-    }
-    const ra = lookup(T.rkey_ref_tbl, k)?.action;
-    if (ra === "rkey_ref_find_a") {
-      const end = (reth!.va + reth!.len) >>> 0;
-      this.rkeyRef.hi = (this.rkeyRef.lo === end ? this.rkeyRef.hi & ~REF_MORE : this.rkeyRef.hi | REF_MORE) >>> 0;
-      cref = this.rkeyRef.hi;
-    } else if (ra === "no_ref") cref = 0;
-    return { word, cref };
+  /** The R_Key map and its references (stage 3): a keyed transfer's word and reference; undefined for a packet without its RETH. */
+  private keyed(pktClass: number, reth: Reth | undefined): { word: number; cref: number } | undefined {
+    if (!reth) return undefined;
+    const k = { pkt_class: pktClass, in_capsule: 0, "isValid()": 1 };
+    expect([lookup(T.rkey_tbl, k)?.action, lookup(T.rkey_ref_tbl, k)?.action]).toEqual(["rkey_find_a", "rkey_ref_find_a"]);
+    const word = this.rkeyMap.lo === reth.rkey ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
+    if (this.rkeyMap.lo === reth.rkey) this.rkeyMap.hi = word;
+    const end = (reth.va + reth.len) >>> 0;
+    this.rkeyRef.hi = (this.rkeyRef.lo === end ? this.rkeyRef.hi & ~REF_MORE : this.rkeyRef.hi | REF_MORE) >>> 0;
+    return { word, cref: this.rkeyRef.hi };
   }
 }
 

@@ -10,13 +10,17 @@ import type { SwitchCapture } from "../../traffic/src/types.js";
 const IOREF_SLOTS = 262144;
 const QUEUE_SLOTS = 131072; // per way
 
+/** The slot of a key in a map of `slots`: its fields, each [value, bytes], big-endian. */
+function keySlot(slots: number, ...fields: Array<[number, number]>): number {
+  const k = Buffer.alloc(fields.reduce((n, [, bytes]) => n + bytes, 0));
+  let at = 0;
+  for (const [v, bytes] of fields) at = k.writeUIntBE(bytes === 4 ? v >>> 0 : v & (2 ** (8 * bytes) - 1), at, bytes);
+  return crc32(k) % slots;
+}
+
 /** The slot of (a, b, qp) in a map of `slots`: two IPv4 addresses and a 24-bit QP number. */
 export function slotOf(a: number, b: number, qp: number, slots: number): number {
-  const k = Buffer.alloc(11);
-  k.writeUInt32BE(a >>> 0, 0);
-  k.writeUInt32BE(b >>> 0, 4);
-  k.writeUIntBE(qp & 0xffffff, 8, 3);
-  return crc32(k) % slots;
+  return keySlot(slots, [a, 4], [b, 4], [qp, 3]);
 }
 
 /** The first QP number from `from` whose (a, b, qp) slot is `slot`. */
@@ -81,15 +85,7 @@ export function lastDataDisplaced(t0: bigint): Scenario {
 
 /** The slot of a queue pairing key (host, target, QP) in way 0 and in way 1 of a two-way queue pair map (p4/include/control/queue_pairs.p4). */
 export function pairSlots(host: number, target: number, qp: number): [number, number] {
-  const k = Buffer.alloc(11);
-  k.writeUInt32BE(host >>> 0, 0);
-  k.writeUInt32BE(target >>> 0, 4);
-  k.writeUIntBE(qp & 0xffffff, 8, 3);
-  const w0 = crc32(k) % QUEUE_SLOTS;
-  k.writeUIntBE(qp & 0xffffff, 0, 3);
-  k.writeUInt32BE(target >>> 0, 3);
-  k.writeUInt32BE(host >>> 0, 7);
-  return [w0, crc32(k) % QUEUE_SLOTS];
+  return [keySlot(QUEUE_SLOTS, [host, 4], [target, 4], [qp, 3]), keySlot(QUEUE_SLOTS, [qp, 3], [target, 4], [host, 4])];
 }
 
 /**
@@ -184,13 +180,7 @@ export function pairingDisplaced(t0: bigint): Scenario & { second: { host: strin
 }
 
 /** The R_Key map slot of (host, target, R_Key). */
-function rkeySlot(host: number, target: number, rkey: number): number {
-  const k = Buffer.alloc(12);
-  k.writeUInt32BE(host >>> 0, 0);
-  k.writeUInt32BE(target >>> 0, 4);
-  k.writeUInt32BE(rkey >>> 0, 8);
-  return crc32(k) % IOREF_SLOTS;
-}
+const rkeySlot = (host: number, target: number, rkey: number): number => keySlot(IOREF_SLOTS, [host, 4], [target, 4], [rkey, 4]);
 
 /**
  * One 8 KiB I/O whose data moves in two RDMA operations of 4 KiB (as nvmet
