@@ -117,7 +117,7 @@ const A = 0x1234_0001; // references (fingerprint ++ slot)
 const B = 0x5678_0002;
 const HQP = 0x101;
 const TQP = 0x801;
-const VA = 0x7f00_0000;
+const VA = 0xffff_f000; // the SGL's end wraps past 2^32: ends compare in their low 32 bits
 
 /** A read of 8 KiB in two RDMA WRITE operations of two packets; between them, optionally, another command of the same (host, target) takes the R_Key entry. */
 function read(taken: boolean): { io: TofinoIoData; op2Last: number } {

@@ -200,7 +200,9 @@ export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = tr
   let other = rkey + 1;
   while (rkeySlot(host, target, other) !== want) other++;
   const { packets, at, send } = recorder(t0);
-  const va = 0x10000n;
+  // The buffer crosses a 4 GiB boundary (IOVAs are 64-bit): the switch
+  // compares ends in their low 32 bits, which wrap here.
+  const va = 0x7f00_ffff_f000n;
   send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe(op, 5, 1, va, 8192, rkey) }, "cmd");
   const dataOp = (k: number) => {
     const reth = { va: va + BigInt(k * 4096), rkey, length: 4096 };
