@@ -306,6 +306,11 @@ parser TelemetryEgressParser(packet_in pkt, out headers_t hdr, out egress_metada
 // The flow tracker's predicates live until the counts, after the seen-PSN
 // window (stage 16): kept apart, as the allocator overlays them wrongly.
 @pa_no_overlay("egress", "flow_tracker_owner", "flow_tracker_cnp_p", "flow_tracker_track")
+// The flow histogram's id and bucket: overlaid with the window's words, they
+// would wait for the window (stage 16), and the FCT array, whose stage must
+// have map RAM that the I/O histograms leave free, would need a 21st stage.
+@pa_no_overlay("egress", "flow_tracker_histograms_flow")
+@pa_no_overlay("egress", "flow_tracker_histograms_b")
 #endif
 control TelemetryEgress(inout headers_t hdr, inout egress_metadata_t meta,
                         in egress_intrinsic_metadata_t eg_intr_md,

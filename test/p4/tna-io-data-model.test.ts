@@ -1,5 +1,5 @@
 // The Tofino I/O tracker's data path (p4/tna/include/control/io_tracker.p4,
-// as Tofino 1 compiles it: TNA_SGL_END) for an I/O whose data moves in
+// as both Tofino chips compile it: TNA_SGL_END) for an I/O whose data moves in
 // several RDMA operations: the const entries
 // of the R_Key, PSN and QP map tables and of the reference table are read
 // from the P4, the registers' actions are written here as in the P4. The

@@ -79,6 +79,20 @@ test("the seen-PSN window: in Tofino 2's egress, before the message counts; none
   expect(stagesOf("tna", "flow_win")).toEqual([]);
 });
 
+// A large I/O's last RDMA operation by the SGL's end (docs/spec.md, "Large
+// I/Os"): both chips swap the SGL's address and length in stateful ALUs
+// before the R_Key map keeps their sum beside the reference.
+test.each(["tna", "t2na"])("the SGL's end: in the %s build, swapped before the R_Key map", (dir) => {
+  const s = JSON.parse(read(`p4/build/${dir}/resources.json`)) as Summary;
+  const stageOf = (reg: string) => Object.entries(s.ingress.per_stage).filter(([, v]) => v.registers.includes(reg)).map(([k]) => Number(k));
+  const refs = stageOf("rkey_map_ref");
+  expect(refs).toHaveLength(1);
+  for (const swap of ["sgl_addr_swap", "sgl_len_swap"]) {
+    expect(stageOf(swap), swap).toHaveLength(1);
+    expect(stageOf(swap)[0]!, swap).toBeLessThan(refs[0]!);
+  }
+});
+
 // Both chips: Tofino 1 (12 stages per pipeline) and Tofino 2 (20).
 test.each([["tna", 12], ["t2na", 20]] as const)("the %s build fits its %i stages", (dir, stages) => {
   const summary = JSON.parse(read(`p4/build/${dir}/resources.json`)) as Summary;

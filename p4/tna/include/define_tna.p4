@@ -23,11 +23,8 @@
 #define TNA_PSN_WINDOW
 #endif
 // The last RDMA operation of a large I/O by the SGL's end (REF_MORE in
-// control/io_tracker.p4), on Tofino 1: on Tofino 2 the compiler then moves
-// the flow histograms to a 21st egress stage.
-#if __TARGET_TOFINO__ != 2
+// control/io_tracker.p4), on both chips.
 #define TNA_SGL_END
-#endif
 
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares
 // and writes both in one access.
