@@ -10,7 +10,9 @@ import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { constTable, lookup, p4Constants, preprocess, type ConstTable } from "../support/p4-const-entries.js";
 
-const SRC = preprocess(readFileSync(new URL("../../p4/tna/include/control/io_tracker.p4", import.meta.url), "utf8"), new Set(["TNA_SGL_END"]));
+const RAW = readFileSync(new URL("../../p4/tna/include/control/io_tracker.p4", import.meta.url), "utf8");
+const SRC = preprocess(RAW, new Set(["TNA_SGL_END"]));
+const DEFINES = readFileSync(new URL("../../p4/tna/include/define_tna.p4", import.meta.url), "utf8");
 const C = p4Constants("p4/include/define.p4", "p4/tna/include/control/io_tracker.p4");
 const K = (name: string): number => {
   const v = C.get(name);
@@ -29,9 +31,23 @@ const REF_MORE = K("REF_MORE");
 interface Pair { lo: number; hi: number }
 interface Reth { rkey: number; va: number; len: number }
 
+/**
+ * The R_Key map's key on a chip: the R_Key alone, or (where define_tna.p4
+ * defines TNA_RKEY_FP for it) the R_Key with the host and the target, which
+ * the P4 hashes into the key before the map's stage.
+ */
+function rkeyKeyOf(chip: 1 | 2): (rkey: number, host: number, target: number) => string {
+  const tofino2Only = /#if __TARGET_TOFINO__ == 2\s*\n#define TNA_RKEY_FP/.test(DEFINES);
+  const everywhere = /^#define TNA_RKEY_FP/m.test(DEFINES) && !tofino2Only;
+  const fp = everywhere || (tofino2Only && chip === 2);
+  const hashed = /sgl_key = rkey_fp_hash\.get\(\{ sgl_key, meta\.io_digest\.host, meta\.io_digest\.target \}\)/.test(preprocess(RAW, new Set(["TNA_SGL_END", "TNA_RKEY_FP"])));
+  return fp && hashed ? (rkey, host, target) => `${rkey}|${host}|${target}` : (rkey) => String(rkey);
+}
+
 /** One R_Key map entry (every key here shares it), one PSN map entry per PSN, one QP map entry per QP, and the I/O slots by reference. */
 class TofinoIoData {
-  rkeyMap: Pair = { lo: 0, hi: 0 };
+  constructor(private readonly key: (rkey: number, host: number, target: number) => string = rkeyKeyOf(1)) {}
+  rkeyMap: { lo: string; hi: number } = { lo: "", hi: 0 };
   rkeyRef: Pair = { lo: 0, hi: 0 };
   psnMap = new Map<number, Pair>();
   qpMap = new Map<number, Pair>();
@@ -40,10 +56,10 @@ class TofinoIoData {
   /** slot check -> the time of each data packet its check passed */
   seen = new Map<number, number[]>();
 
-  command(cref: number, rkey: number, sglAddr: number, sglLen: number, tqp: number): void {
+  command(cref: number, rkey: number, sglAddr: number, sglLen: number, tqp: number, pair = PAIR): void {
     const claim = lookup(T.rkey_tbl, { pkt_class: K("IO_PKT_CMD"), in_capsule: 0, "isValid()": 0 })?.action;
     expect(claim).toBe("rkey_claim_a");
-    this.rkeyMap = { lo: rkey, hi: (tqp | IOREF_PENDING | WORD_FOUND) >>> 0 };
+    this.rkeyMap = { lo: this.key(rkey, pair.host, pair.target), hi: (tqp | IOREF_PENDING | WORD_FOUND) >>> 0 };
     expect(lookup(T.rkey_ref_tbl, { pkt_class: K("IO_PKT_CMD"), in_capsule: 0, "isValid()": 0 })?.action).toBe("rkey_ref_claim_a");
     this.rkeyRef = { lo: (sglAddr + sglLen) >>> 0, hi: cref };
     this.last.set(cref, { lo: 0, hi: 0 });
@@ -105,14 +121,17 @@ class TofinoIoData {
     if (!reth) return undefined;
     const k = { pkt_class: pktClass, in_capsule: 0, "isValid()": 1 };
     expect([lookup(T.rkey_tbl, k)?.action, lookup(T.rkey_ref_tbl, k)?.action]).toEqual(["rkey_find_a", "rkey_ref_find_a"]);
-    const word = this.rkeyMap.lo === reth.rkey ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
-    if (this.rkeyMap.lo === reth.rkey) this.rkeyMap.hi = word;
+    const mine = this.rkeyMap.lo === this.key(reth.rkey, PAIR.host, PAIR.target);
+    const word = mine ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
+    if (mine) this.rkeyMap.hi = word;
     const end = (reth.va + reth.len) >>> 0;
     this.rkeyRef.hi = (this.rkeyRef.lo === end ? this.rkeyRef.hi & ~REF_MORE : this.rkeyRef.hi | REF_MORE) >>> 0;
     return { word, cref: this.rkeyRef.hi };
   }
 }
 
+/** The data packets' (host, target); a command may be another pair's. */
+const PAIR = { host: 0x0a00_0101, target: 0x0a00_0201 };
 const A = 0x1234_0001; // references (fingerprint ++ slot)
 const B = 0x5678_0002;
 const HQP = 0x101;
@@ -171,4 +190,18 @@ describe("Tofino I/O tracker: an I/O in several RDMA operations (the tables as i
     io.data(20, OP.WRITE_ONLY, HQP + 1, 7, { rkey: 0x99, va: VA, len: 4096 });
     expect([io.last.get(B), io.seen.get(B)]).toEqual([{ lo: 20, hi: 7 }, [20]]);
   });
+});
+
+// Identical hosts number their memory regions alike, so two host-target
+// pairs often use equal R_Keys; when their R_Key map entries share an index,
+// the later command takes the entry. Tofino 2 keys the entry by a
+// fingerprint of (R_Key, host, target): the first pair's data then finds no
+// I/O (its DAL absent and counted), never the other pair's. Tofino 1 keeps
+// the R_Key alone (docs/tofino.md, "Keys, slots and capacity").
+test("Tofino 2: another pair's command with the same R_Key takes the entry; this pair's data then touches neither I/O", () => {
+  const io = new TofinoIoData(rkeyKeyOf(2));
+  io.command(A, 0x70, VA, 4096, TQP);
+  io.command(B, 0x70, 0x10_0000, 4096, TQP, { host: 0x0a00_0102, target: 0x0a00_0202 });
+  io.data(10, OP.WRITE_ONLY, HQP, 100, { rkey: 0x70, va: VA, len: 4096 });
+  expect([io.seen.get(A), io.seen.get(B)]).toEqual([[], []]);
 });

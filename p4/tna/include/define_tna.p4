@@ -25,6 +25,13 @@
 // The last RDMA operation of a large I/O by the SGL's end (REF_MORE in
 // control/io_tracker.p4), on both chips.
 #define TNA_SGL_END
+// The R_Key map keyed by a 32-bit fingerprint of (R_Key or RDMA CM
+// communication ID, host, target) instead of the R_Key alone, on Tofino 2:
+// on Tofino 1 its hash in stage 2 moves the egress flow tracker a stage
+// later, to a 13th.
+#if __TARGET_TOFINO__ == 2
+#define TNA_RKEY_FP
+#endif
 
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares
 // and writes both in one access.

@@ -171,6 +171,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     Hash<bit<IO_SLOT_BITS>>(HashAlgorithm_t.CRC16) slot_rsp;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) learn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) rkey_idx;
+#ifdef TNA_RKEY_FP
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) rkey_fp_hash;
+#endif
     Hash<bit<16>>(HashAlgorithm_t.CRC16) psn_idx;
     Hash<bit<16>>(HashAlgorithm_t.CRC16) qp_idx;
     Hash<bit<32>>(HashAlgorithm_t.CRC32) qp_fp_hash;
@@ -197,7 +200,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
     };
 
-    // R_Key map: (R_Key, word); indexed by (host, target, R_Key).
+    // R_Key map: (R_Key, word); indexed by (host, target, R_Key). With
+    // TNA_RKEY_FP the key is the fingerprint of (R_Key, host, target).
     Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map;
     // Command: 1 when it replaces a pending entry of another key.
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<1>>(rkey_map) rkey_claim = {
@@ -652,6 +656,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.bytes = cmd_len_swap.get({ hdr.nvme_sqe.sgl_len_le[7:0], hdr.nvme_sqe.sgl_len_le[15:8],
             hdr.nvme_sqe.sgl_len_le[23:16] });
     }
+#ifdef TNA_RKEY_FP
+    // The R_Key map's key (TNA_RKEY_FP): a fingerprint of the R_Key (or the
+    // communication ID) with the host and the target, so that two pairs
+    // whose R_Keys are equal (identical hosts number their memory regions
+    // alike) and whose entries share an index are not confused.
+    @hidden action take_key_fp() { sgl_key = rkey_fp_hash.get({ sgl_key, meta.io_digest.host, meta.io_digest.target }); }
+#endif
     @hidden action take_rkey() {
         sgl_key = hdr.reth.rkey;
 #ifdef TNA_SGL_END
@@ -1331,6 +1342,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         take_slot_cmd();
 
         // Stage 2: the vantage; the watchlist.
+#ifdef TNA_RKEY_FP
+        take_key_fp();
+#endif
         if (pkt_class != IO_PKT_NONE && meta.cfg.mode != MODE_OFF) {
             io_vantage.apply();
         }
