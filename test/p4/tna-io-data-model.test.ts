@@ -1,5 +1,5 @@
 // The Tofino I/O tracker's data path (p4/tna/include/control/io_tracker.p4,
-// as both Tofino chips compile it: TNA_SGL_END) for an I/O whose data moves in
+// as both Tofino chips compile it) for an I/O whose data moves in
 // several RDMA operations: the const entries
 // of the R_Key, PSN and QP map tables and of the reference table are read
 // from the P4, the registers' actions are written here as in the P4. The
@@ -11,7 +11,7 @@ import { describe, expect, test } from "vitest";
 import { constTable, lookup, p4Constants, preprocess, type ConstTable } from "../support/p4-const-entries.js";
 
 const RAW = readFileSync(new URL("../../p4/tna/include/control/io_tracker.p4", import.meta.url), "utf8");
-const SRC = preprocess(RAW, new Set(["TNA_SGL_END"]));
+const SRC = preprocess(RAW, new Set());
 const DEFINES = readFileSync(new URL("../../p4/tna/include/define_tna.p4", import.meta.url), "utf8");
 const C = p4Constants("p4/include/define.p4", "p4/tna/include/control/io_tracker.p4");
 const K = (name: string): number => {
@@ -31,17 +31,19 @@ const REF_MORE = K("REF_MORE");
 interface Pair { lo: number; hi: number }
 interface Reth { rkey: number; va: number; len: number }
 
+/** The names define_tna.p4 defines for a chip (its `#define NAME` lines that the chip's branches keep). */
+const definedFor = (chip: 1 | 2): Set<string> =>
+  new Set([...preprocess(DEFINES.replace(/^#define (\w+)$/gm, "DEFINED $1"), new Set(), chip).matchAll(/^DEFINED (\w+)$/gm)].map((m) => m[1]!));
+
 /**
  * The R_Key map's key on a chip: the R_Key alone, or (where define_tna.p4
  * defines TNA_RKEY_FP for it) the R_Key with the host and the target, which
  * the P4 hashes into the key before the map's stage.
  */
 function rkeyKeyOf(chip: 1 | 2): (rkey: number, host: number, target: number) => string {
-  const tofino2Only = /#if __TARGET_TOFINO__ == 2\s*\n#define TNA_RKEY_FP/.test(DEFINES);
-  const everywhere = /^#define TNA_RKEY_FP/m.test(DEFINES) && !tofino2Only;
-  const fp = everywhere || (tofino2Only && chip === 2);
-  const hashed = /sgl_key = rkey_fp_hash\.get\(\{ sgl_key, meta\.io_digest\.host, meta\.io_digest\.target \}\)/.test(preprocess(RAW, new Set(["TNA_SGL_END", "TNA_RKEY_FP"])));
-  return fp && hashed ? (rkey, host, target) => `${rkey}|${host}|${target}` : (rkey) => String(rkey);
+  const defined = definedFor(chip);
+  const hashed = /sgl_key = rkey_fp_hash\.get\(\{ sgl_key, meta\.io_digest\.host, meta\.io_digest\.target \}\)/.test(preprocess(RAW, defined, chip));
+  return hashed ? (rkey, host, target) => `${rkey}|${host}|${target}` : (rkey) => String(rkey);
 }
 
 /** One R_Key map entry (every key here shares it), one PSN map entry per PSN, one QP map entry per QP, and the I/O slots by reference. */

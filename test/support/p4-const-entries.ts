@@ -13,8 +13,12 @@ export function p4Constants(...files: string[]): Map<string, number> {
   return m;
 }
 
-/** The source with `#ifdef`/`#ifndef`/`#else`/`#endif` resolved for the defined names. */
-export function preprocess(src: string, defined: ReadonlySet<string>): string {
+/**
+ * The source with `#ifdef`/`#ifndef`/`#else`/`#endif` resolved for the
+ * defined names, and `#if __TARGET_TOFINO__ == N` (or `!=`) for the chip
+ * when one is given (any other `#if` is taken as true).
+ */
+export function preprocess(src: string, defined: ReadonlySet<string>, tofino?: 1 | 2): string {
   const out: string[] = [];
   const stack: boolean[] = [];
   const on = () => stack.every(Boolean);
@@ -23,6 +27,8 @@ export function preprocess(src: string, defined: ReadonlySet<string>): string {
     let m: RegExpMatchArray | null;
     if ((m = t.match(/^#ifdef\s+(\w+)/))) stack.push(defined.has(m[1]!));
     else if ((m = t.match(/^#ifndef\s+(\w+)/))) stack.push(!defined.has(m[1]!));
+    else if ((m = t.match(/^#if\s+__TARGET_TOFINO__\s*(==|!=)\s*(\d+)/)) && tofino !== undefined) stack.push((tofino === Number(m[2])) === (m[1] === "=="));
+    else if (t.startsWith("#if")) stack.push(true);
     else if (t.startsWith("#else")) stack.push(!stack.pop()!);
     else if (t.startsWith("#endif")) stack.pop();
     else if (on() && !t.startsWith("#")) out.push(line);

@@ -22,9 +22,6 @@
 #if __TARGET_TOFINO__ == 2
 #define TNA_PSN_WINDOW
 #endif
-// The last RDMA operation of a large I/O by the SGL's end (REF_MORE in
-// control/io_tracker.p4), on both chips.
-#define TNA_SGL_END
 // The R_Key map keyed by a 32-bit fingerprint of (R_Key or RDMA CM
 // communication ID, host, target) instead of the R_Key alone, on Tofino 2:
 // on Tofino 1 its hash in stage 2 moves the egress flow tracker a stage

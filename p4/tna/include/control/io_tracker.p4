@@ -65,7 +65,7 @@ const bit<32> WORD_FOUND = 0x40000000;
 // the PSN map, bit 15 is its "data pending" bit. 0 is "not found".
 const bit<32> REF_PENDING = 0x8000;
 // Bit 14 of a data packet's reference, as the R_Key map finds it and the
-// PSN and QP maps carry it (TNA_SGL_END): the message is not the I/O's last
+// PSN and QP maps carry it: the message is not the I/O's last
 // RDMA operation (its RETH's address and length end before the command's
 // SGL does; nvmet moves a large I/O in several operations). Taken off
 // before the slot's check: the packet's end is then not the I/O's last
@@ -112,10 +112,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     bool watched;
     cid_t cid;
     rkey_t sgl_key;
-#ifdef TNA_SGL_END
     bit<32> sgl_end;      // command: the SGL's address + length; keyed data: the RETH's (low 32 bits)
     bit<32> sgl_len;      // command: the SGL's length
-#endif
     bit<32> thr_c;        // meta.now_c - io timeout, clamped at 0
     bit<32> cref;         // the I/O's reference (command: its own; data: found)
     bit<32> fp;           // fingerprint of the I/O's key
@@ -232,7 +230,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
         }
     };
-#ifdef TNA_SGL_END
     // The R_Key's I/O reference: (the SGL's end, reference), beside the
     // map and written with it by every command: the map's key check (the
     // word's found bit) says whether the reference is this R_Key's. A
@@ -277,21 +274,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             rv = value;
         }
     };
-#else
-    // The R_Key's I/O reference: (R_Key, reference), beside the map.
-    Register<pair_t, bit<IOREF_SLOT_BITS>>(IOREF_SLOTS, {0, 0}) rkey_map_ref;
-    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_claim = {
-        void apply(inout pair_t value) {
-            value.lo = sgl_key;
-            value.hi = cref;
-        }
-    };
-    RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(rkey_map_ref) rkey_ref_find = {
-        void apply(inout pair_t value, out bit<32> rv) {
-            if (value.lo == sgl_key) { rv = value.hi; } else { rv = 0; }
-        }
-    };
-#endif
 
     // PSN map (READ REQUEST -> first READ RESPONSE): (PSN, reference with
     // the pending bit); indexed by (host, target, target QP, PSN).
@@ -325,14 +307,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             value.hi = cref;
         }
     };
-#ifdef TNA_SGL_END
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_none = {
         void apply(inout pair_t value) {
             value.lo = qp_fp;
             value.hi = 0;
         }
     };
-#endif
     RegisterAction<pair_t, bit<IOREF_SLOT_BITS>, bit<32>>(qp_map) qp_find = {
         void apply(inout pair_t value, out bit<32> rv) {
             if (value.lo == qp_fp) { rv = value.hi; } else { rv = 0; }
@@ -467,9 +447,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
         meta.io_digest.op = o[1:0];
-#ifdef TNA_SGL_END
         sgl_end = sgl_addr_calc.execute(0);
-#endif
     }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
@@ -628,9 +606,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
         meta.io_digest.target_qp = hdr.bth.dest_qp;
         meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
-#ifdef TNA_SGL_END
         sgl_len = sgl_len_calc.execute(0);
-#endif
     }
     @hidden action take_rsp() {
         cid = hdr.nvme_cqe.cid_le;
@@ -665,9 +641,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 #endif
     @hidden action take_rkey() {
         sgl_key = hdr.reth.rkey;
-#ifdef TNA_SGL_END
         sgl_end = hdr.reth.va[31:0] + hdr.reth.dma_len;
-#endif
     }
     // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
     @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
@@ -706,9 +680,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
     @hidden action take_fp_cmd() {
         fp = fp_cmd_hash.get({ meta.src_key, meta.dst_key, hdr.bth.dest_qp, cid });
-#ifdef TNA_SGL_END
         sgl_end = sgl_end + sgl_len;  // every packet: sgl_len is 0 but for a command
-#endif
     }
     @hidden action take_slot_rsp() {
         cref[15:0] = (bit<16>)slot_rsp.get({ meta.io_digest.host, meta.io_digest.target, pword_h[23:0], cid });
@@ -838,15 +810,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // QP map: a message's first packet writes the reference it found (0 when
     // none), the others find it.
     @hidden action qp_write_a() { qp_write.execute(QP_IDX); }
-#ifdef TNA_SGL_END
     @hidden action qp_none_a() { qp_none.execute(QP_IDX); }
-#endif
     @hidden action qp_find_a() { cref = qp_find.execute(QP_IDX); }
     // One table with the response's slot: both write the reference, and
     // only one table may write a field in a stage.
     @stage(5)
     @hidden table qp_tbl {
-#ifdef TNA_SGL_END
         key = { pkt_class: ternary; starts_message: ternary; word[30:30]: ternary @name("found"); }
         actions = { qp_write_a; qp_none_a; qp_find_a; take_slot_rsp; NoAction; }
         const entries = {
@@ -858,23 +827,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_WRITE_DATA, false, _): qp_find_a();
             (IO_PKT_READ_RESP, false, _): qp_find_a();
         }
-#else
-        key = { pkt_class: ternary; starts_message: ternary; }
-        actions = { qp_write_a; qp_find_a; take_slot_rsp; NoAction; }
-        const entries = {
-            (IO_PKT_RSP, _): take_slot_rsp();
-            (IO_PKT_WRITE_DATA, true): qp_write_a();
-            (IO_PKT_READ_RESP, true): qp_write_a();
-            (IO_PKT_WRITE_DATA, false): qp_find_a();
-            (IO_PKT_READ_RESP, false): qp_find_a();
-        }
-#endif
         const default_action = NoAction();
         size = 8;
     }
 
 
-#ifdef TNA_SGL_END
     // A keyed transfer whose R_Key the map does not hold has no reference;
     // a message that is not its I/O's last operation (REF_MORE) is its
     // I/O's data, but its end is not the I/O's last data time.
@@ -896,7 +853,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         const default_action = NoAction();
         size = 8;
     }
-#endif
 
     // Owner: a command claims the slot (unless its in-capsule data has no
     // queue pairing), a response of a paired queue closes it.
@@ -1391,9 +1347,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             qp_fp_tbl.apply();
             qp_tbl.apply();  // and a response's slot
             owner_tbl.apply();
-#ifdef TNA_SGL_END
             ref_tbl.apply();  // after the owner, which reads a command's reference
-#endif
             check_tbl.apply();
             info_tbl.apply();
             cmd_ts_tbl.apply();
