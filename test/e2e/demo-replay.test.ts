@@ -348,19 +348,20 @@ test("demo --io-sizes 4k,124k,1m: the data of large I/Os in several RDMA operati
 
 // Packet spraying and adaptive routing reorder NVMe packets across the fabric
 // too. A READ RESPONSE (or RDMA WRITE) after its message's first reaches its
-// I/O through the QP map; one that overtook its own message's first would
-// be taken for the I/O of the QP's previous message, and give that I/O's
-// DAL from another I/O's packet. Only the next PSN of the message counts
-// (docs/spec.md §3): an I/O whose data came out of order has DAL absent,
-// counted, never wrong.
-test("demo --storage-reorder 1:6: NVMe packets reordered across the fabric give no wrong DAL; those without their own last data packet are absent and counted", async () => {
+// I/O through the QP map, by the message's PSNs (first PSN and span) in any
+// order; a packet of the QP's message before still reaches that message's
+// I/O, and a LAST that overtook its own message's first is held until that
+// first names its PSN (docs/spec.md §3). With every queue sprayed, the
+// in-order rule before this left 204 of 1,051 DALs absent (80.6 % exact);
+// none may be wrong, and those still absent are counted.
+test("demo --storage-reorder 1:6: NVMe packets reordered across the fabric give DAL exact (at least 99.5 % of I/Os), none wrong, the rest absent and counted", async () => {
   const r = await demoSelfCheck("storage-reorder", { seed: 5, durationMs: 300, load: 0.5, snaplen: MIN_SNAPLEN, scale: { storageReorderShare: 1, storageReorderMaxDisplacement: 6 } });
   expect(r.ios, r.line).toBeGreaterThan(500);
   expect(r.line).not.toMatch(/records differ|\d+ missing/);
   const absent = Number(/(\d+) with figures absent/.exec(r.line)?.[1] ?? 0);
-  expect(absent).toBeGreaterThan(0);
   expect(r.ioExact + absent).toBe(r.ios);
-  // Each is counted by the storage-side switch, whose DAL it is.
+  expect(r.ioExact / r.ios, r.line).toBeGreaterThanOrEqual(0.995);
+  // Each absent one is counted by the storage-side switch, whose DAL it is.
   const lost = Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1]);
   expect(lost).toBeGreaterThanOrEqual(absent);
 }, 240_000);
@@ -380,5 +381,6 @@ test("demo with mixed families, MTU 1024, 1 MiB I/Os, reordered NVMe and gradien
   const absent = Number(/(\d+) with figures absent/.exec(r.line)?.[1] ?? 0);
   expect(r.ioExact + absent).toBe(r.ios);
   expect(r.messagesExact).toBe(r.messages);
+  expect(r.ioExact / r.ios, r.line).toBeGreaterThanOrEqual(0.995);
   expect(Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1])).toBeGreaterThanOrEqual(absent);
 }, 240_000);

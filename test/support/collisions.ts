@@ -52,11 +52,16 @@ function recorder(t0: bigint) {
   return { packets, at, send };
 }
 
+/** The end map slot of a message's last PSN (p4/include/control/io_tracker.p4). */
+const endSlot = (src: number, dst: number, qp: number, lastPsn: number): number => keySlot(IOREF_SLOTS, [src, 4], [dst, 4], [qp, 3], [lastPsn, 3]);
+
 /**
  * One 8 KiB write (READ REQUEST, READ RESPONSE FIRST and LAST); between the
  * two READ RESPONSEs, an RDMA WRITE ONLY between two other hosts whose
  * (src, dst, dest QP) takes the QP map slot of the I/O's READ RESPONSE
- * message. The I/O's own last data packet (rr_last) is then not found.
+ * message, and the first RDMA WRITE of another read between them whose
+ * (src, dst, dest QP, last PSN) takes the end map slot of the I/O's last
+ * PSN. The I/O's own last data packet (rr_last) is then not found.
  */
 export function lastDataDisplaced(t0: bigint): Scenario {
   const host = ipv4("10.0.1.1");
@@ -72,8 +77,17 @@ export function lastDataDisplaced(t0: bigint): Scenario {
   send({ src: target, dst: host, opcode: Opcode.READ_REQUEST, destQp: hqp, psn: 500, reth: { va: 0x1000n, rkey, length: 8192 } }, "rreq");
   send({ src: host, dst: target, opcode: Opcode.READ_RESPONSE_FIRST, destQp: tqp, psn: 500, aeth: { syndrome: 0, msn: 1 }, payloadLength: 4096 }, "rr_first");
   send({ src: other, dst: otherHost, opcode: Opcode.WRITE_ONLY, destQp: otherQp, psn: 7, reth: { va: 0n, rkey: 0x99, length: 64 }, payloadLength: 64 }, undefined, 1_000n);
+  // The other read: its command names R_Key 0x98; its data's first packet (PSN 20, last PSN 21) takes the end slot.
+  const want = endSlot(host, target, tqp, 501);
+  let endQp = 0x100;
+  while (endSlot(other, otherHost, endQp, 21) !== want) endQp++;
+  send({ src: otherHost, dst: other, opcode: Opcode.SEND_ONLY, destQp: 0x900, psn: 40, payload: nvmeSqe("read", 9, 1, 0x2000n, 8192, 0x98) }, undefined, 500n);
+  send({ src: other, dst: otherHost, opcode: Opcode.WRITE_FIRST, destQp: endQp, psn: 20, reth: { va: 0x2000n, rkey: 0x98, length: 8192 }, payloadLength: 4096 }, undefined, 500n);
   send({ src: host, dst: target, opcode: Opcode.READ_RESPONSE_LAST, destQp: tqp, psn: 501, aeth: { syndrome: 0, msn: 1 }, payloadLength: 4096 }, "rr_last", 2_000n);
+  // The other read's last packet finds its own I/O by its PSN; its response.
+  send({ src: other, dst: otherHost, opcode: Opcode.WRITE_LAST, destQp: endQp, psn: 21, payloadLength: 4096 }, undefined, 500n);
   send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 501, payload: nvmeCqe(5, 1, 0, 0, 0) }, "rsp", 20_000n);
+  send({ src: other, dst: otherHost, opcode: Opcode.SEND_ONLY, destQp: endQp, psn: 22, payload: nvmeCqe(9, 1, 0, 0, 0) }, undefined, 1_000n);
   const topology = { ports: [
     { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
     { port: 2, role: "compute" as const, prefixes: [`${ipv4Text(otherHost)}/32`] },

@@ -2,7 +2,7 @@
 // packet spraying), with a go-back-N resend among them: the smallest cases of
 // SPEC §4's seen-PSN window.
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
-import { buildFrame, Opcode } from "../../traffic/src/roce.js";
+import { buildFrame, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 
 export interface ReorderedMessage {
@@ -134,4 +134,72 @@ export function unendedMessageFlow(t0: bigint): { capture: SwitchCapture; next: 
     capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
     next: { firstPsn: 304, lastPsn: 307, packets: 4, retransmitted: 0, fctNs: Number(last - first) },
   };
+}
+
+/**
+ * Four NVMe I/Os of 4 KiB on one queue, each one RDMA operation of four
+ * 1 KiB packets (path MTU 1024): RDMA WRITEs for reads, READ RESPONSEs for
+ * writes, reordered on the way as sprayed paths reorder them:
+ *  - I/O 0: its LAST overtakes both MIDDLEs; later resent (go-back-N);
+ *  - I/Os 1 and 2: 2's FIRST overtakes 1's LAST (the QP's message before);
+ *  - I/O 3: its LAST and a MIDDLE overtake its FIRST (the LAST held).
+ * `at` holds each I/O's command, first data packet (d_first, or the write's
+ * READ REQUEST: rreq), first sighting of its last PSN (last) and response.
+ */
+export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
+  capture: SwitchCapture; host: string; target: string; targetQp: number;
+  at: Array<{ cmd: bigint; first: bigint; last: bigint; rsp: bigint }>;
+} {
+  // A queue of its own for each op: a switch that ran one keeps its state for the other.
+  const host = ipv4(op === "read" ? "10.0.1.1" : "10.0.1.2");
+  const target = ipv4(op === "read" ? "10.0.2.1" : "10.0.2.2");
+  const tqp = op === "read" ? 0x801 : 0x802;
+  const hqp = op === "read" ? 0x101 : 0x102;
+  let t = t0;
+  const packets: SwitchCapture["packets"] = [];
+  const at = [0, 1, 2, 3].map(() => ({ cmd: 0n, first: 0n, last: 0n, rsp: 0n }));
+  const send = (f: RoceFrame): bigint => {
+    t += 700n;
+    const { data, wireLength } = buildFrame(f);
+    packets.push({ timestampNs: t, data, originalLength: wireLength });
+    return t;
+  };
+  const psn0 = (k: number) => 1000 + 4 * k;
+  const rkey = (k: number) => 0x7000 + k;
+  const va = (k: number) => 0x10_0000n * BigInt(k + 1);
+  for (let k = 0; k < 4; k++) at[k]!.cmd = send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100 + k, payload: nvmeSqe(op, k + 1, 1, va(k), 4096, rkey(k)) });
+  if (op === "write") {
+    for (let k = 0; k < 4; k++) at[k]!.first = send({ src: target, dst: host, opcode: Opcode.READ_REQUEST, destQp: hqp, psn: psn0(k), reth: { va: va(k), rkey: rkey(k), length: 4096 } });
+  }
+  // Packet i (0-3) of I/O k's message.
+  const data = (k: number, i: number): bigint => {
+    const psn = psn0(k) + i;
+    if (op === "read") {
+      const opcode = [Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST][i]!;
+      const sent = send({ src: target, dst: host, opcode, destQp: hqp, psn, payloadLength: 1024, ...(i === 0 ? { reth: { va: va(k), rkey: rkey(k), length: 4096 } } : {}) });
+      if (i === 0) at[k]!.first = sent;
+      return sent;
+    }
+    const opcode = [Opcode.READ_RESPONSE_FIRST, Opcode.READ_RESPONSE_MIDDLE, Opcode.READ_RESPONSE_MIDDLE, Opcode.READ_RESPONSE_LAST][i]!;
+    return send({ src: host, dst: target, opcode, destQp: tqp, psn, payloadLength: 1024, ...(i === 0 || i === 3 ? { aeth: { syndrome: 0, msn: k + 1 } } : {}) });
+  };
+  const order: Array<[number, number]> = [
+    [0, 0], [0, 3], [0, 1], [0, 2],
+    [1, 0], [1, 1], [1, 2], [2, 0], [1, 3], [2, 1], [2, 2], [2, 3],
+    [3, 3], [3, 1], [3, 0], [3, 2],
+  ];
+  for (const [k, i] of order) {
+    const sent = data(k, i);
+    if (i === 3 && at[k]!.last === 0n) at[k]!.last = sent;
+  }
+  data(0, 3); // I/O 0's LAST resent: its first sighting stays its end
+  for (let k = 0; k < 4; k++) {
+    t += 10_000n;
+    at[k]!.rsp = send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 2000 + k, payload: nvmeCqe(k + 1, 1, 0, 0, 0) });
+  }
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), targetQp: tqp, at };
 }

@@ -601,6 +601,10 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.psn_map_ref",
       "size": 262144
     },
+    "io_tracker_psn_map_len": {
+      "name": "TelemetryIngress.io_tracker.psn_map_len",
+      "size": 262144
+    },
     "io_tracker_qp_map_src": {
       "name": "TelemetryIngress.io_tracker.qp_map_src",
       "size": 262144
@@ -623,6 +627,34 @@ export const P4_NAMES = {
     },
     "io_tracker_qp_map_next_psn": {
       "name": "TelemetryIngress.io_tracker.qp_map_next_psn",
+      "size": 262144
+    },
+    "io_tracker_end_map_src": {
+      "name": "TelemetryIngress.io_tracker.end_map_src",
+      "size": 262144
+    },
+    "io_tracker_end_map_dst": {
+      "name": "TelemetryIngress.io_tracker.end_map_dst",
+      "size": 262144
+    },
+    "io_tracker_end_map_qpn": {
+      "name": "TelemetryIngress.io_tracker.end_map_qpn",
+      "size": 262144
+    },
+    "io_tracker_end_map_psn": {
+      "name": "TelemetryIngress.io_tracker.end_map_psn",
+      "size": 262144
+    },
+    "io_tracker_end_map_ref": {
+      "name": "TelemetryIngress.io_tracker.end_map_ref",
+      "size": 262144
+    },
+    "io_tracker_end_map_target_qp": {
+      "name": "TelemetryIngress.io_tracker.end_map_target_qp",
+      "size": 262144
+    },
+    "io_tracker_end_map_held_ts": {
+      "name": "TelemetryIngress.io_tracker.end_map_held_ts",
       "size": 262144
     },
     "io_tracker_cm_host": {

@@ -46,6 +46,11 @@ const bit<32> IOREF_PENDING = 0x40000000;
 // only the last operation's LAST or ONLY is the I/O's last data packet.
 const bit<32> IOREF_MORE = 0x20000000;
 
+// How long a LAST held for its message's first stays usable: far longer than
+// any path reorders, far shorter than the time a QP takes to come round to
+// the same PSN (2^24 packets).
+const ts_t END_HELD_MAX_NS = 10000000;
+
 // Packet classes this control handles.
 const bit<8> IO_PKT_NONE = 0;
 const bit<8> IO_PKT_CMD = 1;
@@ -83,12 +88,23 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_psn)       // valid bit 31 ++ PSN
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_target_qp)
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_ref)
+    REGISTER(bit<32>, IOREF_SLOTS, psn_map_len)       // the READ REQUEST's DMA length
     REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_src)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, qp_map_dst)
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_qpn)      // valid bit 31 ++ QP number
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_ref)
     REGISTER(bit<32>, IOREF_SLOTS, qp_map_target_qp)
     REGISTER(psn_t, IOREF_SLOTS, qp_map_next_psn)  // the PSN that continues the message
+    // End map: a message's LAST, by (source, destination, QP, last PSN): the
+    // I/O of the message (valid bit, IOREF_MORE, target QP), or a LAST that
+    // came before its message's first (its time).
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, end_map_src)
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, end_map_dst)
+    REGISTER(bit<32>, IOREF_SLOTS, end_map_qpn)       // valid bit 31 ++ QP number
+    REGISTER(bit<32>, IOREF_SLOTS, end_map_psn)       // valid bit 31 ++ last PSN
+    REGISTER(bit<32>, IOREF_SLOTS, end_map_ref)
+    REGISTER(bit<32>, IOREF_SLOTS, end_map_target_qp)
+    REGISTER(ts_t, IOREF_SLOTS, end_map_held_ts)
     // RDMA CM exchanges in flight: the host's QP from its REQ, by communication id.
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_host)
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_target)
@@ -180,6 +196,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         bit<32> ref = 0;
         bool found = false;
         bool more = false;       // a data packet's message is not its I/O's last RDMA operation
+        bool held_last = false;  // a message's first whose LAST came before it (held in the end map)
+        ts_t held_last_ts = 0;
         bool in_capsule = false;
         bit<32> cmd_slot = 0;
         rkey_t sgl_key = 0;
@@ -323,6 +341,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 }
             }
 
+            // The DMA length of the message a packet starts (RETH, or its READ REQUEST's).
+            bit<32> msg_len = 0;
+            if (hdr.reth.isValid()) {
+                msg_len = hdr.reth.dma_len;
+            }
             // PSN map: a READ RESPONSE first/only carries the PSN of the READ
             // REQUEST it answers, on the I/O's target QP.
             bit<32> psn_tag = 1w1 ++ 7w0 ++ hdr.bth.psn;
@@ -342,6 +365,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 psn_map_psn.write(pidx, psn_tag);
                 psn_map_target_qp.write(pidx, IOREF_VALID | IOREF_PENDING | (more ? IOREF_MORE : 0) | (8w0 ++ ref_tqp));
                 psn_map_ref.write(pidx, ref);
+                psn_map_len.write(pidx, hdr.reth.dma_len);
             } else if (opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY) {
                 bit<32> pidx;
                 HASH_INDEX(pidx, IOREF_SLOTS, { host, target, hdr.bth.dest_qp, hdr.bth.psn });
@@ -350,6 +374,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 bit<32> p_psn;
                 bit<32> p_tqp;
                 bit<32> p_ref;
+                psn_map_len.read(msg_len, pidx);
                 psn_map_host.read(p_host, pidx);
                 psn_map_target.read(p_target, pidx);
                 psn_map_psn.read(p_psn, pidx);
@@ -367,6 +392,104 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 }
             }
 
+            // End map: each message's last PSN names its I/O, as a READ
+            // REQUEST's PSN names the I/O of its READ RESPONSE. The message's
+            // first packet writes it (the last PSN from the DMA length, the
+            // RETH's or its READ REQUEST's, over the path MTU: the payload of
+            // the first packet, 256-4096 bytes); its LAST finds it, however
+            // many of the QP's packets and messages came between (paths
+            // reorder: adaptive routing, packet spraying). A LAST that finds
+            // no entry is held in the entry with its time, and becomes its
+            // message's end when that message's first packet comes (within
+            // END_HELD_MAX_NS). Messages whose span is not known are left to
+            // the QP map below (the next PSN only).
+            bool ends_message = opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_READ_RESPONSE_LAST;
+            bool first_of_many = (pkt_class == IO_PKT_WRITE_DATA && opcode == OP_WRITE_FIRST)
+                || opcode == OP_READ_RESPONSE_FIRST;
+            bit<32> span = 0;
+            if (first_of_many && found && msg_len != 0) {
+                // UDP less its header, the BTH, the RETH or AETH and the ICRC.
+                bit<16> payload = hdr.udp.length - 24;
+                if (hdr.reth.isValid()) {
+                    payload = payload - 16;
+                }
+                if (hdr.aeth.isValid()) {
+                    payload = payload - 4;
+                }
+                bit<32> m1 = msg_len - 1;
+                if (payload == 256) {
+                    span = 8w0 ++ m1[31:8];
+                } else if (payload == 512) {
+                    span = 9w0 ++ m1[31:9];
+                } else if (payload == 1024) {
+                    span = 10w0 ++ m1[31:10];
+                } else if (payload == 2048) {
+                    span = 11w0 ++ m1[31:11];
+                } else if (payload == 4096) {
+                    span = 12w0 ++ m1[31:12];
+                }
+                if (span[31:24] != 0) {
+                    span = 0; // more than 2^24 packets: not a message
+                }
+            }
+            bool end_found = false;
+            if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) && (span != 0 || ends_message)) {
+                psn_t last_psn = hdr.bth.psn + span[23:0];
+                bit<32> eidx;
+                HASH_INDEX(eidx, IOREF_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp, last_psn });
+                bit<32> key_tag = 1w1 ++ 7w0 ++ last_psn;
+                ipv4_addr_t e_src;
+                ipv4_addr_t e_dst;
+                bit<32> e_qpn;
+                bit<32> e_psn;
+                bit<32> e_ref;
+                bit<32> e_tqp;
+                ts_t e_held;
+                end_map_src.read(e_src, eidx);
+                end_map_dst.read(e_dst, eidx);
+                end_map_qpn.read(e_qpn, eidx);
+                end_map_psn.read(e_psn, eidx);
+                end_map_ref.read(e_ref, eidx);
+                end_map_target_qp.read(e_tqp, eidx);
+                end_map_held_ts.read(e_held, eidx);
+                bool e_ours = e_src == meta.src_key && e_dst == meta.dst_key
+                    && e_qpn == 1w1 ++ 7w0 ++ hdr.bth.dest_qp && e_psn == key_tag;
+                if (span != 0) {
+                    // The message's first: its end, held or to come.
+                    if (e_ours && (e_tqp & IOREF_VALID) == 0 && e_held != 0 && meta.now - e_held < END_HELD_MAX_NS) {
+                        held_last = true;
+                        held_last_ts = e_held;
+                    }
+                    end_map_src.write(eidx, meta.src_key);
+                    end_map_dst.write(eidx, meta.dst_key);
+                    end_map_qpn.write(eidx, 1w1 ++ 7w0 ++ hdr.bth.dest_qp);
+                    end_map_psn.write(eidx, key_tag);
+                    end_map_ref.write(eidx, ref);
+                    if (held_last) {
+                        end_map_target_qp.write(eidx, 0);
+                    } else {
+                        end_map_target_qp.write(eidx, IOREF_VALID | (more ? IOREF_MORE : 0) | (8w0 ++ ref_tqp));
+                    }
+                    end_map_held_ts.write(eidx, 0);
+                } else if (e_ours && (e_tqp & IOREF_VALID) != 0) {
+                    // A LAST whose message's first came: found; the entry is done.
+                    ref = e_ref;
+                    ref_tqp = e_tqp[23:0];
+                    found = true;
+                    end_found = true;
+                    more = (e_tqp & IOREF_MORE) != 0;
+                    end_map_target_qp.write(eidx, 0);
+                } else if ((e_tqp & IOREF_VALID) == 0 && !(e_ours && e_held != 0)) {
+                    // A LAST before its message's first: held (its first
+                    // sighting), in an entry no message waits on.
+                    end_map_src.write(eidx, meta.src_key);
+                    end_map_dst.write(eidx, meta.dst_key);
+                    end_map_qpn.write(eidx, 1w1 ++ 7w0 ++ hdr.bth.dest_qp);
+                    end_map_psn.write(eidx, key_tag);
+                    end_map_held_ts.write(eidx, meta.now);
+                }
+            }
+
             // QP map: the QP's current message belongs to this I/O, or to none.
             // A packet after the first is the message's only when it is the
             // next PSN: one that overtook an earlier packet of its message, or
@@ -374,7 +497,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             // taken for the I/O the QP's last message named; nor is a resent one.
             bool starts_message = (pkt_class == IO_PKT_WRITE_DATA && hdr.reth.isValid())
                 || opcode == OP_READ_RESPONSE_FIRST || opcode == OP_READ_RESPONSE_ONLY;
-            if (pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) {
+            if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_RESP) && !end_found) {
                 bit<32> qidx;
                 HASH_INDEX(qidx, IOREF_SLOTS, { meta.src_key, meta.dst_key, hdr.bth.dest_qp });
                 bit<32> qpn_tag = 1w1 ++ 7w0 ++ hdr.bth.dest_qp;
@@ -688,17 +811,30 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
         // Whether this packet ends its message, and the message is the I/O's
         // last RDMA operation (it becomes the I/O's last data packet).
+        // A message's first whose LAST was held ends it at the LAST's time.
+        // Once the I/O has its last data packet (the first sighting of its
+        // final message's last PSN), a late or resent packet does not move it.
         bit<8> end_bit = 0;
+        ts_t last_ts = meta.now;
         if (!more && (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
                 || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY)) {
             end_bit = IO_INFO_LAST_END;
         }
+        if (!more && held_last) {
+            end_bit = IO_INFO_LAST_END;
+            last_ts = held_last_ts;
+        }
+        bool has_last = (info & IO_INFO_LAST_END) != 0;
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
                 io_data_first_ts.write(slot, meta.now);
             }
-            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_DATA_SEEN | end_bit);
-            io_data_last_ts.write(slot, meta.now);
+            if (has_last) {
+                io_info.write(slot, info | IO_INFO_DATA_SEEN);
+            } else {
+                io_info.write(slot, info | IO_INFO_DATA_SEEN | end_bit);
+                io_data_last_ts.write(slot, last_ts);
+            }
         } else if (pkt_class == IO_PKT_READ_REQ && is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
                 io_data_first_ts.write(slot, meta.now);
@@ -708,8 +844,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
                 io_rr_first_ts.write(slot, meta.now);
             }
-            io_info.write(slot, (info & ~IO_INFO_LAST_END) | IO_INFO_RR_SEEN | end_bit);
-            io_data_last_ts.write(slot, meta.now);
+            if (!has_last) {
+                io_info.write(slot, info | IO_INFO_RR_SEEN | end_bit);
+                io_data_last_ts.write(slot, last_ts);
+            } else {
+                io_info.write(slot, info | IO_INFO_RR_SEEN);
+            }
         }
     }
 }
