@@ -57,7 +57,7 @@
 // Per way of the two-way queue pair maps (queue_pairs.p4): 262,144 entries
 // in all per map, 24,576 queues fill 9 % of each way.
 #define QUEUE_SLOTS 131072
-#define CM_SLOTS 4096
+#define CM_SLOTS 65536  // per way (two)
 #define LEARN_SLOTS 65536
 #endif
 // Polling-mode watchlists (capacity N).

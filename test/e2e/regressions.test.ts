@@ -13,7 +13,7 @@ import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
-import { lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
+import { cmRequestsCollide, lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
 import { overtakenFirstFlow, reorderedFlow, reorderedNvmeData, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
@@ -263,6 +263,14 @@ describe("a record never says more than the switch saw (state taken by a collidi
     expect(stats.io_unpaired_responses).toBe(1);
     expect(stats.queue_pairs_learned).toBe(3);
     expect(ios.every((r) => !r.incomplete)).toBe(true);
+  }, 60_000);
+
+  test("two RDMA CM exchanges in flight at once whose REQs share a CM slot: both queues are paired, and an in-capsule write on each is measured", async () => {
+    const s = cmRequestsCollide(T0);
+    const { ios, stats } = await replay(s.capture);
+    const view = ios.map((r) => [r.target_qp, r.host_qp, r.in_capsule, r.incomplete, r.e2e_c_ns]).sort((a, b) => Number(a[0]) - Number(b[0]));
+    expect(view).toEqual(s.queues.map((q, i) => [q.targetQp, q.hostQp, true, false, Number(s.at[`rsp${i}`]! - s.at[`cmd${i}`]!)]));
+    expect([stats.untracked_ios, stats.queue_pairs_learned]).toEqual([0, 2]);
   }, 60_000);
 
   test("an I/O in two RDMA operations whose R_Key entry another command takes between them has no DAL (never one from the first operation's end), and the loss is counted; whole, its DAL is from the last operation's end", async () => {

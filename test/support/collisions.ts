@@ -4,11 +4,12 @@
 // hashes them: CRC-32 of the key's fields, big-endian, mod the slot count.
 import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
-import { buildFrame, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
+import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 
 const IOREF_SLOTS = 262144;
 const QUEUE_SLOTS = 131072; // per way
+const CM_SLOTS = 65536; // per way
 
 /** The slot of a key in a map of `slots`: its fields, each [value, bytes], big-endian. */
 function keySlot(slots: number, ...fields: Array<[number, number]>): number {
@@ -236,4 +237,36 @@ export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = tr
     { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
   ] };
   return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), hostQp: hqp, targetQp: tqp, at };
+}
+
+/**
+ * Two queues of one host and target set up by RDMA CM at once (as a job's
+ * start connects every queue within milliseconds): the second REQ, whose
+ * (host, target, communication id) takes the first's CM slot, comes before
+ * the first REP. Then an in-capsule write on each queue, which the switch
+ * can attribute only through the pairing its CM exchange taught it.
+ */
+export function cmRequestsCollide(t0: bigint): { capture: SwitchCapture; queues: Array<{ hostQp: number; targetQp: number }>; at: Record<string, bigint> } {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const cmSlot = (commId: number) => keySlot(CM_SLOTS, [host, 4], [target, 4], [commId, 4]);
+  const first = 0x1001;
+  let second = first + 1;
+  while (cmSlot(second) !== cmSlot(first)) second++;
+  const queues = [{ hostQp: 0x1a1, targetQp: 0xa01 }, { hostQp: 0x1b1, targetQp: 0xb01 }];
+  const { packets, at, send } = recorder(t0);
+  const gsi = (src: number, dst: number, payload: Buffer): RoceFrame => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: 0, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
+  const ids = [first, second];
+  ids.forEach((id, i) => send(gsi(host, target, cmMad(CmAttr.REQ, BigInt(id), { localCommId: id, localQpn: queues[i]!.hostQp }))));
+  ids.forEach((id, i) => send(gsi(target, host, cmMad(CmAttr.REP, BigInt(id), { localCommId: 0x9000 + i, remoteCommId: id, localQpn: queues[i]!.targetQp }))));
+  queues.forEach((q, i) => {
+    const capsule = Buffer.concat([nvmeSqe("write", 1, 1, 0n, 512, 0, 0n, "in-capsule"), Buffer.alloc(512)]);
+    send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.targetQp, psn: 100 + i, payload: capsule }, `cmd${i}`);
+  });
+  queues.forEach((q, i) => send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: q.hostQp, psn: 200 + i, payload: nvmeCqe(1, 1, 0, 0, 0) }, `rsp${i}`, 20_000n));
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, queues, at };
 }

@@ -659,19 +659,35 @@ export const P4_NAMES = {
     },
     "io_tracker_cm_host": {
       "name": "TelemetryIngress.io_tracker.cm_host",
-      "size": 4096
+      "size": 65536
     },
     "io_tracker_cm_target": {
       "name": "TelemetryIngress.io_tracker.cm_target",
-      "size": 4096
+      "size": 65536
     },
     "io_tracker_cm_comm_id": {
       "name": "TelemetryIngress.io_tracker.cm_comm_id",
-      "size": 4096
+      "size": 65536
     },
     "io_tracker_cm_host_qp": {
       "name": "TelemetryIngress.io_tracker.cm_host_qp",
-      "size": 4096
+      "size": 65536
+    },
+    "io_tracker_cm1_host": {
+      "name": "TelemetryIngress.io_tracker.cm1_host",
+      "size": 65536
+    },
+    "io_tracker_cm1_target": {
+      "name": "TelemetryIngress.io_tracker.cm1_target",
+      "size": 65536
+    },
+    "io_tracker_cm1_comm_id": {
+      "name": "TelemetryIngress.io_tracker.cm1_comm_id",
+      "size": 65536
+    },
+    "io_tracker_cm1_host_qp": {
+      "name": "TelemetryIngress.io_tracker.cm1_host_qp",
+      "size": 65536
     },
     "io_tracker_learned_host": {
       "name": "TelemetryIngress.io_tracker.learned_host",

@@ -105,11 +105,19 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<32>, IOREF_SLOTS, end_map_ref)
     REGISTER(bit<32>, IOREF_SLOTS, end_map_target_qp)
     REGISTER(ts_t, IOREF_SLOTS, end_map_held_ts)
-    // RDMA CM exchanges in flight: the host's QP from its REQ, by communication id.
+    // RDMA CM exchanges in flight: the host's QP from its REQ, by communication
+    // id, in two ways (as the queue pair maps): a job's start connects every
+    // queue of a ToR's hosts within milliseconds, thousands of REQs waiting
+    // for their REPs at once. A REQ takes way 0 when its entry is free or its
+    // own, else way 1; its REP frees the entry.
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_host)
     REGISTER(ipv4_addr_t, CM_SLOTS, cm_target)
     REGISTER(bit<32>, CM_SLOTS, cm_comm_id)
     REGISTER(bit<32>, CM_SLOTS, cm_host_qp)
+    REGISTER(ipv4_addr_t, CM_SLOTS, cm1_host)
+    REGISTER(ipv4_addr_t, CM_SLOTS, cm1_target)
+    REGISTER(bit<32>, CM_SLOTS, cm1_comm_id)
+    REGISTER(bit<32>, CM_SLOTS, cm1_host_qp)
     // Host-target pairs already reported by a learn digest (polling mode), with
     // the epoch they were reported in: a controller that takes over bumps it.
     REGISTER(ipv4_addr_t, LEARN_SLOTS, learned_host)
@@ -163,17 +171,37 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         // (target -> host) names the target's, and answers the REQ's id.
         if (hdr.cm_req.isValid()) {
             bit<32> cidx;
+            bit<32> cidx1;
             HASH_INDEX(cidx, CM_SLOTS, { meta.src_key, meta.dst_key, hdr.cm_req.local_comm_id });
-            cm_host.write(cidx, meta.src_key);
-            cm_target.write(cidx, meta.dst_key);
-            cm_comm_id.write(cidx, hdr.cm_req.local_comm_id);
-            cm_host_qp.write(cidx, 8w0 ++ hdr.cm_req.local_qpn);
+            HASH_INDEX(cidx1, CM_SLOTS, { hdr.cm_req.local_comm_id, meta.dst_key, meta.src_key });
+            ipv4_addr_t w_host;
+            ipv4_addr_t w_target;
+            bit<32> w_id;
+            cm_host.read(w_host, cidx);
+            cm_target.read(w_target, cidx);
+            cm_comm_id.read(w_id, cidx);
+            // A comm id of 0 is a valid id: an entry is free when its host is 0 too.
+            bool free0 = w_host == 0 && w_target == 0;
+            bool own0 = w_host == meta.src_key && w_target == meta.dst_key && w_id == hdr.cm_req.local_comm_id;
+            if (free0 || own0) {
+                cm_host.write(cidx, meta.src_key);
+                cm_target.write(cidx, meta.dst_key);
+                cm_comm_id.write(cidx, hdr.cm_req.local_comm_id);
+                cm_host_qp.write(cidx, 8w0 ++ hdr.cm_req.local_qpn);
+            } else {
+                cm1_host.write(cidx1, meta.src_key);
+                cm1_target.write(cidx1, meta.dst_key);
+                cm1_comm_id.write(cidx1, hdr.cm_req.local_comm_id);
+                cm1_host_qp.write(cidx1, 8w0 ++ hdr.cm_req.local_qpn);
+            }
             return;
         }
         bool is_cm_rep = hdr.cm_rep.isValid();
         if (is_cm_rep) {
             bit<32> cidx;
+            bit<32> cidx1;
             HASH_INDEX(cidx, CM_SLOTS, { meta.dst_key, meta.src_key, hdr.cm_rep.remote_comm_id });
+            HASH_INDEX(cidx1, CM_SLOTS, { hdr.cm_rep.remote_comm_id, meta.src_key, meta.dst_key });
             ipv4_addr_t c_host;
             ipv4_addr_t c_target;
             bit<32> c_id;
@@ -182,12 +210,30 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cm_target.read(c_target, cidx);
             cm_comm_id.read(c_id, cidx);
             cm_host_qp.read(c_qp, cidx);
+            ipv4_addr_t c1_host;
+            ipv4_addr_t c1_target;
+            bit<32> c1_id;
+            bit<32> c1_qp;
+            cm1_host.read(c1_host, cidx1);
+            cm1_target.read(c1_target, cidx1);
+            cm1_comm_id.read(c1_id, cidx1);
+            cm1_host_qp.read(c1_qp, cidx1);
             if (c_host == meta.dst_key && c_target == meta.src_key && c_id == hdr.cm_rep.remote_comm_id) {
                 qp_op = QP_LEARN;
                 qp_host = meta.dst_key;
                 qp_target = meta.src_key;
                 qp_host_qp = c_qp[23:0];
                 qp_target_qp = hdr.cm_rep.local_qpn;
+                cm_host.write(cidx, 0);
+                cm_target.write(cidx, 0);
+            } else if (c1_host == meta.dst_key && c1_target == meta.src_key && c1_id == hdr.cm_rep.remote_comm_id) {
+                qp_op = QP_LEARN;
+                qp_host = meta.dst_key;
+                qp_target = meta.src_key;
+                qp_host_qp = c1_qp[23:0];
+                qp_target_qp = hdr.cm_rep.local_qpn;
+                cm1_host.write(cidx1, 0);
+                cm1_target.write(cidx1, 0);
             }
         }
 
