@@ -362,7 +362,7 @@ test("demo --storage-reorder 1:6: NVMe packets reordered across the fabric give 
   expect(r.ioExact + absent).toBe(r.ios);
   expect(r.ioExact / r.ios, r.line).toBeGreaterThanOrEqual(0.995);
   // Each absent one is counted by the storage-side switch, whose DAL it is.
-  const lost = Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1]);
+  const lost = Number(/tor-s [^;]*?(\d+) data references lost/.exec(r.text)?.[1]);
   expect(lost).toBeGreaterThanOrEqual(absent);
 }, 240_000);
 
@@ -382,5 +382,5 @@ test("demo with mixed families, MTU 1024, 1 MiB I/Os, reordered NVMe and gradien
   expect(r.ioExact + absent).toBe(r.ios);
   expect(r.messagesExact).toBe(r.messages);
   expect(r.ioExact / r.ios, r.line).toBeGreaterThanOrEqual(0.995);
-  expect(Number(/tor-s [^;]*?(\d+) I\/Os without their own last data packet/.exec(r.text)?.[1])).toBeGreaterThanOrEqual(absent);
+  expect(Number(/tor-s [^;]*?(\d+) data references lost/.exec(r.text)?.[1])).toBeGreaterThanOrEqual(absent);
 }, 240_000);
