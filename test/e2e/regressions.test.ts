@@ -291,7 +291,7 @@ describe("a record never says more than the switch saw (state taken by a collidi
 });
 
 describe("reordered NVMe data (docs/spec.md §3: the message's PSNs in the QP map)", () => {
-  test("reads and writes whose data packets come out of order (a LAST before the MIDDLEs, the next message's FIRST before a LAST, a LAST before its own FIRST, a resent LAST): DAL exact from the first sighting of the last PSN, nothing counted lost", async () => {
+  test("reads and writes whose data packets come out of order (a LAST before the MIDDLEs, the next message's FIRST before a LAST, a LAST before its own FIRST, a resent LAST, a message across the PSN wrap): DAL exact from the first sighting of the last PSN, nothing counted lost", async () => {
     for (const op of ["read", "write"] as const) {
       const s = reorderedNvmeData(T0, op);
       const records: RecordJson[] = [];

@@ -40,15 +40,17 @@ interface Scenario {
   at: Record<string, bigint>;
 }
 
-function recorder(t0: bigint) {
+/** A hand-made capture: each frame `gap` ns after the one before; labelled frames' times in `at`; `send` returns the frame's time. */
+export function recorder(t0: bigint) {
   let t = t0;
   const packets: SwitchCapture["packets"] = [];
   const at: Record<string, bigint> = {};
-  const send = (f: RoceFrame, label?: string, gap = 5_000n) => {
+  const send = (f: RoceFrame, label?: string, gap = 5_000n): bigint => {
     t += gap;
     if (label) at[label] = t;
     const { data, wireLength } = buildFrame(f);
     packets.push({ timestampNs: t, data, originalLength: wireLength });
+    return t;
   };
   return { packets, at, send };
 }

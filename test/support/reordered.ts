@@ -4,6 +4,7 @@
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
+import { recorder } from "./collisions.js";
 
 export interface ReorderedMessage {
   firstPsn: number;
@@ -142,7 +143,8 @@ export function unendedMessageFlow(t0: bigint): { capture: SwitchCapture; next: 
  * writes, reordered on the way as sprayed paths reorder them:
  *  - I/O 0: its LAST overtakes both MIDDLEs; later resent (go-back-N);
  *  - I/Os 1 and 2: 2's FIRST overtakes 1's LAST (the QP's message before);
- *  - I/O 3: its LAST and a MIDDLE overtake its FIRST (the LAST held).
+ *  - I/O 3: its LAST and a MIDDLE overtake its FIRST (the LAST held);
+ *  - I/O 1's message crosses the PSN wrap.
  * `at` holds each I/O's command, first data packet (d_first, or the write's
  * READ REQUEST: rreq), first sighting of its last PSN (last) and response.
  */
@@ -155,16 +157,11 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
   const target = ipv4(op === "read" ? "10.0.2.1" : "10.0.2.2");
   const tqp = op === "read" ? 0x801 : 0x802;
   const hqp = op === "read" ? 0x101 : 0x102;
-  let t = t0;
-  const packets: SwitchCapture["packets"] = [];
+  const { packets, send: sendAfter } = recorder(t0);
   const at = [0, 1, 2, 3].map(() => ({ cmd: 0n, first: 0n, last: 0n, rsp: 0n }));
-  const send = (f: RoceFrame): bigint => {
-    t += 700n;
-    const { data, wireLength } = buildFrame(f);
-    packets.push({ timestampNs: t, data, originalLength: wireLength });
-    return t;
-  };
-  const psn0 = (k: number) => 1000 + 4 * k;
+  const send = (f: RoceFrame, gap = 700n): bigint => sendAfter(f, undefined, gap);
+  // I/O 1's message crosses the PSN wrap (0xfffffe, 0xffffff, 0, 1).
+  const psn0 = (k: number) => (0xfffffa + 4 * k) & 0xffffff;
   const rkey = (k: number) => 0x7000 + k;
   const va = (k: number) => 0x10_0000n * BigInt(k + 1);
   for (let k = 0; k < 4; k++) at[k]!.cmd = send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100 + k, payload: nvmeSqe(op, k + 1, 1, va(k), 4096, rkey(k)) });
@@ -173,7 +170,7 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
   }
   // Packet i (0-3) of I/O k's message.
   const data = (k: number, i: number): bigint => {
-    const psn = psn0(k) + i;
+    const psn = (psn0(k) + i) & 0xffffff;
     if (op === "read") {
       const opcode = [Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST][i]!;
       const sent = send({ src: target, dst: host, opcode, destQp: hqp, psn, payloadLength: 1024, ...(i === 0 ? { reth: { va: va(k), rkey: rkey(k), length: 4096 } } : {}) });
@@ -193,10 +190,7 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
     if (i === 3 && at[k]!.last === 0n) at[k]!.last = sent;
   }
   data(0, 3); // I/O 0's LAST resent: its first sighting stays its end
-  for (let k = 0; k < 4; k++) {
-    t += 10_000n;
-    at[k]!.rsp = send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 2000 + k, payload: nvmeCqe(k + 1, 1, 0, 0, 0) });
-  }
+  for (let k = 0; k < 4; k++) at[k]!.rsp = send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 2000 + k, payload: nvmeCqe(k + 1, 1, 0, 0, 0) }, 10_700n);
   const topology = { ports: [
     { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
     { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },

@@ -180,7 +180,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             cm_host.read(w_host, cidx);
             cm_target.read(w_target, cidx);
             cm_comm_id.read(w_id, cidx);
-            // A comm id of 0 is a valid id: an entry is free when its host is 0 too.
+            // Free: its addresses are 0 (never written, or cleared by a REP).
             bool free0 = w_host == 0 && w_target == 0;
             bool own0 = w_host == meta.src_key && w_target == meta.dst_key && w_id == hdr.cm_req.local_comm_id;
             if (free0 || own0) {
@@ -500,16 +500,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 end_map_held_ts.read(e_held, eidx);
                 bool e_ours = e_src == meta.src_key && e_dst == meta.dst_key
                     && e_qpn == 1w1 ++ 7w0 ++ hdr.bth.dest_qp && e_psn == key_tag;
+                bool hold = false;
                 if (span != 0) {
                     // The message's first: its end, held or to come.
                     if (e_ours && (e_tqp & IOREF_VALID) == 0 && e_held != 0 && meta.now - e_held < END_HELD_MAX_NS) {
                         held_last = true;
                         held_last_ts = e_held;
                     }
-                    end_map_src.write(eidx, meta.src_key);
-                    end_map_dst.write(eidx, meta.dst_key);
-                    end_map_qpn.write(eidx, 1w1 ++ 7w0 ++ hdr.bth.dest_qp);
-                    end_map_psn.write(eidx, key_tag);
                     end_map_ref.write(eidx, ref);
                     if (held_last) {
                         end_map_target_qp.write(eidx, 0);
@@ -528,11 +525,14 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 } else if ((e_tqp & IOREF_VALID) == 0 && !(e_ours && e_held != 0)) {
                     // A LAST before its message's first: held (its first
                     // sighting), in an entry no message waits on.
+                    hold = true;
+                    end_map_held_ts.write(eidx, meta.now);
+                }
+                if (span != 0 || hold) {
                     end_map_src.write(eidx, meta.src_key);
                     end_map_dst.write(eidx, meta.dst_key);
                     end_map_qpn.write(eidx, 1w1 ++ 7w0 ++ hdr.bth.dest_qp);
                     end_map_psn.write(eidx, key_tag);
-                    end_map_held_ts.write(eidx, meta.now);
                 }
             }
 
@@ -856,29 +856,27 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             return;
         }
         // Whether this packet ends its message, and the message is the I/O's
-        // last RDMA operation (it becomes the I/O's last data packet).
-        // A message's first whose LAST was held ends it at the LAST's time.
+        // last RDMA operation (it becomes the I/O's last data packet); a
+        // message's first whose LAST was held ends it at the LAST's time.
         // Once the I/O has its last data packet (the first sighting of its
-        // final message's last PSN), a late or resent packet does not move it.
+        // final message's last PSN), a late or resent packet does not move
+        // it (the info word keeps IO_INFO_LAST_END).
         bit<8> end_bit = 0;
         ts_t last_ts = meta.now;
-        if (!more && (opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
+        if (held_last) {
+            last_ts = held_last_ts;
+        }
+        if (!more && (held_last || opcode == OP_WRITE_LAST || opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY
                 || opcode == OP_WRITE_ONLY_IMM || opcode == OP_READ_RESPONSE_LAST || opcode == OP_READ_RESPONSE_ONLY)) {
             end_bit = IO_INFO_LAST_END;
-        }
-        if (!more && held_last) {
-            end_bit = IO_INFO_LAST_END;
-            last_ts = held_last_ts;
         }
         bool has_last = (info & IO_INFO_LAST_END) != 0;
         if (pkt_class == IO_PKT_WRITE_DATA && !is_write) {
             if ((info & IO_INFO_DATA_SEEN) == 0) {
                 io_data_first_ts.write(slot, meta.now);
             }
-            if (has_last) {
-                io_info.write(slot, info | IO_INFO_DATA_SEEN);
-            } else {
-                io_info.write(slot, info | IO_INFO_DATA_SEEN | end_bit);
+            io_info.write(slot, info | IO_INFO_DATA_SEEN | end_bit);
+            if (!has_last) {
                 io_data_last_ts.write(slot, last_ts);
             }
         } else if (pkt_class == IO_PKT_READ_REQ && is_write) {
@@ -890,11 +888,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if ((info & IO_INFO_RR_SEEN) == 0) {
                 io_rr_first_ts.write(slot, meta.now);
             }
+            io_info.write(slot, info | IO_INFO_RR_SEEN | end_bit);
             if (!has_last) {
-                io_info.write(slot, info | IO_INFO_RR_SEEN | end_bit);
                 io_data_last_ts.write(slot, last_ts);
-            } else {
-                io_info.write(slot, info | IO_INFO_RR_SEEN);
             }
         }
     }
