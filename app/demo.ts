@@ -147,9 +147,13 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     // Polling and summary modes send I/O digests for the pairs of the current watchlist only: the
     // others give no record, by design (summary mode counts them in the histograms).
     (windowed && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the ${mode} watchlist not measured` : "") +
+    (windowed && check.messagesMissing ? `; ${check.messagesMissing} messages of flows outside the ${mode} watchlist not measured` : "") +
     (untrackedAtBoth ? `; ${check.ioMissing} untracked at both switches (an I/O slot held by another live I/O), within each switch's untracked I/Os beyond the unattributable (${untrackedAtBoth})` : "") +
     (check.ioWrong + check.ioUnexpected + missing
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${windowed ? "" : `, ${missing} missing`}: ${check.ioProblems.filter((p) => missing || !p.startsWith("no record")).join(" | ")}`
+      : "") +
+    (check.messagesWrong || (!windowed && check.messagesMissing)
+      ? `; ${check.messagesWrong} messages differ${windowed ? "" : `, ${check.messagesMissing} missing`}${check.messageProblems.length ? `: ${check.messageProblems.join(" | ")}` : ""}`
       : "") +
     (switchStats.length ? `\ncounted by the switches: ${switchStats.map((s) => `${s.switch_id} ${s.untracked_ios ?? 0} I/Os untracked, ${s.io_unpaired_responses ?? 0} responses on unpaired queues, ${s.io_replaced ?? 0} I/Os closed by CID reuse, ${s.queue_pairs_learned ?? 0} queue pairings learned, ${s.untracked_flows ?? 0} flows not tracked (slot taken), ${s.io_references_lost ?? 0} data references lost (an I/O's data, or its own last data packet, not found)${unmeasured(s)}`).join("; ")}` : "") +
     (switchStats.length ? `\ncounted by the exporter: ${switchStats.map((s) => `${s.switch_id} ${s.digests_lost} digests lost, ${s.digests_duplicated} duplicated, ${s.late_responses} responses after their I/O was reported incomplete, ${s.late_records} records after their interval closed, ${result.exporter.metrics.givenUpSilent.get(s.switch_id) ?? 0} commands given up when the switch went silent (${durationText(result.exporter.metrics.options.silentSwitchNs)}), ${result.exporter.metrics.flowOnlyDigests.get(s.switch_id) ?? 0} digests of flow packets outside any message${unknownEndpoints.get(s.switch_id) ? `, ${unknownEndpoints.get(s.switch_id)} digests dropped for an endpoint key without an address` : ""}`).join("; ")}` : ""));

@@ -132,6 +132,8 @@ export class StreamingSelfCheck {
   /** expected records that never came */
   ioMissing = 0;
   messagesMissing = 0;
+  messagesWrong = 0;
+  readonly messageProblems: string[] = [];
   readonly ioProblems: string[] = [];
 
   /** `leadNs`: how far past a record's time the truth is read; `horizonNs`: how long an unmatched truth waits. */
@@ -208,7 +210,12 @@ export class StreamingSelfCheck {
     const t = this.messages.get(k);
     if (!t) return;
     this.messages.delete(k);
-    if (messageMismatches(t, r).length === 0) this.messageExact++;
+    const m = messageMismatches(t, r);
+    if (m.length === 0) this.messageExact++;
+    else {
+      this.messagesWrong++;
+      if (this.messageProblems.length < 10) this.messageProblems.push(`${k}: ${m.join("; ")}`);
+    }
   }
 
   /** Reads the rest of the truth: what is left unmatched is missing. */

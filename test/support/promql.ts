@@ -33,13 +33,16 @@ export function histogramQuantile(q: number, buckets: Array<[number, number]>): 
   return start + (b[i]![0] - start) * (rank / count);
 }
 
-/** The buckets of one histogram series, summed over every series of `name` whose labels include `match` (as `sum by (le)` does). */
-export function bucketsOf(samples: Map<string, number>, name: string, match: Record<string, string> = {}): Array<[number, number]> {
+/**
+ * The buckets of one histogram series, summed over every series of `name`
+ * whose labels include `match` (as `sum by (le)` does), and pass `keep`.
+ */
+export function bucketsOf(samples: Map<string, number>, name: string, match: Record<string, string> = {}, keep: (labels: Record<string, string>) => boolean = () => true): Array<[number, number]> {
   const byLe = new Map<number, number>();
   for (const [k, v] of samples) {
     if (!k.startsWith(`${name}_bucket{`)) continue;
     const labels = Object.fromEntries([...k.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-    if (Object.entries(match).some(([l, want]) => labels[l] !== want)) continue;
+    if (Object.entries(match).some(([l, want]) => labels[l] !== want) || !keep(labels)) continue;
     const le = labels.le === "+Inf" ? Infinity : Number(labels.le);
     byLe.set(le, (byLe.get(le) ?? 0) + v);
   }

@@ -140,7 +140,9 @@ describe("the generator over IPv6 and mixed families", () => {
       const [a, b] = [ipText(f.src), ipText(f.dst)].sort();
       if (f.destQp >= 0x2000 && f.destQp < 0x4000) {
         expect(f.flowLabel).toBe(0);
-        if (f.opcode !== Opcode.CNP) expect(f.udpSrcPort).toBe(flowLabelUdpPort(qpFlowLabel(0x3000 + (f.destQp - 0x2000), f.destQp)));
+        // Data and ACKs to the receiver's QP (0x2000 + host), CTS and ACKs to the sender's (0x3000 + host): one connection.
+        const other = f.destQp < 0x3000 ? f.destQp + 0x1000 : f.destQp - 0x1000;
+        if (f.opcode !== Opcode.CNP) expect(f.udpSrcPort).toBe(flowLabelUdpPort(qpFlowLabel(other, f.destQp)));
         continue;
       }
       const k = `${a}|${b}`;

@@ -83,12 +83,14 @@ describe("reordering paths", () => {
       expect(figures, `${m.src}>${m.dst} psn ${m.first_psn}`).toEqual(truthFields(m));
       expect(displacement as number).toBeLessThanOrEqual(6);
       expect(m.retransmitted + m.late_retransmitted).toBe(0);
+      if (m.bytes === 64) continue; // the receiver's CTS: one packet
       expect(m.packets + m.late_packets).toBe(64);
       expect(m.fct_ns).toBeGreaterThan(0);
     }
     const reordered = g.messages.filter((m) => m.reordered);
-    expect(reordered.length / g.messages.length).toBeGreaterThan(0.25);
-    expect(reordered.length / g.messages.length).toBeLessThan(0.55);
+    const data = g.messages.filter((m) => m.bytes !== 64);
+    expect(reordered.length / data.length).toBeGreaterThan(0.25);
+    expect(reordered.length / data.length).toBeLessThan(0.55);
     // The cases a switch gets wrong when it assumes order: a FIRST overtaken, packets after the LAST, displacement of the full 6.
     expect(reordered.some((m) => seen.get(m)!.firstOvertaken)).toBe(true);
     expect(reordered.some((m) => m.late_packets > 0)).toBe(true);

@@ -1,7 +1,11 @@
 // Gradient sync (SPEC §4): each host sends RDMA WRITE messages to the next
-// in a ring, one message per step, with the faults of the run (ECN marks and
-// CNPs under congestion, NAK-driven go-back-N retransmissions on a lossy
-// flow, an idle GPU stretching the gap) and, when asked, reordering paths
+// in a ring, one message per step, as NCCL's InfiniBand transport does: the
+// receiver first writes a 64-byte clear-to-send (CTS) into the sender's FIFO
+// over the same connection, the message's last packet carries an immediate
+// (RDMA WRITE LAST / ONLY with Immediate), and each side ACKs what it got.
+// With the faults of the run (ECN marks and CNPs under congestion, NAK-driven
+// go-back-N retransmissions on a lossy flow, an idle GPU stretching the gap)
+// and, when asked, reordering paths
 // (adaptive routing, packet spraying): a share of the messages reach the
 // switch with packets displaced 1..N places, some with one packet lost after
 // the switch and resent go-back-N. One flow is simulated message by message,
@@ -12,11 +16,21 @@ import { flowLabelUdpPort, Opcode, qpFlowLabel, type RoceFrame } from "./roce.js
 import type { GeneratorOptions, MessageTruth } from "./types.js";
 
 const PSN_MASK = 0xffffff;
+/** NCCL's send FIFO entry (struct ncclIbSendFifo), written by the receiver as its CTS */
+const CTS_BYTES = 64;
+/** AETH syndromes: ACK without credits, NAK for a PSN sequence error */
+const AETH_ACK = 0x1f;
+const AETH_NAK_SEQ = 0x60;
 
 export class WriteFlow {
   private next: number | undefined;
   private psn: number;
   private prevEnd: number | null = null;
+  /** the receiver's send PSN (its CTS writes), its last CTS, and each side's message sequence number */
+  private ctsPsn: number;
+  private prevCts: number | null = null;
+  private msn = 0;
+  private ctsMsn = 0;
   readonly qpn: number;
   private readonly senderQpn: number;
   private readonly udpPort: number | undefined;
@@ -31,6 +45,7 @@ export class WriteFlow {
     private readonly onMessage: (t: MessageTruth) => void,
   ) {
     this.psn = Math.floor(m.rand() * PSN_MASK);
+    this.ctsPsn = Math.floor(m.rand() * PSN_MASK);
     this.qpn = 0x2000 + hostIndex;
     this.senderQpn = 0x3000 + hostIndex;
     // QPs connected by verbs (no rdma_cm): over IPv6 the flow label is 0 and
@@ -47,9 +62,13 @@ export class WriteFlow {
 
   /** Sends the next message (its packets, retransmissions and CNPs) and schedules the one after. */
   step(): void {
-    const t = this.next;
-    if (t === undefined) return;
+    const t0 = this.next;
+    if (t0 === undefined) return;
     const { m, o } = this;
+    // The receiver's CTS (a one-packet RDMA WRITE to the sender's QP, a
+    // message of the reverse flow), the sender's ACK of it, then the data.
+    this.cts(t0);
+    const t = t0 + 2_000 + Math.floor(m.rand() * 2_000);
     const n = Math.ceil(o.gradientBytes / o.mtu);
     const psn0 = this.psn;
     this.psn = (this.psn + n) & PSN_MASK;
@@ -63,6 +82,7 @@ export class WriteFlow {
     let k = 0;
     let ts = t;
     let guard = 0;
+    const naks: Array<{ t: number; k: number }> = [];
     while (k < n && guard++ < 100_000) {
       // Send from k until the end or until a NAK stops us.
       let lostAt = -1;
@@ -76,6 +96,8 @@ export class WriteFlow {
           if (q === forcedLoss) forcedLoss = -1;
           // The receiver NAKs on the next packet; a lost last packet waits for the timeout.
           nakAt = q === n - 1 ? ts + 100_000 : ts + m.ser(o.mtu) + 2 * o.fabricDelayNs + 2_000;
+          // The receiver NAKs the PSN it expects when the next one comes (a timeout resends a lost last packet).
+          if (q < n - 1) naks.push({ t: nakAt - o.fabricDelayNs - 1_000, k: q });
         }
         ts += m.ser(o.mtu);
       }
@@ -98,11 +120,16 @@ export class WriteFlow {
     const firstAt = sightings.findIndex((x) => x.k === 0);
     const lastAt = sightings.findIndex((x) => x.k === n - 1);
     for (const x of sightings) {
-      const opcode = n === 1 ? Opcode.WRITE_ONLY : x.k === 0 ? Opcode.WRITE_FIRST : x.k === n - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+      const opcode = n === 1 ? Opcode.WRITE_ONLY_IMM : x.k === 0 ? Opcode.WRITE_FIRST : x.k === n - 1 ? Opcode.WRITE_LAST_IMM : Opcode.WRITE_MIDDLE;
       const len = Math.min(o.mtu, o.gradientBytes - x.k * o.mtu);
       const fr: RoceFrame = { src: this.src, dst: this.dst, opcode, destQp: this.qpn, psn: (psn0 + x.k) & PSN_MASK, ecn: x.ce ? 3 : 2, payloadLength: len };
       if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
       if (x.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(this.hostIndex) * 0x100000000n, rkey: 0x5000 + this.hostIndex, length: o.gradientBytes };
+      // NCCL's immediate: the size written; the last packet asks for an ACK.
+      if (x.k === n - 1) {
+        fr.imm = o.gradientBytes;
+        fr.ackReq = true;
+      }
       m.emit(m.torC, x.t, fr);
       if (x.ce) {
         // The receiver answers a CE mark with a CNP to the sender's QP.
@@ -110,6 +137,10 @@ export class WriteFlow {
         this.cnps++;
       }
     }
+    for (const k of naks) this.ack(k.t, (psn0 + k.k) & PSN_MASK, AETH_NAK_SEQ);
+    // The receiver ACKs the message once its last packet is in.
+    this.msn = (this.msn + 1) & PSN_MASK;
+    this.ack(sends[sends.length - 1]!.t + 1_500, (psn0 + n - 1) & PSN_MASK, AETH_ACK);
     const inMsg = sightings.slice(0, lastAt + 1);
     const inRetx = retx.slice(0, lastAt + 1).filter(Boolean).length;
     const first = sightings[firstAt]!;
@@ -134,6 +165,37 @@ export class WriteFlow {
     const idle = m.active("gpu-idle", end, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
     const nextT = end + m.ser(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
     this.next = nextT < o.durationNs - 50e6 ? nextT : undefined;
+  }
+
+  /** An ACK (or NAK) from the receiver to the sender's QP. */
+  private ack(t: number, psn: number, syndrome: number): void {
+    const fr: RoceFrame = { src: this.dst, dst: this.src, opcode: Opcode.ACK, destQp: this.senderQpn, psn, aeth: { syndrome, msn: this.msn } };
+    if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
+    this.m.emit(this.m.torC, t, fr);
+  }
+
+  /** The receiver's CTS at t: an RDMA WRITE ONLY of NCCL's FIFO entry into the sender's memory, which the sender ACKs. */
+  private cts(t: number): void {
+    const { m } = this;
+    const psn = this.ctsPsn;
+    this.ctsPsn = (psn + 1) & PSN_MASK;
+    const fr: RoceFrame = {
+      src: this.dst, dst: this.src, opcode: Opcode.WRITE_ONLY, destQp: this.senderQpn, psn, ecn: 2, ackReq: true, payloadLength: CTS_BYTES,
+      reth: { va: 0x7e0000000000n + BigInt(this.hostIndex) * 0x100000000n + BigInt((this.ctsMsn % 8) * CTS_BYTES), rkey: 0x6000 + this.hostIndex, length: CTS_BYTES },
+    };
+    if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
+    m.emit(m.torC, t, fr);
+    this.ctsMsn = (this.ctsMsn + 1) & PSN_MASK;
+    const ack: RoceFrame = { src: this.src, dst: this.dst, opcode: Opcode.ACK, destQp: this.qpn, psn, aeth: { syndrome: AETH_ACK, msn: this.ctsMsn } };
+    if (this.udpPort !== undefined) ack.srcPort = this.udpPort;
+    m.emit(m.torC, t + 1_200 + Math.floor(m.rand() * 600), ack);
+    this.onMessage({
+      switch: m.torC.name, src: ipText(this.dst), dst: ipText(this.src), dest_qp: this.senderQpn,
+      first_psn: psn, last_psn: psn, bytes: CTS_BYTES, packets: 1, retransmitted: 0, fct_ns: 0, fet_bps: null, fnr: 0, ecn_ce_packets: 0,
+      gap_ns: this.prevCts === null ? null : Math.round(t) - Math.round(this.prevCts),
+      firstNs: m.abs(t), late_retransmitted: 0, late_packets: 0, late: [], reordered: false,
+    });
+    this.prevCts = t;
   }
 
   /**
