@@ -27,7 +27,7 @@ export const PACKET_EVENTS: ReadonlyArray<readonly [SwitchCounterName, Holds]> =
   // A LEARN_ENDPOINT digest has a bit of its own (the TNA build leaves the digest kind to the I/O tracker).
   ["digests", (index) => field(C.PKT_EV_DIGEST, 2)(index) !== 0 || bit(C.PKT_EV_ENDPOINT_LEARNED)(index)],
   ["io_commands", outcomeIs(C.IO_OUTCOME_CMD, C.IO_OUTCOME_REPLACED)],
-  ["io_replaced", outcomeIs(C.IO_OUTCOME_REPLACED)],
+  ["io_replaced", outcomeIs(C.IO_OUTCOME_REPLACED, C.IO_OUTCOME_CLOSED)],
   ["untracked_ios", outcomeIs(C.IO_OUTCOME_UNTRACKED)],
   ["io_responses", outcomeIs(C.IO_OUTCOME_RSP)],
   ["io_unmatched_responses", outcomeIs(C.IO_OUTCOME_UNMATCHED)],

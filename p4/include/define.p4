@@ -190,6 +190,7 @@ const bit<3> IO_OUTCOME_UNTRACKED = 3;      // untracked_ios
 const bit<3> IO_OUTCOME_RSP = 4;            // io_responses
 const bit<3> IO_OUTCOME_UNMATCHED = 5;      // io_unmatched_responses
 const bit<3> IO_OUTCOME_UNPAIRED = 6;       // io_unpaired_responses
+const bit<3> IO_OUTCOME_CLOSED = 7;         // io_replaced: an open I/O's CID taken by a command not measured (Flush, ...)
 
 // Why a packet was forwarded but not measured: at most one reason, so 2
 // bits of the packet_events index hold it.

@@ -229,6 +229,59 @@ describe("NVMe queues on traffic not made by the generator", () => {
   }, 60_000);
 });
 
+describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Dataset Management)", () => {
+  test("a read whose response the capture missed, then a Flush with its CID (a host with bare tags, as SPDK's): the Flush's completion never closes the read; the read is incomplete, the stale I/O counted as closed by CID reuse", async () => {
+    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+    const host = ipv4("10.0.1.1");
+    const target = ipv4("10.0.2.1");
+    const Q = { t: 0xa01, h: 0x1a1 };
+    let t = T0;
+    let psn = 1000;
+    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+    const at: Record<string, bigint> = {};
+    const send = (f: RoceFrame, label?: string, gap = 3_000n) => {
+      t += gap;
+      if (label) at[label] = t;
+      packets.push({ timestampNs: t, data: buildFrame(f).data });
+    };
+    const up = (sqe: Buffer, label: string, gap?: bigint) => send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: Q.t, psn: psn++, payload: sqe }, label, gap);
+    const data = (rkey: number, label: string) => send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: Q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+    const rsp = (cid: number, label: string, gap?: bigint) => send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: Q.h, psn: psn++, payload: nvmeCqe(cid, 1, 0, 0, 0) }, label, gap);
+    // No data: the host's SGL is a keyed data block of length 0 and key 0 (nvme_rdma_set_sg_null).
+    const noData = (opc: number, cid: number) => nvmeSqe(opc, cid, 1, 0n, 0, 0);
+    // A read that pairs the queue and is answered.
+    up(nvmeSqe("read", 4, 1, 0n, 4096, 0x44), "cmd4");
+    data(0x44, "data4");
+    rsp(4, "rsp4");
+    // CID 5: a read whose response the capture missed; the host reuses CID 5 for a Flush, then for Write Zeroes.
+    up(nvmeSqe("read", 5, 1, 0n, 4096, 0x55), "cmd5");
+    data(0x55, "data5");
+    up(noData(0x00, 5), "flush5", 40_000n);
+    rsp(5, "flushRsp5", 20_000n);
+    up(noData(0x08, 5), "wz5");
+    rsp(5, "wzRsp5");
+    // CID 6: a Dataset Management (deallocate) with its ranges in the capsule, then a read with CID 6.
+    up(Buffer.concat([nvmeSqe(0x09, 6, 1, 0n, 16, 0, 0n, "in-capsule"), Buffer.alloc(16)]), "dsm6");
+    rsp(6, "dsmRsp6");
+    up(nvmeSqe("read", 6, 1, 0n, 4096, 0x66), "cmd6");
+    data(0x66, "data6");
+    rsp(6, "rsp6");
+
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    const e2e = (a: string, b: string) => Number(at[b]! - at[a]!);
+    const view = ios.map((r) => [r.cid, r.op, r.incomplete, r.e2e_c_ns, r.dal_ns]).sort((x, y) => Number(x[0]) - Number(y[0]));
+    expect(view).toEqual([
+      [4, "read", false, e2e("cmd4", "rsp4"), e2e("cmd4", "data4") + e2e("data4", "rsp4")],
+      [5, "read", true, null, null],
+      [6, "read", false, e2e("cmd6", "rsp6"), e2e("cmd6", "data6") + e2e("data6", "rsp6")],
+    ]);
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats).toMatchObject({ io_replaced: 1, untracked_ios: 0, parser_errors: 0 });
+  }, 60_000);
+});
+
 describe("a record never says more than the switch saw (state taken by a colliding key)", () => {
   const replay = async (capture: SwitchCapture) => {
     const records: RecordJson[] = [];

@@ -58,6 +58,7 @@ const bit<8> IO_PKT_RSP = 2;
 const bit<8> IO_PKT_WRITE_DATA = 3;   // target -> host RDMA WRITE (read I/O)
 const bit<8> IO_PKT_READ_REQ = 4;     // target -> host READ REQUEST (write I/O)
 const bit<8> IO_PKT_READ_RESP = 5;    // host -> target READ RESPONSE (write I/O)
+const bit<8> IO_PKT_OTHER_CMD = 6;    // host -> target command not measured (Flush, Write Zeroes, Dataset Management, ...)
 
 control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The I/O slots; the key is (host, target, target QP, CID).
@@ -259,6 +260,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     // data block of a write over RDMA can only be in the capsule).
                     pkt_class = IO_PKT_CMD;
                     in_capsule = true;
+                } else {
+                    // Not measured, but it takes its CID: an I/O still open
+                    // with that key lost its response (below).
+                    pkt_class = IO_PKT_OTHER_CMD;
                 }
             } else if (hdr.nvme_cqe.isValid()) {
                 pkt_class = IO_PKT_RSP;
@@ -272,7 +277,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (pkt_class == IO_PKT_NONE) {
                 return;
             }
-            if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_READ_RESP) {
+            if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_OTHER_CMD || pkt_class == IO_PKT_READ_RESP) {
                 // host -> target
                 host = meta.src_key;
                 target = meta.dst_key;
@@ -320,7 +325,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 }
             }
 
-            if (pkt_class == IO_PKT_CMD) {
+            if (pkt_class == IO_PKT_OTHER_CMD) {
+                cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
+            } else if (pkt_class == IO_PKT_CMD) {
                 cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
                 sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
                     ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
@@ -625,6 +632,28 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.host_prep_ns = 0;
         }
         if (is_cm_rep) {
+            return;
+        }
+
+        // A command not measured takes its CID: NVMe reuses a CID only after
+        // its completion, so an I/O open with that key lost its response.
+        // Closed here, it is never closed by this command's completion.
+        if (pkt_class == IO_PKT_OTHER_CMD) {
+            ipv4_addr_t o_host;
+            ipv4_addr_t o_target;
+            bit<32> o_tqp;
+            bit<16> o_cid;
+            bit<8> o_info;
+            io_host.read(o_host, cmd_slot);
+            io_target.read(o_target, cmd_slot);
+            io_target_qp.read(o_tqp, cmd_slot);
+            io_cid.read(o_cid, cmd_slot);
+            io_info.read(o_info, cmd_slot);
+            if ((o_info & IO_INFO_VALID) != 0 && o_host == host && o_target == target
+                    && o_tqp == 8w0 ++ hdr.bth.dest_qp && o_cid == cid) {
+                io_info.write(cmd_slot, 0);
+                meta.stat.io_outcome = IO_OUTCOME_CLOSED;
+            }
             return;
         }
 

@@ -80,6 +80,7 @@ const bit<8> IO_PKT_READ_REQ = 4;
 const bit<8> IO_PKT_READ_RESP = 5;
 const bit<8> IO_PKT_CM_REQ = 6;   // RDMA CM REQ: host -> target, names the host's QP
 const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the target's
+const bit<8> IO_PKT_OTHER_CMD = 8;  // a command not measured (Flush, Write Zeroes, Dataset Management, ...): it takes its CID
 
 // Register predicates (the stateful ALU's condition outputs, one-hot): for
 // this.predicate(a, b), bit 0 = neither, 1 = a only, 2 = b only, 3 = both.
@@ -449,6 +450,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.op = o[1:0];
         sgl_end = sgl_addr_calc.execute(0);
     }
+    @hidden action other_cmd() {
+        pkt_class = IO_PKT_OTHER_CMD;
+        meta.io_digest.host = meta.src_key;
+        meta.io_digest.target = meta.dst_key;
+    }
     @hidden action rsp() {
         pkt_class = IO_PKT_RSP;
         hqp = (bit<32>)hdr.bth.dest_qp;
@@ -509,6 +515,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         }
         actions = {
             cmd;
+            other_cmd;
             rsp;
             to_host;
             to_host_end;
@@ -525,6 +532,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
+            (_, _, _, true, _, _, _): other_cmd();
             (_, _, _, _, _, _, true): rsp();
             (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
             (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
@@ -567,6 +575,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
             (IO_PKT_CMD, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
             (IO_PKT_CMD, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
+            (IO_PKT_OTHER_CMD, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
+            (IO_PKT_OTHER_CMD, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
+            (IO_PKT_OTHER_CMD, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
             (IO_PKT_READ_RESP, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
             (IO_PKT_READ_RESP, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
             (IO_PKT_READ_RESP, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
@@ -855,7 +866,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     }
 
     // Owner: a command claims the slot (unless its in-capsule data has no
-    // queue pairing), a response of a paired queue closes it.
+    // queue pairing), a response of a paired queue closes it. A command not
+    // measured closes it too when an I/O of its key holds it: NVMe reuses a
+    // CID only after its completion, so that I/O lost its response, and this
+    // command's completion must not close it.
     @hidden action owner_claim_a() { owner = owner_claim.execute(SLOT); }
     @hidden action owner_close_a() { closed = owner_close.execute(SLOT); }
     @hidden action untracked_capsule() { meta.stat.io_outcome = IO_OUTCOME_UNTRACKED; }
@@ -879,9 +893,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, _, _, _): owner_claim_a();
             (IO_PKT_RSP, _, _, 0): unpaired_rsp();
             (IO_PKT_RSP, _, _, _): owner_close_a();
+            (IO_PKT_OTHER_CMD, _, _, _): owner_close_a();
         }
         const default_action = NoAction();
-        size = 4;
+        size = 8;
     }
 
     // Check: a command that owns the slot records itself (and learns
@@ -897,10 +912,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action check_data_a() { check = check_data.execute(SLOT); }
     @hidden action untracked_cmd() { meta.stat.io_outcome = IO_OUTCOME_UNTRACKED; }
     @hidden action unmatched_rsp() { meta.stat.io_outcome = IO_OUTCOME_UNMATCHED; }
+    @hidden action closed_other() { meta.stat.io_outcome = IO_OUTCOME_CLOSED; }
     @stage(7)
     @hidden table check_tbl {
         key = { pkt_class: ternary; owner: ternary; closed: ternary; }
-        actions = { check_cmd_a; check_rsp_a; check_data_a; untracked_cmd; unmatched_rsp; NoAction; }
+        actions = { check_cmd_a; check_rsp_a; check_data_a; untracked_cmd; unmatched_rsp; closed_other; NoAction; }
         const entries = {
             (IO_PKT_CMD, OWNER_OTHER, _): untracked_cmd();
             (IO_PKT_CMD, OWNER_TAKEN_NEW, _): check_cmd_a();
@@ -908,6 +924,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, OWNER_SAME, _): check_cmd_a();
             (IO_PKT_RSP, _, PRED_TRUE): check_rsp_a();
             (IO_PKT_RSP, _, PRED_FALSE): unmatched_rsp();
+            (IO_PKT_OTHER_CMD, _, PRED_TRUE): closed_other();
             (IO_PKT_WRITE_DATA, _, _): check_data_a();
             (IO_PKT_READ_REQ, _, _): check_data_a();
             (IO_PKT_READ_RESP, _, _): check_data_a();
