@@ -70,7 +70,7 @@ Usage:
       2001:db8:0:2::N targets); mixed makes odd-numbered hosts IPv6, the
       others IPv4, and gives targets both (default 4). --reorder 0.2:6 sends
       a fifth of the RDMA WRITE messages over reordering paths, packets
-      displaced 1 to 6 places (default 6); --reorder-loss 0.5 also loses one
+      displaced 1 to 6 places (default 6, at most 255); --reorder-loss 0.5 also loses one
       packet after the switch in half of those, resent go-back-N.
       --job-turnover 0.5: a quarter of the hosts end their jobs (their I/O)
       at 40 % of the capture and another quarter start theirs at 60 %, their
@@ -267,12 +267,12 @@ function ipFamilies(v: string | undefined): 4 | 6 | "mixed" {
   throw new UsageError(`--ip must be 4, 6 or mixed (got '${v}')`);
 }
 
-/** SHARE[:MAXDISP]: a share above 0 and at most 1, and 1 to 64 (default 6). */
-function shareAndDisplacement(v: string, option: string, of: string, disp: string): [number, number] {
+/** SHARE[:MAXDISP]: a share above 0 and at most 1, and 1 to `max` (default 6). */
+function shareAndDisplacement(v: string, option: string, of: string, disp: string, max = 64): [number, number] {
   const m = /^(\d*\.?\d+)(?::(\d+))?$/.exec(v);
   const share = m ? Number(m[1]) : NaN;
   const d = m?.[2] !== undefined ? Number(m[2]) : 6;
-  if (!(share > 0 && share <= 1) || !(d >= 1 && d <= 64)) throw new UsageError(`${option} must be SHARE[:MAXDISP]: a share of ${of} above 0 and at most 1, and ${disp} (got '${v}')`);
+  if (!(share > 0 && share <= 1) || !(d >= 1 && d <= max)) throw new UsageError(`${option} must be SHARE[:MAXDISP]: a share of ${of} above 0 and at most 1, and ${disp} (got '${v}')`);
   return [share, d];
 }
 
@@ -282,7 +282,8 @@ function reorder(v: string | undefined, loss: string | undefined): { reorderShar
     if (loss !== undefined) throw new UsageError("--reorder-loss needs --reorder (the losses are among the reordered messages)");
     return {};
   }
-  const [share, disp] = shareAndDisplacement(v, "--reorder", "messages", "at most 1 to 64 places of displacement");
+  // Up to the switch's seen-PSN window (256 PSNs, docs/spec.md §4): a packet displaced further counts as resent.
+  const [share, disp] = shareAndDisplacement(v, "--reorder", "messages", "at most 1 to 255 places of displacement (the seen-PSN window)", 255);
   const out = { reorderShare: share, reorderMaxDisplacement: disp, reorderLoss: 0 };
   if (loss !== undefined) {
     const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;

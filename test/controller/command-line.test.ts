@@ -138,7 +138,7 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...gen, "--reorder", "0.2", "--reorder-loss", "2"], says: "--reorder-loss must be a share from 0 to 1" },
       { args: [...gen, "--job-turnover", "0.6x"], says: "--job-turnover must be a share of the hosts from 0 to 1" },
       { args: [...demo, "--ip", "v6"], says: "--ip must be 4, 6 or mixed (got 'v6')" },
-      { args: [...demo, "--reorder", "0.2:65"], says: "--reorder must be SHARE[:MAXDISP]" },
+      { args: [...demo, "--reorder", "0.2:256"], says: "--reorder must be SHARE[:MAXDISP]" },
       { args: [...demo, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
       { args: [...gen, "--mtu", "1500"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1500')" },
       { args: [...demo, "--mtu", "1k"], says: "--mtu must be one of 256, 512, 1024, 2048, 4096 bytes (got '1k')" },

@@ -14,7 +14,7 @@ import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
 import { cmRequestsCollide, lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
-import { overtakenFirstFlow, reorderedFlow, reorderedNvmeData, unendedMessageFlow } from "../support/reordered.js";
+import { farDisplacedFlow, overtakenFirstFlow, reorderedFlow, reorderedNvmeData, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
 import { IO_EVENT_CMD, IO_EVENT_RSP, IO_FLAG_IN_CAPSULE, IO_FLAG_REPLACED, LEARN_ENDPOINT, type IoDigest, type LearnDigest, type MsgDigest, type TelemetryDigest } from "../../contract/src/digests.js";
@@ -366,6 +366,14 @@ describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
     expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
     const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
     expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
+  }, 60_000);
+
+  test("a packet displaced 254 and 255 places in long messages (a sprayed path at a small MTU), across the PSN wrap: within the seen-PSN window, not retransmitted", async () => {
+    const s = farDisplacedFlow(T0);
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
   }, 60_000);
 
   test("messages whose FIRST is overtaken by one and by three packets, a go-back-N resend before the FIRST, packets after the flow's last message: a record for each message, every packet in the flow's totals for the interval it arrives in", async () => {

@@ -54,6 +54,42 @@ export function reorderedFlow(t0: bigint): { capture: SwitchCapture; src: string
 }
 
 /**
+ * One flow whose messages each have one packet displaced far (a long
+ * message on a sprayed path at a small MTU): PSN first+1 seen after 254,
+ * then after 255 later packets of its message, the most the seen-PSN window
+ * (256 PSNs) tells from a resend. No loss: nothing is retransmitted.
+ */
+export function farDisplacedFlow(t0: bigint): { capture: SwitchCapture; messages: ReorderedMessage[] } {
+  const src = ipv4("10.0.1.1");
+  const dst = ipv4("10.0.1.2");
+  const destQp = 0x2c2;
+  let t = t0;
+  const packets: SwitchCapture["packets"] = [];
+  const at = new Map<number, bigint>();
+  const messages: ReorderedMessage[] = [];
+  let first = 0xfffe00; // across the PSN wrap
+  for (const displaced of [254, 255]) {
+    const count = 300;
+    const order = [0, ...Array.from({ length: displaced }, (_, i) => i + 2), 1, ...Array.from({ length: count - displaced - 2 }, (_, i) => i + displaced + 2)];
+    for (const i of order) {
+      const psn = (first + i) & 0xffffff;
+      t += 100n;
+      at.set(psn, t);
+      const opcode = i === 0 ? Opcode.WRITE_FIRST : i === count - 1 ? Opcode.WRITE_LAST : Opcode.WRITE_MIDDLE;
+      const { data, wireLength } = buildFrame({ src, dst, opcode, destQp, psn, ...(i === 0 ? { reth: { va: 0n, rkey: 0x56, length: count * 1024 } } : {}), payloadLength: 1024 });
+      packets.push({ timestampNs: t, data, originalLength: wireLength });
+    }
+    const last = (first + count - 1) & 0xffffff;
+    messages.push({ firstPsn: first, lastPsn: last, packets: count, retransmitted: 0, fctNs: Number(at.get(last)! - at.get(first)!) });
+    first = (first + count) & 0xffffff;
+  }
+  return {
+    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    messages,
+  };
+}
+
+/**
  * One flow whose messages' FIRST packets are overtaken (SPEC §4: packets of a
  * message seen before its first-PSN packet still belong to it), then late
  * packets after the flow's last message:

@@ -55,6 +55,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   ioSizes: [4096, 16384, 65536],
   rdmaOpMaxBytes: 30 * 4096,
   readFraction: 0.7,
+  flushShare: 0.02,
   gradientBytes: 256 << 10,
   gradientGapNs: 4_000_000,
   mtu: 4096,

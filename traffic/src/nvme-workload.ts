@@ -131,9 +131,11 @@ function rdmaOps(bytes: number, max: number): Array<{ offset: number; bytes: num
 type Event =
   /** a burst of commands from one CPU (fio-like job with an I/O depth), and the next burst */
   | { t: number; n?: number; kind: "burst" }
-  | { t: number; n?: number; kind: "arrive"; op: "read" | "write"; bytes: number }
+  | { t: number; n?: number; kind: "arrive"; op: "read" | "write" | "flush"; bytes: number }
   | { t: number; n?: number; kind: "data" | "rreq" | "rsp" | "hostrr"; io: Io }
   | { t: number; n?: number; kind: "free"; tag: number }
+  /** a Flush's completion (no I/O of the truth) */
+  | { t: number; n?: number; kind: "flushed"; cid: number; tag: number; lostC: boolean; lostS: boolean }
   /** an acknowledgement: host -> target ("up", on the host's QP) or target -> host ("down") */
   | { t: number; n?: number; kind: "ack"; dir: "up" | "down"; frame: RoceFrame };
 
@@ -161,7 +163,7 @@ export class Queue {
   pairedS: RowRef | undefined;
   private readonly free: boolean[];
   private readonly gen: number[];
-  private readonly waiting: Array<{ op: "read" | "write"; bytes: number }> = [];
+  private readonly waiting: Array<{ op: "read" | "write" | "flush"; bytes: number }> = [];
   /** I/Os whose truth is not out yet */
   private ios: Io[] = [];
   private burstInterval = 0;
@@ -378,7 +380,7 @@ export class Queue {
         const r = this.m.rand;
         const n = 1 + Math.floor(r() * o.burstMax);
         for (let k = 0; k < n; k++) {
-          const op = r() < o.readFraction ? "read" : "write";
+          const op = o.flushShare > 0 && r() < o.flushShare ? "flush" : r() < o.readFraction ? "read" : "write";
           const bytes = o.ioSizes[Math.floor(r() * o.ioSizes.length)]!;
           this.events.push({ t: e.t + k * (200 + Math.floor(r() * 800)), kind: "arrive", op, bytes });
         }
@@ -412,6 +414,7 @@ export class Queue {
         if (e.t < this.tq.busyUntil) return this.events.push({ ...e, t: this.tq.busyUntil });
         if (e.kind === "data") return this.readData(e.t, e.io);
         if (e.kind === "rreq") return this.readRequest(e.t, e.io);
+        if (e.kind === "flushed") return this.flushed(e.t, e);
         return this.response(e.t, e.io);
     }
   }
@@ -421,7 +424,7 @@ export class Queue {
   }
 
   /** Sends a command if a tag is free. */
-  private start(t: number, op: "read" | "write", bytes: number): boolean {
+  private start(t: number, op: "read" | "write" | "flush", bytes: number): boolean {
     const tag = this.free.indexOf(true);
     if (tag < 0) return false;
     this.free[tag] = false;
@@ -429,6 +432,7 @@ export class Queue {
     const r = this.m.rand;
     const cid = this.style === "linux" ? ((this.gen[tag]! & 0xf) << 12) | tag : tag;
     this.gen[tag]!++;
+    if (op === "flush") return this.flush(t, tag, cid);
     const sgl: SglKind = op === "write" && bytes <= o.inlineDataBytes ? "in-capsule" : this.style === "linux" ? "keyed-invalidate" : "keyed";
     const lost = r() < o.responseLoss;
     const where = r();
@@ -571,6 +575,35 @@ export class Queue {
     io.dLastS = lastAtS;
     const media = o.mediaWriteNs + Math.floor(this.m.rand() * 5_000) + this.slowTarget(lastAtS);
     this.events.push({ t: lastAtS + media, kind: "rsp", io });
+  }
+
+  /**
+   * A Flush: a command without data (its SGL a keyed data block of length 0
+   * and key 0, as nvme_rdma_set_sg_null writes it) that the target completes
+   * once its write cache is on the media. It takes a tag and a CID like any
+   * command; no switch measures it.
+   */
+  private flush(t: number, tag: number, cid: number): boolean {
+    const r = this.m.rand;
+    const lost = r() < this.o.responseLoss;
+    const where = r();
+    const tc = Math.max(t, this.hq.busyUntil);
+    const psn = this.nextPsn(this.hq);
+    const rows = this.up(tc, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn, ackReq: true, payload: nvmeSqe(0x00, cid, 1, 0n, 0, 0) });
+    this.hq.busyUntil = tc + this.m.ser(64);
+    this.events.push({ t: rows.atS + 600 + Math.floor(r() * 400), kind: "ack", dir: "down", frame: { src: this.target, dst: this.host, opcode: Opcode.ACK, destQp: this.hq.qpn, psn, aeth: { syndrome: 0x1f, msn: psn & 0xffff } } });
+    const media = 3 * this.o.mediaWriteNs + Math.floor(r() * 40_000) + this.slowTarget(rows.atS);
+    this.events.push({ t: rows.atS + media, kind: "flushed", cid, tag, lostC: lost && (this.m.single || where < 0.6), lostS: lost && (this.m.single || where >= 0.4) });
+    return true;
+  }
+
+  /** A Flush's completion, acknowledged by the host, which frees its tag. */
+  private flushed(t: number, e: { cid: number; tag: number; lostC: boolean; lostS: boolean }): void {
+    const fr: RoceFrame = { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(e.cid, this.qid, this.sqHead(), 0, 0) };
+    const rows = this.down(t, fr, e.lostS, e.lostC);
+    this.tq.busyUntil = t + this.m.ser(16);
+    this.events.push({ t: rows.atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: fr.psn, aeth: { syndrome: 0x1f, msn: 0 } } });
+    this.events.push({ t: rows.atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag: e.tag });
   }
 
   /** The response capsule to the host's QP (SEND with Invalidate where the host asked for it). */

@@ -51,6 +51,12 @@ export interface GeneratorOptions {
    */
   rdmaOpMaxBytes: number;
   readFraction: number;
+  /**
+   * share of the commands that are Flush (no data, no record: a switch
+   * measures reads and writes): Linux hosts flush nvmet targets, which
+   * report a volatile write cache, on every fsync
+   */
+  flushShare: number;
   /** gradient-sync message size and count per ring step */
   gradientBytes: number;
   gradientGapNs: number;

@@ -5,7 +5,7 @@
 // assigned by the controller's watchlist entry in polling mode. A message is
 // FIRST..LAST or ONLY; when its last-PSN packet is first seen the switch
 // emits one msg_digest_t. A packet is retransmitted when its PSN was already
-// seen on the flow: the switch keeps which of the 64 PSNs up to the highest
+// seen on the flow: the switch keeps which of the 256 PSNs up to the highest
 // it has seen (serial arithmetic mod 2^24); a PSN older than that window
 // counts as retransmitted. A late packet seen for the first time (reordered
 // on the way) is not; it counts in its message if that message is still
@@ -21,6 +21,12 @@
 
 #include "histograms.p4"
 
+// The seen-PSN window: which of the PSN_WINDOW PSNs up to the flow's highest
+// were seen. A packet displaced by a reordering path less than that many
+// places behind is told from a resend; one further behind counts as resent.
+const psn_t PSN_WINDOW = 256;
+typedef bit<256> psn_window_t;
+
 // Bits of the flow_state register.
 const bit<8> FLOW_IN_USE = 0x01;
 const bit<8> FLOW_MSG_OPEN = 0x02;
@@ -35,7 +41,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<8>, FLOW_SLOTS, flow_state)        // FLOW_*
     REGISTER(ts_t, FLOW_SLOTS, flow_last_ts)
     REGISTER(psn_t, FLOW_SLOTS, flow_max_psn)
-    REGISTER(bit<64>, FLOW_SLOTS, flow_seen)        // bit i: PSN flow_max_psn - i seen
+    REGISTER(psn_window_t, FLOW_SLOTS, flow_seen)   // bit i: PSN flow_max_psn - i seen
     REGISTER(ts_t, FLOW_SLOTS, flow_prev_last_ts)
     REGISTER(ts_t, FLOW_SLOTS, msg_first_ts)
     REGISTER(psn_t, FLOW_SLOTS, msg_first_psn)
@@ -183,7 +189,7 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool live = (state & FLOW_IN_USE) != 0 && meta.now - last_ts <= meta.cfg.flow_timeout_ns;
 
         psn_t max_psn;
-        bit<64> seen;
+        psn_window_t seen;
         bit<32> x_packets;
         bit<32> x_retx;
         bit<32> x_ecn;
@@ -204,14 +210,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
             if (!same_flow && full_tracking) {
                 // A flow new to the switch: nothing of it seen, the whole
                 // window behind this PSN is open (a late FIRST opens its message).
-                max_psn = psn - 64;
+                max_psn = psn - PSN_WINDOW;
                 seen = 0;
             } else {
                 // A new epoch (mode switch, rotation): what was seen before is
                 // not known here, so every PSN behind counts as seen (a packet
                 // behind is retransmitted and opens no message).
                 max_psn = psn - 1;
-                seen = 0xffffffffffffffff;
+                seen = ~(psn_window_t)0;
             }
             x_packets = 0;
             x_retx = 0;
@@ -232,14 +238,14 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool late = false;   // first seen after a higher PSN of the flow
         if (ahead != 0 && ahead[23:23] == 0) {
             is_new = true;
-            if (ahead >= 64) {
+            if (ahead >= PSN_WINDOW) {
                 seen = 1;
             } else {
                 seen = (seen << (bit<8>)ahead) | 1;
             }
             max_psn = psn;
-        } else if (behind < 64) {
-            bit<64> bit_of = (bit<64>)1 << (bit<8>)behind;
+        } else if (behind < PSN_WINDOW) {
+            psn_window_t bit_of = (psn_window_t)1 << (bit<8>)behind;
             if ((seen & bit_of) == 0) {
                 is_new = true;
                 late = true;
@@ -361,8 +367,8 @@ control FlowTracker(in headers_t hdr, inout local_metadata_t meta) {
                 msg_ecn_ce.read(m_ecn, slot);
             } else {
                 // The lowest PSN its message can have: one after the highest
-                // PSN seen before it, at most 63 behind it (the window).
-                msg_first_psn.write(slot, ahead >= 64 ? psn - 63 : psn - ahead + 1);
+                // PSN seen before it, at most PSN_WINDOW - 1 behind it (the window).
+                msg_first_psn.write(slot, ahead >= PSN_WINDOW ? psn - (PSN_WINDOW - 1) : psn - ahead + 1);
                 state = state | FLOW_PENDING;
             }
             packets = packets + 1;
