@@ -93,6 +93,8 @@ const bit<16> UDP_LEN_CQE_EXT = 44;
 // NVMe (SPEC §2).
 const bit<8> NVME_OPC_WRITE = 0x01;
 const bit<8> NVME_OPC_READ = 0x02;
+// NSID FFFFFFFFh: every namespace (admin commands; never a Read's or a Write's).
+const bit<32> NVME_NSID_ALL = 0xffffffff;
 // Keyed SGL Data Block descriptor: SGL type 4 in the upper nibble of byte 15.
 const bit<4> NVME_SGL_TYPE_KEYED = 0x4;
 // In-capsule data: an SGL Data Block descriptor (type 0), with the Offset subtype (1) as NVMe-oF asks.

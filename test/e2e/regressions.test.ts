@@ -282,6 +282,42 @@ describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Datase
   }, 60_000);
 });
 
+describe("admin commands with data (Linux's controller set-up)", () => {
+  test("Get Log Page (opcode 02h, as a Read's, NSID FFFFFFFFh) and Identify on the admin queue, each with its data: no record; a read of namespace 1 beside them has its record", async () => {
+    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+    const host = ipv4("10.0.1.1");
+    const target = ipv4("10.0.2.1");
+    const admin = { t: 0x4000, h: 0x100 };
+    const io = { t: 0x4001, h: 0x101 };
+    let t = T0;
+    let psn = 500;
+    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+    const at: Record<string, bigint> = {};
+    const send = (f: RoceFrame, label?: string) => {
+      t += 3_000n;
+      if (label) at[label] = t;
+      packets.push({ timestampNs: t, data: buildFrame(f).data });
+    };
+    const command = (q: { t: number; h: number }, cid: number, sqe: Buffer, rkey: number, label: string) => {
+      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: psn++, payload: sqe }, `cmd${label}`);
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, `data${label}`);
+      send({ src: target, dst: host, opcode: Opcode.SEND_ONLY_INV, ieth: rkey, destQp: q.h, psn: psn++, payload: nvmeCqe(cid, 0, 0, 0, 0) }, `rsp${label}`);
+    };
+    const logPage = nvmeSqe(0x02, 2, 0xffffffff, 0n, 4096, 0x4402, 0n, "keyed-invalidate");
+    logPage.writeUInt32LE((0x0c | (1023 << 16)) >>> 0, 40);
+    command(admin, 1, nvmeSqe(0x06, 1, 0, 0n, 4096, 0x4401, 0n, "keyed-invalidate"), 0x4401, "Identify");
+    command(admin, 2, logPage, 0x4402, "LogPage");
+    command(admin, 2, nvmeSqe(0x02, 2, 0, 0n, 4096, 0x4403, 0n, "keyed-invalidate"), 0x4403, "LogPage0");
+    command(io, 2, nvmeSqe("read", 2, 1, 0n, 4096, 0x5502, 0n, "keyed-invalidate"), 0x5502, "Read");
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.target_qp, r.cid, r.op, r.incomplete, r.e2e_c_ns])).toEqual([[io.t, 2, "read", false, Number(at.rspRead! - at.cmdRead!)]]);
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats).toMatchObject({ untracked_ios: 0, io_replaced: 0, parser_errors: 0 });
+  }, 60_000);
+});
+
 describe("a record never says more than the switch saw (state taken by a colliding key)", () => {
   const replay = async (capture: SwitchCapture) => {
     const records: RecordJson[] = [];

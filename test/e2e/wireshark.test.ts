@@ -62,7 +62,7 @@ interface Decoded {
 
 /** The read and write commands tshark paired with their completions, with the latency it printed (ms) in ns. */
 function tsharkLatencies(path: string): Decoded[] {
-  const fields = ["frame.number", "ip.src", "ip.dst", "infiniband.bth.destqp", "infiniband.bth.psn", "nvme.cmd.opc", "nvme.cmd.cid", "nvme.cmd_pkt", "nvme.cmd_latency", "ipv6.src", "ipv6.dst"];
+  const fields = ["frame.number", "ip.src", "ip.dst", "infiniband.bth.destqp", "infiniband.bth.psn", "nvme.cmd.opc", "nvme.cmd.cid", "nvme.cmd_pkt", "nvme.cmd_latency", "ipv6.src", "ipv6.dst", "nvme.cmd.nsid"];
   const r = spawnSync("tshark", ["-r", path, "-Y", "nvme", "-T", "fields", "-E", "separator=/t", ...fields.flatMap((f) => ["-e", f])], { encoding: "utf8", maxBuffer: 1 << 30 });
   expect(r.status, r.stderr).toBe(0);
   const rows = new Map<number, string[]>();
@@ -73,7 +73,8 @@ function tsharkLatencies(path: string): Decoded[] {
     rows.set(Number(f[0]), f);
     if (!f[8]) continue;
     const cmd = rows.get(Number(f[7]));
-    if (!cmd || !/^0x0?[12]$/.test(cmd[5]!.split(",")[0]!)) continue; // reads and writes (keep-alives have no record)
+    // Reads and writes of a namespace (keep-alives have no record, nor Get Log Page: opcode 02h on the admin queue, NSID 0 or FFFFFFFFh).
+    if (!cmd || !/^0x0?[12]$/.test(cmd[5]!.split(",")[0]!) || [0, 0xffffffff].includes(Number(cmd[11]!.split(",")[0]))) continue;
     const key = `${cmd[1] || cmd[9]}|${cmd[2] || cmd[10]}|${parseInt(cmd[3]!, 16)}|${parseInt(cmd[6]!, 16)}|${Number(cmd[4])}`;
     out.push({ key, latencyNs: Math.round(Number(f[8]) * 1e6) });
   }

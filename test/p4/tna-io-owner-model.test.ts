@@ -5,7 +5,8 @@
 // the P4. A read whose response was lost, then a Flush with its CID (a host
 // with bare tags): the Flush closes the read's slot (counted as closed by
 // CID reuse), and the Flush's completion closes nothing, so the read never
-// gets the Flush's completion time.
+// gets the Flush's completion time. An admin command with a Read's opcode
+// (Get Log Page) is no read.
 import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
 import { constTable, lookup, p4Constants, preprocess, type ConstTable } from "../support/p4-const-entries.js";
@@ -42,16 +43,16 @@ class Slot {
   owner = 0;
   constructor(private readonly t: Record<"io_class" | "owner_tbl" | "check_tbl", ConstTable>) {}
 
-  private classify(p: { sqe?: { opc: number; sgl: number }; cqe?: boolean }): number {
+  private classify(p: { sqe?: { opc: number; sgl: number; nsid?: number }; cqe?: boolean }): number {
     const e = lookup(this.t.io_class, {
       cm_req_valid: 0, cm_rep_valid: 0, opcode: SEND_ONLY,
-      nvme_sqe_valid: p.sqe ? 1 : 0, opc: p.sqe?.opc ?? 0, sgl_type: p.sqe?.sgl ?? 0, nvme_cqe_valid: p.cqe ? 1 : 0,
+      nvme_sqe_valid: p.sqe ? 1 : 0, opc: p.sqe?.opc ?? 0, sgl_type: p.sqe?.sgl ?? 0, nvme_cqe_valid: p.cqe ? 1 : 0, nsid: p.sqe ? p.sqe.nsid ?? 1 : 0,
     });
     return { cmd: K("IO_PKT_CMD"), other_cmd: C.get("IO_PKT_OTHER_CMD") ?? -1, rsp: K("IO_PKT_RSP") }[e?.action ?? ""] ?? K("IO_PKT_NONE");
   }
 
   /** A packet of the key `fp` (its queue paired): the check table's action, or undefined (none). */
-  packet(fp: number, p: { sqe?: { opc: number; sgl: number }; cqe?: boolean }): string | undefined {
+  packet(fp: number, p: { sqe?: { opc: number; sgl: number; nsid?: number }; cqe?: boolean }): string | undefined {
     const pktClass = this.classify(p);
     const oa = lookup(this.t.owner_tbl, { pkt_class: pktClass, in_capsule: 0, host_qp_found: 1, target_qp_found: 1 })?.action;
     let owner = 0;
@@ -81,6 +82,11 @@ test.each([1, 2] as const)("Tofino %i: a Flush with the CID of a read whose resp
   for (const sqe of [{ opc: 0x08, sgl: SGL_KEYED }, { opc: 0x09, sgl: 0 }]) {
     expect(s.packet(FP, { sqe: { opc: 0x02, sgl: SGL_KEYED } })).toBe("check_cmd_a");
     expect(s.packet(FP, { sqe })).toBe("closed_other");
+    expect(s.packet(FP, { cqe: true })).toBe("unmatched_rsp");
+  }
+  // Get Log Page is opcode 02h, as a Read's, on the admin queue, with NSID FFFFFFFFh or 0: not a read.
+  for (const nsid of [0xffffffff, 0]) {
+    expect(s.packet(FP, { sqe: { opc: 0x02, sgl: SGL_KEYED, nsid } })).toBeUndefined();
     expect(s.packet(FP, { cqe: true })).toBe("unmatched_rsp");
   }
   // With no I/O of its key in the slot, such a command closes nothing and counts nothing.

@@ -291,7 +291,34 @@ export class Queue {
     const cmd = this.up(connectAt, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: capsule });
     const rspAt = cmd.atS + 30_000;
     const rsp = this.down(rspAt, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(0, this.qid, this.sqHead(), 0, 0, this.qid === 0 ? this.cntlid : 0) });
-    return rsp.atC + 5_000;
+    return this.qid === 0 ? this.adminInit(rsp.atC + 5_000) : rsp.atC + 5_000;
+  }
+
+  /**
+   * What a Linux host asks a new controller on its admin queue: Identify
+   * Controller (CNS 1) and the ANA log (Get Log Page, opcode 02h as a Read's,
+   * NSID FFFFFFFFh), each 4 KiB the target writes into the host's buffer
+   * (RDMA WRITE with the command's key, then the completion with
+   * Invalidate), then an Asynchronous Event Request, which stays open.
+   * None is an I/O: no record. Returns when the last is sent.
+   */
+  private adminInit(t: number): number {
+    const data = (at: number, cid: number, sqe: Buffer, rkey: number): number => {
+      const cmd = this.up(at, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: sqe });
+      this.down(cmd.atS + 8_000, { src: this.target, dst: this.host, opcode: Opcode.WRITE_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), ackReq: true, reth: { va: 0x7ff000000000n, rkey, length: 4096 }, payloadLength: 4096 });
+      const done = this.down(cmd.atS + 8_000 + this.m.ser(4096) + 1_000, { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY_INV, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), ieth: rkey, payload: nvmeCqe(cid, 0, this.sqHead(), 0, 0) });
+      return done.atC + 3_000;
+    };
+    const rkey = (k: number) => (((0x4000 + this.hostIndex * 64 + this.targetIndex * 4 + k) << 8) | 0x11) >>> 0;
+    const identify = nvmeSqe(0x06, 1, 0, 0x7ff000000000n, 4096, rkey(0), 0n, "keyed-invalidate");
+    identify.writeUInt32LE(1, 40); // CNS 1: the controller
+    const t1 = data(t, 1, identify, rkey(0));
+    const anaLog = nvmeSqe(0x02, 2, 0xffffffff, 0x7ff000000000n, 4096, rkey(1), 0n, "keyed-invalidate");
+    anaLog.writeUInt32LE((0x0c | (1023 << 16)) >>> 0, 40); // LID 0Ch (ANA), NUMDL 1023: 4 KiB
+    const t2 = data(t1, 2, anaLog, rkey(1));
+    // The Asynchronous Event Request: no data, answered only by an event.
+    this.up(t2, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn: this.nextPsn(this.hq), ackReq: true, payload: nvmeSqe(0x0c, 3, 0, 0n, 0, 0) });
+    return t2 + 2_000;
   }
 
   /** The controller id the target gave this host's controller. */

@@ -252,10 +252,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         if (!is_cm_rep) {
             // Classify, and orient the packet as host/target.
             if (hdr.nvme_sqe.isValid()) {
+                // A Read or Write names a namespace: NSID 0 or FFFFFFFFh is an
+                // admin command's (Get Log Page is opcode 02h on the admin queue).
+                bool io_nsid = hdr.nvme_sqe.nsid != 0 && hdr.nvme_sqe.nsid != NVME_NSID_ALL;
                 if ((hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE)
-                        && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED) {
+                        && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_KEYED && io_nsid) {
                     pkt_class = IO_PKT_CMD;
-                } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK) {
+                } else if (hdr.nvme_sqe.opc == NVME_OPC_WRITE && hdr.nvme_sqe.sgl_type == NVME_SGL_TYPE_DATA_BLOCK && io_nsid) {
                     // In-capsule data (NVMe-oF asks for the Offset subtype; any
                     // data block of a write over RDMA can only be in the capsule).
                     pkt_class = IO_PKT_CMD;

@@ -512,6 +512,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             hdr.nvme_sqe.opc: ternary;
             hdr.nvme_sqe.sgl_type: ternary;
             hdr.nvme_cqe.isValid(): ternary;
+            hdr.nvme_sqe.nsid: ternary;
         }
         actions = {
             cmd;
@@ -526,25 +527,29 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             @defaultonly NoAction;
         }
         const entries = {
-            (true, _, _, _, _, _, _): cm_req();
-            (_, true, _, _, _, _, _): cm_rep();
-            (_, _, _, true, NVME_OPC_READ, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_READ, IO_INFO_VALID, false, 0);
-            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
-            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _):
+            (true, _, _, _, _, _, _, _): cm_req();
+            (_, true, _, _, _, _, _, _): cm_rep();
+            // A Read or Write names a namespace: NSID 0 or FFFFFFFFh is an
+            // admin command's (Get Log Page is opcode 02h on the admin queue).
+            (_, _, _, true, _, _, _, 0): other_cmd();
+            (_, _, _, true, _, _, _, NVME_NSID_ALL): other_cmd();
+            (_, _, _, true, NVME_OPC_READ, NVME_SGL_TYPE_KEYED, _, _): cmd(IO_OP_READ, IO_INFO_VALID, false, 0);
+            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
+            (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
-            (_, _, _, true, _, _, _): other_cmd();
-            (_, _, _, _, _, _, true): rsp();
-            (_, _, OP_WRITE_FIRST, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_WRITE_MIDDLE, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_LAST, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_LAST_IMM, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_WRITE_ONLY, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
-            (_, _, OP_READ_REQUEST, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
-            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _): to_target(true);
-            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _): to_target(false);
-            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _): to_target_end(false);
-            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _): to_target_end(true);
+            (_, _, _, true, _, _, _, _): other_cmd();
+            (_, _, _, _, _, _, true, _): rsp();
+            (_, _, OP_WRITE_FIRST, _, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_MIDDLE, _, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST, _, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_LAST_IMM, _, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_WRITE_ONLY, _, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_WRITE_ONLY_IMM, _, _, _, _, _): to_host_end(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
+            (_, _, OP_READ_REQUEST, _, _, _, _, _): to_host(IO_PKT_READ_REQ, IO_INFO_DATA_SEEN ++ 24w0, false);
+            (_, _, OP_READ_RESPONSE_FIRST, _, _, _, _, _): to_target(true);
+            (_, _, OP_READ_RESPONSE_MIDDLE, _, _, _, _, _): to_target(false);
+            (_, _, OP_READ_RESPONSE_LAST, _, _, _, _, _): to_target_end(false);
+            (_, _, OP_READ_RESPONSE_ONLY, _, _, _, _, _): to_target_end(true);
         }
         const default_action = NoAction();
         size = 32;
