@@ -43,7 +43,8 @@ const engine = { perEventRecords: false, intervalNs: 250_000_000n, correlationWi
 async function moveMidRun(faults: Fault[], moveAtMs: number, kill = false): Promise<{ committed: string[]; byMember: string[]; second: ExporterGroupStats; firstAtKill?: ExporterGroupStats }> {
   const id = `alerts-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
   const topics: TopicNames = { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
-  const traffic = generateTraffic({ seed: 3, durationNs: 5000 * MS, hosts: 1, targets: 1, ioRate: 300, gradientBytes: 0, faults });
+  // No Flushes: a Flush held by the slow target moves which interval the last slow I/O ends in.
+  const traffic = generateTraffic({ seed: 3, durationNs: 5000 * MS, hosts: 1, targets: 1, ioRate: 300, gradientBytes: 0, flushShare: 0, faults });
   const digests: Array<{ listNs: bigint; m: KafkaMessageOut }> = [];
   await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
     exporter: engine,

@@ -29,7 +29,7 @@ function tables(chip: 1 | 2): Record<"io_class" | "owner_tbl" | "check_tbl", Con
   return {
     // The in-capsule write's entry spans two lines: joined, as p4c reads it.
     // (The actions' arguments are not needed here.)
-    io_class: constTable(src.replace(/:\n\s+cmd\(/g, ": cmd("), "io_class", C, { keys: validity, entry: (e) => e.replace(/: (\w+)\(.*\);\s*$/, ": $1();") }),
+    io_class: constTable(src.replace(/:\n\s+cmd\(/g, ": cmd("), "io_class", C, { keys: validity, entry: (e) => e.replace(/: (\w+)\(.*\);\s*$/, (m, a: string) => (a === "other_cmd" ? m : `: ${a}();`)) }),
     owner_tbl: constTable(src, "owner_tbl", C, { entry: expand }),
     check_tbl: constTable(src, "check_tbl", C, { entry: expand }),
   };
@@ -48,7 +48,8 @@ class Slot {
       cm_req_valid: 0, cm_rep_valid: 0, opcode: SEND_ONLY,
       nvme_sqe_valid: p.sqe ? 1 : 0, opc: p.sqe?.opc ?? 0, sgl_type: p.sqe?.sgl ?? 0, nvme_cqe_valid: p.cqe ? 1 : 0, nsid: p.sqe ? p.sqe.nsid ?? 1 : 0,
     });
-    return { cmd: K("IO_PKT_CMD"), other_cmd: C.get("IO_PKT_OTHER_CMD") ?? -1, rsp: K("IO_PKT_RSP") }[e?.action ?? ""] ?? K("IO_PKT_NONE");
+    if (e?.action === "other_cmd") return e.args[0]!;
+    return { cmd: K("IO_PKT_CMD"), rsp: K("IO_PKT_RSP") }[e?.action ?? ""] ?? K("IO_PKT_NONE");
   }
 
   /** A packet of the key `fp` (its queue paired): the check table's action, or undefined (none). */
@@ -89,6 +90,11 @@ test.each([1, 2] as const)("Tofino %i: a Flush with the CID of a read whose resp
     expect(s.packet(FP, { sqe: { opc: 0x02, sgl: SGL_KEYED, nsid } })).toBeUndefined();
     expect(s.packet(FP, { cqe: true })).toBe("unmatched_rsp");
   }
+  // A read whose SGL is a descriptor list (Last Segment, type 3): an I/O not measured, counted as untracked; it takes its CID too.
+  expect(s.packet(FP, { sqe: { opc: 0x02, sgl: SGL_KEYED } })).toBe("check_cmd_a");
+  expect(s.packet(FP, { sqe: { opc: 0x02, sgl: 3 } })).toBe("untracked_cmd");
+  expect(s.owner).toBe(0);
+  expect(s.packet(FP, { cqe: true })).toBe("unmatched_rsp");
   // With no I/O of its key in the slot, such a command closes nothing and counts nothing.
   expect(s.packet(FP, { sqe: { opc: 0x00, sgl: SGL_KEYED } })).toBeUndefined();
   expect(C.get("IO_OUTCOME_CLOSED")).toBe(7);

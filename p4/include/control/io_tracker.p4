@@ -246,6 +246,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         bool held_last = false;  // a message's first whose LAST came before it (held in the end map)
         ts_t held_last_ts = 0;
         bool in_capsule = false;
+        bool unmeasured_io = false;
         bit<32> cmd_slot = 0;
         rkey_t sgl_key = 0;
         bit<32> sgl_len = 0;
@@ -265,8 +266,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     in_capsule = true;
                 } else {
                     // Not measured, but it takes its CID: an I/O still open
-                    // with that key lost its response (below).
+                    // with that key lost its response (below). A read or a
+                    // write in another SGL form (a descriptor list, as SPDK
+                    // hosts may send) is an I/O without a record: counted.
                     pkt_class = IO_PKT_OTHER_CMD;
+                    unmeasured_io = io_nsid && (hdr.nvme_sqe.opc == NVME_OPC_READ || hdr.nvme_sqe.opc == NVME_OPC_WRITE);
                 }
             } else if (hdr.nvme_cqe.isValid()) {
                 pkt_class = IO_PKT_RSP;
@@ -656,6 +660,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     && o_tqp == 8w0 ++ hdr.bth.dest_qp && o_cid == cid) {
                 io_info.write(cmd_slot, 0);
                 meta.stat.io_outcome = IO_OUTCOME_CLOSED;
+            }
+            if (unmeasured_io) {
+                // (The I/O it closed, if any, is reported incomplete at its timeout.)
+                meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
             }
             return;
         }

@@ -81,6 +81,7 @@ const bit<8> IO_PKT_READ_RESP = 5;
 const bit<8> IO_PKT_CM_REQ = 6;   // RDMA CM REQ: host -> target, names the host's QP
 const bit<8> IO_PKT_CM_REP = 7;   // RDMA CM REP: target -> host, names the target's
 const bit<8> IO_PKT_OTHER_CMD = 8;  // a command not measured (Flush, Write Zeroes, Dataset Management, ...): it takes its CID
+const bit<8> IO_PKT_OTHER_IO = 9;   // a read or write in another SGL form (a descriptor list): an I/O not measured, counted
 
 // Register predicates (the stateful ALU's condition outputs, one-hot): for
 // this.predicate(a, b), bit 0 = neither, 1 = a only, 2 = b only, 3 = both.
@@ -450,8 +451,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.op = o[1:0];
         sgl_end = sgl_addr_calc.execute(0);
     }
-    @hidden action other_cmd() {
-        pkt_class = IO_PKT_OTHER_CMD;
+    @hidden action other_cmd(bit<8> c) {
+        pkt_class = c;
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
     }
@@ -531,13 +532,15 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (_, true, _, _, _, _, _, _): cm_rep();
             // A Read or Write names a namespace: NSID 0 or FFFFFFFFh is an
             // admin command's (Get Log Page is opcode 02h on the admin queue).
-            (_, _, _, true, _, _, _, 0): other_cmd();
-            (_, _, _, true, _, _, _, NVME_NSID_ALL): other_cmd();
+            (_, _, _, true, _, _, _, 0): other_cmd(IO_PKT_OTHER_CMD);
+            (_, _, _, true, _, _, _, NVME_NSID_ALL): other_cmd(IO_PKT_OTHER_CMD);
             (_, _, _, true, NVME_OPC_READ, NVME_SGL_TYPE_KEYED, _, _): cmd(IO_OP_READ, IO_INFO_VALID, false, 0);
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_KEYED, _, _): cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE, false, 0);
             (_, _, _, true, NVME_OPC_WRITE, NVME_SGL_TYPE_DATA_BLOCK, _, _):
                 cmd(IO_OP_WRITE, IO_INFO_VALID | IO_INFO_WRITE | IO_INFO_IN_CAPSULE, true, IO_FLAG_IN_CAPSULE[3:0]);
-            (_, _, _, true, _, _, _, _): other_cmd();
+            (_, _, _, true, NVME_OPC_READ, _, _, _): other_cmd(IO_PKT_OTHER_IO);
+            (_, _, _, true, NVME_OPC_WRITE, _, _, _): other_cmd(IO_PKT_OTHER_IO);
+            (_, _, _, true, _, _, _, _): other_cmd(IO_PKT_OTHER_CMD);
             (_, _, _, _, _, _, true, _): rsp();
             (_, _, OP_WRITE_FIRST, _, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, true);
             (_, _, OP_WRITE_MIDDLE, _, _, _, _, _): to_host(IO_PKT_WRITE_DATA, IO_INFO_DATA_SEEN ++ 24w0, false);
@@ -580,9 +583,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
             (IO_PKT_CMD, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
             (IO_PKT_CMD, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
-            (IO_PKT_OTHER_CMD, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
-            (IO_PKT_OTHER_CMD, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
-            (IO_PKT_OTHER_CMD, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
+            // Commands not measured (IO_PKT_OTHER_CMD and IO_PKT_OTHER_IO).
+            (IO_PKT_OTHER_CMD &&& 0xfe, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
+            (IO_PKT_OTHER_CMD &&& 0xfe, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
+            (IO_PKT_OTHER_CMD &&& 0xfe, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
             (IO_PKT_READ_RESP, ROLE_COMPUTE, ROLE_STORAGE): set_vantage(VANTAGE_C | VANTAGE_S);
             (IO_PKT_READ_RESP, ROLE_COMPUTE, _): set_vantage(VANTAGE_C);
             (IO_PKT_READ_RESP, _, ROLE_STORAGE): set_vantage(VANTAGE_S);
@@ -898,7 +902,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, _, _, _): owner_claim_a();
             (IO_PKT_RSP, _, _, 0): unpaired_rsp();
             (IO_PKT_RSP, _, _, _): owner_close_a();
-            (IO_PKT_OTHER_CMD, _, _, _): owner_close_a();
+            (IO_PKT_OTHER_CMD &&& 0xfe, _, _, _): owner_close_a();
         }
         const default_action = NoAction();
         size = 8;
@@ -929,6 +933,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             (IO_PKT_CMD, OWNER_SAME, _): check_cmd_a();
             (IO_PKT_RSP, _, PRED_TRUE): check_rsp_a();
             (IO_PKT_RSP, _, PRED_FALSE): unmatched_rsp();
+            (IO_PKT_OTHER_IO, _, _): untracked_cmd();
             (IO_PKT_OTHER_CMD, _, PRED_TRUE): closed_other();
             (IO_PKT_WRITE_DATA, _, _): check_data_a();
             (IO_PKT_READ_REQ, _, _): check_data_a();
