@@ -28,6 +28,29 @@ afterEach(async () => {
 
 const T0 = 1_800_000_000_000_000_000n;
 
+/**
+ * A host (10.0.1.1) and a target (10.0.2.1) on one switch, and the frames
+ * sent between them, each `gap` (3 µs) after the one before; a label keeps
+ * a frame's time (`e2e` between two labels).
+ */
+function handMadeCapture(psn0: number, vlan?: number) {
+  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
+  let t = T0;
+  let psn = psn0;
+  const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
+  const at: Record<string, bigint> = {};
+  return {
+    topology, host: ipv4("10.0.1.1"), target: ipv4("10.0.2.1"), packets, at,
+    nextPsn: () => psn++,
+    send: (f: RoceFrame, label?: string, gap = 3_000n) => {
+      t += gap;
+      if (label) at[label] = t;
+      packets.push({ timestampNs: t, data: buildFrame(vlan === undefined ? f : { ...f, vlan }).data });
+    },
+    e2e: (a: string, b: string) => Number(at[b]! - at[a]!),
+  };
+}
+
 describe("CNP counts per host pair", () => {
   test("two host pairs whose counter slots collide never add to each other's CNPs", async () => {
     // Find a second pair whose CNP slot (CRC-32 of {dst, src} mod 4096, as the program hashes it) is the first pair's.
@@ -160,31 +183,20 @@ describe("NVMe status", () => {
 
 describe("NVMe queues on traffic not made by the generator", () => {
   test("VLAN-tagged, two queues with the same CID in flight answered out of order, SEND with Invalidate, in-capsule writes over two packets, CM set-up, an unpaired queue, a lost response and its CID reused", async () => {
-    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
-    const host = ipv4("10.0.1.1");
-    const target = ipv4("10.0.2.1");
+    const { topology, host, target, packets, send, e2e, nextPsn } = handMadeCapture(1000, 100);
     const Q = { A: { t: 0xa01, h: 0x1a1 }, B: { t: 0xb01, h: 0x1b1 }, C: { t: 0xc01, h: 0x1c1 }, D: { t: 0xd01, h: 0x1d1 } };
-    let t = T0;
-    let psn = 1000;
-    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
-    const at: Record<string, bigint> = {};
-    const send = (f: RoceFrame, label?: string, gap = 3_000n) => {
-      t += gap;
-      if (label) at[label] = t;
-      packets.push({ timestampNs: t, data: buildFrame({ ...f, vlan: 100 }).data });
-    };
     const cmd = (q: { t: number }, op: "read" | "write", cid: number, rkey: number, label: string) =>
-      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: psn++, payload: nvmeSqe(op, cid, 1, 0n, 4096, rkey, 0n, "keyed-invalidate") }, label);
+      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: nextPsn(), payload: nvmeSqe(op, cid, 1, 0n, 4096, rkey, 0n, "keyed-invalidate") }, label);
     const inCapsule = (q: { t: number }, cid: number, label: string) => {
       // 64-byte SQE and 4 KiB of data: SEND FIRST and SEND LAST.
       const capsule = Buffer.concat([nvmeSqe("write", cid, 1, 0n, 4096, 0, 0n, "in-capsule"), Buffer.alloc(4096 - 64)]);
-      send({ src: host, dst: target, opcode: Opcode.SEND_FIRST, destQp: q.t, psn: psn++, payload: capsule }, label);
-      send({ src: host, dst: target, opcode: Opcode.SEND_LAST, destQp: q.t, psn: psn++, payloadLength: 64 }, undefined, 400n);
+      send({ src: host, dst: target, opcode: Opcode.SEND_FIRST, destQp: q.t, psn: nextPsn(), payload: capsule }, label);
+      send({ src: host, dst: target, opcode: Opcode.SEND_LAST, destQp: q.t, psn: nextPsn(), payloadLength: 64 }, undefined, 400n);
     };
     const data = (q: { h: number }, rkey: number, label: string) =>
-      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: nextPsn(), reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
     const rsp = (q: { h: number }, cid: number, label: string, invalidate?: number) =>
-      send({ src: target, dst: host, opcode: invalidate === undefined ? Opcode.SEND_ONLY : Opcode.SEND_ONLY_INV, ieth: invalidate, destQp: q.h, psn: psn++, payload: nvmeCqe(cid, 1, 0, 0, 1) }, label);
+      send({ src: target, dst: host, opcode: invalidate === undefined ? Opcode.SEND_ONLY : Opcode.SEND_ONLY_INV, ieth: invalidate, destQp: q.h, psn: nextPsn(), payload: nvmeCqe(cid, 1, 0, 0, 1) }, label);
     const gsi = (src: number, dst: number, payload: Buffer) => ({ src, dst, opcode: Opcode.UD_SEND_ONLY, destQp: 1, psn: 0, deth: { qkey: 0x80010000, srcQp: 1 }, payload });
 
     // Queue C is set up by RDMA CM in the capture.
@@ -214,7 +226,6 @@ describe("NVMe queues on traffic not made by the generator", () => {
     const records: RecordJson[] = [];
     await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
     const ios = records.filter((r): r is IoRecordJson => r.type === "io");
-    const e2e = (a: string, b: string) => Number(at[b]! - at[a]!);
     const view = ios.map((r) => [r.target_qp, r.host_qp, r.cid, r.in_capsule, r.incomplete, r.e2e_c_ns, r.dal_ns]).sort((x, y) => Number(x[0]) - Number(y[0]) || Number(x[2]) - Number(y[2]) || String(x[4]).localeCompare(String(y[4])));
     expect(view).toEqual([
       [Q.A.t, Q.A.h, 7, false, false, e2e("cmdA7", "rspA7"), e2e("cmdA7", "dataA7") + e2e("dataA7", "rspA7")],
@@ -231,22 +242,11 @@ describe("NVMe queues on traffic not made by the generator", () => {
 
 describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Dataset Management, a read in a descriptor list)", () => {
   test("a read whose response the capture missed, then a Flush with its CID (a host with bare tags, as SPDK's): the Flush's completion never closes the read; the read is incomplete, the stale I/O counted as closed by CID reuse", async () => {
-    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
-    const host = ipv4("10.0.1.1");
-    const target = ipv4("10.0.2.1");
+    const { topology, host, target, packets, send, e2e, nextPsn } = handMadeCapture(1000);
     const Q = { t: 0xa01, h: 0x1a1 };
-    let t = T0;
-    let psn = 1000;
-    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
-    const at: Record<string, bigint> = {};
-    const send = (f: RoceFrame, label?: string, gap = 3_000n) => {
-      t += gap;
-      if (label) at[label] = t;
-      packets.push({ timestampNs: t, data: buildFrame(f).data });
-    };
-    const up = (sqe: Buffer, label: string, gap?: bigint) => send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: Q.t, psn: psn++, payload: sqe }, label, gap);
-    const data = (rkey: number, label: string) => send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: Q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
-    const rsp = (cid: number, label: string, gap?: bigint) => send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: Q.h, psn: psn++, payload: nvmeCqe(cid, 1, 0, 0, 0) }, label, gap);
+    const up = (sqe: Buffer, label: string, gap?: bigint) => send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: Q.t, psn: nextPsn(), payload: sqe }, label, gap);
+    const data = (rkey: number, label: string) => send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: Q.h, psn: nextPsn(), reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+    const rsp = (cid: number, label: string, gap?: bigint) => send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: Q.h, psn: nextPsn(), payload: nvmeCqe(cid, 1, 0, 0, 0) }, label, gap);
     // No data: the host's SGL is a keyed data block of length 0 and key 0 (nvme_rdma_set_sg_null).
     const noData = (opc: number, cid: number) => nvmeSqe(opc, cid, 1, 0n, 0, 0);
     // A read that pairs the queue and is answered.
@@ -277,7 +277,6 @@ describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Datase
     const records: RecordJson[] = [];
     await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
     const ios = records.filter((r): r is IoRecordJson => r.type === "io");
-    const e2e = (a: string, b: string) => Number(at[b]! - at[a]!);
     const view = ios.map((r) => [r.cid, r.op, r.incomplete, r.e2e_c_ns, r.dal_ns]).sort((x, y) => Number(x[0]) - Number(y[0]));
     expect(view).toEqual([
       [4, "read", false, e2e("cmd4", "rsp4"), e2e("cmd4", "data4") + e2e("data4", "rsp4")],
@@ -291,24 +290,13 @@ describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Datase
 
 describe("admin commands with data (Linux's controller set-up)", () => {
   test("Get Log Page (opcode 02h, as a Read's, NSID FFFFFFFFh) and Identify on the admin queue, each with its data: no record; a read of namespace 1 beside them has its record", async () => {
-    const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.1/32"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }] });
-    const host = ipv4("10.0.1.1");
-    const target = ipv4("10.0.2.1");
+    const { topology, host, target, packets, send, e2e, nextPsn } = handMadeCapture(500);
     const admin = { t: 0x4000, h: 0x100 };
     const io = { t: 0x4001, h: 0x101 };
-    let t = T0;
-    let psn = 500;
-    const packets: Array<{ timestampNs: bigint; data: Buffer }> = [];
-    const at: Record<string, bigint> = {};
-    const send = (f: RoceFrame, label?: string) => {
-      t += 3_000n;
-      if (label) at[label] = t;
-      packets.push({ timestampNs: t, data: buildFrame(f).data });
-    };
     const command = (q: { t: number; h: number }, cid: number, sqe: Buffer, rkey: number, label: string) => {
-      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: psn++, payload: sqe }, `cmd${label}`);
-      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: psn++, reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, `data${label}`);
-      send({ src: target, dst: host, opcode: Opcode.SEND_ONLY_INV, ieth: rkey, destQp: q.h, psn: psn++, payload: nvmeCqe(cid, 0, 0, 0, 0) }, `rsp${label}`);
+      send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: nextPsn(), payload: sqe }, `cmd${label}`);
+      send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: nextPsn(), reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, `data${label}`);
+      send({ src: target, dst: host, opcode: Opcode.SEND_ONLY_INV, ieth: rkey, destQp: q.h, psn: nextPsn(), payload: nvmeCqe(cid, 0, 0, 0, 0) }, `rsp${label}`);
     };
     const logPage = nvmeSqe(0x02, 2, 0xffffffff, 0n, 4096, 0x4402, 0n, "keyed-invalidate");
     logPage.writeUInt32LE((0x0c | (1023 << 16)) >>> 0, 40);
@@ -319,7 +307,7 @@ describe("admin commands with data (Linux's controller set-up)", () => {
     const records: RecordJson[] = [];
     await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
     const ios = records.filter((r): r is IoRecordJson => r.type === "io");
-    expect(ios.map((r) => [r.target_qp, r.cid, r.op, r.incomplete, r.e2e_c_ns])).toEqual([[io.t, 2, "read", false, Number(at.rspRead! - at.cmdRead!)]]);
+    expect(ios.map((r) => [r.target_qp, r.cid, r.op, r.incomplete, r.e2e_c_ns])).toEqual([[io.t, 2, "read", false, e2e("cmdRead", "rspRead")]]);
     const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
     expect(stats).toMatchObject({ untracked_ios: 0, io_replaced: 0, parser_errors: 0 });
   }, 60_000);
