@@ -13,7 +13,7 @@ import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
-import { cmRequestsCollide, lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
+import { cmRequestsCollide, flushInAnotherKeysSlot, lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
 import { farDisplacedFlow, overtakenFirstFlow, reorderedFlow, reorderedNvmeData, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
@@ -286,6 +286,17 @@ describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Datase
     const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
     expect(stats).toMatchObject({ io_replaced: 1, untracked_ios: 1, parser_errors: 0 });
   }, 60_000);
+
+  test("a Flush of another queue whose key takes the slot of an open read (tens of thousands of queues on a ToR) closes nothing: the read is answered, with its figures", async () => {
+    const s = flushInAnotherKeysSlot(T0);
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    const e2e = (a: string, b: string) => Number(s.at[b]! - s.at[a]!);
+    expect(ios.map((r) => [r.target_qp, r.cid, r.incomplete, r.e2e_c_ns, r.dal_ns])).toEqual([[s.targetQp, 5, false, e2e("cmd", "rsp"), e2e("cmd", "data") + e2e("data", "rsp")]]);
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats.io_replaced).toBe(0);
+  }, 60_000);
 });
 
 describe("admin commands with data (Linux's controller set-up)", () => {
@@ -389,30 +400,33 @@ describe("reordered NVMe data (docs/spec.md §3: the message's PSNs in the QP ma
 });
 
 describe("reordered paths (SPEC §4: a seen-PSN window per flow)", () => {
+  /** Replays one flow's capture: the records, and the message records and their figures as the scenarios give them. */
+  async function replayFlow(capture: SwitchCapture) {
+    const records: RecordJson[] = [];
+    const result = await replaySwitches([{ name: "sw", topology: Topology.parse(capture.topology), packets: capture.packets }], { onRecord: (r) => records.push(r) });
+    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
+    const view = msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }));
+    return { records, result, msgs, view };
+  }
+
   test("RDMA WRITE messages with packets displaced by up to two places, and a go-back-N resend among them: every packet in its message, only the resend retransmitted, FCT from first sightings", async () => {
     const s = reorderedFlow(T0);
-    const records: RecordJson[] = [];
-    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
-    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
-    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    const { records, view } = await replayFlow(s.capture);
+    expect(view).toEqual(s.messages);
     const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");
     expect(flow.map((f) => [f.messages, f.packets, f.retransmitted])).toEqual([[3, 19, 1]]);
   }, 60_000);
 
   test("a packet displaced 254 and 255 places in long messages (a sprayed path at a small MTU), across the PSN wrap: within the seen-PSN window, not retransmitted", async () => {
     const s = farDisplacedFlow(T0);
-    const records: RecordJson[] = [];
-    await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
-    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
-    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    const { view } = await replayFlow(s.capture);
+    expect(view).toEqual(s.messages);
   }, 60_000);
 
   test("messages whose FIRST is overtaken by one and by three packets, a go-back-N resend before the FIRST, packets after the flow's last message: a record for each message, every packet in the flow's totals for the interval it arrives in", async () => {
     const s = overtakenFirstFlow(T0, 1_500_000_000n);
-    const records: RecordJson[] = [];
-    const result = await replaySwitches([{ name: "sw", topology: Topology.parse(s.capture.topology), packets: s.capture.packets }], { onRecord: (r) => records.push(r) });
-    const msgs = records.filter((r): r is MessageRecordJson => r.type === "message");
-    expect(msgs.map((m) => ({ firstPsn: m.first_psn, lastPsn: m.last_psn, packets: m.packets, retransmitted: m.retransmitted, fctNs: m.fct_ns }))).toEqual(s.messages);
+    const { records, result, msgs, view } = await replayFlow(s.capture);
+    expect(view).toEqual(s.messages);
     // Each message's gap runs from the previous one's LAST to its own FIRST, both first sightings.
     expect(msgs.slice(1).every((m) => m.gap_ns !== null)).toBe(true);
     const flow = records.filter((r): r is FlowAggregateJson => r.type === "flow_interval");

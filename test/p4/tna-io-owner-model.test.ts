@@ -95,6 +95,11 @@ test.each([1, 2] as const)("Tofino %i: a Flush with the CID of a read whose resp
   expect(s.packet(FP, { sqe: { opc: 0x02, sgl: 3 } })).toBe("untracked_cmd");
   expect(s.owner).toBe(0);
   expect(s.packet(FP, { cqe: true })).toBe("unmatched_rsp");
+  // A Flush of another key whose slot is this one (tens of thousands of queues): the read holding it stays, and its response closes it.
+  expect(s.packet(FP, { sqe: { opc: 0x02, sgl: SGL_KEYED } })).toBe("check_cmd_a");
+  expect(s.packet(0x6b6, { sqe: { opc: 0x00, sgl: SGL_KEYED } })).toBeUndefined();
+  expect(s.owner).toBe(FP);
+  expect(s.packet(FP, { cqe: true })).toBe("check_rsp_a");
   // With no I/O of its key in the slot, such a command closes nothing and counts nothing.
   expect(s.packet(FP, { sqe: { opc: 0x00, sgl: SGL_KEYED } })).toBeUndefined();
   expect(C.get("IO_OUTCOME_CLOSED")).toBe(7);

@@ -272,3 +272,42 @@ export function cmRequestsCollide(t0: bigint): { capture: SwitchCapture; queues:
   ] };
   return { capture: { name: "sw", topology, packets }, queues, at };
 }
+
+/** The I/O slot of (host, target, target QP, CID) (p4/include/control/io_tracker.p4, v1model: 262,144 slots). */
+const ioSlot = (host: number, target: number, tqp: number, cid: number): number => keySlot(262144, [host, 4], [target, 4], [tqp, 3], [cid, 2]);
+
+/**
+ * A read open on queue A (CID 5), then, on queue B of the same host and
+ * target, a Flush whose (host, target, target QP, CID) takes the read's I/O
+ * slot, and its completion; then the read's data and response. The Flush
+ * is another key's command: it must not close the read, which is answered.
+ */
+export function flushInAnotherKeysSlot(t0: bigint): Scenario & { flushCid: number; flushQp: number } {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const tqp = 0x801;
+  const hqp = 0x101;
+  const want = ioSlot(host, target, tqp, 5);
+  let flushQp = 0x802;
+  let flushCid = -1;
+  for (; flushCid < 0; flushQp++) {
+    for (let cid = 0; cid < 0x10000; cid++) {
+      if (ioSlot(host, target, flushQp, cid) === want) {
+        flushCid = cid;
+        break;
+      }
+    }
+    if (flushCid >= 0) break;
+  }
+  const { packets, at, send } = recorder(t0);
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe("read", 5, 1, 0x1000n, 4096, 0x5005) }, "cmd");
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: flushQp, psn: 300, payload: nvmeSqe(0x00, flushCid, 1, 0n, 0, 0) }, "flush");
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: 0x102, psn: 900, payload: nvmeCqe(flushCid, 2, 0, 0, 0) }, "flush_rsp");
+  send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: hqp, psn: 500, reth: { va: 0x1000n, rkey: 0x5005, length: 4096 }, payloadLength: 4096 }, "data");
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 501, payload: nvmeCqe(5, 1, 0, 0, 0) }, "rsp");
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), hostQp: hqp, targetQp: tqp, at, flushCid, flushQp };
+}

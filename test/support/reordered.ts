@@ -14,6 +14,11 @@ export interface ReorderedMessage {
   fctNs: number;
 }
 
+/** One switch with the flow's two hosts on compute ports, and its packets. */
+function flowCapture(src: number, dst: number, packets: SwitchCapture["packets"]): SwitchCapture {
+  return { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets };
+}
+
 /**
  * One flow, three messages of 8, 4 and 6 packets of 1 KiB. The first has
  * packets displaced by one and two places (no loss); the second has one
@@ -43,7 +48,7 @@ export function reorderedFlow(t0: bigint): { capture: SwitchCapture; src: string
   message(112, 6, [0, 3, 1, 4, 2, 5]);       // displaced by two places
   const fct = (first: number, last: number) => Number(at.get(last)! - at.get(first)!);
   return {
-    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    capture: flowCapture(src, dst, packets),
     src: ipv4Text(src), dst: ipv4Text(dst), destQp,
     messages: [
       { firstPsn: 100, lastPsn: 107, packets: 8, retransmitted: 0, fctNs: fct(100, 107) },
@@ -84,7 +89,7 @@ export function farDisplacedFlow(t0: bigint): { capture: SwitchCapture; messages
     first = (first + count) & 0xffffff;
   }
   return {
-    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    capture: flowCapture(src, dst, packets),
     messages,
   };
 }
@@ -131,7 +136,7 @@ export function overtakenFirstFlow(t0: bigint, lateAt: bigint): {
   const lateNs = t;
   const fct = (first: number, last: number) => Number(at.get(last)! - at.get(first)!);
   return {
-    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    capture: flowCapture(src, dst, packets),
     messages: [
       { firstPsn: 200, lastPsn: 205, packets: 6, retransmitted: 0, fctNs: fct(200, 205) },
       { firstPsn: 206, lastPsn: 213, packets: 8, retransmitted: 0, fctNs: fct(206, 213) },
@@ -168,7 +173,7 @@ export function unendedMessageFlow(t0: bigint): { capture: SwitchCapture; next: 
   send(306, Opcode.WRITE_MIDDLE, 0);
   const last = send(307, Opcode.WRITE_LAST, 0);
   return {
-    capture: { name: "sw", topology: { ports: [{ port: 1, role: "compute", prefixes: [`${ipv4Text(src)}/32`] }, { port: 2, role: "compute", prefixes: [`${ipv4Text(dst)}/32`] }] }, packets },
+    capture: flowCapture(src, dst, packets),
     next: { firstPsn: 304, lastPsn: 307, packets: 4, retransmitted: 0, fctNs: Number(last - first) },
   };
 }

@@ -123,14 +123,13 @@ export class WriteFlow {
       const opcode = n === 1 ? Opcode.WRITE_ONLY_IMM : x.k === 0 ? Opcode.WRITE_FIRST : x.k === n - 1 ? Opcode.WRITE_LAST_IMM : Opcode.WRITE_MIDDLE;
       const len = Math.min(o.mtu, o.gradientBytes - x.k * o.mtu);
       const fr: RoceFrame = { src: this.src, dst: this.dst, opcode, destQp: this.qpn, psn: (psn0 + x.k) & PSN_MASK, ecn: x.ce ? 3 : 2, payloadLength: len };
-      if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
       if (x.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(this.hostIndex) * 0x100000000n, rkey: 0x5000 + this.hostIndex, length: o.gradientBytes };
       // NCCL's immediate: the size written; the last packet asks for an ACK.
       if (x.k === n - 1) {
         fr.imm = o.gradientBytes;
         fr.ackReq = true;
       }
-      m.emit(m.torC, x.t, fr);
+      this.send(x.t, fr);
       if (x.ce) {
         // The receiver answers a CE mark with a CNP to the sender's QP.
         m.emit(m.torC, x.t + 4_000, { src: this.dst, dst: this.src, opcode: Opcode.CNP, destQp: this.senderQpn, psn: 0, payload: Buffer.alloc(16) });
@@ -167,11 +166,15 @@ export class WriteFlow {
     this.next = nextT < o.durationNs - 50e6 ? nextT : undefined;
   }
 
-  /** An ACK (or NAK) from the receiver to the sender's QP. */
-  private ack(t: number, psn: number, syndrome: number): void {
-    const fr: RoceFrame = { src: this.dst, dst: this.src, opcode: Opcode.ACK, destQp: this.senderQpn, psn, aeth: { syndrome, msn: this.msn } };
+  /** A packet of the connection (either way) at the sender's switch, with the connection's UDP source port. */
+  private send(t: number, fr: RoceFrame): void {
     if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
     this.m.emit(this.m.torC, t, fr);
+  }
+
+  /** An ACK (or NAK) from the receiver to the sender's QP. */
+  private ack(t: number, psn: number, syndrome: number): void {
+    this.send(t, { src: this.dst, dst: this.src, opcode: Opcode.ACK, destQp: this.senderQpn, psn, aeth: { syndrome, msn: this.msn } });
   }
 
   /** The receiver's CTS at t: an RDMA WRITE ONLY of NCCL's FIFO entry into the sender's memory, which the sender ACKs. */
@@ -179,16 +182,12 @@ export class WriteFlow {
     const { m } = this;
     const psn = this.ctsPsn;
     this.ctsPsn = (psn + 1) & PSN_MASK;
-    const fr: RoceFrame = {
+    this.send(t, {
       src: this.dst, dst: this.src, opcode: Opcode.WRITE_ONLY, destQp: this.senderQpn, psn, ecn: 2, ackReq: true, payloadLength: CTS_BYTES,
       reth: { va: 0x7e0000000000n + BigInt(this.hostIndex) * 0x100000000n + BigInt((this.ctsMsn % 8) * CTS_BYTES), rkey: 0x6000 + this.hostIndex, length: CTS_BYTES },
-    };
-    if (this.udpPort !== undefined) fr.srcPort = this.udpPort;
-    m.emit(m.torC, t, fr);
+    });
     this.ctsMsn = (this.ctsMsn + 1) & PSN_MASK;
-    const ack: RoceFrame = { src: this.src, dst: this.dst, opcode: Opcode.ACK, destQp: this.qpn, psn, aeth: { syndrome: AETH_ACK, msn: this.ctsMsn } };
-    if (this.udpPort !== undefined) ack.srcPort = this.udpPort;
-    m.emit(m.torC, t + 1_200 + Math.floor(m.rand() * 600), ack);
+    this.send(t + 1_200 + Math.floor(m.rand() * 600), { src: this.src, dst: this.dst, opcode: Opcode.ACK, destQp: this.qpn, psn, aeth: { syndrome: AETH_ACK, msn: this.ctsMsn } });
     this.onMessage({
       switch: m.torC.name, src: ipText(this.dst), dst: ipText(this.src), dest_qp: this.senderQpn,
       first_psn: psn, last_psn: psn, bytes: CTS_BYTES, packets: 1, retransmitted: 0, fct_ns: 0, fet_bps: null, fnr: 0, ecn_ce_packets: 0,

@@ -461,8 +461,7 @@ export class Queue {
     this.gen[tag]!++;
     if (op === "flush") return this.flush(t, tag, cid);
     const sgl: SglKind = op === "write" && bytes <= o.inlineDataBytes ? "in-capsule" : this.style === "linux" ? "keyed-invalidate" : "keyed";
-    const lost = r() < o.responseLoss;
-    const where = r();
+    const loss = this.responseLost();
     const io: Io = {
       done: false,
       op, bytes, sgl,
@@ -470,9 +469,7 @@ export class Queue {
       tag, cid, cmdPsn: 0,
       rkey: sgl === "in-capsule" ? 0 : (Math.floor(r() * 0xffffff) << 8 | (this.gen[tag]! & 0xff)) >>> 0,
       va: BigInt(Math.floor(r() * 2 ** 36)) << 12n,
-      // A response missing from a capture: the compute side's, the storage side's, or both.
-      lostC: lost && (this.m.single || where < 0.6),
-      lostS: lost && (this.m.single || where >= 0.4),
+      ...loss,
     };
     this.ios.push(io);
     // The command capsule: the SQE, and for an in-capsule write its data, in MTU-sized packets.
@@ -498,8 +495,7 @@ export class Queue {
       tc += this.m.ser(len);
     }
     this.hq.busyUntil = tc;
-    // The target acknowledges the capsule.
-    this.events.push({ t: lastAtS + 600 + Math.floor(r() * 400), kind: "ack", dir: "down", frame: { src: this.target, dst: this.host, opcode: Opcode.ACK, destQp: this.hq.qpn, psn: (io.cmdPsn + npk - 1) & PSN_MASK, aeth: { syndrome: 0x1f, msn: io.cmdPsn & 0xffff } } });
+    this.targetAcks(lastAtS, (io.cmdPsn + npk - 1) & PSN_MASK, io.cmdPsn);
     const cmdS = io.cmdRowS?.t ?? lastAtS;
     if (op === "read") {
       const media = o.mediaReadNs + Math.floor(r() * 5_000) + this.slowTarget(cmdS);
@@ -611,16 +607,14 @@ export class Queue {
    * command; no switch measures it.
    */
   private flush(t: number, tag: number, cid: number): boolean {
-    const r = this.m.rand;
-    const lost = r() < this.o.responseLoss;
-    const where = r();
+    const loss = this.responseLost();
     const tc = Math.max(t, this.hq.busyUntil);
     const psn = this.nextPsn(this.hq);
     const rows = this.up(tc, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn, ackReq: true, payload: nvmeSqe(0x00, cid, 1, 0n, 0, 0) });
     this.hq.busyUntil = tc + this.m.ser(64);
-    this.events.push({ t: rows.atS + 600 + Math.floor(r() * 400), kind: "ack", dir: "down", frame: { src: this.target, dst: this.host, opcode: Opcode.ACK, destQp: this.hq.qpn, psn, aeth: { syndrome: 0x1f, msn: psn & 0xffff } } });
-    const media = 3 * this.o.mediaWriteNs + Math.floor(r() * 40_000) + this.slowTarget(rows.atS);
-    this.events.push({ t: rows.atS + media, kind: "flushed", cid, tag, lostC: lost && (this.m.single || where < 0.6), lostS: lost && (this.m.single || where >= 0.4) });
+    this.targetAcks(rows.atS, psn, psn);
+    const media = 3 * this.o.mediaWriteNs + Math.floor(this.m.rand() * 40_000) + this.slowTarget(rows.atS);
+    this.events.push({ t: rows.atS + media, kind: "flushed", cid, tag, ...loss });
     return true;
   }
 
@@ -629,8 +623,7 @@ export class Queue {
     const fr: RoceFrame = { src: this.target, dst: this.host, opcode: Opcode.SEND_ONLY, destQp: this.hq.qpn, psn: this.nextPsn(this.tq), payload: nvmeCqe(e.cid, this.qid, this.sqHead(), 0, 0) };
     const rows = this.down(t, fr, e.lostS, e.lostC);
     this.tq.busyUntil = t + this.m.ser(16);
-    this.events.push({ t: rows.atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: fr.psn, aeth: { syndrome: 0x1f, msn: 0 } } });
-    this.events.push({ t: rows.atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag: e.tag });
+    this.hostCompletes(rows.atC, fr.psn, e.tag);
   }
 
   /** The response capsule to the host's QP (SEND with Invalidate where the host asked for it). */
@@ -646,9 +639,25 @@ export class Queue {
     io.rspRowC = rows.c;
     io.done = true;
     this.tq.busyUntil = t + this.m.ser(16);
-    // The host acknowledges it, and completes the request: the tag is free again.
-    this.events.push({ t: rows.atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn: fr.psn, aeth: { syndrome: 0x1f, msn: 0 } } });
-    this.events.push({ t: rows.atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag: io.tag });
+    this.hostCompletes(rows.atC, fr.psn, io.tag);
+  }
+
+  /** Whether a response goes missing from a capture: the compute side's, the storage side's, or both. */
+  private responseLost(): { lostC: boolean; lostS: boolean } {
+    const lost = this.m.rand() < this.o.responseLoss;
+    const where = this.m.rand();
+    return { lostC: lost && (this.m.single || where < 0.6), lostS: lost && (this.m.single || where >= 0.4) };
+  }
+
+  /** The target acknowledges a command capsule (its last PSN) that reached it at `atS`. */
+  private targetAcks(atS: number, psn: number, firstPsn: number): void {
+    this.events.push({ t: atS + 600 + Math.floor(this.m.rand() * 400), kind: "ack", dir: "down", frame: { src: this.target, dst: this.host, opcode: Opcode.ACK, destQp: this.hq.qpn, psn, aeth: { syndrome: 0x1f, msn: firstPsn & 0xffff } } });
+  }
+
+  /** The host acknowledges a completion that reached it at `atC`, and completes the request: the tag is free again. */
+  private hostCompletes(atC: number, psn: number, tag: number): void {
+    this.events.push({ t: atC + 600, kind: "ack", dir: "up", frame: { src: this.host, dst: this.target, opcode: Opcode.ACK, destQp: this.tq.qpn, psn, aeth: { syndrome: 0x1f, msn: 0 } } });
+    this.events.push({ t: atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag });
   }
 
   /** The record each I/O must give (SPEC §3), from what each switch saw of it. */

@@ -332,10 +332,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 }
             }
 
-            if (pkt_class == IO_PKT_OTHER_CMD) {
+            if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_OTHER_CMD) {
                 cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
-            } else if (pkt_class == IO_PKT_CMD) {
-                cid = hdr.nvme_sqe.cid_le[7:0] ++ hdr.nvme_sqe.cid_le[15:8];
+            }
+            if (pkt_class == IO_PKT_CMD) {
                 sgl_key = hdr.nvme_sqe.sgl_key_le[7:0] ++ hdr.nvme_sqe.sgl_key_le[15:8]
                     ++ hdr.nvme_sqe.sgl_key_le[23:16] ++ hdr.nvme_sqe.sgl_key_le[31:24];
                 if (in_capsule) {
@@ -642,34 +642,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             return;
         }
 
-        // A command not measured takes its CID: NVMe reuses a CID only after
-        // its completion, so an I/O open with that key lost its response.
-        // Closed here, it is never closed by this command's completion.
-        if (pkt_class == IO_PKT_OTHER_CMD) {
-            ipv4_addr_t o_host;
-            ipv4_addr_t o_target;
-            bit<32> o_tqp;
-            bit<16> o_cid;
-            bit<8> o_info;
-            io_host.read(o_host, cmd_slot);
-            io_target.read(o_target, cmd_slot);
-            io_target_qp.read(o_tqp, cmd_slot);
-            io_cid.read(o_cid, cmd_slot);
-            io_info.read(o_info, cmd_slot);
-            if ((o_info & IO_INFO_VALID) != 0 && o_host == host && o_target == target
-                    && o_tqp == 8w0 ++ hdr.bth.dest_qp && o_cid == cid) {
-                io_info.write(cmd_slot, 0);
-                meta.stat.io_outcome = IO_OUTCOME_CLOSED;
-            }
-            if (unmeasured_io) {
-                // (The I/O it closed, if any, is reported incomplete at its timeout.)
-                meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
-            }
-            return;
-        }
-
         // The I/O's slot.
-        if (pkt_class == IO_PKT_CMD) {
+        if (pkt_class == IO_PKT_CMD || pkt_class == IO_PKT_OTHER_CMD) {
             if (in_capsule && !paired) {
                 // No keyed transfer will name this queue's host QP before the
                 // response: the I/O cannot be attributed to a queue.
@@ -696,7 +670,20 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 && meta.now - old_cmd_ts <= meta.cfg.io_timeout_ns;
             bool same = old_host == host && old_target == target && old_tqp == 8w0 ++ hdr.bth.dest_qp
                 && old_cid == cid;
-            if (live && same && old_psn == cmd_psn) {
+            if (pkt_class == IO_PKT_OTHER_CMD) {
+                // A command not measured takes its CID all the same: NVMe
+                // reuses a CID only after its completion, so an I/O open with
+                // that key lost its response. Closed here (whatever its age),
+                // it is never closed by this command's completion.
+                if ((old_info & IO_INFO_VALID) != 0 && same) {
+                    io_info.write(slot, 0);
+                    meta.stat.io_outcome = IO_OUTCOME_CLOSED;
+                }
+                if (unmeasured_io) {
+                    // (The I/O it closed, if any, is reported incomplete at its timeout.)
+                    meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
+                }
+            } else if (live && same && old_psn == cmd_psn) {
                 // A retransmitted command capsule: the first one counts.
             } else if (live && !same) {
                 meta.stat.io_outcome = IO_OUTCOME_UNTRACKED;
