@@ -187,11 +187,13 @@ export function unendedMessageFlow(t0: bigint): { capture: SwitchCapture; next: 
  *  - I/O 3: its LAST and a MIDDLE overtake its FIRST (the LAST held);
  *  - I/O 1's message crosses the PSN wrap.
  * `at` holds each I/O's command, first data packet (d_first, or the write's
- * READ REQUEST: rreq), first sighting of its last PSN (last) and response.
+ * READ REQUEST: rreq), first sighting of its last PSN (last) and response;
+ * `index` the capture's index of its data FIRST and of that LAST sighting.
  */
 export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
   capture: SwitchCapture; host: string; target: string; targetQp: number;
   at: Array<{ cmd: bigint; first: bigint; last: bigint; rsp: bigint }>;
+  index: Array<{ first: number; last: number }>;
 } {
   // A queue of its own for each op: a switch that ran one keeps its state for the other.
   const host = ipv4(op === "read" ? "10.0.1.1" : "10.0.1.2");
@@ -200,6 +202,7 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
   const hqp = op === "read" ? 0x101 : 0x102;
   const { packets, send: sendAfter } = recorder(t0);
   const at = [0, 1, 2, 3].map(() => ({ cmd: 0n, first: 0n, last: 0n, rsp: 0n }));
+  const index = [0, 1, 2, 3].map(() => ({ first: -1, last: -1 }));
   const send = (f: RoceFrame, gap = 700n): bigint => sendAfter(f, undefined, gap);
   // I/O 1's message crosses the PSN wrap (0xfffffe, 0xffffff, 0, 1).
   const psn0 = (k: number) => (0xfffffa + 4 * k) & 0xffffff;
@@ -228,7 +231,8 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
   ];
   for (const [k, i] of order) {
     const sent = data(k, i);
-    if (i === 3 && at[k]!.last === 0n) at[k]!.last = sent;
+    if (i === 0) index[k]!.first = packets.length - 1;
+    if (i === 3 && at[k]!.last === 0n) [at[k]!.last, index[k]!.last] = [sent, packets.length - 1];
   }
   data(0, 3); // I/O 0's LAST resent: its first sighting stays its end
   for (let k = 0; k < 4; k++) at[k]!.rsp = send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 2000 + k, payload: nvmeCqe(k + 1, 1, 0, 0, 0) }, 10_700n);
@@ -236,5 +240,5 @@ export function reorderedNvmeData(t0: bigint, op: "read" | "write"): {
     { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
     { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
   ] };
-  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), targetQp: tqp, at };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), targetQp: tqp, at, index };
 }
