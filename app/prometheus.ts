@@ -78,7 +78,14 @@ export class TelemetryMetrics {
   private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
   private readonly dataplane: Record<"io" | "fct", LabeledHistogram>;
   private readonly flowGauges: Record<"fet" | "fnr", Gauge<string>>;
-  private readonly flowCounters: Record<"ecn" | "cnp" | "messages", Counter<string>>;
+  private readonly flowCounters: Record<"ecn" | "messages", Counter<string>>;
+  /**
+   * CNPs per host pair: every flow of a pair carries the pair's count of the
+   * interval (SPEC §4), counted here once per pair and interval.
+   */
+  private readonly pairCnp: Counter<string>;
+  private readonly pairCnpCounted = new Map<string, string>();
+  private readonly cnpPairs: BoundedSeries;
   private readonly pairs: BoundedSeries;
   private readonly flows: BoundedSeries;
   private readonly rotation: Histogram<"switch">;
@@ -140,9 +147,13 @@ export class TelemetryMetrics {
     };
     this.flowCounters = {
       ecn: new Counter({ name: "rdma_telemetry_flow_ecn_ce_packets_total", help: "ECN-CE packets of the flow, summed over its closed intervals", labelNames: flowLabels, registers: [register] }),
-      cnp: new Counter({ name: "rdma_telemetry_flow_cnp_packets_total", help: "CNPs of the flow's host pair, summed over its closed intervals", labelNames: flowLabels, registers: [register] }),
       messages: new Counter({ name: "rdma_telemetry_flow_messages_total", help: "Messages of the flow, summed over its closed intervals", labelNames: flowLabels, registers: [register] }),
     };
+    this.pairCnp = new Counter({ name: "rdma_telemetry_pair_cnp_packets_total", help: "CNPs of the host pair (src: the data's sender, which the CNPs go to; dst: its receiver, which sent them), summed over its closed intervals", labelNames: ["switch", "src", "dst"], registers: [register] });
+    this.cnpPairs = new BoundedSeries(o.maxFlows ?? 500, (l) => {
+      this.pairCnp.remove(l);
+      this.pairCnpCounted.delete(`${l.switch}|${l.src}|${l.dst}`);
+    });
     this.pairs = new BoundedSeries(o.maxPairs ?? 500, (l) => {
       this.ioLatency.remove(l);
       this.dataplane.io.remove(l);
@@ -209,7 +220,13 @@ export class TelemetryMetrics {
       if (r.fet_bps) this.flowGauges.fet.set(labels, r.fet_bps.p50 / 8);
       this.flowGauges.fnr.set(labels, r.fnr);
       this.flowCounters.ecn.inc(labels, r.ecn_ce_packets);
-      this.flowCounters.cnp.inc(labels, r.cnp_packets);
+      const pair = `${r.switch_id}|${r.src}|${r.dst}`;
+      const pairLabels = { switch: r.switch_id, src: r.src, dst: r.dst };
+      this.cnpPairs.touch(pair, [pairLabels]);
+      if (this.pairCnpCounted.get(pair) !== r.interval_start_unix_ns) {
+        this.pairCnpCounted.set(pair, r.interval_start_unix_ns);
+        this.pairCnp.inc(pairLabels, r.cnp_packets);
+      }
       this.flowCounters.messages.inc(labels, r.messages);
     }
   }

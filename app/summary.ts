@@ -56,7 +56,7 @@ export class SummaryView {
       }
       const flows = this.flows.get(start) ?? [];
       if (flows.length) {
-        const rows = [["RDMA WRITE flow (src > dst qp)", "msgs", "FCT p50", "FCT p99", "FET p50 (bit/s)", "FNR", "ECN", "CNP", "gap p50"]];
+        const rows = [["RDMA WRITE flow (src > dst qp)", "msgs", "FCT p50", "FCT p99", "FET p50 (bit/s)", "FNR", "ECN", "pair CNP", "gap p50"]];
         for (const r of flows.sort((a, b) => (a.src + a.dst).localeCompare(b.src + b.dst))) {
           rows.push([`${r.src} > ${r.dst} ${r.dest_qp}`, String(r.messages), us(p(r.fct_ns, "p50")), us(p(r.fct_ns, "p99")), gbps(p(r.fet_bps, "p50")), pct(r.fnr), String(r.ecn_ce_packets), String(r.cnp_packets), us(p(r.gap_ns, "p50"))]);
         }

@@ -34,7 +34,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
-                 [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
+                 [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--channels N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
@@ -59,7 +59,7 @@ Usage:
       others' halves and its unanswered commands (default 60000, or the
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
-                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--ip 4|6|mixed]
+                 [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--channels N] [--ip 4|6|mixed]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
@@ -79,11 +79,14 @@ Usage:
       NICs use 1024 on an Ethernet MTU of 1500). --io-sizes 4k,128k,1m: the
       NVMe I/O sizes, drawn uniformly (multiples of 512 bytes up to 8m;
       default 4k,16k,64k); the data of an I/O above 120 KiB moves in several
-      RDMA operations, as nvmet's 30 pages per WRITE or READ.
+      RDMA operations, as nvmet's 30 pages per WRITE or READ. --channels 4:
+      the gradient ring's NCCL channels, each a connection of its own (QPs
+      each way) between every host and the next, carrying a quarter of each
+      step's data at a quarter of the link (default 1).
       --storage-reorder 0.5:6 sends half of the NVMe queues over reordering
       paths too (each packet delayed by up to 6 packet times across the
       fabric). Demo takes --ip (default 4), --reorder, --reorder-loss,
-      --job-turnover, --mtu, --io-sizes and --storage-reorder too.
+      --job-turnover, --mtu, --io-sizes, --channels and --storage-reorder too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -234,6 +237,7 @@ const LIMITS = {
   hosts: { min: 1, max: 200, unit: " (10.0.1.1 on)" },
   targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
+  channels: { min: 1, max: 32, unit: " (NCCL channels between ring neighbours)" },
   "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
   "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
   threads: { min: 0, max: 64, unit: "" },
@@ -320,11 +324,11 @@ function ioSizes(v: string | undefined): { ioSizes?: number[] } {
 }
 
 /**
- * --hosts, --targets, --queues-per-host, --job-turnover, --mtu, --io-sizes,
- * --storage-reorder: the generated fabric (the generator's defaults where not given).
+ * --hosts, --targets, --queues-per-host, --channels, --job-turnover, --mtu,
+ * --io-sizes, --storage-reorder: the generated fabric (the generator's defaults where not given).
  */
-function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string }) {
-  const out: { hosts?: number; targets?: number; queuesPerHost?: number; jobTurnover?: number } = {};
+function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; channels?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string }) {
+  const out: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number } = {};
   const turnover = values["job-turnover"];
   if (turnover !== undefined) {
     const t = /^\d*\.?\d+$/.test(turnover) ? Number(turnover) : NaN;
@@ -334,6 +338,7 @@ function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: s
   if (values.hosts !== undefined) out.hosts = int(values.hosts, "hosts", 0);
   if (values.targets !== undefined) out.targets = int(values.targets, "targets", 0);
   if (values["queues-per-host"] !== undefined) out.queuesPerHost = int(values["queues-per-host"], "queues-per-host", 0);
+  if (values.channels !== undefined) out.gradientChannels = int(values.channels, "channels", 1);
   return { ...out, ...pathMtu(values.mtu), ...ioSizes(values["io-sizes"]), ...storageReorder(values["storage-reorder"]) };
 }
 
@@ -455,6 +460,7 @@ async function main(argv: string[]): Promise<number> {
       hosts: { type: "string" },
       targets: { type: "string" },
       "queues-per-host": { type: "string" },
+      channels: { type: "string" },
       mtu: { type: "string" },
       "io-sizes": { type: "string" },
       "storage-reorder": { type: "string" },

@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/index.js";
+import type { FlowAggregateJson, IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/index.js";
+import { ipText, Opcode, parseRoce, readCapture } from "../../traffic/src/index.js";
 import { runDemo } from "../../app/demo.js";
 import { TelemetryMetrics } from "../../app/prometheus.js";
 import { bucketsOf, exactQuantile, histogramQuantile, parseSamples as parse } from "../support/promql.js";
@@ -153,4 +154,29 @@ test("an IPv6 demo's /metrics: the I/O and flow series carry the addresses in RF
   expect(seenPairs).toEqual(pairs);
   expect(seenFlows).toEqual(flows);
   for (const p of [...seenPairs, ...seenFlows]) expect(p).toMatch(/^2001:db8:0:\d::[0-9a-f]+\|2001:db8:0:\d::[0-9a-f]+$/);
+}, 120_000);
+
+test("NCCL channels (four flows per host pair): the pair's CNPs counted once, as many as the capture holds, though every flow's interval record carries them", async () => {
+  const metrics = new TelemetryMetrics();
+  const served = await metrics.listen("127.0.0.1:0");
+  const out = join(dir, "channels");
+  await runDemo({ seed: 3, durationMs: 1500, load: 0.5, scale: { gradientChannels: 4 }, outDir: out, mode: "full", onRecord: (r) => metrics.onRecord(r), print: () => {} });
+  const m = parse(await (await fetch(served.url)).text());
+  await served.close();
+  // The CNPs at the compute side's switch, by the pair whose data they slow: from the data's receiver to its sender.
+  const truth = new Map<string, number>();
+  for (const p of readCapture(join(out, "tor-c.pcap"))) {
+    const r = parseRoce(p.data);
+    if (r?.opcode !== Opcode.CNP) continue;
+    const key = `${ipText(r.dst)}|${ipText(r.src)}`;
+    truth.set(key, (truth.get(key) ?? 0) + 1);
+  }
+  expect(truth.size).toBeGreaterThan(1);
+  const cnps = new Map([...m].filter(([k, v]) => k.startsWith("rdma_telemetry_pair_cnp_packets_total{") && k.includes('switch="tor-c"') && v > 0).map(([k, v]) => [`${/src="([^"]*)"/.exec(k)![1]}|${/dst="([^"]*)"/.exec(k)![1]}`, v]));
+  expect(cnps).toEqual(truth);
+  // Each of a pair's four data flows carries the pair's count in its interval records.
+  const intervals = readFileSync(join(out, "records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson).filter((r): r is FlowAggregateJson => r.type === "flow_interval" && r.switch_id === "tor-c" && r.cnp_packets > 0);
+  const flowsPerPair = new Map<string, Set<number>>();
+  for (const r of intervals) flowsPerPair.set(`${r.src}|${r.dst}`, (flowsPerPair.get(`${r.src}|${r.dst}`) ?? new Set()).add(r.dest_qp));
+  expect([...flowsPerPair.values()].every((s) => s.size === 4)).toBe(true);
 }, 120_000);

@@ -46,6 +46,22 @@ describe("traffic generator", () => {
     }
   });
 
+  test("NCCL channels: each ring neighbour pair has a connection per channel, with its own QPs and keys, its share of the step's data and of the link", () => {
+    const g = generateTraffic({ ...small, seed: 4, gradientChannels: 3, gradientBytes: 96 << 10 });
+    const data = g.messages.filter((m) => m.packets > 1 || m.bytes !== 64);
+    expect(data.every((m) => m.bytes === 32 << 10)).toBe(true);
+    // Three hosts in a ring: three pairs, three data flows each (and a CTS flow back for each).
+    const flows = new Map<string, Set<number>>();
+    for (const m of g.messages) flows.set(`${m.src}>${m.dst}`, (flows.get(`${m.src}>${m.dst}`) ?? new Set()).add(m.dest_qp));
+    expect(flows.size).toBe(6);
+    for (const qps of flows.values()) expect(qps.size).toBe(3);
+    const dataQps = new Set(data.map((m) => m.dest_qp));
+    expect(dataQps.size).toBe(9);
+    // A channel's packets leave at a third of the link's rate: 4 KiB each at 100 Gbit/s is 328 ns, so about 983 ns apart.
+    const one = data.find((m) => m.packets === 8 && m.retransmitted === 0 && m.late_packets === 0)!;
+    expect(one.fct_ns).toBeGreaterThanOrEqual(7 * 983);
+  });
+
   test("the NVMe workload looks like real hosts: queues per CPU with the same CIDs in flight, in-capsule writes, CM set-up, errors, lost responses", () => {
     const g = generateTraffic({ seed: 11, durationNs: 400_000_000, hosts: 4, targets: 2, queuesPerHost: 4, responseLoss: 0.01, errorRate: 0.01 });
     const ios = g.ios;

@@ -58,6 +58,7 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   flushShare: 0.02,
   gradientBytes: 256 << 10,
   gradientGapNs: 4_000_000,
+  gradientChannels: 1,
   mtu: 4096,
   linkBps: 100e9,
   fabricDelayNs: 3_000,
@@ -224,7 +225,9 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
     const flows: WriteFlow[] = [];
     for (const ring of rings) {
       if (ring.length < 2) continue;
-      ring.forEach((i, at) => flows.push(new WriteFlow(model, o, i, hostIp(i), hostIp(ring[(at + 1) % ring.length]!), (m) => messages.push(m))));
+      for (let c = 0; c < o.gradientChannels; c++) {
+        ring.forEach((i, at) => flows.push(new WriteFlow(model, o, i, hostIp(i), hostIp(ring[(at + 1) % ring.length]!), (m) => messages.push(m), c)));
+      }
     }
     const sources = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);
     for (const s of [...queues, ...flows] as Source[]) {

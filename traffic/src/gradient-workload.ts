@@ -3,6 +3,10 @@
 // receiver first writes a 64-byte clear-to-send (CTS) into the sender's FIFO
 // over the same connection, the message's last packet carries an immediate
 // (RDMA WRITE LAST / ONLY with Immediate), and each side ACKs what it got.
+// NCCL runs a ring on several channels, each its own connection (a QP each
+// way) carrying its share of every step's data: `gradientChannels`
+// connections between each host and the next, each sending at its share of
+// the link.
 // With the faults of the run (ECN marks and CNPs under congestion, NAK-driven
 // go-back-N retransmissions on a lossy flow, an idle GPU stretching the gap)
 // and, when asked, reordering paths
@@ -36,6 +40,15 @@ export class WriteFlow {
   private readonly udpPort: number | undefined;
   cnps = 0;
 
+  /** this channel's bytes of a step's data (a message), and its packets' spacing on the shared link */
+  private readonly bytes: number;
+  private readonly spacing: (len: number) => number;
+  /** the channel's memory: the receive buffer's R_Key and address, the FIFO's */
+  private readonly rkey: number;
+  private readonly ctsRkey: number;
+  private readonly va: bigint;
+  private readonly ctsVa: bigint;
+
   constructor(
     private readonly m: FabricModel,
     private readonly o: GeneratorOptions,
@@ -43,11 +56,21 @@ export class WriteFlow {
     private readonly src: IpAddress,
     private readonly dst: IpAddress,
     private readonly onMessage: (t: MessageTruth) => void,
+    channel = 0,
   ) {
     this.psn = Math.floor(m.rand() * PSN_MASK);
     this.ctsPsn = Math.floor(m.rand() * PSN_MASK);
-    this.qpn = 0x2000 + hostIndex;
-    this.senderQpn = 0x3000 + hostIndex;
+    // Channel c's QPs, keys and buffers (channel 0's are those of a one-channel ring).
+    const c = channel * 0x10000;
+    this.qpn = 0x2000 + hostIndex + c;
+    this.senderQpn = 0x3000 + hostIndex + c;
+    this.rkey = 0x5000 + hostIndex + c;
+    this.ctsRkey = 0x6000 + hostIndex + c;
+    this.va = 0x7f0000000000n + BigInt(hostIndex) * 0x100000000n + BigInt(channel) * 0x10000000n;
+    this.ctsVa = 0x7e0000000000n + BigInt(hostIndex) * 0x100000000n + BigInt(channel) * 0x10000000n;
+    const channels = Math.max(1, o.gradientChannels);
+    this.bytes = Math.ceil(o.gradientBytes / channels);
+    this.spacing = (len) => m.ser(len) * channels;
     // QPs connected by verbs (no rdma_cm): over IPv6 the flow label is 0 and
     // the NIC takes the UDP source port from the QPNs (rdma_calc_flow_label).
     if (typeof src === "bigint") this.udpPort = flowLabelUdpPort(qpFlowLabel(this.senderQpn, this.qpn));
@@ -69,7 +92,7 @@ export class WriteFlow {
     // message of the reverse flow), the sender's ACK of it, then the data.
     this.cts(t0);
     const t = t0 + 2_000 + Math.floor(m.rand() * 2_000);
-    const n = Math.ceil(o.gradientBytes / o.mtu);
+    const n = Math.ceil(this.bytes / o.mtu);
     const psn0 = this.psn;
     this.psn = (this.psn + n) & PSN_MASK;
     const sends: Array<{ k: number; t: number; ce: boolean }> = [];
@@ -95,11 +118,11 @@ export class WriteFlow {
           lostAt = q;
           if (q === forcedLoss) forcedLoss = -1;
           // The receiver NAKs on the next packet; a lost last packet waits for the timeout.
-          nakAt = q === n - 1 ? ts + 100_000 : ts + m.ser(o.mtu) + 2 * o.fabricDelayNs + 2_000;
+          nakAt = q === n - 1 ? ts + 100_000 : ts + this.spacing(o.mtu) + 2 * o.fabricDelayNs + 2_000;
           // The receiver NAKs the PSN it expects when the next one comes (a timeout resends a lost last packet).
           if (q < n - 1) naks.push({ t: nakAt - o.fabricDelayNs - 1_000, k: q });
         }
-        ts += m.ser(o.mtu);
+        ts += this.spacing(o.mtu);
       }
       if (lostAt < 0) k = n;
       else {
@@ -121,12 +144,12 @@ export class WriteFlow {
     const lastAt = sightings.findIndex((x) => x.k === n - 1);
     for (const x of sightings) {
       const opcode = n === 1 ? Opcode.WRITE_ONLY_IMM : x.k === 0 ? Opcode.WRITE_FIRST : x.k === n - 1 ? Opcode.WRITE_LAST_IMM : Opcode.WRITE_MIDDLE;
-      const len = Math.min(o.mtu, o.gradientBytes - x.k * o.mtu);
+      const len = Math.min(o.mtu, this.bytes - x.k * o.mtu);
       const fr: RoceFrame = { src: this.src, dst: this.dst, opcode, destQp: this.qpn, psn: (psn0 + x.k) & PSN_MASK, ecn: x.ce ? 3 : 2, payloadLength: len };
-      if (x.k === 0) fr.reth = { va: 0x7f0000000000n + BigInt(this.hostIndex) * 0x100000000n, rkey: 0x5000 + this.hostIndex, length: o.gradientBytes };
+      if (x.k === 0) fr.reth = { va: this.va, rkey: this.rkey, length: this.bytes };
       // NCCL's immediate: the size written; the last packet asks for an ACK.
       if (x.k === n - 1) {
-        fr.imm = o.gradientBytes;
+        fr.imm = this.bytes;
         fr.ackReq = true;
       }
       this.send(x.t, fr);
@@ -147,9 +170,9 @@ export class WriteFlow {
     const fct = Math.round(last.t) - Math.round(first.t);
     this.onMessage({
       switch: m.torC.name, src: ipText(this.src), dst: ipText(this.dst), dest_qp: this.qpn,
-      first_psn: psn0, last_psn: (psn0 + n - 1) & PSN_MASK, bytes: o.gradientBytes,
+      first_psn: psn0, last_psn: (psn0 + n - 1) & PSN_MASK, bytes: this.bytes,
       packets: inMsg.length, retransmitted: inRetx, fct_ns: fct,
-      fet_bps: fct > 0 ? (o.gradientBytes * 8 * 1e9) / fct : null,
+      fet_bps: fct > 0 ? (this.bytes * 8 * 1e9) / fct : null,
       fnr: inRetx / inMsg.length,
       ecn_ce_packets: inMsg.filter((x) => x.ce).length,
       gap_ns: this.prevEnd === null ? null : Math.round(first.t) - Math.round(this.prevEnd),
@@ -162,7 +185,7 @@ export class WriteFlow {
     this.prevEnd = last.t;
     const end = sends[sends.length - 1]!.t;
     const idle = m.active("gpu-idle", end, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
-    const nextT = end + m.ser(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
+    const nextT = end + this.spacing(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
     this.next = nextT < o.durationNs - 50e6 ? nextT : undefined;
   }
 
@@ -184,7 +207,7 @@ export class WriteFlow {
     this.ctsPsn = (psn + 1) & PSN_MASK;
     this.send(t, {
       src: this.dst, dst: this.src, opcode: Opcode.WRITE_ONLY, destQp: this.senderQpn, psn, ecn: 2, ackReq: true, payloadLength: CTS_BYTES,
-      reth: { va: 0x7e0000000000n + BigInt(this.hostIndex) * 0x100000000n + BigInt((this.ctsMsn % 8) * CTS_BYTES), rkey: 0x6000 + this.hostIndex, length: CTS_BYTES },
+      reth: { va: this.ctsVa + BigInt((this.ctsMsn % 8) * CTS_BYTES), rkey: this.ctsRkey, length: CTS_BYTES },
     });
     this.ctsMsn = (this.ctsMsn + 1) & PSN_MASK;
     this.send(t + 1_200 + Math.floor(m.rand() * 600), { src: this.src, dst: this.dst, opcode: Opcode.ACK, destQp: this.qpn, psn, aeth: { syndrome: AETH_ACK, msn: this.ctsMsn } });

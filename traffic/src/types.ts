@@ -60,6 +60,12 @@ export interface GeneratorOptions {
   /** gradient-sync message size and count per ring step */
   gradientBytes: number;
   gradientGapNs: number;
+  /**
+   * NCCL channels: connections between each host and the next in the ring,
+   * each with its own QPs, carrying gradientBytes / channels of every step
+   * at its share of the link
+   */
+  gradientChannels: number;
   /** the RDMA path MTU every queue and flow uses (256, 512, 1024, 2048 or 4096 bytes; RoCE NICs give 1024 on an Ethernet MTU of 1500, 4096 on jumbo frames) */
   mtu: number;
   /** link speed in bit/s (serialization of each packet) */

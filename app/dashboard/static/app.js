@@ -251,7 +251,7 @@ function initCharts() {
   makeChart("fct", "FCT", "µs", [["p50", p50], ["p99", p99]], "flow");
   makeChart("fet", "FET", "Gbit/s", [["p50", p50], ["p99", p99]], "flow");
   makeChart("fnr", "FNR (retransmitted / packets)", "%", [["FNR", "#8e44ad"]], "flow");
-  makeChart("ecn", "ECN CE and CNP", "packets", [["ECN CE", "#d35400"], ["CNP", "#16a085"]], "flow");
+  makeChart("ecn", "ECN CE, and CNPs of the host pair", "packets", [["ECN CE", "#d35400"], ["pair CNP", "#16a085"]], "flow");
   makeChart("gap", "gap between messages", "ms", [["p50", p50], ["p99", p99]], "flow");
   makeChart("health", "switch health: added per interval, all switches", "count", [["digests lost", "#c0392b"], ["untracked I/Os", "#d35400"], ["untracked flows", "#f39c12"], ["parser errors", "#8e44ad"], ["bad digests", "#7f8c8d"]], null);
   window.addEventListener("resize", () => {
