@@ -148,6 +148,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     // others give no record, by design (summary mode counts them in the histograms).
     (windowed && check.ioMissing ? `; ${check.ioMissing} I/Os of pairs outside the ${mode} watchlist not measured` : "") +
     (windowed && check.messagesMissing ? `; ${check.messagesMissing} messages of flows outside the ${mode} watchlist not measured` : "") +
+    (check.messagesGapUnseen ? `; ${check.messagesGapUnseen} messages without a gap, their flow's message before not measured (outside the watchlist, or its end not seen)` : "") +
     (untrackedAtBoth ? `; ${check.ioMissing} untracked at both switches (an I/O slot held by another live I/O), within each switch's untracked I/Os beyond the unattributable (${untrackedAtBoth})` : "") +
     (check.ioWrong + check.ioUnexpected + missing
       ? `; ${check.ioWrong} records differ, ${check.ioUnexpected} unexpected${windowed ? "" : `, ${missing} missing`}: ${check.ioProblems.filter((p) => missing || !p.startsWith("no record")).join(" | ")}`

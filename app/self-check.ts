@@ -133,7 +133,17 @@ export class StreamingSelfCheck {
   ioMissing = 0;
   messagesMissing = 0;
   messagesWrong = 0;
+  /**
+   * Messages whose record has no gap because the flow's message before had no
+   * record (its flow outside the polling window then, or its end not seen):
+   * the gap runs from an end the switch did not measure.
+   */
+  messagesGapUnseen = 0;
   readonly messageProblems: string[] = [];
+  /** each truth message's predecessor on its flow, and the newest message of each flow with a record */
+  private readonly previous = new Map<string, string>();
+  private readonly lastOfFlow = new Map<string, string>();
+  private readonly lastRecorded = new Map<string, string>();
   readonly ioProblems: string[] = [];
 
   /** `leadNs`: how far past a record's time the truth is read; `horizonNs`: how long an unmatched truth waits. */
@@ -160,7 +170,12 @@ export class StreamingSelfCheck {
         if (!l.truth.s_seen) this.ioUnseenS++;
       }
       if (l.type === "message") {
-        this.messages.set(messageTruthKey(l.truth), l.truth);
+        const key = messageTruthKey(l.truth);
+        const flow = `${l.truth.switch}|${l.truth.src}|${l.truth.dst}|${l.truth.dest_qp}`;
+        const before = this.lastOfFlow.get(flow);
+        if (before !== undefined) this.previous.set(key, before);
+        this.lastOfFlow.set(flow, key);
+        this.messages.set(key, l.truth);
         this.messagesExpected++;
       } else if (!l.truth.record) {
         this.ioUntracked++;
@@ -181,6 +196,7 @@ export class StreamingSelfCheck {
     for (const [k, v] of this.messages) {
       if (v.firstNs >= horizon) break;
       this.messages.delete(k);
+      this.previous.delete(k);
       this.messagesMissing++;
     }
   }
@@ -210,8 +226,14 @@ export class StreamingSelfCheck {
     const t = this.messages.get(k);
     if (!t) return;
     this.messages.delete(k);
+    const before = this.previous.get(k);
+    this.previous.delete(k);
+    const flow = `${t.switch}|${t.src}|${t.dst}|${t.dest_qp}`;
+    const beforeRecorded = before !== undefined && this.lastRecorded.get(flow) === before;
+    this.lastRecorded.set(flow, k);
     const m = messageMismatches(t, r);
     if (m.length === 0) this.messageExact++;
+    else if (m.length === 1 && r.gap_ns === null && m[0]!.startsWith("gap_ns:") && !beforeRecorded) this.messagesGapUnseen++;
     else {
       this.messagesWrong++;
       if (this.messageProblems.length < 10) this.messageProblems.push(`${k}: ${m.join("; ")}`);

@@ -272,6 +272,30 @@ test("demo --mode summary: I/Os of pairs outside the watchlist are not measured,
   expect(line).not.toMatch(/\d+ missing|records differ/);
 }, 120_000);
 
+// Polling mode: a flow that enters the watchlist has no gap on its first
+// message measured (the end it would run from was not measured); the
+// self-check counts those apart, not as messages that differ.
+test("demo --mode polling: a message whose flow's message before was not measured has no gap, and is not counted as differing", async () => {
+  const { line } = await demoSelfCheck("polling", { seed: 33, durationMs: 2500, load: 0.5, snaplen: MIN_SNAPLEN, mode: "polling" });
+  expect(line).toMatch(/; [1-9]\d* messages without a gap, their flow's message before not measured/);
+  expect(line).not.toMatch(/messages differ|records differ/);
+}, 180_000);
+
+test("self-check: a message's gap absent is counted apart only when its flow's message before has no record", () => {
+  const msg = (first_psn: number, gap_ns: number | null, firstNs: bigint) => ({
+    switch: "tor-c", src: "10.0.1.1", dst: "10.0.1.2", dest_qp: 9, first_psn, last_psn: first_psn + 1, bytes: 8192, packets: 2, retransmitted: 0,
+    fct_ns: 500, fet_bps: 1, fnr: 0, ecn_ce_packets: 0, gap_ns, firstNs, late_retransmitted: 0, late_packets: 0, late: [], reordered: false,
+  });
+  const truth = [msg(1, null, 1_000n), msg(3, 4_000, 5_500n), msg(5, 4_000, 10_000n)].map((t) => ({ type: "message" as const, truth: t }));
+  const record = (t: (typeof truth)[number]["truth"], gap_ns: number | null) => ({ type: "message", switch_id: "tor-c", src: t.src, dst: t.dst, dest_qp: t.dest_qp, first_psn: t.first_psn, last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn_ce_packets: 0, gap_ns, first_unix_ns: String(t.firstNs) }) as never;
+  // The first message not measured: the second's gap absent is counted apart; the third's, after a measured one, differs.
+  const sc = new StreamingSelfCheck(truth[Symbol.iterator]() as never);
+  sc.message(record(truth[1]!.truth, null));
+  sc.message(record(truth[2]!.truth, null));
+  sc.finish();
+  expect([sc.messageExact, sc.messagesGapUnseen, sc.messagesWrong, sc.messagesMissing]).toEqual([0, 1, 1, 1]);
+});
+
 // At scale, an I/O whose slot another live I/O holds at both switches gets
 // no record; each switch counts it in untracked_ios. The self-check says
 // so when the counters cover every I/O without a record, and only then.
