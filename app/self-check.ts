@@ -96,14 +96,19 @@ export function flowIntervalMismatches(truth: ReadonlyMap<string, FlowIntervalFi
  * (the response on an unpaired queue, `io_unpaired_responses`: no e2e), or
  * a switch could not track its command (`untracked_ios`: no half there).
  */
-export function onlyReferenceLost(m: readonly string[]): boolean {
+export function onlyReferenceLost(m: readonly string[], r?: IoRecordJson): boolean {
   // A vantage whose slot was held by another live I/O has no half (`untracked_ios` there): its
   // figures are absent, and the record's command time is the other vantage's.
   const halfLost = m.some((x) => /^(compute_side|storage_side): got false, want true$/.test(x));
   const computeLost = m.includes("compute_side: got false, want true");
+  // Given the record: "answer unknown" (not incomplete, no e2e at any vantage) has no queue
+  // pairing or status either, as when a response came on a queue whose pairing the switch
+  // did not know (in polling mode, a pair new in the window whose first I/O failed before any data).
+  const unknown = r !== undefined && !r.incomplete && r.e2e_c_ns === null && r.e2e_s_ns === null;
   return m.length > 0 && m.every((x) => /^(dal_ns|dpl_ns|e2e_c_ns|e2e_s_ns|rtt_ns): got null, want \d+$/.test(x)
     || (halfLost && /^(compute_side|storage_side): got false, want true$/.test(x))
-    || (computeLost && x.startsWith("cmd_unix_ns: ")));
+    || (computeLost && x.startsWith("cmd_unix_ns: "))
+    || (unknown && /^(host_qp|nvme_status): got 0, want \d+$/.test(x)));
 }
 
 type TruthLine = { type: "io"; truth: IoTruth } | { type: "message"; truth: MessageTruth };
@@ -213,7 +218,7 @@ export class StreamingSelfCheck {
     this.ios.delete(k);
     const m = ioMismatches(t, r);
     if (m.length === 0) this.ioExact++;
-    else if (onlyReferenceLost(m)) this.ioReferenceLost++;
+    else if (onlyReferenceLost(m, r)) this.ioReferenceLost++;
     else {
       this.ioWrong++;
       if (this.ioProblems.length < 10) this.ioProblems.push(`${k}: ${m.join("; ")}`);

@@ -93,6 +93,12 @@ interface Outstanding {
   ioKey: string;
   /** polling: when its pair left the switch's window (its response then goes unwatched) */
   leftWindowUnixNs?: bigint;
+  /**
+   * When a response with its CID came on a queue of its host and target whose
+   * pairing the switch did not know: perhaps its own (its queue's pairing
+   * unknown too), which cannot be told; its answer is then unknown, not missing.
+   */
+  unpairedRspUnixNs?: bigint;
 }
 
 /** Where the engine hands each record it emits. */
@@ -113,6 +119,8 @@ export class MetricsEngine {
    * joins it in one record.
    */
   private readonly openIos = new Map<string, number>();
+  /** The open commands' keys by switch|host|target|CID, for a response on a queue whose pairing the switch did not know. */
+  private readonly openByCid = new Map<string, Set<string>>();
   /** The queue pairings each switch lost to colliding ones: switch|host|target|host_qp -> target_qp. */
   private readonly pairings = new Map<string, number>();
   /**
@@ -383,12 +391,23 @@ export class MetricsEngine {
       // pairing it reported when it lost it names the I/O: answered, on
       // its queue, with no figure (the switch measured none). Without one,
       // it cannot be attributed to a queue: counted, never matched by
-      // guesswork, and the command it answered ends as incomplete.
+      // guesswork (below: the commands it may have answered are never
+      // reported incomplete).
       const targetQp = this.pairings.get(`${switchId}|${d.host}|${d.target}|${d.host_qp}`);
       const key = targetQp === undefined ? undefined : `${switchId}|${d.host}|${d.target}|${targetQp}|${d.cid}`;
       const open = key === undefined ? undefined : this.outstanding.get(key);
       if (!open || key === undefined) {
         this.switchInterval(switchId, at + align, d.mode).untracked++;
+        // A command open with this CID on a queue whose pairing the switch
+        // did not know at the command either may be the one answered (the
+        // first I/O of a queue failing before any data, or of a pair new in
+        // the polling window): if it gets no response of its own, its answer
+        // is unknown, never incomplete (SPEC §3: an I/O whose response was
+        // seen never is).
+        for (const k of this.openByCid.get(`${switchId}|${d.host}|${d.target}|${d.cid}`) ?? []) {
+          const o = this.outstanding.get(k)!;
+          if (o.digest.host_qp === 0 || o.digest.host_qp === d.host_qp) o.unpairedRspUnixNs ??= at;
+        }
         return;
       }
       this.close(key, open);
@@ -465,11 +484,19 @@ export class MetricsEngine {
 
   private open(key: string, o: Outstanding): void {
     this.outstanding.set(key, o);
+    const byCid = `${o.switchId}|${o.digest.host}|${o.digest.target}|${o.digest.cid}`;
+    const keys = this.openByCid.get(byCid);
+    if (keys) keys.add(key);
+    else this.openByCid.set(byCid, new Set([key]));
     this.openIos.set(o.ioKey, (this.openIos.get(o.ioKey) ?? 0) + 1);
   }
 
   private close(key: string, o: Outstanding): void {
     this.outstanding.delete(key);
+    const byCid = `${o.switchId}|${o.digest.host}|${o.digest.target}|${o.digest.cid}`;
+    const keys = this.openByCid.get(byCid);
+    keys?.delete(key);
+    if (keys?.size === 0) this.openByCid.delete(byCid);
     const n = this.openIos.get(o.ioKey) ?? 0;
     if (n > 1) this.openIos.set(o.ioKey, n - 1);
     else this.openIos.delete(o.ioKey);
@@ -605,12 +632,15 @@ export class MetricsEngine {
     // absent, and the I/O is not reported incomplete (SPEC §3: an I/O whose
     // response crossed the switch never is).
     const unwatched = o.leftWindowUnixNs !== undefined && o.leftWindowUnixNs < atUnixNs;
+    // A response with its CID came on a queue the switch had no pairing of
+    // (counted then as untracked): perhaps its own, so not incomplete either.
+    const unknown = !unwatched && o.unpairedRspUnixNs !== undefined && o.unpairedRspUnixNs < atUnixNs;
     if (unwatched) this.switchInterval(o.switchId, atAligned, d.mode).leftWindow++;
-    else this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
+    else if (!unknown) this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-      e2e: null, dal: null, dpl: null, incomplete: !unwatched, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
+      e2e: null, dal: null, dpl: null, incomplete: !unwatched && !unknown, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
     });
   }
 

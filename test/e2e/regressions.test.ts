@@ -287,6 +287,42 @@ describe("NVMe commands the switch does not measure (Flush, Write Zeroes, Datase
     expect(stats).toMatchObject({ io_replaced: 1, untracked_ios: 1, parser_errors: 0 });
   }, 60_000);
 
+  test("a read that fails before any data on a queue whose pairing the switch never learned (its response names the host's QP only): its answer is unknown, never incomplete; a read whose response the capture missed stays incomplete unless such a response with its CID came", async () => {
+    const { topology, host, target, packets, send, e2e, nextPsn } = handMadeCapture(3000);
+    const A = { t: 0xb01, h: 0x1b1 };
+    const B = { t: 0xb02, h: 0x1b2 };
+    const C = { t: 0xb03, h: 0x1b3 };
+    const up = (q: typeof A, sqe: Buffer, label: string, gap?: bigint) => send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: q.t, psn: nextPsn(), payload: sqe }, label, gap);
+    const data = (q: typeof A, rkey: number, label: string) => send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: q.h, psn: nextPsn(), reth: { va: 0n, rkey, length: 4096 }, payloadLength: 4096 }, label);
+    const rsp = (q: typeof A, cid: number, status: number, label: string, gap?: bigint) => send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: q.h, psn: nextPsn(), payload: nvmeCqe(cid, 1, 0, status, 0) }, label, gap);
+    // Queue C is paired by a read's data, then answered.
+    up(C, nvmeSqe("read", 2, 1, 0n, 4096, 0xc2), "cmdC2");
+    data(C, 0xc2, "dataC2");
+    rsp(C, 2, 0, "rspC2");
+    // Queue A's first I/O: a read the target fails (LBA out of range, 0x80) before any data; nothing has paired queue A.
+    up(A, nvmeSqe("read", 3, 1, 0n, 4096, 0xa3), "cmdA3");
+    rsp(A, 3, 0x80 << 1, "rspA3", 20_000n);
+    // CID 8 on queues B and C, both responses missing from the capture; then a response with CID 8 to queue A's
+    // host QP (an in-capsule write of queue A, which the switch could not attribute): perhaps B's, never C's.
+    up(B, nvmeSqe("read", 8, 1, 0n, 4096, 0xb8), "cmdB8");
+    up(C, nvmeSqe("read", 8, 1, 0n, 4096, 0xc8), "cmdC8");
+    up(A, Buffer.concat([nvmeSqe("write", 8, 1, 0n, 512, 0, 0n, "in-capsule"), Buffer.alloc(512)]), "cmdA8");
+    rsp(A, 8, 0, "rspA8", 20_000n);
+
+    const records: RecordJson[] = [];
+    await replaySwitches([{ name: "sw", topology, packets }], { onRecord: (r) => records.push(r) });
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    const view = ios.map((r) => [r.target_qp, r.cid, r.host_qp, r.incomplete, r.nvme_status, r.e2e_c_ns]).sort((x, y) => Number(x[0]) - Number(y[0]) || Number(x[1]) - Number(y[1]));
+    expect(view).toEqual([
+      [A.t, 3, 0, false, 0, null],
+      [B.t, 8, 0, false, 0, null],
+      [C.t, 2, C.h, false, 0, e2e("cmdC2", "rspC2")],
+      [C.t, 8, C.h, true, 0, null],
+    ]);
+    const stats = records.filter((r): r is SwitchStatsJson => r.type === "switch_stats").at(-1)!;
+    expect(stats).toMatchObject({ io_unpaired_responses: 2, incomplete_ios: 1, parser_errors: 0 });
+  }, 60_000);
+
   test("a Flush of another queue whose key takes the slot of an open read (tens of thousands of queues on a ToR) closes nothing: the read is answered, with its figures", async () => {
     const s = flushInAnotherKeysSlot(T0);
     const records: RecordJson[] = [];
