@@ -667,9 +667,11 @@ export class Queue {
       if (!cmd) return undefined;
       // An in-capsule write on a queue whose pairing is not yet known cannot be attributed.
       if (io.sgl === "in-capsule" && !before(paired, cmd)) return undefined;
-      // A response the switch cannot attribute leaves the command open: incomplete.
+      // A response the switch cannot attribute (its queue's pairing unknown
+      // there) names no I/O: the command's answer is unknown there, not
+      // missing (no figure, not incomplete).
       const complete = rsp !== undefined && before(paired, rsp);
-      return { cmd, rsp: complete ? rsp : undefined, hostQpKnown: complete || before(paired, cmd) };
+      return { cmd, rsp: complete ? rsp : undefined, unknown: rsp !== undefined && !complete, hostQpKnown: complete || before(paired, cmd) };
     };
     const c = half(io.cmdRowC, io.rspRowC, this.pairedC);
     const s = single ? c : half(io.cmdRowS, io.rspRowS, this.pairedS);
@@ -698,7 +700,7 @@ export class Queue {
       in_capsule: io.sgl === "in-capsule",
       status: c?.rsp || s?.rsp ? io.status : 0,
       record: first !== undefined,
-      incomplete: (c !== undefined && !c.rsp) || (s !== undefined && !s.rsp),
+      incomplete: (c !== undefined && !c.rsp && !c.unknown) || (s !== undefined && !s.rsp && !s.unknown),
       cmdCNs: c ? this.m.abs(c.cmd.t) : null,
       cmdSNs: s ? this.m.abs(s.cmd.t) : null,
       cmd_unix_ns: first ? this.m.abs(first.cmd.t) : null,
