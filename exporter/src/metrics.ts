@@ -482,9 +482,14 @@ export class MetricsEngine {
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), half);
   }
 
+  /** An open command's key in openByCid. */
+  private static cidKey(o: Outstanding): string {
+    return `${o.switchId}|${o.digest.host}|${o.digest.target}|${o.digest.cid}`;
+  }
+
   private open(key: string, o: Outstanding): void {
     this.outstanding.set(key, o);
-    const byCid = `${o.switchId}|${o.digest.host}|${o.digest.target}|${o.digest.cid}`;
+    const byCid = MetricsEngine.cidKey(o);
     const keys = this.openByCid.get(byCid);
     if (keys) keys.add(key);
     else this.openByCid.set(byCid, new Set([key]));
@@ -493,7 +498,7 @@ export class MetricsEngine {
 
   private close(key: string, o: Outstanding): void {
     this.outstanding.delete(key);
-    const byCid = `${o.switchId}|${o.digest.host}|${o.digest.target}|${o.digest.cid}`;
+    const byCid = MetricsEngine.cidKey(o);
     const keys = this.openByCid.get(byCid);
     keys?.delete(key);
     if (keys?.size === 0) this.openByCid.delete(byCid);
