@@ -24,6 +24,9 @@ export function ioMismatches(t: IoTruth, r: IoRecordJson): string[] {
   return Object.keys(want).filter((k) => want[k] !== got[k]).map((k) => `${k}: got ${String(got[k])}, want ${String(want[k])}`);
 }
 
+/** A message's flow at its switch: (switch, source, destination, DestQP). */
+const flowOf = (t: MessageTruth): string => `${t.switch}|${t.src}|${t.dst}|${t.dest_qp}`;
+
 export function messageMismatches(t: MessageTruth, r: MessageRecordJson): string[] {
   const want: Record<string, unknown> = { last_psn: t.last_psn, bytes: t.bytes, packets: t.packets, retransmitted: t.retransmitted, fct_ns: t.fct_ns, ecn_ce_packets: t.ecn_ce_packets, gap_ns: t.gap_ns };
   const got: Record<string, unknown> = { last_psn: r.last_psn, bytes: r.bytes, packets: r.packets, retransmitted: r.retransmitted, fct_ns: r.fct_ns, ecn_ce_packets: r.ecn_ce_packets, gap_ns: r.gap_ns };
@@ -176,7 +179,7 @@ export class StreamingSelfCheck {
       }
       if (l.type === "message") {
         const key = messageTruthKey(l.truth);
-        const flow = `${l.truth.switch}|${l.truth.src}|${l.truth.dst}|${l.truth.dest_qp}`;
+        const flow = flowOf(l.truth);
         const before = this.lastOfFlow.get(flow);
         if (before !== undefined) this.previous.set(key, before);
         this.lastOfFlow.set(flow, key);
@@ -233,7 +236,7 @@ export class StreamingSelfCheck {
     this.messages.delete(k);
     const before = this.previous.get(k);
     this.previous.delete(k);
-    const flow = `${t.switch}|${t.src}|${t.dst}|${t.dest_qp}`;
+    const flow = flowOf(t);
     const beforeRecorded = before !== undefined && this.lastRecorded.get(flow) === before;
     this.lastRecorded.set(flow, k);
     const m = messageMismatches(t, r);

@@ -40,9 +40,9 @@ export class WriteFlow {
   private readonly udpPort: number | undefined;
   cnps = 0;
 
-  /** this channel's bytes of a step's data (a message), and its packets' spacing on the shared link */
+  /** this channel's bytes of a step's data (a message), and the time between its packets on the shared link */
   private readonly bytes: number;
-  private readonly spacing: (len: number) => number;
+  private readonly packetGap: number;
   /** the channel's memory: the receive buffer's R_Key and address, the FIFO's */
   private readonly rkey: number;
   private readonly ctsRkey: number;
@@ -70,7 +70,7 @@ export class WriteFlow {
     this.ctsVa = 0x7e0000000000n + BigInt(hostIndex) * 0x100000000n + BigInt(channel) * 0x10000000n;
     const channels = Math.max(1, o.gradientChannels);
     this.bytes = Math.ceil(o.gradientBytes / channels);
-    this.spacing = (len) => m.ser(len) * channels;
+    this.packetGap = m.ser(o.mtu) * channels;
     // QPs connected by verbs (no rdma_cm): over IPv6 the flow label is 0 and
     // the NIC takes the UDP source port from the QPNs (rdma_calc_flow_label).
     if (typeof src === "bigint") this.udpPort = flowLabelUdpPort(qpFlowLabel(this.senderQpn, this.qpn));
@@ -118,11 +118,11 @@ export class WriteFlow {
           lostAt = q;
           if (q === forcedLoss) forcedLoss = -1;
           // The receiver NAKs on the next packet; a lost last packet waits for the timeout.
-          nakAt = q === n - 1 ? ts + 100_000 : ts + this.spacing(o.mtu) + 2 * o.fabricDelayNs + 2_000;
+          nakAt = q === n - 1 ? ts + 100_000 : ts + this.packetGap + 2 * o.fabricDelayNs + 2_000;
           // The receiver NAKs the PSN it expects when the next one comes (a timeout resends a lost last packet).
           if (q < n - 1) naks.push({ t: nakAt - o.fabricDelayNs - 1_000, k: q });
         }
-        ts += this.spacing(o.mtu);
+        ts += this.packetGap;
       }
       if (lostAt < 0) k = n;
       else {
@@ -185,7 +185,7 @@ export class WriteFlow {
     this.prevEnd = last.t;
     const end = sends[sends.length - 1]!.t;
     const idle = m.active("gpu-idle", end, (f) => f.host === this.hostIndex).reduce((a, f) => a + f.extraNs, 0);
-    const nextT = end + this.spacing(o.mtu) + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
+    const nextT = end + this.packetGap + Math.round(o.gradientGapNs * (0.8 + 0.4 * m.rand())) + idle;
     this.next = nextT < o.durationNs - 50e6 ? nextT : undefined;
   }
 
