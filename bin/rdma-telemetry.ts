@@ -47,7 +47,8 @@ Usage:
   rdma-telemetry replay CAPTURE [CAPTURE...] --topology FILE [--topology FILE...]
                  --out RECORDS.jsonl [--mode full|polling|summary] [--config FILE] [--switch-id NAME...]
                  [--silent-switch-ms N]
-      Replays pcap/pcapng captures through the P4 program, controller and
+      Replays pcap/pcapng captures (Ethernet, Linux cooked as tcpdump -i any
+      writes them, or raw IP) through the P4 program, controller and
       exporter. Each capture is one switch with its own clock; the i-th
       topology belongs to the i-th capture (one serves all when only one is
       given). RTT needs a compute-side and a storage-side capture. Switches

@@ -208,7 +208,7 @@ describe("streaming capture reader", () => {
   test("truncated and malformed captures fail with the whole-file parser's messages", () => {
     const good = encodePcap(frames(12).map((x, i) => ({ timestampNs: BigInt(i), data: x.data, originalLength: x.orig })));
     const withLink = Buffer.from(good);
-    withLink.writeUInt32LE(101, 20);
+    withLink.writeUInt32LE(105, 20);
     const inclOverOrig = encodePcap([{ timestampNs: 1n, data: Buffer.alloc(10) }, { timestampNs: 2n, data: Buffer.alloc(64), originalLength: 30 }]);
     const l = ng(true);
     const pcapng = section(true, [l.idb(9), l.epb(0, 5n, Buffer.alloc(150, 1), 150), l.epb(0, 6n, Buffer.alloc(20, 2), 20)]);
@@ -221,7 +221,7 @@ describe("streaming capture reader", () => {
       ["empty", Buffer.alloc(0), /too short to be a pcap or pcapng file \(0 bytes\)/],
       ["not a capture", Buffer.from("hello world, not a capture"), /not a pcap or pcapng file \(magic 0x68656c6c\)/],
       ["truncated pcap header", good.subarray(0, 20), /truncated pcap header/],
-      ["wrong link type", withLink, /link type 101/],
+      ["wrong link type", withLink, /link type 105 is not supported/],
       ["cut in a packet", good.subarray(0, good.length - 10), /packet record 12 at byte \d+ claims \d+ bytes, only \d+ remain/],
       ["cut in a record header", good.subarray(0, good.length - 16 - 13 + 5), /packet record 12 at byte \d+ has a truncated header/],
       ["a record captures more than the packet", inclOverOrig, /packet record 2 captured 64 bytes of a 30-byte packet/],

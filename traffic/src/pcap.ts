@@ -1,6 +1,7 @@
 // pcap and pcapng reading (µs and ns resolution, either byte order, truncated
-// snap lengths), whole or as a stream in bounded memory, and pcap writing (ns
-// resolution), whole or as a stream.
+// snap lengths; Ethernet, Linux cooked and raw IP link types), whole or as a
+// stream in bounded memory, and pcap writing (ns resolution, Ethernet), whole
+// or as a stream.
 import { TrafficError, WriteError } from "./errors.js";
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 
@@ -27,6 +28,61 @@ const PCAP_US = 0xa1b2c3d4;
 const PCAP_NS = 0xa1b23c4d;
 const PCAPNG_SHB = 0x0a0d0d0a;
 export const LINKTYPE_ETHERNET = 1;
+/** Linux cooked captures (`tcpdump -i any`): v1 before libpcap 1.10, v2 since. */
+export const LINKTYPE_LINUX_SLL = 113;
+export const LINKTYPE_LINUX_SLL2 = 276;
+/** IP with no link header (the version nibble says which), and IPv4 or IPv6 only. */
+export const LINKTYPE_RAW = 101;
+export const LINKTYPE_IPV4 = 228;
+export const LINKTYPE_IPV6 = 229;
+const LINKTYPES = "Ethernet (1), Linux cooked v1 (113) and v2 (276), raw IP (101, 228, 229)";
+
+/** A captured frame as Ethernet: the switch takes Ethernet frames. */
+type ToEthernet = (data: Buffer, originalLength: number) => { data: Buffer; originalLength: number };
+
+/**
+ * An Ethernet header (no MACs known: zero destination, the cooked header's
+ * source address when it is a MAC) before `payload`, with `etherType`.
+ */
+function ethernet(etherType: number, src: Buffer | undefined, payload: Buffer, originalLength: number, linkHeader: number) {
+  const data = Buffer.alloc(14 + payload.length);
+  if (src?.length === 6) src.copy(data, 6);
+  data.writeUInt16BE(etherType, 12);
+  payload.copy(data, 14);
+  return { data, originalLength: originalLength - linkHeader + 14 };
+}
+
+/**
+ * How frames of a link type become Ethernet frames, or undefined for a link
+ * type the reader does not take. A frame cut short inside its link header
+ * becomes one cut short inside the Ethernet header (the switch counts it as
+ * a packet it could not parse), so that no packet is dropped here.
+ */
+export function toEthernet(linktype: number): ToEthernet | undefined {
+  const short = (data: Buffer, originalLength: number, linkHeader: number) =>
+    ({ data: Buffer.alloc(Math.min(12, data.length)), originalLength: Math.max(0, originalLength - linkHeader + 14) });
+  switch (linktype) {
+    case LINKTYPE_ETHERNET:
+      return (data, originalLength) => ({ data, originalLength });
+    case LINKTYPE_LINUX_SLL:
+      // packet type (2), ARPHRD type (2), address length (2), address (8), protocol (2)
+      return (data, orig) => data.length < 16 ? short(data, orig, 16)
+        : ethernet(data.readUInt16BE(14), data.subarray(6, 6 + Math.min(8, data.readUInt16BE(4))), data.subarray(16), orig, 16);
+    case LINKTYPE_LINUX_SLL2:
+      // protocol (2), reserved (2), interface index (4), ARPHRD type (2), packet type (1), address length (1), address (8)
+      return (data, orig) => data.length < 20 ? short(data, orig, 20)
+        : ethernet(data.readUInt16BE(0), data.subarray(12, 12 + Math.min(8, data[11]!)), data.subarray(20), orig, 20);
+    case LINKTYPE_RAW:
+    case LINKTYPE_IPV4:
+    case LINKTYPE_IPV6:
+      return (data, orig) => {
+        const version = linktype === LINKTYPE_IPV4 ? 4 : linktype === LINKTYPE_IPV6 ? 6 : data.length > 0 ? data[0]! >> 4 : 0;
+        return ethernet(version === 4 ? 0x0800 : version === 6 ? 0x86dd : 0, undefined, data, orig, 0);
+      };
+    default:
+      return undefined;
+  }
+}
 
 /** Read size of a capture stream: few system calls, and memory that does not grow with the file. */
 const CHUNK_BYTES = 4 << 20;
@@ -130,13 +186,14 @@ function records(src: CaptureBytes, name: string): Generator<CapturedPacket, voi
     if (magic !== PCAP_US && magic !== PCAP_NS) continue;
     if (!src.fill(0, 24)) throw new CaptureError(`${name}: truncated pcap header`);
     const linktype = (le ? u32LE : u32BE)(src.buf, src.at(20)) & 0x0fffffff;
-    if (linktype !== LINKTYPE_ETHERNET) throw new CaptureError(`${name}: link type ${linktype} (only Ethernet, 1, is supported)`);
-    return pcapRecords(src, name, le, magic === PCAP_NS);
+    const frame = toEthernet(linktype);
+    if (!frame) throw new CaptureError(`${name}: link type ${linktype} is not supported (${LINKTYPES} are)`);
+    return pcapRecords(src, name, le, magic === PCAP_NS, frame);
   }
   throw new CaptureError(`${name}: not a pcap or pcapng file (magic 0x${magicBE.toString(16).padStart(8, "0")})`);
 }
 
-function* pcapRecords(src: CaptureBytes, name: string, le: boolean, nanos: boolean): Generator<CapturedPacket, void, undefined> {
+function* pcapRecords(src: CaptureBytes, name: string, le: boolean, nanos: boolean, frame: ToEthernet): Generator<CapturedPacket, void, undefined> {
   const u32 = le ? u32LE : u32BE;
   let off = 24;
   for (let n = 1; src.fill(off, 1); n++) {
@@ -148,10 +205,10 @@ function* pcapRecords(src: CaptureBytes, name: string, le: boolean, nanos: boole
     const orig = u32(src.buf, h + 12);
     if (!src.fill(off, 16 + incl)) throw new CaptureError(`${name}: packet record ${n} at byte ${off} claims ${incl} bytes, only ${src.remaining(off) - 16} remain`);
     if (incl > orig) throw new CaptureError(`${name}: packet record ${n} captured ${incl} bytes of a ${orig}-byte packet`);
-    const data = src.take(src.at(off + 16), incl);
+    const f = frame(src.take(src.at(off + 16), incl), orig);
     off += 16 + incl;
     src.consumed = off;
-    yield { timestampNs: sec * 1_000_000_000n + (nanos ? frac : frac * 1000n), data, originalLength: orig, interfaceId: 0 };
+    yield { timestampNs: sec * 1_000_000_000n + (nanos ? frac : frac * 1000n), data: f.data, originalLength: f.originalLength, interfaceId: 0 };
   }
 }
 
@@ -160,7 +217,7 @@ const MIN_BLOCK: Record<number, number> = { 1: 20, 3: 16, 6: 32 };
 
 function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPacket, void, undefined> {
   let le = true;
-  let ifaces: Array<{ linktype: number; tsUnitsPerSec: bigint }> = [];
+  let ifaces: Array<{ linktype: number; frame: ToEthernet | undefined; tsUnitsPerSec: bigint }> = [];
   let off = 0;
   while (src.fill(off, 1)) {
     if (!src.fill(off, 12)) throw new CaptureError(`${name}: truncated pcapng block at byte ${off}`);
@@ -196,7 +253,7 @@ function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPack
         }
         o += 4 + Math.ceil(olen / 4) * 4;
       }
-      ifaces.push({ linktype, tsUnitsPerSec });
+      ifaces.push({ linktype, frame: toEthernet(linktype), tsUnitsPerSec });
     } else if (type === 6 || type === 3) {
       let ifId = 0;
       let tsNs = 0n;
@@ -218,12 +275,14 @@ function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPack
         dataOff = body + 4;
       }
       if (dataOff + incl > end) throw new CaptureError(`${name}: packet block at byte ${off} claims ${incl} bytes beyond its block`);
+      // A Simple Packet Block belongs to the first interface.
       const iface = ifaces[ifId];
-      if (iface && iface.linktype !== LINKTYPE_ETHERNET) throw new CaptureError(`${name}: interface ${ifId} has link type ${iface.linktype} (only Ethernet is supported)`);
-      const data = src.take(dataOff, incl);
+      if (!iface) throw new CaptureError(`${name}: packet at byte ${off} names interface ${ifId}, which was not described`);
+      if (!iface.frame) throw new CaptureError(`${name}: interface ${ifId} has link type ${iface.linktype}, which is not supported (${LINKTYPES} are)`);
+      const f = iface.frame(src.take(dataOff, incl), orig);
       off += len;
       src.consumed = off;
-      yield { timestampNs: tsNs, data, originalLength: orig, interfaceId: ifId };
+      yield { timestampNs: tsNs, data: f.data, originalLength: f.originalLength, interfaceId: ifId };
       continue;
     }
     off += len;
