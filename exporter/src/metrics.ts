@@ -410,6 +410,13 @@ export class MetricsEngine {
         }
         return;
       }
+      if (at - open.cmdUnixNs > this.options.ioTimeoutNs) {
+        // After the I/O timeout on its switch's clock (as below): late.
+        this.timeOut(key, open);
+        this.givenUp.delete(key);
+        this.switchInterval(switchId, at + align, d.mode).lateResponses++;
+        return;
+      }
       this.close(key, open);
       const o = open.digest;
       this.addHalf(MetricsEngine.ioKey(o.host, o.target, o.target_qp, o.cid, o.cmd_psn), {
@@ -431,7 +438,14 @@ export class MetricsEngine {
       this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn) });
       return;
     }
-    const open = this.outstanding.get(outKey);
+    let open = this.outstanding.get(outKey);
+    if (open && open.digest.cmd_psn === d.cmd_psn && at - open.cmdUnixNs > this.options.ioTimeoutNs) {
+      // Answered after the I/O timeout on its switch's clock: the I/O timed
+      // out first, whenever the timeout scan (every 10 ms of digest time)
+      // runs and however the switch put its digests in lists.
+      this.timeOut(outKey, open);
+      open = undefined;
+    }
     let hostQp = d.host_qp;
     if (open && open.digest.cmd_psn === d.cmd_psn) {
       if (hostQp === 0) hostQp = open.digest.host_qp;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { decodeDigest, BadDigestError, EXPECTED, type IoDigest, type MsgDigest } from "../../contract/src/digests.js";
+import { decodeDigest, BadDigestError, EXPECTED, IO_EVENT_QUEUE_PAIR, IO_EVENT_UNPAIRED_RSP, type IoDigest, type MsgDigest } from "../../contract/src/digests.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
 import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson, FlowAggregateJson } from "../../contract/src/records.js";
 
@@ -290,6 +290,35 @@ describe("one record per I/O, totals per interval", () => {
     expect(s.at(-1)).toMatchObject({ late_responses: 1, digests_received: 2, digests_lost: 0 });
     expect(s.reduce((a, r) => a + r.incomplete_ios, 0)).toBe(1);
     expect(await prometheus.registry.metrics()).toContain('rdma_telemetry_late_responses_total{switch="tor"} 1');
+  });
+
+  test("a response after the I/O timeout on its switch's clock is late however the digests come in lists: the first after a quiet switch, or behind a later command in one list", () => {
+    const run = (lists: Array<[bigint, IoDigest[]]>) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+      for (const [at, ds] of lists) m.onDigestList("tor", at, ds);
+      m.finish();
+      return {
+        ios: out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]),
+        late: stats(out).reduce((a, r) => a + r.late_responses, 0),
+      };
+    };
+    const cmd = io({ seq: 0, event: 1, vantage: 3, ts: 0 });
+    const later = io({ seq: 1, event: 1, vantage: 3, cid: 10, cmd_psn: 1001, ts: 1_200_000_000 });
+    const rsp = io({ seq: 2, event: 2, vantage: 3, ts: 1_005_000_000, e2e_ns: 1_005_000_000 });
+    const laterRsp = io({ seq: 3, event: 2, vantage: 3, cid: 10, cmd_psn: 1001, ts: 1_200_050_000, e2e_ns: 50_000 });
+    const expected = { ios: [[9, true, null], [10, false, 50_000]], late: 1 };
+    // Each digest in a list of its own (the response the first thing the switch says after the timeout).
+    expect(run([[T0, [cmd]], [T0 + 1_005_000_000n, [rsp]], [T0 + 1_200_000_000n, [later]], [T0 + 1_200_050_000n, [laterRsp]]])).toEqual(expected);
+    // One list holding them all, as a switch batches them.
+    expect(run([[T0, [cmd]], [T0 + 1_200_050_000n, [rsp, later, laterRsp]]])).toEqual(expected);
+    // A response the switch could put on its queue only by the pairing it reported (no figures): late alike.
+    const pairing = io({ seq: 1, event: IO_EVENT_QUEUE_PAIR, vantage: 3, ts: 10_000 });
+    const unpaired = io({ seq: 2, event: IO_EVENT_UNPAIRED_RSP, vantage: 3, ts: 1_005_000_000, target_qp: 0 });
+    expect(run([[T0, [cmd, pairing]], [T0 + 1_005_000_000n, [unpaired]]])).toEqual({ ios: [[9, true, null]], late: 1 });
+    expect(run([[T0, [cmd, pairing]], [T0 + 995_000_000n, [{ ...unpaired, ts: 995_000_000 }]]])).toEqual({ ios: [[9, false, null]], late: 0 });
+    // A response within the timeout, after a quiet second, is an answer.
+    expect(run([[T0, [cmd]], [T0 + 999_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 999_000_000, e2e_ns: 999_000_000 })]]])).toEqual({ ios: [[9, false, 999_000_000]], late: 0 });
   });
 
   test("two switches: the compute side's response after its timeout joins nothing and is counted; the I/O keeps its one record", () => {
