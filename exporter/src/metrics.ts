@@ -142,6 +142,8 @@ export class MetricsEngine {
   private readonly histograms = new HistogramIntervals();
   /** per switch: the newest list timestamp seen, on the common clock (each switch's digests lag differently) */
   private readonly watermarks = new Map<string, bigint>();
+  /** Per switch: the time (common clock) of the newest event its digests report, its own clock read exactly. */
+  private readonly eventTimes = new Map<string, bigint>();
   private watermark = 0n;
   private lastScan = -(1n << 62n);
   /** intervals before this (common clock) are closed: nothing is added to them again */
@@ -305,6 +307,10 @@ export class MetricsEngine {
       if (e) this.onDigest(switchId, e);
       else si.unknownEndpoints++;
     }
+    if (newest >= 0) {
+      const t = this.clock(switchId).toUnix(newest) + this.align(switchId);
+      if (t > (this.eventTimes.get(switchId) ?? -(1n << 62n))) this.eventTimes.set(switchId, t);
+    }
     if (aligned > (this.watermarks.get(switchId) ?? -(1n << 62n))) this.watermarks.set(switchId, aligned);
     this.advance(aligned);
   }
@@ -338,6 +344,7 @@ export class MetricsEngine {
     this.sessions.set(switchId, session);
     if (was === undefined || was === session) return;
     this.clocks.delete(switchId);
+    this.eventTimes.delete(switchId);
     for (const [k, o] of [...this.outstanding]) if (o.switchId === switchId) this.timeOut(k, o, listTimestampNs);
     for (const k of [...this.givenUp.keys()]) if (k.startsWith(`${switchId}|`)) this.givenUp.delete(k);
   }
@@ -734,7 +741,13 @@ export class MetricsEngine {
     const low = this.lowWatermark();
     for (const [k, o] of this.outstanding) {
       const own = this.watermarks.get(o.switchId) ?? now;
-      if (own - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
+      // The switch's clock, as its digests read it: a list's timestamp (the
+      // agent's) runs ahead of its digests by the list's delay, which
+      // varies, so it moves the timeout only once LIST_DELAY_MAX_NS later.
+      // Whether an I/O was answered in time is its response's own time.
+      const events = this.eventTimes.get(o.switchId);
+      const clock = events !== undefined && events > own - LIST_DELAY_MAX_NS ? events : own - LIST_DELAY_MAX_NS;
+      if (clock - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
       // Its switch gone silent before the I/O timeout passed there: whether the response crossed it is unknown.
       else if (now - own >= this.options.silentSwitchNs) this.giveUpSilent(k, o, own - this.align(o.switchId));
     }
@@ -815,5 +828,7 @@ export class MetricsEngine {
 
 /** How long a command given up is remembered for its late response (digest time). */
 const LATE_RESPONSE_MEMORY_NS = 600_000_000_000n;
+/** The most a switch's digest list may lag its own newest digest's time (the agent's batching and delivery) and still time I/Os exactly. */
+const LIST_DELAY_MAX_NS = 1_000_000_000n;
 /** Empty intervals are emitted (switch_stats only) up to this many at once; a longer silence (a replay's clocks far apart) gets none. */
 const MAX_EMPTY_INTERVALS = 100_000n;

@@ -321,6 +321,33 @@ describe("one record per I/O, totals per interval", () => {
     expect(run([[T0, [cmd]], [T0 + 999_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 999_000_000, e2e_ns: 999_000_000 })]]])).toEqual({ ios: [[9, false, 999_000_000]], late: 0 });
   });
 
+  test("an I/O answered within the timeout on the switch's clock is answered, though its lists come later and later (the agent's delay grows)", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    // Another queue's command at 0.97 s on the switch's clock, in a list stamped 50 ms later...
+    m.onDigestList("tor", T0 + 1_020_000_000n, [io({ seq: 1, event: 1, vantage: 3, cid: 10, cmd_psn: 1001, ts: 970_000_000 })]);
+    // ... then the response at 0.983 s, in the next list.
+    m.onDigestList("tor", T0 + 1_030_000_000n, [io({ seq: 2, event: 2, vantage: 3, ts: 983_000_000, e2e_ns: 983_000_000 })]);
+    // The other command's response never comes: its switch reports on (events past its timeout), and it is incomplete before the end.
+    m.onDigestList("tor", T0 + 2_050_000_000n, [io({ seq: 3, event: 1, vantage: 3, cid: 11, cmd_psn: 1002, ts: 2_000_000_000 })]);
+    const before = out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+    m.finish();
+    expect(before).toContainEqual([10, true, null]);
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+    expect(ios).toEqual(expect.arrayContaining([[9, false, 983_000_000], [10, true, null], [11, true, null]]));
+    expect(ios).toHaveLength(3);
+    expect(stats(out).reduce((a, r) => a + r.late_responses, 0)).toBe(0);
+  });
+
+  test("a switch that goes quiet still times out its open commands on its lists' time", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    m.switchAlive("tor", T0 + 1_500_000_000n);
+    expect(out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete])).toEqual([[9, true]]);
+  });
+
   test("two switches: the compute side's response after its timeout joins nothing and is counted; the I/O keeps its one record", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r));
