@@ -340,6 +340,20 @@ describe("one record per I/O, totals per interval", () => {
     expect(stats(out).reduce((a, r) => a + r.late_responses, 0)).toBe(0);
   });
 
+  test("message digests' lists that pass the I/O digests' (a list not full waits for the agent's timeout) time out no I/O", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    // Full lists of message digests up to 1.1 s...
+    m.onDigestList("tor", T0 + 600_000_000n, [msg({ seq: 1, first_ts: 500_000_000, fct_ns: 100_000_000 })]);
+    m.onDigestList("tor", T0 + 1_100_000_000n, [msg({ seq: 2, first_ts: 1_000_000_000, fct_ns: 100_000_000, first_psn: 164, last_psn: 227 })]);
+    // ... before the I/O digests' list, flushed 150 ms late, with the response at 0.95 s.
+    m.onDigestList("tor", T0 + 1_100_000_000n, [io({ seq: 3, event: 2, vantage: 3, ts: 950_000_000, e2e_ns: 950_000_000 })]);
+    m.finish();
+    expect(out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns])).toEqual([[9, false, 950_000_000]]);
+    expect(stats(out).reduce((a, r) => a + r.late_responses, 0)).toBe(0);
+  });
+
   test("a switch that goes quiet still times out its open commands on its lists' time", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
