@@ -581,6 +581,30 @@ export const P4_NAMES = {
       "name": "TelemetryIngress.io_tracker.rkey_map_end",
       "size": 262144
     },
+    "io_tracker_rkey1_map_host": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_host",
+      "size": 262144
+    },
+    "io_tracker_rkey1_map_target": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_target",
+      "size": 262144
+    },
+    "io_tracker_rkey1_map_rkey": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_rkey",
+      "size": 262144
+    },
+    "io_tracker_rkey1_map_ref": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_ref",
+      "size": 262144
+    },
+    "io_tracker_rkey1_map_target_qp": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_target_qp",
+      "size": 262144
+    },
+    "io_tracker_rkey1_map_end": {
+      "name": "TelemetryIngress.io_tracker.rkey1_map_end",
+      "size": 262144
+    },
     "io_tracker_psn_map_host": {
       "name": "TelemetryIngress.io_tracker.psn_map_host",
       "size": 262144

@@ -84,6 +84,17 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_ref)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_target_qp)
     REGISTER(bit<32>, IOREF_SLOTS, rkey_map_end)      // the SGL's end: address + length, low 32 bits
+    // The R_Key map's second way: an entry waits from its command to its
+    // data, the target's whole latency, so thousands wait at once on a ToR
+    // (queues per CPU, each many commands deep), and two in one way's slot
+    // would lose one. A command takes way 0 when its entry there waits for
+    // no other key, else way 1 (newest wins there, counted).
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey1_map_host)
+    REGISTER(ipv4_addr_t, IOREF_SLOTS, rkey1_map_target)
+    REGISTER(rkey_t, IOREF_SLOTS, rkey1_map_rkey)
+    REGISTER(bit<32>, IOREF_SLOTS, rkey1_map_ref)
+    REGISTER(bit<32>, IOREF_SLOTS, rkey1_map_target_qp)
+    REGISTER(bit<32>, IOREF_SLOTS, rkey1_map_end)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_host)
     REGISTER(ipv4_addr_t, IOREF_SLOTS, psn_map_target)
     REGISTER(bit<32>, IOREF_SLOTS, psn_map_psn)       // valid bit 31 ++ PSN
@@ -355,40 +366,61 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             // reference to another I/O's slot fails that slot's key check).
             if (pkt_class == IO_PKT_CMD && !in_capsule) {
                 bit<32> ridx;
+                bit<32> ridx1;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, sgl_key });
-                // An entry of another key still waiting for its data is lost
-                // here: count it. (The entry's own pending bit says so, not
-                // the older I/O's slot: one access per register, as on Tofino.)
+                HASH_INDEX(ridx1, IOREF_SLOTS, { sgl_key, target, host });
+                bit<32> ref_word = cmd_slot[IO_REF_SLOT_BITS-1:0] ++ hdr.bth.psn[31-IO_REF_SLOT_BITS:0];
+                bit<32> tqp_word = IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp);
+                // The SGL address is little-endian: its low 32 bits are bytes 0-3.
+                bit<32> sgl_end = (hdr.nvme_sqe.sgl_addr[39:32] ++ hdr.nvme_sqe.sgl_addr[47:40]
+                    ++ hdr.nvme_sqe.sgl_addr[55:48] ++ hdr.nvme_sqe.sgl_addr[63:56]) + sgl_len;
+                // Way 0 unless its entry waits for another key's data. An
+                // entry of another key still waiting that is taken is lost:
+                // counted. (The entry's own pending bit says so, not the older
+                // I/O's slot: one access per register, as on Tofino.)
                 rkey_t prev_rkey;
                 bit<32> prev_tqp;
                 rkey_map_rkey.read(prev_rkey, ridx);
                 rkey_map_target_qp.read(prev_tqp, ridx);
-                if ((prev_tqp & IOREF_PENDING) != 0 && prev_rkey != sgl_key) {
-                    meta.stat.ioref_overwritten = true;
+                if ((prev_tqp & IOREF_PENDING) == 0 || prev_rkey == sgl_key) {
+                    rkey_map_host.write(ridx, host);
+                    rkey_map_target.write(ridx, target);
+                    rkey_map_rkey.write(ridx, sgl_key);
+                    rkey_map_ref.write(ridx, ref_word);
+                    rkey_map_target_qp.write(ridx, tqp_word);
+                    rkey_map_end.write(ridx, sgl_end);
+                } else {
+                    rkey_t prev1_rkey;
+                    bit<32> prev1_tqp;
+                    rkey1_map_rkey.read(prev1_rkey, ridx1);
+                    rkey1_map_target_qp.read(prev1_tqp, ridx1);
+                    if ((prev1_tqp & IOREF_PENDING) != 0 && prev1_rkey != sgl_key) {
+                        meta.stat.ioref_overwritten = true;
+                    }
+                    rkey1_map_host.write(ridx1, host);
+                    rkey1_map_target.write(ridx1, target);
+                    rkey1_map_rkey.write(ridx1, sgl_key);
+                    rkey1_map_ref.write(ridx1, ref_word);
+                    rkey1_map_target_qp.write(ridx1, tqp_word);
+                    rkey1_map_end.write(ridx1, sgl_end);
                 }
-                rkey_map_host.write(ridx, host);
-                rkey_map_target.write(ridx, target);
-                rkey_map_rkey.write(ridx, sgl_key);
-                rkey_map_ref.write(ridx, cmd_slot[IO_REF_SLOT_BITS-1:0] ++ hdr.bth.psn[31-IO_REF_SLOT_BITS:0]);
-                rkey_map_target_qp.write(ridx, IOREF_VALID | IOREF_PENDING | (8w0 ++ hdr.bth.dest_qp));
-                // The SGL address is little-endian: its low 32 bits are bytes 0-3.
-                bit<32> sgl_addr_lo = hdr.nvme_sqe.sgl_addr[39:32] ++ hdr.nvme_sqe.sgl_addr[47:40]
-                    ++ hdr.nvme_sqe.sgl_addr[55:48] ++ hdr.nvme_sqe.sgl_addr[63:56];
-                rkey_map_end.write(ridx, sgl_addr_lo + sgl_len);
             } else if ((pkt_class == IO_PKT_WRITE_DATA || pkt_class == IO_PKT_READ_REQ) && hdr.reth.isValid()) {
+                // Way 0, else way 1: the key is in one of them.
                 bit<32> ridx;
+                bit<32> ridx1;
                 HASH_INDEX(ridx, IOREF_SLOTS, { host, target, hdr.reth.rkey });
+                HASH_INDEX(ridx1, IOREF_SLOTS, { hdr.reth.rkey, target, host });
                 ipv4_addr_t k_host;
                 ipv4_addr_t k_target;
                 rkey_t k_rkey;
                 bit<32> k_ref;
                 bit<32> k_tqp;
+                bit<32> k_end;
                 rkey_map_host.read(k_host, ridx);
                 rkey_map_target.read(k_target, ridx);
                 rkey_map_rkey.read(k_rkey, ridx);
                 rkey_map_ref.read(k_ref, ridx);
                 rkey_map_target_qp.read(k_tqp, ridx);
-                bit<32> k_end;
                 rkey_map_end.read(k_end, ridx);
                 if (k_rkey == hdr.reth.rkey) {
                     rkey_map_target_qp.write(ridx, k_tqp & ~IOREF_PENDING);
@@ -398,6 +430,22 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                     ref_tqp = k_tqp[23:0];
                     found = true;
                     more = hdr.reth.va[31:0] + hdr.reth.dma_len != k_end;
+                } else {
+                    rkey1_map_host.read(k_host, ridx1);
+                    rkey1_map_target.read(k_target, ridx1);
+                    rkey1_map_rkey.read(k_rkey, ridx1);
+                    rkey1_map_ref.read(k_ref, ridx1);
+                    rkey1_map_target_qp.read(k_tqp, ridx1);
+                    rkey1_map_end.read(k_end, ridx1);
+                    if (k_rkey == hdr.reth.rkey) {
+                        rkey1_map_target_qp.write(ridx1, k_tqp & ~IOREF_PENDING);
+                    }
+                    if (k_host == host && k_target == target && k_rkey == hdr.reth.rkey) {
+                        ref = k_ref;
+                        ref_tqp = k_tqp[23:0];
+                        found = true;
+                        more = hdr.reth.va[31:0] + hdr.reth.dma_len != k_end;
+                    }
                 }
             }
 
