@@ -13,7 +13,7 @@ import { crc32 } from "../../switch/src/bmv2/crc.js";
 import { ipv4, ipv4Text } from "../../contract/src/ipv4.js";
 import { buildFrame, cmMad, CmAttr, nvmeCqe, nvmeSqe, Opcode, type RoceFrame } from "../../traffic/src/roce.js";
 import { until } from "../support/wait.js";
-import { cmRequestsCollide, flushInAnotherKeysSlot, lastDataDisplaced, pairingDisplaced, rkeyTakenBetweenOps } from "../support/collisions.js";
+import { cmRequestsCollide, flushInAnotherKeysSlot, lastDataDisplaced, pairingDisplaced, rkeysWaitingTogether, rkeyTakenBetweenOps } from "../support/collisions.js";
 import { farDisplacedFlow, overtakenFirstFlow, reorderedFlow, reorderedNvmeData, unendedMessageFlow } from "../support/reordered.js";
 import type { SwitchCapture } from "../../traffic/src/types.js";
 import { ipv6 } from "../../traffic/src/ip.js";
@@ -380,6 +380,18 @@ describe("a record never says more than the switch saw (state taken by a collidi
     expect(r.dpl_ns).toBe(Number(s.at.rr_first! - s.at.rreq!));
     expect(r.dal_ns).toBeNull();
     expect(stats.io_references_lost).toBe(1);
+  }, 60_000);
+
+  test("two reads whose R_Keys share an R_Key map slot, both waiting for their data at once: each has its DAL, none lost", async () => {
+    const s = rkeysWaitingTogether(T0);
+    const { ios, stats } = await replay(s.capture);
+    expect(ios).toHaveLength(2);
+    for (const cid of s.cids) {
+      const r = ios.find((x) => x.cid === cid)!;
+      const [cmd, d, rsp] = [s.at[`cmd${cid}`]!, s.at[`d${cid}`]!, s.at[`rsp${cid}`]!];
+      expect([r.host_qp, r.incomplete, r.e2e_c_ns, r.dal_ns], `cid ${cid}`).toEqual([s.hostQp, false, Number(rsp - cmd), Number(d - cmd + (rsp - d))]);
+    }
+    expect(stats.io_references_lost).toBe(0);
   }, 60_000);
 
   test("a read answered on a queue whose pairing a colliding pairing took is reported answered on its queue, with no figure, never incomplete", async () => {

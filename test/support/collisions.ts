@@ -242,6 +242,34 @@ export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = tr
 }
 
 /**
+ * Two 4 KiB reads on one queue whose R_Keys share a slot of the R_Key map's
+ * way 0, the second command before the first read's data: both entries wait
+ * at once (as thousands do on a ToR, the target's latency long).
+ */
+export function rkeysWaitingTogether(t0: bigint): Scenario & { cids: [number, number] } {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const tqp = 0x801;
+  const hqp = 0x101;
+  const rkey = 0x7001;
+  const want = rkeySlot(host, target, rkey);
+  let other = rkey + 1;
+  while (rkeySlot(host, target, other) !== want) other++;
+  const { packets, at, send } = recorder(t0);
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe("read", 5, 1, 0x10000n, 4096, rkey) }, "cmd5");
+  send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 101, payload: nvmeSqe("read", 6, 1, 0x20000n, 4096, other) }, "cmd6");
+  send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: hqp, psn: 500, reth: { va: 0x10000n, rkey, length: 4096 }, payloadLength: 4096 }, "d5", 20_000n);
+  send({ src: target, dst: host, opcode: Opcode.WRITE_ONLY, destQp: hqp, psn: 501, reth: { va: 0x20000n, rkey: other, length: 4096 }, payloadLength: 4096 }, "d6");
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 502, payload: nvmeCqe(5, 1, 0, 0, 0) }, "rsp5", 2_000n);
+  send({ src: target, dst: host, opcode: Opcode.SEND_ONLY, destQp: hqp, psn: 503, payload: nvmeCqe(6, 2, 0, 0, 0) }, "rsp6");
+  const topology = { ports: [
+    { port: 1, role: "compute" as const, prefixes: [`${ipv4Text(host)}/32`] },
+    { port: 33, role: "storage" as const, prefixes: [`${ipv4Text(target)}/32`] },
+  ] };
+  return { capture: { name: "sw", topology, packets }, host: ipv4Text(host), target: ipv4Text(target), hostQp: hqp, targetQp: tqp, at, cids: [5, 6] };
+}
+
+/**
  * Two queues of one host and target set up by RDMA CM at once (as a job's
  * start connects every queue within milliseconds): the second REQ, whose
  * (host, target, communication id) takes the first's CM slot, comes before
