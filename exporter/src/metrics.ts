@@ -754,8 +754,14 @@ export class MetricsEngine {
       const io = this.ioTimes.get(o.switchId);
       const clock = io !== undefined && io > own - LIST_DELAY_MAX_NS ? io : own - LIST_DELAY_MAX_NS;
       if (clock - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
-      // Its switch gone silent before the I/O timeout passed there: whether the response crossed it is unknown.
-      else if (now - own >= this.options.silentSwitchNs) this.giveUpSilent(k, o, own - this.align(o.switchId));
+      else if (now - own >= this.options.silentSwitchNs) {
+        // Its switch gone silent (long after any list still on its way):
+        // past the I/O timeout on the switch's clock when it fell silent,
+        // the I/O is incomplete; before it, whether the response crossed it
+        // is unknown.
+        if (own - (o.cmdUnixNs + this.align(o.switchId)) > this.options.ioTimeoutNs) this.timeOut(k, o);
+        else this.giveUpSilent(k, o, own - this.align(o.switchId));
+      }
     }
     // A response later than this is taken for an I/O of its own (its command's digest lost).
     for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);
