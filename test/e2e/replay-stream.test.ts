@@ -9,6 +9,7 @@ import { Topology } from "../../app/topology.js";
 import type { FeedPacket } from "../../app/rig.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { PcapWriter, encodePcap, parseCapture, readCapture, writePcap } from "../../traffic/src/pcap.js";
+import { pcapngBlock } from "../support/pcapng.js";
 
 const dir = mkdtempSync(join(tmpdir(), "replay-stream-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -130,13 +131,13 @@ test("captures of Linux's any device (cooked v1 and v2) and of raw IP, pcap and 
     shb.writeUInt16LE(1, 4);
     shb.writeBigInt64LE(-1n, 8);
     const idb = Buffer.from([linktype & 0xff, linktype >> 8, 0, 0, 0, 0, 0, 0, 9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
-    const pcapng = Buffer.concat([block(0x0a0d0d0a, shb), block(1, idb), ...frames.map((f) => {
+    const pcapng = Buffer.concat([pcapngBlock(0x0a0d0d0a, shb), pcapngBlock(1, idb), ...frames.map((f) => {
       const h = Buffer.alloc(20);
       h.writeUInt32LE(Number(f.timestampNs >> 32n), 4);
       h.writeUInt32LE(Number(f.timestampNs & 0xffffffffn), 8);
       h.writeUInt32LE(f.data.length, 12);
       h.writeUInt32LE(f.data.length, 16);
-      return block(6, Buffer.concat([h, f.data]));
+      return pcapngBlock(6, Buffer.concat([h, f.data]));
     })]);
     for (const [ext, bytes] of [["pcap", pcap], ["pcapng", pcapng]] as const) {
       const path = join(dir, `link${linktype}.${ext}`);
@@ -161,13 +162,3 @@ test("a link type the reader does not take is named in one line; a frame cut ins
   expect(whole!.data.length).toBe(40 - 20 + 14);
   expect(whole!.data.readUInt16BE(12)).toBe(0x0202);
 });
-
-function block(type: number, body: Buffer): Buffer {
-  const pad = (4 - (body.length % 4)) % 4;
-  const b = Buffer.alloc(12 + body.length + pad);
-  b.writeUInt32LE(type, 0);
-  b.writeUInt32LE(b.length, 4);
-  body.copy(b, 8);
-  b.writeUInt32LE(b.length, b.length - 4);
-  return b;
-}

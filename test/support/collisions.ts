@@ -199,6 +199,17 @@ export function pairingDisplaced(t0: bigint): Scenario & { second: { host: strin
 /** The R_Key map slot of (host, target, R_Key). */
 const rkeySlot = (host: number, target: number, rkey: number): number => keySlot(IOREF_SLOTS, [host, 4], [target, 4], [rkey, 4]);
 
+/** One queue of 10.0.1.1 to 10.0.2.1, and two R_Keys whose R_Key map entries share way 0's slot. */
+function rkeysSharingASlot() {
+  const host = ipv4("10.0.1.1");
+  const target = ipv4("10.0.2.1");
+  const rkey = 0x7001;
+  const want = rkeySlot(host, target, rkey);
+  let other = rkey + 1;
+  while (rkeySlot(host, target, other) !== want) other++;
+  return { host, target, tqp: 0x801, hqp: 0x101, rkey, other };
+}
+
 /**
  * One 8 KiB I/O whose data moves in two RDMA operations of 4 KiB (as nvmet
  * moves a large I/O: each operation with its own RETH, the command's R_Key,
@@ -208,14 +219,7 @@ const rkeySlot = (host: number, target: number, rkey: number): number => keySlot
  * found. With `taken` false, no other command: the I/O is whole.
  */
 export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = true): Scenario {
-  const host = ipv4("10.0.1.1");
-  const target = ipv4("10.0.2.1");
-  const tqp = 0x801;
-  const hqp = 0x101;
-  const rkey = 0x7001;
-  const want = rkeySlot(host, target, rkey);
-  let other = rkey + 1;
-  while (rkeySlot(host, target, other) !== want) other++;
+  const { host, target, tqp, hqp, rkey, other } = rkeysSharingASlot();
   const { packets, at, send } = recorder(t0);
   // The buffer crosses a 4 GiB boundary (IOVAs are 64-bit): the switch
   // compares ends in their low 32 bits, which wrap here.
@@ -247,14 +251,7 @@ export function rkeyTakenBetweenOps(t0: bigint, op: "read" | "write", taken = tr
  * at once (as thousands do on a ToR, the target's latency long).
  */
 export function rkeysWaitingTogether(t0: bigint): Scenario & { cids: [number, number] } {
-  const host = ipv4("10.0.1.1");
-  const target = ipv4("10.0.2.1");
-  const tqp = 0x801;
-  const hqp = 0x101;
-  const rkey = 0x7001;
-  const want = rkeySlot(host, target, rkey);
-  let other = rkey + 1;
-  while (rkeySlot(host, target, other) !== want) other++;
+  const { host, target, tqp, hqp, rkey, other } = rkeysSharingASlot();
   const { packets, at, send } = recorder(t0);
   send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 100, payload: nvmeSqe("read", 5, 1, 0x10000n, 4096, rkey) }, "cmd5");
   send({ src: host, dst: target, opcode: Opcode.SEND_ONLY, destQp: tqp, psn: 101, payload: nvmeSqe("read", 6, 1, 0x20000n, 4096, other) }, "cmd6");

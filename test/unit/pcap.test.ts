@@ -1,17 +1,10 @@
 import { describe, expect, test } from "vitest";
 import { CaptureError, encodePcap, parseCapture } from "../../traffic/src/pcap.js";
+import { pcapngBlock } from "../support/pcapng.js";
 
 function pcapng(tsresol: number | undefined, packets: Array<{ ts: bigint; data: Buffer; orig?: number }>): Buffer {
   const blocks: Buffer[] = [];
-  const block = (type: number, body: Buffer) => {
-    const pad = (4 - (body.length % 4)) % 4;
-    const b = Buffer.alloc(12 + body.length + pad);
-    b.writeUInt32LE(type, 0);
-    b.writeUInt32LE(b.length, 4);
-    body.copy(b, 8);
-    b.writeUInt32LE(b.length, b.length - 4);
-    blocks.push(b);
-  };
+  const block = (type: number, body: Buffer) => blocks.push(pcapngBlock(type, body));
   const shb = Buffer.alloc(16);
   shb.writeUInt32LE(0x1a2b3c4d, 0);
   shb.writeUInt16LE(1, 4);
