@@ -58,6 +58,35 @@ describe("captures", () => {
     expect(ns[0]!.originalLength).toBe(900);
   });
 
+  test("pcapng: an interface's if_tsoffset (seconds) is added to its timestamps", () => {
+    const shb = Buffer.alloc(16);
+    shb.writeUInt32LE(0x1a2b3c4d, 0);
+    shb.writeUInt16LE(1, 4);
+    shb.writeBigInt64LE(-1n, 8);
+    const idb = (offset: bigint) => {
+      const b = Buffer.alloc(8 + 8 + 12 + 4);
+      b.writeUInt16LE(1, 0);
+      b.writeUInt16LE(9, 8); // if_tsresol: ns
+      b.writeUInt16LE(1, 10);
+      b[12] = 9;
+      b.writeUInt16LE(14, 16); // if_tsoffset
+      b.writeUInt16LE(8, 18);
+      b.writeBigInt64LE(offset, 20);
+      return b;
+    };
+    const epb = (ifId: number, ts: bigint) => {
+      const h = Buffer.alloc(20);
+      h.writeUInt32LE(ifId, 0);
+      h.writeUInt32LE(Number(ts >> 32n), 4);
+      h.writeUInt32LE(Number(ts & 0xffffffffn), 8);
+      h.writeUInt32LE(20, 12);
+      h.writeUInt32LE(20, 16);
+      return pcapngBlock(6, Buffer.concat([h, Buffer.alloc(20)]));
+    };
+    const file = Buffer.concat([pcapngBlock(0x0a0d0d0a, shb), pcapngBlock(1, idb(1_700_000_000n)), pcapngBlock(1, idb(0n)), epb(0, 123n), epb(1, 1_700_000_000_000_000_456n)]);
+    expect(parseCapture(file).map((p) => p.timestampNs)).toEqual([1_700_000_000_000_000_123n, 1_700_000_000_000_000_456n]);
+  });
+
   test("malformed captures are rejected with the reason", () => {
     expect(() => parseCapture(Buffer.from("hello world, not a capture"))).toThrow(/not a pcap or pcapng file/);
     const good = encodePcap([{ timestampNs: 1n, data: Buffer.alloc(64) }]);

@@ -217,7 +217,7 @@ const MIN_BLOCK: Record<number, number> = { 1: 20, 3: 16, 6: 32 };
 
 function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPacket, void, undefined> {
   let le = true;
-  let ifaces: Array<{ linktype: number; frame: ToEthernet | undefined; tsUnitsPerSec: bigint }> = [];
+  let ifaces: Array<{ linktype: number; frame: ToEthernet | undefined; tsUnitsPerSec: bigint; tsOffsetNs: bigint }> = [];
   let off = 0;
   while (src.fill(off, 1)) {
     if (!src.fill(off, 12)) throw new CaptureError(`${name}: truncated pcapng block at byte ${off}`);
@@ -242,6 +242,7 @@ function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPack
       // Interface Description Block
       const linktype = u16(buf, body);
       let tsUnitsPerSec = 1_000_000n;
+      let tsOffsetNs = 0n;
       let o = body + 8;
       while (o + 4 <= end) {
         const code = u16(buf, o);
@@ -251,9 +252,11 @@ function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPack
           const v = buf[o + 4]!;
           tsUnitsPerSec = v & 0x80 ? 2n ** BigInt(v & 0x7f) : 10n ** BigInt(v);
         }
+        // if_tsoffset: seconds to add to the interface's timestamps.
+        if (code === 14 && olen === 8 && o + 12 <= end) tsOffsetNs = (le ? buf.readBigInt64LE(o + 4) : buf.readBigInt64BE(o + 4)) * 1_000_000_000n;
         o += 4 + Math.ceil(olen / 4) * 4;
       }
-      ifaces.push({ linktype, frame: toEthernet(linktype), tsUnitsPerSec });
+      ifaces.push({ linktype, frame: toEthernet(linktype), tsUnitsPerSec, tsOffsetNs });
     } else if (type === 6 || type === 3) {
       let ifId = 0;
       let tsNs = 0n;
@@ -268,7 +271,7 @@ function* pcapngRecords(src: CaptureBytes, name: string): Generator<CapturedPack
         dataOff = body + 20;
         const iface = ifaces[ifId];
         if (!iface) throw new CaptureError(`${name}: packet at byte ${off} names interface ${ifId}, which was not described`);
-        tsNs = (ts * 1_000_000_000n) / iface.tsUnitsPerSec;
+        tsNs = (ts * 1_000_000_000n) / iface.tsUnitsPerSec + iface.tsOffsetNs;
       } else {
         orig = u32(buf, body);
         incl = Math.min(orig, end - body - 4);
