@@ -94,6 +94,9 @@ export class TelemetryMetrics {
     const register = this.registry;
     this.topics = o.topics ?? DEFAULT_TOPICS;
     collectDefaultMetrics({ register, prefix: "rdma_telemetry_" });
+    // prom-client's gauges of active handles, requests and resources in all end in _total, which names
+    // counters (`promtool check metrics` rejects them); their per-type gauges stay, and sum to the same.
+    for (const kind of ["handles", "requests", "resources"]) register.removeSingleMetric(`rdma_telemetry_nodejs_active_${kind}_total`);
     this.records = new Counter({ name: "rdma_telemetry_records_total", help: "Records written, by type and the Kafka topic they go to", labelNames: ["type", "topic"], registers: [register] });
     const stats = this.latestStats;
     for (const name of DIGEST_COUNTS) {

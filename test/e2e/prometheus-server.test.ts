@@ -1,7 +1,8 @@
 // Debian's Prometheus server scrapes a demo's /metrics every second (scrape
 // timeout 1 s) while the demo generates its traffic and replays it: no
 // scrape fails (`up` is 1 at every scrape), and the served histograms answer
-// histogram_quantile through its HTTP API. It prints the scrape durations'
+// histogram_quantile through its HTTP API, and promtool's linter passes
+// what it serves. It prints the scrape durations'
 // p50, p99 and max as Prometheus measured them (scrape_duration_seconds).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -58,6 +59,13 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   const from = Date.now() / 1000;
   await until(() => demo.out().includes("generated "), 120_000, () => demo.out());
   const generated = Date.now() / 1000;
+  // Prometheus's own linter (promtool, in the same Debian package) finds nothing to say of what is served,
+  // once records are counted (every family then has samples).
+  let exposition = "";
+  await until(async () => (exposition = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).includes("rdma_telemetry_io_latency_seconds_bucket{"), 120_000, "I/O latency histograms on /metrics");
+  const lint = spawnSync("promtool", ["check", "metrics"], { input: exposition, encoding: "utf8" });
+  expect(`${lint.stdout}${lint.stderr}`).toBe("");
+  expect(lint.status).toBe(0);
   await until(() => demo.out().includes("records: "), 300_000, () => demo.out());
   // The last scrapes while the demo still serves: those that began a second before it closed its listener.
   const to = Date.now() / 1000 - 1;
