@@ -79,6 +79,12 @@ interface IoHalf {
   answered?: boolean;
   /** a command given up because its switch went silent (giveUpSilent) */
   silent?: boolean;
+  /**
+   * Its answer is unknown (not incomplete): responses with its CID came on
+   * these host QPs, whose pairing the switch did not know, before it was
+   * given up; undefined when there were more than UNPAIRED_RSP_MAX.
+   */
+  unknownQps?: readonly number[];
   cmdUnixNs: bigint;
   atUnixNs: bigint;
   /** atUnixNs on the engine's common clock (see setClockAlignment) */
@@ -94,12 +100,19 @@ interface Outstanding {
   /** polling: when its pair left the switch's window (its response then goes unwatched) */
   leftWindowUnixNs?: bigint;
   /**
-   * When a response with its CID came on a queue of its host and target whose
-   * pairing the switch did not know: perhaps its own (its queue's pairing
-   * unknown too), which cannot be told; its answer is then unknown, not missing.
+   * When and on which host QP responses with its CID came on queues of its
+   * host and target whose pairing the switch did not know: perhaps its own
+   * (its queue's pairing unknown too), which the switch cannot tell; its
+   * answer is then unknown, not missing (unless the other vantage saw its
+   * own response on another host QP: settleUnknown).
    */
-  unpairedRspUnixNs?: bigint;
+  unpairedRsp?: Array<{ atUnixNs: bigint; hostQp: number }>;
+  /** more than UNPAIRED_RSP_MAX of them came */
+  unpairedRspOverflow?: boolean;
 }
+
+/** The unpaired responses kept per open command (each host QP once); past it, any host QP may have answered it. */
+const UNPAIRED_RSP_MAX = 16;
 
 /** Where the engine hands each record it emits. */
 export type RecordListener = (r: RecordJson) => void;
@@ -417,7 +430,11 @@ export class MetricsEngine {
         // seen never is).
         for (const k of this.openByCid.get(`${switchId}|${d.host}|${d.target}|${d.cid}`) ?? []) {
           const o = this.outstanding.get(k)!;
-          if (o.digest.host_qp === 0 || o.digest.host_qp === d.host_qp) o.unpairedRspUnixNs ??= at;
+          if (o.digest.host_qp !== 0 && o.digest.host_qp !== d.host_qp) continue;
+          const seen = (o.unpairedRsp ??= []);
+          if (seen.some((r) => r.hostQp === d.host_qp)) continue;
+          if (seen.length < UNPAIRED_RSP_MAX) seen.push({ atUnixNs: at, hostQp: d.host_qp });
+          else o.unpairedRspOverflow = true;
         }
         return;
       }
@@ -551,7 +568,9 @@ export class MetricsEngine {
     }
   }
 
-  private emitIo(c: IoHalf | undefined, s: IoHalf | undefined): void {
+  private emitIo(cHalf: IoHalf | undefined, sHalf: IoHalf | undefined): void {
+    const c = this.settleUnknown(cHalf, sHalf);
+    const s = this.settleUnknown(sHalf, cHalf);
     const first = c ?? s!;
     const incomplete = (c?.incomplete ?? false) || (s?.incomplete ?? false);
     const e2eC = c && !c.incomplete ? c.e2e : null;
@@ -664,14 +683,29 @@ export class MetricsEngine {
     const unwatched = o.leftWindowUnixNs !== undefined && o.leftWindowUnixNs < atUnixNs;
     // A response with its CID came on a queue the switch had no pairing of
     // (counted then as untracked): perhaps its own, so not incomplete either.
-    const unknown = !unwatched && o.unpairedRspUnixNs !== undefined && o.unpairedRspUnixNs < atUnixNs;
+    const before = o.unpairedRsp?.filter((r) => r.atUnixNs < atUnixNs) ?? [];
+    const unknown = !unwatched && before.length > 0;
     if (unwatched) this.switchInterval(o.switchId, atAligned, d.mode).leftWindow++;
     else if (!unknown) this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
       e2e: null, dal: null, dpl: null, incomplete: !unwatched && !unknown, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
+      ...(unknown ? { unknownQps: o.unpairedRspOverflow ? undefined : before.map((r) => r.hostQp) } : {}),
     });
+  }
+
+  /**
+   * A half whose answer was unknown (responses with its CID on queues whose
+   * pairing its switch did not know) is incomplete after all when the other
+   * vantage saw this I/O's own response, on a host QP none of those
+   * responses came on: none of them was its answer. Counted as incomplete
+   * at its switch then.
+   */
+  private settleUnknown(h: IoHalf | undefined, other: IoHalf | undefined): IoHalf | undefined {
+    if (!h?.unknownQps || !other || other === h || other.incomplete || (other.e2e === null && !other.answered) || other.hostQp === 0 || h.unknownQps.includes(other.hostQp)) return h;
+    this.switchInterval(h.switchId, h.atAlignedNs, h.mode).incomplete++;
+    return { ...h, incomplete: true, unknownQps: undefined };
   }
 
   /**

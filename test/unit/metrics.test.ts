@@ -321,6 +321,25 @@ describe("one record per I/O, totals per interval", () => {
     expect(run([[T0, [cmd]], [T0 + 999_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 999_000_000, e2e_ns: 999_000_000 })]]])).toEqual({ ios: [[9, false, 999_000_000]], late: 0 });
   });
 
+  test("an answer unknown at one switch (a response with its CID on a queue it had no pairing of) is incomplete when the other switch saw the I/O's own response on another host QP", () => {
+    const run = (unpairedQp: number) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+      // The compute-side switch never learned the queue's pairing; the storage-side one did.
+      m.onDigestList("tor-s", T0 + 1_000n, [io({ seq: 0, event: 1, vantage: 2, ts: 1_000 }), io({ seq: 1, event: 2, vantage: 2, op: 1, flags: 1, ts: 61_000, e2e_ns: 60_000 })]);
+      m.onDigestList("tor-c", T0, [io({ seq: 0, event: 1, vantage: 1, host_qp: 0, ts: 0 })]);
+      // The I/O's own response went missing at tor-c; a response with its CID came there on a queue tor-c had no pairing of.
+      m.onDigestList("tor-c", T0 + 200_000n, [io({ seq: 1, event: IO_EVENT_UNPAIRED_RSP, vantage: 1, host_qp: unpairedQp, target_qp: 0, ts: 200_000 })]);
+      m.finish();
+      const rec = out.find((r): r is IoRecordJson => r.type === "io")!;
+      return { rec: [rec.incomplete, rec.e2e_c_ns, rec.e2e_s_ns, rec.host_qp], incomplete: stats(out).filter((s) => s.switch_id === "tor-c").reduce((a, s) => a + (s.incomplete_ios ?? 0), 0) };
+    };
+    // On another host QP than the one tor-s saw the I/O's response go to: not its answer.
+    expect(run(0x102)).toEqual({ rec: [true, null, 60_000, 0x101], incomplete: 1 });
+    // On that very host QP: perhaps its own (tor-c lost or never had the pairing), so unknown.
+    expect(run(0x101)).toEqual({ rec: [false, null, 60_000, 0x101], incomplete: 0 });
+  });
+
   test("an I/O answered within the timeout on the switch's clock is answered, though its lists come later and later (the agent's delay grows)", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
