@@ -4,7 +4,7 @@
 import { P4RuntimeServer } from "@rdma-telemetry/switch";
 import { SoftwareSwitch } from "@rdma-telemetry/switch";
 import { parseConfig, WATCHLIST_MODES, type Mode } from "@rdma-telemetry/controller";
-import { LEARN_ENDPOINT, P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
+import { LEARN_ENDPOINT, LEARN_FLOW, LEARN_IO_PAIR, P4_NAMES, type DigestBatch, type HistogramRead } from "@rdma-telemetry/contract";
 import { TelemetryController } from "@rdma-telemetry/controller";
 import type { Logger } from "@rdma-telemetry/p4runtime";
 import { MIN_SNAPLEN } from "@rdma-telemetry/traffic";
@@ -68,15 +68,18 @@ export class Rig {
   histogramIdPeriodNs = 5_000_000n;
   private nextIdsNs: bigint | undefined;
   /**
-   * IPv6 endpoints the switch reports (LEARN_ENDPOINT) are written at the
-   * first boundary of this much capture time after the learn digest that
-   * names them left the switch, once the controller has every list the switch
-   * sent: the same capture gives the same keys at the same packets (a live
-   * controller writes them as the list comes, about this late).
+   * IPv6 endpoints the switch reports (LEARN_ENDPOINT), and in polling and
+   * summary mode the flows and pairs it reports (LEARN_FLOW, LEARN_IO_PAIR)
+   * that join the window while it has room, are written at the first
+   * boundary of this much capture time after the learn digest that names
+   * them left the switch, once the controller has every list the switch
+   * sent: the same capture gives the same keys and watchlists at the same
+   * packets (a live controller writes them as the list comes, about this
+   * late).
    */
   endpointPeriodNs = 1_000_000n;
-  /** when the endpoints named by learn lists since the last write are due (capture time), if any are */
-  private endpointsDueNs: bigint | undefined;
+  /** when the endpoints, flows and pairs named by learn lists since the last write are due (capture time), if any are */
+  private learnedDueNs: bigint | undefined;
   private learnDigestId: number | undefined;
   /** control-plane actions to run at a capture time, before the packets that follow it */
   private readonly scheduled: Array<{ atNs: bigint; run: () => Promise<void> }> = [];
@@ -90,21 +93,22 @@ export class Rig {
   /** Control-plane work due at capture time `tsNs`: scheduled actions, learned endpoints, histogram ids and reads, then polling rotations. */
   async runDue(tsNs: bigint): Promise<void> {
     while (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) await this.scheduled.shift()!.run();
-    await this.writeEndpointsIfDue(tsNs);
+    await this.writeLearnedIfDue(tsNs);
     await this.writeIdsIfDue(tsNs);
     await this.readHistogramsIfDue(tsNs);
     await this.rotateIfDue(tsNs);
   }
 
-  private endpointsDue(tsNs: bigint): boolean {
-    return this.endpointsDueNs !== undefined && tsNs >= this.endpointsDueNs;
+  private learnedDue(tsNs: bigint): boolean {
+    return this.learnedDueNs !== undefined && tsNs >= this.learnedDueNs;
   }
 
-  private async writeEndpointsIfDue(tsNs: bigint): Promise<void> {
-    if (!this.endpointsDue(tsNs)) return;
-    this.endpointsDueNs = undefined;
+  private async writeLearnedIfDue(tsNs: bigint): Promise<void> {
+    if (!this.learnedDue(tsNs)) return;
+    this.learnedDueNs = undefined;
     await this.catchUp(0);
     await this.controller.applyLearnedEndpoints();
+    await this.controller.applyWatchJoins();
   }
 
   private histogramsDue(tsNs: bigint): boolean {
@@ -140,7 +144,7 @@ export class Rig {
   /** True when control-plane work is due at `tsNs`. */
   due(tsNs: bigint): boolean {
     if (this.scheduled.length && this.scheduled[0]!.atNs <= tsNs) return true;
-    if (this.endpointsDue(tsNs)) return true;
+    if (this.learnedDue(tsNs)) return true;
     if (this.histogramsDue(tsNs)) return true;
     if (!WATCHLIST_MODES.includes(this.controller.currentMode)) return false;
     return this.nextRotationNs === undefined || tsNs >= this.nextRotationNs;
@@ -177,7 +181,7 @@ export class Rig {
     });
     // Rotation follows the capture's clock, not the host's (see feedMerged).
     // The switch runs in the capture's time and stamps digest lists with it: records keep that clock.
-    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", endpoints: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
+    this.controller = new TelemetryController(config, { logger: o.logger, rotationTimer: false, listClock: "switch", histogramIds: "on-demand", endpoints: "on-demand", watchJoins: "on-demand", histogramClockMs: () => Number(this.lastTs / 1_000_000n) });
     const p4info = this.controller.schema.p4info;
     const learn = p4info.digests.find((d) => d.preamble?.name === P4_NAMES.digests.learn_digest_t.name);
     this.learnDigestId = learn?.preamble?.id;
@@ -185,13 +189,15 @@ export class Rig {
     const struct = spec?.$case === "struct" ? spec.value.name : undefined;
     const kind = struct === undefined ? -1 : (p4info.typeInfo?.structs[struct]?.members.findIndex((m) => m.name === "kind") ?? -1);
     // Sent as the switch processes a packet or its clock moves: the capture decides when, not the host.
-    // Only a list naming an endpoint (LEARN_ENDPOINT) makes the next boundary wait for the controller.
+    // Only a list naming an endpoint (LEARN_ENDPOINT), or in polling and summary mode a flow or pair, makes the next
+    // boundary wait for the controller.
     this.sw.on("digest", (list: { digestId: number; samples: ReadonlyArray<ReadonlyArray<number | bigint>> }) => {
-      if (list.digestId !== this.learnDigestId || this.endpointsDueNs !== undefined) return;
-      if (kind >= 0 && !list.samples.some((s) => Number(s[kind]) === LEARN_ENDPOINT)) return;
+      if (list.digestId !== this.learnDigestId || this.learnedDueNs !== undefined) return;
+      const watching = WATCHLIST_MODES.includes(this.controller.currentMode);
+      if (kind >= 0 && !list.samples.some((s) => Number(s[kind]) === LEARN_ENDPOINT || (watching && (Number(s[kind]) === LEARN_FLOW || Number(s[kind]) === LEARN_IO_PAIR)))) return;
       const p = this.endpointPeriodNs;
       const t = this.lastTs;
-      this.endpointsDueNs = t - (((t % p) + p) % p) + p;
+      this.learnedDueNs = t - (((t % p) + p) % p) + p;
     });
     this.controller.on("digests", onDigests);
     this.controller.start();

@@ -22,7 +22,7 @@ import { EndpointRegistry } from "./endpoints.js";
 import { HistogramTables } from "./histograms.js";
 import type { HistogramRead } from "@rdma-telemetry/contract";
 import { ListClock } from "./list-clock.js";
-import { Rotation } from "./rotation.js";
+import { Rotation, type WatchedFlow, type WatchedPair } from "./rotation.js";
 
 const T = P4_NAMES.tables;
 const A = P4_NAMES.actions;
@@ -160,9 +160,14 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private readonly endpointWrites: "on-learn" | "on-demand";
   /** on-demand: the addresses the switch reported (LEARN_ENDPOINT) since the last applyLearnedEndpoints(), in the order reported */
   private readonly pendingEndpoints = new Set<string>();
+  /** "on-demand": flows and pairs that join the polling window as they are learned are written only by applyWatchJoins() (replay: at fixed capture times) */
+  private readonly watchJoinWrites: "on-learn" | "on-demand";
+  /** on-demand: watchlist entries of flows and pairs that joined the window wait for applyWatchJoins() */
+  private watchJoinsPending = false;
 
-  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand"; endpoints?: "on-learn" | "on-demand"; histogramClockMs?: () => number } = {}) {
+  constructor(readonly config: ControllerConfig, opts: { logger?: Logger; rotationTimer?: boolean; listClock?: "unix" | "switch"; deferAck?: boolean; histogramIds?: "on-learn" | "on-demand"; endpoints?: "on-learn" | "on-demand"; watchJoins?: "on-learn" | "on-demand"; histogramClockMs?: () => number } = {}) {
     super();
+    this.watchJoinWrites = opts.watchJoins ?? "on-learn";
     this.histogramIdWrites = opts.histogramIds ?? "on-learn";
     this.endpointWrites = opts.endpoints ?? "on-learn";
     this.histogramClockMs = opts.histogramClockMs ?? Date.now;
@@ -489,16 +494,45 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private applyWindow(): void {
     this.clearWatchlists();
     const w = this.rotation.current();
-    w.flows.forEach((f) => {
+    this.rotation.takeJoined(); // in the window written now
+    this.watchJoinsPending = false;
+    this.setWatched(w.flows, w.pairs);
+  }
+
+  /** Puts watchlist entries of flows and pairs in the desired state. */
+  private setWatched(flows: readonly WatchedFlow[], pairs: readonly WatchedPair[]): void {
+    for (const f of flows) {
       this.state.set(this.entry({
         table: T.flow_tracker_flow_watchlist.name,
         match: { src: f.src, dst: f.dst, dest_qp: f.destQp },
         action: { name: A.flow_tracker_watch.name, params: { flow_slot: f.slot, flow_epoch: f.epoch & 0xffff } },
       }));
-    });
-    for (const p of w.pairs) {
+    }
+    for (const p of pairs) {
       this.state.set(this.entry({ table: T.io_tracker_io_watchlist.name, match: { host: p.host, target: p.target }, action: { name: A.io_tracker_watch.name } }));
     }
+  }
+
+  /**
+   * Flows and pairs learned while the polling window had room joined it
+   * (rotation.ts): their watchlist entries are written now (on-demand: by
+   * the next applyWatchJoins()), not at the next rotation, so that they are
+   * measured from then on and the window's coverage is what the switch
+   * watches.
+   */
+  private watchJoined(): void {
+    const j = this.rotation.takeJoined();
+    if (!WATCHLIST_MODES.includes(this.mode) || (j.flows.length === 0 && j.pairs.length === 0)) return;
+    this.setWatched(j.flows, j.pairs);
+    if (this.watchJoinWrites === "on-demand") this.watchJoinsPending = true;
+    else this.connection.sync().catch((err: unknown) => this.log.warn("writing the watchlist entries of new flows failed; they are written at the next rotation", { error: (err as Error).message }));
+  }
+
+  /** Writes the watchlist entries of flows and pairs that joined the window since the last write (with `watchJoins: "on-demand"`). */
+  async applyWatchJoins(): Promise<void> {
+    if (!this.watchJoinsPending) return;
+    this.watchJoinsPending = false;
+    await this.connection.sync();
   }
 
   /** Moves the polling window to the next flows (round robin) and writes it. */
@@ -643,6 +677,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }
     }
     this.stats.digests += digests.length;
+    this.watchJoined();
     if (this.histogramIdsPending && this.histogramIdWrites === "on-learn") {
       this.histogramIdsPending = false;
       this.syncHistogramIds().catch((err: unknown) => this.log.warn("writing histogram ids failed", { error: (err as Error).message }));

@@ -33,6 +33,8 @@ export class Rotation {
   private pairCursor = 0;
   private index = 0;
   private window: Window = { index: 0, flows: [], pairs: [] };
+  /** flows and pairs that joined the current window as they were learned, not yet taken (takeJoined) */
+  private joined: { flows: WatchedFlow[]; pairs: WatchedPair[] } = { flows: [], pairs: [] };
 
   constructor(readonly flowCapacity: number, readonly pairCapacity: number) {
     if (flowCapacity < 1 || pairCapacity < 1) throw new RangeError("watchlist capacities must be at least 1");
@@ -54,7 +56,9 @@ export class Rotation {
     this.flows.push({ src, dst, destQp });
     // While the window has room, a new flow joins it at once.
     if (this.window.flows.length < this.flowCapacity && this.flows.length <= this.flowCapacity) {
-      this.window.flows.push({ src, dst, destQp, slot: this.window.flows.length, epoch: this.index + 1 });
+      const f = { src, dst, destQp, slot: this.window.flows.length, epoch: this.index + 1 };
+      this.window.flows.push(f);
+      this.joined.flows.push(f);
       this.flowCursor = this.window.flows.length;
     }
     return true;
@@ -67,6 +71,7 @@ export class Rotation {
     this.pairs.push({ host, target });
     if (this.window.pairs.length < this.pairCapacity && this.pairs.length <= this.pairCapacity) {
       this.window.pairs.push({ host, target });
+      this.joined.pairs.push({ host, target });
       this.pairCursor = this.window.pairs.length;
     }
     return true;
@@ -74,6 +79,13 @@ export class Rotation {
 
   current(): Window {
     return this.window;
+  }
+
+  /** The flows and pairs that joined the current window as they were learned (the window had room) since the last call or window. */
+  takeJoined(): { flows: WatchedFlow[]; pairs: WatchedPair[] } {
+    const j = this.joined;
+    this.joined = { flows: [], pairs: [] };
+    return j;
   }
 
   /** The next window: the N known flows after the previous window's, wrapping around. */
@@ -104,6 +116,7 @@ export class Rotation {
     const pairs = Array.from({ length: m }, (_, i) => this.pairs[(this.pairCursor + i) % this.pairs.length]!);
     this.pairCursor = this.pairs.length ? (this.pairCursor + m) % this.pairs.length : 0;
     this.window = { index: this.index, flows, pairs };
+    this.joined = { flows: [], pairs: [] };
     return this.window;
   }
 }

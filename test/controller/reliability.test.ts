@@ -189,6 +189,38 @@ describe("controller reliability", () => {
   });
 });
 
+describe("polling, live", () => {
+  test("a pair learned while the watchlist has room is watched at once, not at the next rotation", async () => {
+    const s = await startSwitch();
+    cleanups.push(() => s.server.close());
+    const io: Array<{ cid: number; event: number }> = [];
+    const c = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${s.port}`, election_id: 1, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+      mode: "polling",
+      polling: { rotation_period_ms: 3_600_000 },
+    }));
+    c.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io") io.push({ cid: d.cid, event: d.event }); });
+    c.start();
+    cleanups.push(() => c.stop());
+    await c.ready();
+    let t = 1_800_000_000_000_000_000n;
+    // The pair's first command: not watched yet, so no I/O digest; its learn digest names the pair.
+    s.sw.process({ port: 1, data: cmd(0), unixNs: (t += 1000n) });
+    await until(() => c.stats.learnedPairs === 1, 5000, "the pair learned");
+    const read = reader(s.port);
+    const watchlist = `"tableId":${schema.tables.get("io_tracker.io_watchlist").preamble!.id},`;
+    await until(async () => (await tableEntries(read)).some((e) => e.includes(watchlist)), 5000, "the pair's watchlist entry on the switch", 20);
+    expect(c.pairCoverage()).toEqual({ measured_pairs: 1, known_pairs: 1, ratio: 1 });
+    // Its next command, long before any rotation: measured.
+    s.sw.process({ port: 1, data: cmd(1), unixNs: (t += 1000n) });
+    await until(() => io.some((d) => d.cid === 1), 5000, () => `an I/O digest of the pair's second command (got ${JSON.stringify(io)})`);
+    expect(io.some((d) => d.cid === 0)).toBe(false);
+    expect(c.stats.rotations).toBe(0);
+  });
+});
+
 describe("mode switch mid-traffic", () => {
   test("full -> polling -> full by table writes: no message record lost except those straddling a switch, which are counted", async () => {
     const traffic = generateTraffic({ seed: 9, layout: "single", durationNs: 400_000_000, hosts: 4, targets: 1, ioRate: 200, gradientGapNs: 2_000_000 });

@@ -44,6 +44,21 @@ describe("polling rotation", () => {
     expect(f3.slot).toBe(2);
   });
 
+  test("flows and pairs that join the window as they are learned (while it has room) are handed out once; a rotation's window hands out none", () => {
+    const r = new Rotation(2, 1);
+    r.addFlow(1, 2, 1);
+    r.addFlow(1, 2, 2);
+    r.addFlow(1, 2, 3); // no room: known, not watched until a rotation
+    r.addPair(1, 2);
+    r.addPair(1, 3);
+    const j = r.takeJoined();
+    expect(j.flows.map((f) => [f.destQp, f.slot])).toEqual([[1, 0], [2, 1]]);
+    expect(j.pairs).toEqual([{ host: 1, target: 2 }]);
+    expect(r.takeJoined()).toEqual({ flows: [], pairs: [] });
+    r.advance();
+    expect(r.takeJoined()).toEqual({ flows: [], pairs: [] });
+  });
+
   test("known flows are deduplicated", () => {
     const r = new Rotation(2, 2);
     expect(r.addFlow(1, 2, 3)).toBe(true);
