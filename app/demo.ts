@@ -144,7 +144,7 @@ export async function runDemo(o: DemoOptions): Promise<{ records: number; packet
     ` (${check.ioIncomplete} of the I/Os incomplete, as they must be: a response missing from a capture; ` +
     `${check.ioUntracked} I/Os that no switch could attribute to a queue, counted as untracked` +
     (check.ioReferenceLost
-      ? `; ${check.ioReferenceLost} with figures absent (${windowed ? "a switch whose window did not hold the pair at the command or the response (the switches rotate on their own clocks), or " : ""}their state taken by a colliding key, or their data out of order), counted as references lost, responses on unpaired queues or untracked I/Os${windowed ? ", or I/Os whose pair left the window" : ""}`
+      ? `; ${check.ioReferenceLost} with figures absent (${windowed ? "a switch whose window did not hold the pair at the command or the response (the switches rotate on their own clocks), or " : ""}their state taken by a colliding key, or their data out of order, or a response with their CID on a queue the switch had no pairing of: answer unknown), counted as references lost, responses on unpaired queues or untracked I/Os${windowed ? ", or I/Os whose pair left the window" : ""}`
       : "") + ")" +
     // Polling and summary modes send I/O digests for the pairs of the current watchlist only: the
     // others give no record, by design (summary mode counts them in the histograms).

@@ -107,11 +107,15 @@ export function onlyReferenceLost(m: readonly string[], r?: IoRecordJson): boole
   // Given the record: "answer unknown" (not incomplete, no e2e at any vantage) has no queue
   // pairing or status either, as when a response came on a queue whose pairing the switch
   // did not know (in polling mode, a pair new in the window whose first I/O failed before any data).
+  // Nor is it incomplete where the truth has its response missing from a capture: while its
+  // command was open there, on a queue whose pairing neither switch knew, a response with its
+  // CID came on another queue the switch had no pairing of (io_unpaired_responses), which may
+  // have been its answer for all the switch could tell.
   const unknown = r !== undefined && !r.incomplete && r.e2e_c_ns === null && r.e2e_s_ns === null;
   return m.length > 0 && m.every((x) => /^(dal_ns|dpl_ns|e2e_c_ns|e2e_s_ns|rtt_ns): got null, want \d+$/.test(x)
     || (halfLost && /^(compute_side|storage_side): got false, want true$/.test(x))
     || (computeLost && x.startsWith("cmd_unix_ns: "))
-    || (unknown && /^(host_qp|nvme_status): got 0, want \d+$/.test(x)));
+    || (unknown && (/^(host_qp|nvme_status): got 0, want \d+$/.test(x) || x === "incomplete: got false, want true")));
 }
 
 type TruthLine = { type: "io"; truth: IoTruth } | { type: "message"; truth: MessageTruth };

@@ -10,7 +10,7 @@ import type { IoRecordJson, MessageRecordJson, RecordJson, SwitchStatsJson } fro
 import { readCapture, writePcap } from "../../traffic/src/pcap.js";
 import { ipText } from "../../traffic/src/ip.js";
 import { parseRoce } from "../../traffic/src/roce.js";
-import { ioMismatches, ioRecordKey, ioTruthKey, StreamingSelfCheck } from "../../app/self-check.js";
+import { ioMismatches, ioRecordKey, ioTruthKey, onlyReferenceLost, StreamingSelfCheck } from "../../app/self-check.js";
 import { generateTraffic, MIN_SNAPLEN, writeTraffic } from "../../traffic/src/generator.js";
 import { CLI } from "../support/cli.js";
 
@@ -294,6 +294,28 @@ test("self-check: a message's gap absent is counted apart only when its flow's m
   sc.message(record(truth[2]!.truth, null));
   sc.finish();
   expect([sc.messageExact, sc.messagesGapUnseen, sc.messagesWrong, sc.messagesMissing]).toEqual([0, 1, 1, 1]);
+});
+
+// Demo seed 2107 (summary mode, 16 hosts, 4 queues each): a write on a queue
+// whose pairing neither switch knew, its response missing from one capture,
+// while a response with its CID (0) came on another unpaired queue of the
+// pair. The record says "answer unknown" where the truth has it incomplete:
+// less than the truth, never more.
+test("self-check: an answer unknown at every vantage where the truth has the response missing is figures absent, not a differing record", () => {
+  const truth = {
+    host: "10.0.1.11", target: "10.0.2.2", host_qp: 0, target_qp: 21132, cid: 0, cmd_psn: 5171658, op: "write", bytes: 65536, in_capsule: false, status: 0, record: true, incomplete: true,
+    cmdCNs: 1_000n, cmdSNs: 4_136n, cmd_unix_ns: 1_000n, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, dal_ns: null, dpl_ns: null, c_seen: true, s_seen: true,
+  } as never;
+  const record = {
+    type: "io", switch_id: "tor-c", interval_start_unix_ns: "0", host: "10.0.1.11", target: "10.0.2.2", host_qp: 0, target_qp: 21132, cid: 0, cmd_psn: 5171658, op: "write", bytes: 65536, in_capsule: false,
+    nvme_status: 0, e2e_c_ns: null, e2e_s_ns: null, rtt_ns: null, dal_ns: null, dpl_ns: null, incomplete: false, mode: "summary", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: "1000",
+  } as IoRecordJson;
+  const m = ioMismatches(truth, record);
+  expect(m).toEqual(["incomplete: got false, want true"]);
+  expect(onlyReferenceLost(m, record)).toBe(true);
+  // A record with a vantage's e2e is not "answer unknown": not incomplete where the truth is, it differs.
+  const answeredAtS = { ...record, e2e_s_ns: 60_000, dal_ns: 50_000 };
+  expect(onlyReferenceLost(ioMismatches({ ...(truth as object), e2e_s_ns: 60_000, dal_ns: 50_000 } as never, answeredAtS), answeredAtS)).toBe(false);
 });
 
 // At scale, an I/O whose slot another live I/O holds at both switches gets
