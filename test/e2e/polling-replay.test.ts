@@ -26,14 +26,14 @@ const cli = (args: string[]) => {
 };
 const read = (f: string): RecordJson[] => readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
 
-const PERIOD_MS = 100;
-const FLOWS_N = 1;
-const PAIRS_N = 3;
-
-// Mixed families: IPv6 pairs and flows are learned and rotated beside IPv4 ones (they reach the controller with endpoint keys).
-test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchlists and rotation: every record full mode's or less, never more; every pair and flow within ceil(known/N) periods", (ip) => {
-  const dir = mkdtempSync(join(top, `ip${ip}-`));
-  cli(["generate", "--out-dir", dir, "--duration-ms", "1500", "--seed", "5", "--snaplen", String(MIN_SNAPLEN), "--ip", ip]);
+/**
+ * A generated two-ToR capture (`generate` with `args`) replayed in full mode,
+ * and in polling mode with a deployment's config whose `polling` section is
+ * `polling`: both runs' records.
+ */
+function replayBoth(name: string, args: string[], polling: Record<string, number>): { full: RecordJson[]; polling: RecordJson[] } {
+  const dir = mkdtempSync(join(top, `${name}-`));
+  cli(["generate", "--out-dir", dir, "--snaplen", String(MIN_SNAPLEN), ...args]);
   const topo = (sw: string) => join(dir, `${sw}.topology.json`);
   const config = join(dir, "controller.json");
   writeFileSync(config, JSON.stringify({
@@ -41,13 +41,21 @@ test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchl
     pipeline: { p4info: "/nowhere/telemetry.p4info.json", device_config: "/nowhere/telemetry.json" }, // a deployment's paths: replay does not need them
     ports: JSON.parse(readFileSync(topo("tor-c"), "utf8")).ports,
     mode: "polling",
-    polling: { rotation_period_ms: PERIOD_MS, flow_capacity: FLOWS_N, io_pair_capacity: PAIRS_N },
+    polling,
   }));
   const captures = [join(dir, "tor-c.pcap"), join(dir, "tor-s.pcap"), "--topology", topo("tor-c"), "--topology", topo("tor-s")];
   cli(["replay", ...captures, "--out", join(dir, "full.jsonl")]);
   cli(["replay", ...captures, "--config", config, "--out", join(dir, "polling.jsonl")]);
-  const full = read(join(dir, "full.jsonl"));
-  const polling = read(join(dir, "polling.jsonl"));
+  return { full: read(join(dir, "full.jsonl")), polling: read(join(dir, "polling.jsonl")) };
+}
+
+const PERIOD_MS = 100;
+const FLOWS_N = 1;
+const PAIRS_N = 3;
+
+// Mixed families: IPv6 pairs and flows are learned and rotated beside IPv4 ones (they reach the controller with endpoint keys).
+test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchlists and rotation: every record full mode's or less, never more; every pair and flow within ceil(known/N) periods", (ip) => {
+  const { full, polling } = replayBoth(`ip${ip}`, ["--duration-ms", "1500", "--seed", "5", "--ip", ip], { rotation_period_ms: PERIOD_MS, flow_capacity: FLOWS_N, io_pair_capacity: PAIRS_N });
 
   // Every record polling gives is full mode's record of that I/O or message,
   // or says less, never more: a vantage whose window did not hold the pair
@@ -134,22 +142,7 @@ test.each(["mixed"])("--ip %s, replay --config: polling with the deployed watchl
 
 test("polling with room in the watchlists: a pair or flow is watched from when it is learned, not from the next rotation", () => {
   // A capture shorter than one rotation period, with fewer pairs and flows than the watchlists hold.
-  const dir = mkdtempSync(join(top, "room-"));
-  cli(["generate", "--out-dir", dir, "--duration-ms", "300", "--seed", "6", "--snaplen", String(MIN_SNAPLEN)]);
-  const topo = (sw: string) => join(dir, `${sw}.topology.json`);
-  const config = join(dir, "controller.json");
-  writeFileSync(config, JSON.stringify({
-    switch: { address: "tor:9559", switch_id: "tor", timestamp_unit_ns: 1000 },
-    pipeline: { p4info: "/nowhere/telemetry.p4info.json", device_config: "/nowhere/telemetry.json" },
-    ports: JSON.parse(readFileSync(topo("tor-c"), "utf8")).ports,
-    mode: "polling",
-    polling: { rotation_period_ms: 10_000, flow_capacity: 1024, io_pair_capacity: 1024 },
-  }));
-  const captures = [join(dir, "tor-c.pcap"), join(dir, "tor-s.pcap"), "--topology", topo("tor-c"), "--topology", topo("tor-s")];
-  cli(["replay", ...captures, "--out", join(dir, "full.jsonl")]);
-  cli(["replay", ...captures, "--config", config, "--out", join(dir, "polling.jsonl")]);
-  const full = read(join(dir, "full.jsonl"));
-  const polling = read(join(dir, "polling.jsonl"));
+  const { full, polling } = replayBoth("room", ["--duration-ms", "300", "--seed", "6"], { rotation_period_ms: 10_000, flow_capacity: 1024, io_pair_capacity: 1024 });
   const fullIos = new Map(full.filter((r): r is IoRecordJson => r.type === "io").map((r) => [ioRecordKey(r), r]));
   const pollIos = polling.filter((r): r is IoRecordJson => r.type === "io");
   const pollMsgs = polling.filter((r): r is MessageRecordJson => r.type === "message");
