@@ -125,7 +125,9 @@ describe("exporter on Kafka", () => {
     expect(msgs.length).toBe(n);
   }, 120_000);
 
-  test("the broker is down for 30 s during a replay: every record arrives once it is back, through the spill, which is emptied", async () => {
+  // A long outage tries the client's retries and the spill, the same whatever the broker's version: it runs on the
+  // default broker (4.4) with each client; reconnecting to a broker of the older version is the next test's.
+  test.skipIf(Boolean(process.env.KAFKA_VERSION) && !process.env.KAFKA_VERSION!.startsWith("4."))("the broker is down for 30 s during a replay: every record arrives once it is back, through the spill, which is emptied", async () => {
     const broker = await ownBroker();
     try {
       const t = topics("down30");
