@@ -84,6 +84,8 @@ export class Rotation {
   /** The flows and pairs that joined the current window as they were learned (the window had room) since the last call or window. */
   takeJoined(): { flows: WatchedFlow[]; pairs: WatchedPair[] } {
     const j = this.joined;
+    // Asked at every digest list: nothing new allocated when nothing joined.
+    if (j.flows.length === 0 && j.pairs.length === 0) return j;
     this.joined = { flows: [], pairs: [] };
     return j;
   }
