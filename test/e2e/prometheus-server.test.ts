@@ -17,6 +17,7 @@ const have = spawnSync("prometheus", ["--version"], { encoding: "utf8" }).status
 // CI installs Debian's prometheus (.ci/run): there the test must run, never skip.
 if (!have && process.env.CI) throw new Error("prometheus not found: .ci/run installs Debian's prometheus package");
 
+const root = new URL("../..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "prometheus-server-"));
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -34,6 +35,10 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
     "global:",
     "  scrape_interval: 1s",
     "  scrape_timeout: 1s",
+    "  evaluation_interval: 1s",
+    // The alerting rules that ship (deploy/prometheus/rules.yml), evaluated on what the demo serves.
+    "rule_files:",
+    `  - ${join(root, "deploy/prometheus/rules.yml")}`,
     "scrape_configs:",
     "  - job_name: demo",
     "    static_configs:",
@@ -84,6 +89,12 @@ test.skipIf(!have)("Prometheus scrapes a demo's /metrics at 1 s with no scrape f
   expect(up.length).toBeGreaterThanOrEqual(3);
   expect(up.filter(([t]) => t < generated).length).toBeGreaterThan(0);
   expect(up.filter(([, v]) => v !== 1), promLog).toEqual([]);
+  // Every alerting rule evaluated without error on the served series, and a demo that loses nothing raises none.
+  const ruleGroups = ((await (await fetch(`http://127.0.0.1:${apiPort}/api/v1/rules`)).json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string; state: string }> }> } }).data.groups;
+  const evaluated = ruleGroups.flatMap((g) => g.rules);
+  expect(evaluated.length).toBeGreaterThan(10);
+  expect(evaluated.filter((r) => r.health !== "ok").map((r) => `${r.name}: ${r.health} ${r.lastError ?? ""}`)).toEqual([]);
+  expect(evaluated.filter((r) => r.state !== "inactive").map((r) => `${r.name}: ${r.state}`)).toEqual([]);
   // The histograms as Prometheus users read them: p99 DAL over the fabric.
   const p99 = await api(`histogram_quantile(0.99, sum by (le) (rdma_telemetry_io_latency_seconds_bucket{figure="dal"}))`, to);
   expect(Number(p99[0]?.value?.[1])).toBeGreaterThan(0);
