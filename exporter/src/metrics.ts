@@ -463,7 +463,10 @@ export class MetricsEngine {
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
       if (open) this.timeOut(outKey, open, at);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn) });
+      // Its pair may have left the window after the command and before its
+      // digest came (the controller rotates as the switch goes on).
+      const leftWindowUnixNs = this.departedAfter(switchId, `${d.host}|${d.target}`, at);
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(leftWindowUnixNs === undefined ? {} : { leftWindowUnixNs }) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -752,6 +755,9 @@ export class MetricsEngine {
     return n;
   }
 
+  /** Per switch: when host–target pairs (`host|target`, its own keys) left its polling window, on its clock. */
+  private readonly departures = new Map<string, Map<string, bigint[]>>();
+
   /**
    * A polling rotation took these host-target pairs out of the switch's
    * window at `atUnixNs` (the switch's clock): the responses of their I/Os
@@ -767,6 +773,29 @@ export class MetricsEngine {
     for (const o of this.outstanding.values()) {
       if (o.switchId === switchId && o.leftWindowUnixNs === undefined && o.cmdUnixNs < atUnixNs && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowUnixNs = atUnixNs;
     }
+    // Commands before the rotation whose digests are still on their way are
+    // matched when they come; a departure older than any such command could
+    // be (its timeout and a list's delay past) is forgotten.
+    let byPair = this.departures.get(switchId);
+    if (!byPair) this.departures.set(switchId, (byPair = new Map()));
+    const forget = atUnixNs - this.options.ioTimeoutNs - LIST_DELAY_MAX_NS;
+    for (const [pair, times] of byPair) {
+      const kept = times.filter((t) => t >= forget);
+      if (kept.length) byPair.set(pair, kept);
+      else byPair.delete(pair);
+    }
+    for (const pair of left) {
+      const times = byPair.get(pair);
+      if (times) times.push(atUnixNs);
+      else byPair.set(pair, [atUnixNs]);
+    }
+  }
+
+  /** The first time after `cmdUnixNs` that this pair left the switch's polling window, if it did. */
+  private departedAfter(switchId: string, pair: string, cmdUnixNs: bigint): bigint | undefined {
+    let first: bigint | undefined;
+    for (const t of this.departures.get(switchId)?.get(pair) ?? []) if (t > cmdUnixNs && (first === undefined || t < first)) first = t;
+    return first;
   }
 
   /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */

@@ -160,3 +160,35 @@ test("polling with room in the watchlists: a pair or flow is watched from when i
   const last = polling.filter((r): r is IoAggregateJson => r.type === "io_interval" && r.switch_id === "tor-c").at(-1)!;
   expect(last.coverage).toEqual({ measured_pairs: pairs.size, known_pairs: pairs.size, ratio: 1 });
 }, 240_000);
+
+test("a polling rotation in replay takes every pair the switch reported before it, however late the controller reads its lists", async () => {
+  const { Rig } = await import("../../app/rig.js");
+  const { Topology } = await import("../../app/topology.js");
+  const { buildFrame, nvmeSqe, Opcode } = await import("../../traffic/src/roce.js");
+  const { ipv4 } = await import("../../contract/src/ipv4.js");
+  const topology = Topology.parse({ ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 2, role: "storage", prefixes: ["10.0.2.0/24"] }] });
+  const rig = new Rig({ name: "tor", topology, mode: "polling", polling: { rotationPeriodMs: 1, ioPairCapacity: 1, flowCapacity: 1 } });
+  await rig.start(() => {});
+  const rotations: Array<{ knownPairs: number; leftPairs: ReadonlyArray<{ host: number; target: number }> }> = [];
+  rig.controller.on("rotated", (e) => rotations.push(e));
+  const command = (host: string, t: bigint) => {
+    const f = buildFrame({ src: ipv4(host), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 0x801, psn: 1, payload: nvmeSqe("read", 1, 1, 0n, 512, 0x1234) });
+    rig.feed({ timestampNs: t, data: f.data, originalLength: f.wireLength });
+  };
+  try {
+    // Pair A is learned and joins the window, which has room for one.
+    command("10.0.1.1", 100_000n);
+    rig.sw.flushDigests();
+    await rig.runDue(1_000_000n);
+    // Pair B is learned; its list leaves the switch just before the rotation is due.
+    command("10.0.1.2", 1_500_000n);
+    rig.sw.flushDigests();
+    await rig.rotateIfDue(2_000_000n);
+    expect(rotations).toHaveLength(1);
+    // The rotation knew both pairs and moved the window from A to B.
+    expect(rotations[0]!.knownPairs).toBe(2);
+    expect(rotations[0]!.leftPairs).toEqual([{ host: ipv4("10.0.1.1"), target: ipv4("10.0.2.1") }]);
+  } finally {
+    await rig.stop();
+  }
+}, 60_000);

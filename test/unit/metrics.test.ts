@@ -359,6 +359,24 @@ describe("one record per I/O, totals per interval", () => {
     expect(stats(out).reduce((a, r) => a + r.late_responses, 0)).toBe(0);
   });
 
+  test("polling: a command whose digest comes after the rotation that took its pair out of the window (the controller behind its switch) is not reported incomplete", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
+    // The rotation at 0.5 ms takes the pair out of the window; the controller hands it on before the next list...
+    m.windowLeft("tor", [{ host, target }], T0 + 500_000n);
+    // ... which holds a command of that pair from 0.2 ms, before the rotation: its response went unwatched too.
+    m.onDigestList("tor", T0 + 600_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 2, cid: 10, cmd_psn: 1001, ts: 200_000 })]);
+    // A command of the pair after the rotation (the pair back in the window at the next) is not touched by it.
+    m.onDigestList("tor", T0 + 700_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 2, cid: 11, cmd_psn: 1002, ts: 650_000 })]);
+    m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 3, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 12, ts: 50_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io" && r.target === "10.0.2.1").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+    expect(ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null], [11, true, null]]));
+    expect(ios).toHaveLength(3);
+    expect(stats(out).reduce((a, r) => a + r.ios_left_window, 0)).toBe(2);
+  });
+
   test("message digests' lists that pass the I/O digests' (a list not full waits for the agent's timeout) time out no I/O", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
