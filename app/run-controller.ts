@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { rawDigestMessages } from "@rdma-telemetry/exporter";
+import { rawDigestMessages, windowLeftMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -92,7 +92,15 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
   // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).
-  controller.on("rotated", (e) => exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs, BigInt(Date.now()) * 1_000_000n));
+  // Digests only, the exporter group is told as well (WINDOW_LEFT notes on the digest topic, in the pairs' partitions).
+  let windowNotes = 0n;
+  controller.on("rotated", (e) => {
+    const at = BigInt(Date.now()) * 1_000_000n;
+    exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs, at);
+    if (!o.digestsOnly || !kafka || !e.leftPairs.length) return;
+    for (const m of windowLeftMessages(config.switch.switchId, e.leftPairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames)) kafka.push(m);
+    windowNotes += BigInt(e.leftPairs.length);
+  });
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;

@@ -763,8 +763,9 @@ export class MetricsEngine {
    * window at `atUnixNs` (the switch's clock): the responses of their I/Os
    * still open there are no longer watched.
    */
-  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint): void {
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, endpoints?: readonly EndpointEntry[]): void {
     if (!pairs.length) return;
+    if (endpoints?.length) this.endpoints.learn(switchId, endpoints);
     const left = new Set(pairs.flatMap((p) => {
       const host = this.endpoints.local(switchId, p.host);
       const target = this.endpoints.local(switchId, p.target);

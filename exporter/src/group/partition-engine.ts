@@ -162,7 +162,7 @@ export class PartitionEngine {
     if (replayed) c.replayedDigests++;
     try {
       if (!value) throw new Error("empty message");
-      const { batch: b, seq } = rawDigestBatch(value);
+      const { batch: b, seq, windowLeft } = rawDigestBatch(value);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
         c.unknownSwitch++;
         this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
@@ -173,6 +173,12 @@ export class PartitionEngine {
       const openNs = b.listTimestampNs < settled ? settled + this.open.slackNs : b.listTimestampNs;
       if (!this.open.add(offset, openNs, timestampMs, b.switchId, b.raw.digest, b.listTimestampNs, seq)) {
         c.duplicateDigests++;
+        return;
+      }
+      if (windowLeft) {
+        // A rotation's note, kept open as a digest of its time is: a member taking the partition over
+        // re-reads it with the commands it may concern.
+        this.exporter.metrics.windowLeft(b.switchId, [windowLeft], b.listTimestampNs, b.endpoints);
         return;
       }
       if (b.listTimestampNs < settled) c.lateDigests++;

@@ -10,7 +10,7 @@ import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
 import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw, rawDigestBatch } from "./raw-digest.js";
+import { batchFromRaw, rawDigestBatch, WINDOW_LEFT } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -51,7 +51,36 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
   ));
 }
 
-export { batchFromRaw, rawDigestBatch };
+/**
+ * The WINDOW_LEFT notes of one polling rotation (its time on the switch's
+ * clock, `atUnixNs`): one per pair it took out of the window, keyed as the
+ * pair's I/O digests. `seq` numbers the controller's notes (with the time,
+ * what tells a note published twice); `addressOf` gives an endpoint key's
+ * IPv6 address.
+ */
+export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames): KafkaMessageOut[] {
+  return pairs.map((p, i) => {
+    const names = new Map<number, string>();
+    for (const k of [p.host, p.target]) {
+      const a = isEndpointKey(k) ? addressOf(k) : undefined;
+      if (a !== undefined) names.set(k >>> 0, a);
+    }
+    return encodeRawDigest(
+      RawDigest.fromPartial({
+        switchId,
+        digest: WINDOW_LEFT,
+        seq: seq + BigInt(i),
+        listTimestampNs: atUnixNs,
+        fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }],
+        endpoints: [...names].map(([key, address]) => ({ key, address })),
+      }),
+      digestKey({ kind: "io", host: p.host, target: p.target } as TelemetryDigest, names),
+      topics,
+    );
+  });
+}
+
+export { batchFromRaw, rawDigestBatch, WINDOW_LEFT };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
@@ -85,7 +114,10 @@ export class DigestConsumer {
       eachMessage: async ({ partition, message }) => {
         if (!message.value) return;
         try {
-          this.o.onBatch(rawDigestBatch(message.value).batch, partition);
+          const r = rawDigestBatch(message.value);
+          // A controller's window_left note is no digest: the exporter group's (partition-engine.ts).
+          if (r.windowLeft) return;
+          this.o.onBatch(r.batch, partition);
           this.received++;
         } catch (err) {
           this.bad++;

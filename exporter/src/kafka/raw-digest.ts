@@ -14,8 +14,49 @@ import { decodeDigest, EXPECTED, type DigestBatch, type EndpointEntry } from "@r
 import { readUintBE, tag, WireType } from "@rdma-telemetry/p4runtime";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 
+/**
+ * Not a switch's digest: a controller's note, on the digest topic, that a
+ * polling rotation took a host–target pair out of its switch's window
+ * (`list_timestamp_ns` the rotation's time on that switch's clock, members
+ * `host` and `target` its endpoint keys). Keyed as the pair's I/O digests, it
+ * reaches the exporter that holds their commands: their responses went
+ * unwatched there, not missing.
+ */
+export const WINDOW_LEFT = "window_left";
+const WINDOW_LEFT_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32 };
+
+/** Which pair left the window, when the message is a WINDOW_LEFT note. */
+export interface WindowLeft {
+  host: number;
+  target: number;
+}
+
+/** A WINDOW_LEFT note's batch: no digest, the pair's endpoint entries. */
+function windowLeftBatch(switchId: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowLeft: WindowLeft } {
+  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest: WINDOW_LEFT, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowLeft: { host: values[0]!, target: values[1]! } };
+}
+
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
 export function batchFromRaw(raw: RawDigest): DigestBatch {
+  return rawBatch(raw).batch;
+}
+
+function rawBatch(raw: RawDigest): { batch: DigestBatch; windowLeft?: WindowLeft } {
+  if (raw.digest === WINDOW_LEFT) {
+    const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
+    const values = Object.entries(WINDOW_LEFT_FIELDS).map(([n, w]) => {
+      const v = byName.get(n);
+      if (!v || v.length === 0 || v.length > 6) throw new Error(`${WINDOW_LEFT} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
+      const x = readUintBE(v, 0, v.length);
+      if (x >= 2 ** w) throw new Error(`${WINDOW_LEFT} from ${raw.switchId}: member '${n}' does not fit in ${w} bits`);
+      return x;
+    });
+    return windowLeftBatch(raw.switchId, raw.listTimestampNs, values, raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address })));
+  }
+  return { batch: digestBatchFromRaw(raw) };
+}
+
+function digestBatchFromRaw(raw: RawDigest): DigestBatch {
   const want = EXPECTED[raw.digest];
   const names = Object.keys(want?.fields ?? {});
   const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
@@ -30,6 +71,8 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
 export interface RawDigestBatch {
   batch: DigestBatch;
   seq: bigint;
+  /** a WINDOW_LEFT note (the batch then has no digest) */
+  windowLeft?: WindowLeft;
 }
 
 // RawDigest { switch_id = 1, digest = 2, seq = 3, list_timestamp_ns = 4, fields = 5: DigestField { name = 1, value = 2 }, endpoints = 6: Endpoint { key = 1, address = 2 } }
@@ -81,9 +124,9 @@ interface Layout {
 const layouts = new Map<string, Layout | undefined>();
 function layoutOf(digest: string): Layout | undefined {
   if (layouts.has(digest)) return layouts.get(digest);
-  const want = EXPECTED[digest];
-  const widths = Object.values(want?.fields ?? {});
-  const l = want && widths.every((w) => w <= 48) ? { names: Object.keys(want.fields).map((n) => encoder.encode(n)), limits: widths.map((w) => 2 ** w) } : undefined;
+  const fields = digest === WINDOW_LEFT ? WINDOW_LEFT_FIELDS : EXPECTED[digest]?.fields;
+  const widths = Object.values(fields ?? {});
+  const l = fields && widths.every((w) => w <= 48) ? { names: Object.keys(fields).map((n) => encoder.encode(n)), limits: widths.map((w) => 2 ** w) } : undefined;
   layouts.set(digest, l);
   return l;
 }
@@ -91,7 +134,7 @@ function layoutOf(digest: string): Layout | undefined {
 /** The slow path: the generated decoder, then batchFromRaw (which throws what is wrong). */
 function generated(bytes: Uint8Array): RawDigestBatch {
   const raw = RawDigest.decode(bytes);
-  return { batch: batchFromRaw(raw), seq: raw.seq };
+  return { ...rawBatch(raw), seq: raw.seq };
 }
 
 // The reader's state: one message at a time, in this thread (nothing is awaited while reading).
@@ -218,6 +261,7 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
     } else return generated(bytes);
   }
   if (failed || P !== E || !layout || !values || values.length !== layout.names.length) return generated(bytes);
+  if (digest === WINDOW_LEFT) return { ...windowLeftBatch(switchId, listTimestampNs, values, endpoints), seq };
   const d = decodeDigest(digest, values);
   return { batch: { switchId, listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest, samples: [values] }, ...(endpoints ? { endpoints } : {}) }, seq };
 }

@@ -1,0 +1,71 @@
+// Polling in a fabric: a digests-only controller tells the exporter group
+// when a rotation took a host–target pair out of its switch's window
+// (WINDOW_LEFT notes on the digest topic, keyed as the pair's I/O digests).
+// A command of that pair whose response then went unwatched is not reported
+// incomplete by the group, as it is not by the in-process exporter, also when
+// the note comes before the command's own digest (the controller rotated as
+// the switch went on).
+import { describe, expect, test } from "vitest";
+import { EXPECTED, type IoDigest } from "../../contract/src/digests.js";
+import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
+import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowLeftMessages, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
+import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
+
+const T0 = 1_800_000_000_000_000_000n;
+const host = 0x0a000101;
+const target = 0x0a000201;
+const v6Host = 0xf0000001; // an endpoint key (240.0.0.0/4)
+
+function io(over: Partial<IoDigest>): IoDigest {
+  return { kind: "io", seq: 0, event: 1, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, ...over };
+}
+
+/** The raw-digest message of one I/O digest in a list stamped `listNs`. */
+function ioMessage(d: IoDigest, listNs: bigint): KafkaMessageOut {
+  const values = Object.keys(EXPECTED.io_digest_t!.fields).map((n) => (d as unknown as Record<string, number>)[n]!);
+  return rawDigestMessages({ switchId: "tor", listTimestampNs: listNs, digests: [d], badDigests: 0, session: 0, raw: { digest: "io_digest_t", samples: [values] } }, DEFAULT_TOPICS)[0]!;
+}
+
+describe("WINDOW_LEFT notes", () => {
+  test("travel as raw digests keyed as the pair's I/O digests, and read back the same by both decoders, IPv6 endpoint entries included", () => {
+    const addresses = new Map([[v6Host, "2001:db8:0:1::1"]]);
+    const msgs = windowLeftMessages("tor", [{ host, target }, { host: v6Host, target }], T0, 7n, (k) => addresses.get(k), DEFAULT_TOPICS);
+    expect(msgs.map((m) => m.key)).toEqual([digestKey(io({})), `2001:db8:0:1::1|10.0.2.1`]);
+    for (const [i, m] of msgs.entries()) {
+      const fast = rawDigestBatch(m.value);
+      const raw = RawDigest.decode(m.value);
+      expect(raw.digest).toBe(WINDOW_LEFT);
+      expect(fast.seq).toBe(7n + BigInt(i));
+      expect(fast.batch.digests).toEqual([]);
+      expect(fast.batch.listTimestampNs).toBe(T0);
+      expect(fast.windowLeft).toEqual(i === 0 ? { host, target } : { host: v6Host, target });
+      expect(fast.batch.endpoints ?? []).toEqual(i === 0 ? [] : [{ key: v6Host, address: "2001:db8:0:1::1" }]);
+      expect(batchFromRaw(raw)).toEqual(fast.batch);
+    }
+    // A note whose member does not fit is a bad digest, named.
+    const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor", digest: WINDOW_LEFT, seq: 1n, listTimestampNs: T0, fields: [{ name: "host", value: Buffer.from([1, 0, 0, 0, 0]) }, { name: "target", value: Buffer.from([1]) }] })).finish();
+    expect(() => rawDigestBatch(bad)).toThrow(/window_left from tor: member 'host' does not fit in 32 bits/);
+  });
+
+  for (const order of ["after", "before"] as const) {
+    test(`an exporter group partition: a command whose pair left the window before its response is not incomplete (note ${order} the command's digest)`, () => {
+      const run = (withNote: boolean) => {
+        const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n }, withRecords: true });
+        const command = ioMessage(io({ seq: 0, ts: 0 }), T0);
+        // The rotation at 0.5 ms on the switch's clock.
+        const note = windowLeftMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
+        const later = ioMessage(io({ seq: 1, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n);
+        const msgs = [...(withNote ? (order === "before" ? [note, command] : [command, note]) : [command]), later];
+        engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
+        engine.exporter.finish();
+        const records = engine.snapshot(BigInt(msgs.length)).records as RecordJson[];
+        return records.filter((r): r is IoRecordJson => r.type === "io" && r.target === "10.0.2.1").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+      };
+      expect(run(true)).toEqual([[9, false, null]]);
+      // Without the note the group cannot tell: the same command is incomplete.
+      expect(run(false)).toEqual([[9, true, null]]);
+    });
+  }
+});
