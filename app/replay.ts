@@ -193,7 +193,12 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
       if (r.controller.digestLayout === "full") exporter.metrics.setClockStart(r.options.name, () => r.sw.clockStartUnixNs);
     }
     // A rotation that takes pairs out of a switch's window: their open I/Os' responses go unwatched there.
-    for (const r of rigs) r.controller.on("rotated", (e) => exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs));
+    for (const r of rigs) {
+      r.controller.on("rotated", (e) => {
+        exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs);
+        exporter.metrics.windowJoined(r.options.name, e.joinedPairs);
+      });
+    }
     // The data plane's histograms, read at every interval boundary of the capture's clock.
     for (const r of rigs) r.onHistograms = (h, atNs) => exporter.metrics.addHistograms(r.options.name, h, atNs);
     opts.beforeFeed?.(rigs);

@@ -91,15 +91,20 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   if (!o.digestsOnly) metrics?.watchEngine(exporter.metrics);
   exporter.metrics.coverage = () => controller.coverage();
   exporter.metrics.pairCoverage = () => controller.pairCoverage();
-  // A rotation that takes pairs out of the window: their open I/Os' responses go unwatched (the switch's clock is close to this host's).
-  // Digests only, the exporter group is told as well (WINDOW_LEFT notes on the digest topic, in the pairs' partitions).
+  // A rotation that takes pairs out of the window: the responses of their commands handed on before it (and of
+  // those still on their way) go unwatched, until a rotation puts the pairs back. Digests only, the exporter group
+  // is told as well: window_left and window_joined notes on the digest topic, in the pairs' partitions, after
+  // every digest this controller had received (the order decides, not the time: `at`, this host's, is for reading).
   let windowNotes = 0n;
   controller.on("rotated", (e) => {
     const at = BigInt(Date.now()) * 1_000_000n;
     exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs, at);
-    if (!o.digestsOnly || !kafka || !e.leftPairs.length) return;
-    for (const m of windowLeftMessages(config.switch.switchId, e.leftPairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames)) kafka.push(m);
-    windowNotes += BigInt(e.leftPairs.length);
+    exporter.metrics.windowJoined(config.switch.switchId, e.joinedPairs);
+    if (!o.digestsOnly || !kafka) return;
+    for (const [pairs, joined] of [[e.leftPairs, false], [e.joinedPairs, true]] as const) {
+      for (const m of windowLeftMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
+      windowNotes += BigInt(pairs.length);
+    }
   });
   let jsonl: JsonlSink | undefined;
   try {

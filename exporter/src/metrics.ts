@@ -99,6 +99,8 @@ interface Outstanding {
   ioKey: string;
   /** polling: when its pair left the switch's window (its response then goes unwatched) */
   leftWindowUnixNs?: bigint;
+  /** ... and the engine's window event count then (MetricsEngine.windowEvents) */
+  leftWindowEvent?: number;
   /**
    * When and on which host QP responses with its CID came on queues of its
    * host and target whose pairing the switch did not know: perhaps its own
@@ -463,10 +465,11 @@ export class MetricsEngine {
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
       if (open) this.timeOut(outKey, open, at);
-      // Its pair may have left the window after the command and before its
-      // digest came (the controller rotates as the switch goes on).
-      const leftWindowUnixNs = this.departedAfter(switchId, `${d.host}|${d.target}`, at);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(leftWindowUnixNs === undefined ? {} : { leftWindowUnixNs }) });
+      // A command of a pair out of the window came before the rotation that
+      // took the pair out (the switch reports no command of a pair it does
+      // not watch): its digest was on its way as the controller rotated.
+      const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away ? { leftWindowUnixNs: away.atUnixNs, leftWindowEvent: away.event } : {}) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -476,6 +479,17 @@ export class MetricsEngine {
       // runs and however the switch put its digests in lists.
       this.timeOut(outKey, open);
       open = undefined;
+    }
+    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && (this.rejoined.get(switchId)?.get(`${d.host}|${d.target}`) ?? -1) > open.leftWindowEvent) {
+      // Its pair left the polling window after the command and came back
+      // before this response: the switch saw none of the pair's commands
+      // meanwhile, and one of them may have taken the CID again and be what
+      // this response answers (the switch keeps the older command). Which
+      // command it answers is unknown: this vantage's figures are absent, as
+      // for a response that went unwatched. (A response that comes while the
+      // pair is still out is the command's own, sent before the rotation.)
+      this.timeOut(outKey, open, at, true);
+      return;
     }
     let hostQp = d.host_qp;
     if (open && open.digest.cmd_psn === d.cmd_psn) {
@@ -674,7 +688,7 @@ export class MetricsEngine {
    * for its switch. `atUnixNs`: when it was given up (the timeout, or a new
    * command with its key).
    */
-  private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs): void {
+  private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs, unwatchedResponse = false): void {
     this.close(key, o);
     const d = o.digest;
     const atAligned = atUnixNs + this.align(o.switchId);
@@ -683,7 +697,7 @@ export class MetricsEngine {
     // the response went unwatched, not missing. This vantage's figures are
     // absent, and the I/O is not reported incomplete (SPEC §3: an I/O whose
     // response crossed the switch never is).
-    const unwatched = o.leftWindowUnixNs !== undefined && o.leftWindowUnixNs < atUnixNs;
+    const unwatched = unwatchedResponse || o.leftWindowEvent !== undefined;
     // A response with its CID came on a queue the switch had no pairing of
     // (counted then as untracked): perhaps its own, so not incomplete either.
     const before = o.unpairedRsp?.filter((r) => r.atUnixNs < atUnixNs) ?? [];
@@ -755,48 +769,60 @@ export class MetricsEngine {
     return n;
   }
 
-  /** Per switch: when host–target pairs (`host|target`, its own keys) left its polling window, on its clock. */
-  private readonly departures = new Map<string, Map<string, bigint[]>>();
+  /** Per switch: the host–target pairs (`host|target`, the engine's keys) out of its polling window, since when and since which window event. */
+  private readonly away = new Map<string, Map<string, { atUnixNs: bigint; event: number }>>();
+  /** Per switch: the window event at which each pair last came back into its window. */
+  private readonly rejoined = new Map<string, Map<string, number>>();
+  /** Window events (rotations' departures and returns) taken so far: what orders them against the commands. */
+  private windowEvents = 0;
 
-  /**
-   * A polling rotation took these host-target pairs out of the switch's
-   * window at `atUnixNs` (the switch's clock): the responses of their I/Os
-   * still open there are no longer watched.
-   */
-  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, endpoints?: readonly EndpointEntry[]): void {
-    if (!pairs.length) return;
+  /** The engine's `host|target` keys of a switch's pairs (those whose endpoint keys have addresses). */
+  private pairKeys(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): string[] {
     if (endpoints?.length) this.endpoints.learn(switchId, endpoints);
-    const left = new Set(pairs.flatMap((p) => {
+    return pairs.flatMap((p) => {
       const host = this.endpoints.local(switchId, p.host);
       const target = this.endpoints.local(switchId, p.target);
       return host === undefined || target === undefined ? [] : [`${host}|${target}`];
-    }));
+    });
+  }
+
+  /**
+   * A polling rotation took these host-target pairs out of the switch's
+   * window (at `atUnixNs`, about, on its clock): the responses of their I/Os
+   * open there are no longer watched, and so are those of the commands whose
+   * digests come after this (the switch reports no command of a pair it does
+   * not watch: they were on their way), until the pairs are back
+   * (windowJoined). Order, not time, decides: the controller hands on the
+   * rotation after every digest it had received.
+   */
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, endpoints?: readonly EndpointEntry[]): void {
+    const keys = this.pairKeys(switchId, pairs, endpoints);
+    if (!keys.length) return;
+    const event = ++this.windowEvents;
+    let away = this.away.get(switchId);
+    if (!away) this.away.set(switchId, (away = new Map()));
+    for (const k of keys) away.set(k, { atUnixNs, event });
+    const left = new Set(keys);
     for (const o of this.outstanding.values()) {
-      if (o.switchId === switchId && o.leftWindowUnixNs === undefined && o.cmdUnixNs < atUnixNs && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowUnixNs = atUnixNs;
-    }
-    // Commands before the rotation whose digests are still on their way are
-    // matched when they come; a departure older than any such command could
-    // be (its timeout and a list's delay past) is forgotten.
-    let byPair = this.departures.get(switchId);
-    if (!byPair) this.departures.set(switchId, (byPair = new Map()));
-    const forget = atUnixNs - this.options.ioTimeoutNs - LIST_DELAY_MAX_NS;
-    for (const [pair, times] of byPair) {
-      const kept = times.filter((t) => t >= forget);
-      if (kept.length) byPair.set(pair, kept);
-      else byPair.delete(pair);
-    }
-    for (const pair of left) {
-      const times = byPair.get(pair);
-      if (times) times.push(atUnixNs);
-      else byPair.set(pair, [atUnixNs]);
+      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) {
+        o.leftWindowUnixNs = atUnixNs;
+        o.leftWindowEvent = event;
+      }
     }
   }
 
-  /** The first time after `cmdUnixNs` that this pair left the switch's polling window, if it did. */
-  private departedAfter(switchId: string, pair: string, cmdUnixNs: bigint): bigint | undefined {
-    let first: bigint | undefined;
-    for (const t of this.departures.get(switchId)?.get(pair) ?? []) if (t > cmdUnixNs && (first === undefined || t < first)) first = t;
-    return first;
+  /** A polling rotation put these pairs (back) into the switch's window: their commands from here on are watched. */
+  windowJoined(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): void {
+    const keys = this.pairKeys(switchId, pairs, endpoints);
+    if (!keys.length) return;
+    const event = ++this.windowEvents;
+    let back = this.rejoined.get(switchId);
+    if (!back) this.rejoined.set(switchId, (back = new Map()));
+    const away = this.away.get(switchId);
+    for (const k of keys) {
+      if (!away?.delete(k)) continue; // never out, or back already: nothing it answers can be mistaken
+      back.set(k, event);
+    }
   }
 
   /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */

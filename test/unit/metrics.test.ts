@@ -367,7 +367,8 @@ describe("one record per I/O, totals per interval", () => {
     m.windowLeft("tor", [{ host, target }], T0 + 500_000n);
     // ... which holds a command of that pair from 0.2 ms, before the rotation: its response went unwatched too.
     m.onDigestList("tor", T0 + 600_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 2, cid: 10, cmd_psn: 1001, ts: 200_000 })]);
-    // A command of the pair after the rotation (the pair back in the window at the next) is not touched by it.
+    // The next rotation puts the pair back: a command of it from then on is watched, and incomplete without its response.
+    m.windowJoined("tor", [{ host, target }]);
     m.onDigestList("tor", T0 + 700_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 2, cid: 11, cmd_psn: 1002, ts: 650_000 })]);
     m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 3, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 12, ts: 50_000_000 })]);
     m.finish();
@@ -375,6 +376,32 @@ describe("one record per I/O, totals per interval", () => {
     expect(ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null], [11, true, null]]));
     expect(ios).toHaveLength(3);
     expect(stats(out).reduce((a, r) => a + r.ios_left_window, 0)).toBe(2);
+  });
+
+  test("polling: a response after its pair left the window and came back is not taken for its command's (a command unseen meanwhile may have taken the CID)", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
+    // Out of the window at 0.3 ms (the command's own response unwatched), back in it later: the switch answers a later
+    // command of the CID, which it did not see, with the one it holds.
+    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    m.windowJoined("tor", [{ host, target }]);
+    m.onDigestList("tor", T0 + 18_000_000n, [io({ seq: 1, event: 2, vantage: 3, mode: 2, ts: 18_000_000, e2e_ns: 18_000_000 })]);
+    m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 12, ts: 50_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io" && r.target === "10.0.2.1").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+    expect(ios).toEqual([[9, false, null]]);
+    expect(stats(out).reduce((a, r) => a + r.ios_left_window, 0)).toBe(1);
+  });
+
+  test("polling: a response that comes while its pair is still out of the window was sent before the rotation: the command's own", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
+    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    m.onDigestList("tor", T0 + 400_000n, [io({ seq: 1, event: 2, vantage: 3, mode: 2, ts: 250_000, e2e_ns: 250_000 })]);
+    m.finish();
+    expect(out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns])).toEqual([[9, false, 250_000]]);
   });
 
   test("message digests' lists that pass the I/O digests' (a list not full waits for the agent's timeout) time out no I/O", () => {

@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import { EXPECTED, type IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowLeftMessages, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowLeftMessages, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 
@@ -40,10 +40,14 @@ describe("WINDOW_LEFT notes", () => {
       expect(fast.seq).toBe(7n + BigInt(i));
       expect(fast.batch.digests).toEqual([]);
       expect(fast.batch.listTimestampNs).toBe(T0);
-      expect(fast.windowLeft).toEqual(i === 0 ? { host, target } : { host: v6Host, target });
+      expect(fast.windowLeft).toEqual(i === 0 ? { host, target, joined: false } : { host: v6Host, target, joined: false });
       expect(fast.batch.endpoints ?? []).toEqual(i === 0 ? [] : [{ key: v6Host, address: "2001:db8:0:1::1" }]);
       expect(batchFromRaw(raw)).toEqual(fast.batch);
     }
+    // Its counterpart, a pair put back into the window.
+    const back = rawDigestBatch(windowLeftMessages("tor", [{ host, target }], T0, 9n, () => undefined, DEFAULT_TOPICS, true)[0]!.value);
+    expect(back.windowLeft).toEqual({ host, target, joined: true });
+    expect(back.batch.raw.digest).toBe(WINDOW_JOINED);
     // A note whose member does not fit is a bad digest, named.
     const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor", digest: WINDOW_LEFT, seq: 1n, listTimestampNs: T0, fields: [{ name: "host", value: Buffer.from([1, 0, 0, 0, 0]) }, { name: "target", value: Buffer.from([1]) }] })).finish();
     expect(() => rawDigestBatch(bad)).toThrow(/window_left from tor: member 'host' does not fit in 32 bits/);

@@ -178,7 +178,8 @@ export class PartitionEngine {
       if (windowLeft) {
         // A rotation's note, kept open as a digest of its time is: a member taking the partition over
         // re-reads it with the commands it may concern.
-        this.exporter.metrics.windowLeft(b.switchId, [windowLeft], b.listTimestampNs, b.endpoints);
+        if (windowLeft.joined) this.exporter.metrics.windowJoined(b.switchId, [windowLeft], b.endpoints);
+        else this.exporter.metrics.windowLeft(b.switchId, [windowLeft], b.listTimestampNs, b.endpoints);
         return;
       }
       if (b.listTimestampNs < settled) c.lateDigests++;

@@ -10,7 +10,7 @@ import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
 import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw, rawDigestBatch, WINDOW_LEFT } from "./raw-digest.js";
+import { batchFromRaw, rawDigestBatch, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -53,12 +53,13 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
 
 /**
  * The WINDOW_LEFT notes of one polling rotation (its time on the switch's
- * clock, `atUnixNs`): one per pair it took out of the window, keyed as the
- * pair's I/O digests. `seq` numbers the controller's notes (with the time,
+ * clock, `atUnixNs`, about): one per pair it took out of the window, keyed as
+ * the pair's I/O digests; with `joined`, its WINDOW_JOINED notes, one per pair
+ * it put back. `seq` numbers the controller's notes (with the time,
  * what tells a note published twice); `addressOf` gives an endpoint key's
  * IPv6 address.
  */
-export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames): KafkaMessageOut[] {
+export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false): KafkaMessageOut[] {
   return pairs.map((p, i) => {
     const names = new Map<number, string>();
     for (const k of [p.host, p.target]) {
@@ -68,7 +69,7 @@ export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host
     return encodeRawDigest(
       RawDigest.fromPartial({
         switchId,
-        digest: WINDOW_LEFT,
+        digest: joined ? WINDOW_JOINED : WINDOW_LEFT,
         seq: seq + BigInt(i),
         listTimestampNs: atUnixNs,
         fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }],
@@ -80,7 +81,7 @@ export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host
   });
 }
 
-export { batchFromRaw, rawDigestBatch, WINDOW_LEFT };
+export { batchFromRaw, rawDigestBatch, WINDOW_JOINED, WINDOW_LEFT };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
