@@ -313,9 +313,33 @@ test("self-check: an answer unknown at every vantage where the truth has the res
   const m = ioMismatches(truth, record);
   expect(m).toEqual(["incomplete: got false, want true"]);
   expect(onlyReferenceLost(m, record)).toBe(true);
-  // A record with a vantage's e2e is not "answer unknown": not incomplete where the truth is, it differs.
-  const answeredAtS = { ...record, e2e_s_ns: 60_000, dal_ns: 50_000 };
+  // In full mode, a record with a vantage's e2e is not "answer unknown": not incomplete where the truth is, it differs.
+  const answeredAtS = { ...record, e2e_s_ns: 60_000, dal_ns: 50_000, mode: "full" } as IoRecordJson;
   expect(onlyReferenceLost(ioMismatches({ ...(truth as object), e2e_s_ns: 60_000, dal_ns: 50_000 } as never, answeredAtS), answeredAtS)).toBe(false);
+});
+
+// Demo seed 3035 (summary mode, windows rotated every 10 ms): a 1 MiB read
+// answered at the storage side, its response missing from the compute-side
+// capture; the compute side's window had lost the pair before the response.
+// The record has the storage side's figures and is not incomplete: the
+// compute side cannot say the response did not cross it.
+test("self-check: in polling and summary mode, a compute side without figures where the truth has the response missing is figures absent, not a differing record", () => {
+  const truth = {
+    host: "10.0.1.2", target: "10.0.2.3", host_qp: 616, target_qp: 24643, cid: 7, cmd_psn: 6954319, op: "read", bytes: 1048576, in_capsule: false, status: 0, record: true, incomplete: true,
+    cmdCNs: 1_000n, cmdSNs: 64_114n, cmd_unix_ns: 1_000n, e2e_c_ns: null, e2e_s_ns: 835_678, rtt_ns: null, dal_ns: 725_113, dpl_ns: null, c_seen: true, s_seen: true,
+  } as never;
+  const record = {
+    type: "io", switch_id: "tor-c", interval_start_unix_ns: "0", host: "10.0.1.2", target: "10.0.2.3", host_qp: 616, target_qp: 24643, cid: 7, cmd_psn: 6954319, op: "read", bytes: 1048576, in_capsule: false,
+    nvme_status: 0, e2e_c_ns: null, e2e_s_ns: 835_678, rtt_ns: null, dal_ns: 725_113, dpl_ns: null, incomplete: false, mode: "summary", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: "1000",
+  } as IoRecordJson;
+  const m = ioMismatches(truth, record);
+  expect(m).toEqual(["incomplete: got false, want true"]);
+  expect(onlyReferenceLost(m, record)).toBe(true);
+  expect(onlyReferenceLost(m, { ...record, mode: "polling" })).toBe(true);
+  // Not in full mode (no window), nor with a figure that differs.
+  expect(onlyReferenceLost(m, { ...record, mode: "full" })).toBe(false);
+  const other = { ...record, dal_ns: 700_000 };
+  expect(onlyReferenceLost(ioMismatches(truth, other), other)).toBe(false);
 });
 
 // At scale, an I/O whose slot another live I/O holds at both switches gets
