@@ -14,6 +14,7 @@ import {
   IO_FLAG_IN_CAPSULE,
   IO_FLAG_RR_SEEN,
   IO_OP_WRITE,
+  MODE_FULL,
   MSG_FLAG_GAP_VALID,
   VANTAGE_C,
   VANTAGE_S,
@@ -468,6 +469,8 @@ export class MetricsEngine {
       // A command of a pair out of the window came before the rotation that
       // took the pair out (the switch reports no command of a pair it does
       // not watch): its digest was on its way as the controller rotated.
+      // (In full mode every pair is watched: a switch back from polling has no pair out.)
+      if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
       const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
       this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away ? { leftWindowUnixNs: away.atUnixNs, leftWindowEvent: away.event } : {}) });
       return;

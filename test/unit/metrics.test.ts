@@ -394,6 +394,19 @@ describe("one record per I/O, totals per interval", () => {
     expect(stats(out).reduce((a, r) => a + r.ios_left_window, 0)).toBe(1);
   });
 
+  test("a switch back in full mode from polling watches every pair: a command of a pair its last window left out is incomplete without its response", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
+    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    // Full mode from 10 ms (the controller's mode switch): the pair is watched again, with no rotation to say so.
+    m.onDigestList("tor", T0 + 10_000_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 1, cid: 10, cmd_psn: 1001, ts: 10_000_000 })]);
+    m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 1, target: target + 1, cid: 12, ts: 50_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io" && r.target === "10.0.2.1").map((r) => [r.cid, r.incomplete]);
+    expect(ios).toEqual(expect.arrayContaining([[9, false], [10, true]]));
+  });
+
   test("polling: a response that comes while its pair is still out of the window was sent before the rotation: the command's own", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
