@@ -195,7 +195,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
     // A rotation that takes pairs out of a switch's window: their open I/Os' responses go unwatched there.
     for (const r of rigs) {
       r.controller.on("rotated", (e) => {
-        exporter.metrics.windowLeft(r.options.name, e.leftPairs, r.rotatingAtNs);
+        exporter.metrics.windowLeft(r.options.name, e.leftPairs);
         exporter.metrics.windowJoined(r.options.name, e.joinedPairs);
       });
     }

@@ -54,8 +54,6 @@ export class Rig {
   }
   /** next polling rotation, capture time */
   nextRotationNs: bigint | undefined;
-  /** the capture time of the rotation being written: it takes effect before the packet of that time */
-  rotatingAtNs = 0n;
   /** what the data plane's histograms counted, read every histogramIntervalNs of capture time (at each boundary) */
   onHistograms: ((read: HistogramRead, atNs: bigint) => void) | undefined;
   histogramIntervalNs = 1_000_000_000n;
@@ -213,7 +211,6 @@ export class Rig {
     const period = BigInt(this.controller.config.polling.rotationPeriodMs) * 1_000_000n;
     if (this.nextRotationNs === undefined) this.nextRotationNs = tsNs + period;
     while (tsNs >= this.nextRotationNs) {
-      this.rotatingAtNs = tsNs;
       // The rotation takes the flows and pairs of every list the switch sent
       // before it, however late the controller reads them: the same capture
       // gives the same windows whatever the host's load.

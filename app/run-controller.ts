@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { rawDigestMessages, windowLeftMessages } from "@rdma-telemetry/exporter";
+import { rawDigestMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -97,12 +97,12 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // every digest this controller had received (the order decides, not the time: `at`, this host's, is for reading).
   let windowNotes = 0n;
   controller.on("rotated", (e) => {
-    const at = BigInt(Date.now()) * 1_000_000n;
-    exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs, at);
+    exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs);
     exporter.metrics.windowJoined(config.switch.switchId, e.joinedPairs);
     if (!o.digestsOnly || !kafka) return;
+    const at = BigInt(Date.now()) * 1_000_000n;
     for (const [pairs, joined] of [[e.leftPairs, false], [e.joinedPairs, true]] as const) {
-      for (const m of windowLeftMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
+      for (const m of windowNoteMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
       windowNotes += BigInt(pairs.length);
     }
   });

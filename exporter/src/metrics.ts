@@ -98,9 +98,7 @@ interface Outstanding {
   cmdUnixNs: bigint;
   /** the I/O's key across vantages (MetricsEngine.ioKey) */
   ioKey: string;
-  /** polling: when its pair left the switch's window (its response then goes unwatched) */
-  leftWindowUnixNs?: bigint;
-  /** ... and the engine's window event count then (MetricsEngine.windowEvents) */
+  /** polling: the window event (MetricsEngine.windowEvents) at which its pair left the switch's window (its response then goes unwatched) */
   leftWindowEvent?: number;
   /**
    * When and on which host QP responses with its CID came on queues of its
@@ -472,7 +470,7 @@ export class MetricsEngine {
       // (In full mode every pair is watched: a switch back from polling has no pair out.)
       if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
       const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away ? { leftWindowUnixNs: away.atUnixNs, leftWindowEvent: away.event } : {}) });
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away }) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -772,8 +770,8 @@ export class MetricsEngine {
     return n;
   }
 
-  /** Per switch: the host–target pairs (`host|target`, the engine's keys) out of its polling window, since when and since which window event. */
-  private readonly away = new Map<string, Map<string, { atUnixNs: bigint; event: number }>>();
+  /** Per switch: the host–target pairs (`host|target`, the engine's keys) out of its polling window, and the window event that took each out. */
+  private readonly away = new Map<string, Map<string, number>>();
   /** Per switch: the window event at which each pair last came back into its window. */
   private readonly rejoined = new Map<string, Map<string, number>>();
   /** Window events (rotations' departures and returns) taken so far: what orders them against the commands. */
@@ -791,26 +789,23 @@ export class MetricsEngine {
 
   /**
    * A polling rotation took these host-target pairs out of the switch's
-   * window (at `atUnixNs`, about, on its clock): the responses of their I/Os
+   * window: the responses of their I/Os
    * open there are no longer watched, and so are those of the commands whose
    * digests come after this (the switch reports no command of a pair it does
    * not watch: they were on their way), until the pairs are back
    * (windowJoined). Order, not time, decides: the controller hands on the
    * rotation after every digest it had received.
    */
-  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, endpoints?: readonly EndpointEntry[]): void {
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): void {
     const keys = this.pairKeys(switchId, pairs, endpoints);
     if (!keys.length) return;
     const event = ++this.windowEvents;
     let away = this.away.get(switchId);
     if (!away) this.away.set(switchId, (away = new Map()));
-    for (const k of keys) away.set(k, { atUnixNs, event });
+    for (const k of keys) away.set(k, event);
     const left = new Set(keys);
     for (const o of this.outstanding.values()) {
-      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) {
-        o.leftWindowUnixNs = atUnixNs;
-        o.leftWindowEvent = event;
-      }
+      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowEvent = event;
     }
   }
 

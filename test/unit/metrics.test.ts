@@ -364,7 +364,7 @@ describe("one record per I/O, totals per interval", () => {
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
     m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
     // The rotation at 0.5 ms takes the pair out of the window; the controller hands it on before the next list...
-    m.windowLeft("tor", [{ host, target }], T0 + 500_000n);
+    m.windowLeft("tor", [{ host, target }]);
     // ... which holds a command of that pair from 0.2 ms, before the rotation: its response went unwatched too.
     m.onDigestList("tor", T0 + 600_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 2, cid: 10, cmd_psn: 1001, ts: 200_000 })]);
     // The next rotation puts the pair back: a command of it from then on is watched, and incomplete without its response.
@@ -384,7 +384,7 @@ describe("one record per I/O, totals per interval", () => {
     m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
     // Out of the window at 0.3 ms (the command's own response unwatched), back in it later: the switch answers a later
     // command of the CID, which it did not see, with the one it holds.
-    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    m.windowLeft("tor", [{ host, target }]);
     m.windowJoined("tor", [{ host, target }]);
     m.onDigestList("tor", T0 + 18_000_000n, [io({ seq: 1, event: 2, vantage: 3, mode: 2, ts: 18_000_000, e2e_ns: 18_000_000 })]);
     m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 12, ts: 50_000_000 })]);
@@ -398,7 +398,7 @@ describe("one record per I/O, totals per interval", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
     m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
-    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    m.windowLeft("tor", [{ host, target }]);
     // Full mode from 10 ms (the controller's mode switch): the pair is watched again, with no rotation to say so.
     m.onDigestList("tor", T0 + 10_000_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 1, cid: 10, cmd_psn: 1001, ts: 10_000_000 })]);
     m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 1, target: target + 1, cid: 12, ts: 50_000_000 })]);
@@ -411,7 +411,7 @@ describe("one record per I/O, totals per interval", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
     m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
-    m.windowLeft("tor", [{ host, target }], T0 + 300_000n);
+    m.windowLeft("tor", [{ host, target }]);
     m.onDigestList("tor", T0 + 400_000n, [io({ seq: 1, event: 2, vantage: 3, mode: 2, ts: 250_000, e2e_ns: 250_000 })]);
     m.finish();
     expect(out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns])).toEqual([[9, false, 250_000]]);

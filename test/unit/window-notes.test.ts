@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import { EXPECTED, type IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowLeftMessages, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowNoteMessages, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 
@@ -31,7 +31,7 @@ function ioMessage(d: IoDigest, listNs: bigint): KafkaMessageOut {
 describe("WINDOW_LEFT notes", () => {
   test("travel as raw digests keyed as the pair's I/O digests, and read back the same by both decoders, IPv6 endpoint entries included", () => {
     const addresses = new Map([[v6Host, "2001:db8:0:1::1"]]);
-    const msgs = windowLeftMessages("tor", [{ host, target }, { host: v6Host, target }], T0, 7n, (k) => addresses.get(k), DEFAULT_TOPICS);
+    const msgs = windowNoteMessages("tor", [{ host, target }, { host: v6Host, target }], T0, 7n, (k) => addresses.get(k), DEFAULT_TOPICS);
     expect(msgs.map((m) => m.key)).toEqual([digestKey(io({})), `2001:db8:0:1::1|10.0.2.1`]);
     for (const [i, m] of msgs.entries()) {
       const fast = rawDigestBatch(m.value);
@@ -40,13 +40,13 @@ describe("WINDOW_LEFT notes", () => {
       expect(fast.seq).toBe(7n + BigInt(i));
       expect(fast.batch.digests).toEqual([]);
       expect(fast.batch.listTimestampNs).toBe(T0);
-      expect(fast.windowLeft).toEqual(i === 0 ? { host, target, joined: false } : { host: v6Host, target, joined: false });
+      expect(fast.windowNote).toEqual(i === 0 ? { host, target, joined: false } : { host: v6Host, target, joined: false });
       expect(fast.batch.endpoints ?? []).toEqual(i === 0 ? [] : [{ key: v6Host, address: "2001:db8:0:1::1" }]);
       expect(batchFromRaw(raw)).toEqual(fast.batch);
     }
     // Its counterpart, a pair put back into the window.
-    const back = rawDigestBatch(windowLeftMessages("tor", [{ host, target }], T0, 9n, () => undefined, DEFAULT_TOPICS, true)[0]!.value);
-    expect(back.windowLeft).toEqual({ host, target, joined: true });
+    const back = rawDigestBatch(windowNoteMessages("tor", [{ host, target }], T0, 9n, () => undefined, DEFAULT_TOPICS, true)[0]!.value);
+    expect(back.windowNote).toEqual({ host, target, joined: true });
     expect(back.batch.raw.digest).toBe(WINDOW_JOINED);
     // A note whose member does not fit is a bad digest, named.
     const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor", digest: WINDOW_LEFT, seq: 1n, listTimestampNs: T0, fields: [{ name: "host", value: Buffer.from([1, 0, 0, 0, 0]) }, { name: "target", value: Buffer.from([1]) }] })).finish();
@@ -59,7 +59,7 @@ describe("WINDOW_LEFT notes", () => {
         const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n }, withRecords: true });
         const command = ioMessage(io({ seq: 0, ts: 0 }), T0);
         // The rotation at 0.5 ms on the switch's clock.
-        const note = windowLeftMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
+        const note = windowNoteMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
         const later = ioMessage(io({ seq: 1, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n);
         const msgs = [...(withNote ? (order === "before" ? [note, command] : [command, note]) : [command]), later];
         engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);

@@ -162,7 +162,7 @@ export class PartitionEngine {
     if (replayed) c.replayedDigests++;
     try {
       if (!value) throw new Error("empty message");
-      const { batch: b, seq, windowLeft } = rawDigestBatch(value);
+      const { batch: b, seq, windowNote } = rawDigestBatch(value);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
         c.unknownSwitch++;
         this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
@@ -175,11 +175,11 @@ export class PartitionEngine {
         c.duplicateDigests++;
         return;
       }
-      if (windowLeft) {
+      if (windowNote) {
         // A rotation's note, kept open as a digest of its time is: a member taking the partition over
         // re-reads it with the commands it may concern.
-        if (windowLeft.joined) this.exporter.metrics.windowJoined(b.switchId, [windowLeft], b.endpoints);
-        else this.exporter.metrics.windowLeft(b.switchId, [windowLeft], b.listTimestampNs, b.endpoints);
+        if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
+        else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints);
         return;
       }
       if (b.listTimestampNs < settled) c.lateDigests++;

@@ -59,7 +59,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
  * what tells a note published twice); `addressOf` gives an endpoint key's
  * IPv6 address.
  */
-export function windowLeftMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false): KafkaMessageOut[] {
+export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false): KafkaMessageOut[] {
   return pairs.map((p, i) => {
     const names = new Map<number, string>();
     for (const k of [p.host, p.target]) {
@@ -116,8 +116,8 @@ export class DigestConsumer {
         if (!message.value) return;
         try {
           const r = rawDigestBatch(message.value);
-          // A controller's window_left note is no digest: the exporter group's (partition-engine.ts).
-          if (r.windowLeft) return;
+          // A controller's window note is no digest: the exporter group's (partition-engine.ts).
+          if (r.windowNote) return;
           this.o.onBatch(r.batch, partition);
           this.received++;
         } catch (err) {

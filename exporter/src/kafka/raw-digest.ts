@@ -25,19 +25,19 @@ import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 export const WINDOW_LEFT = "window_left";
 /** Its counterpart: a rotation put the pair back into the window (its commands from then on are watched). */
 export const WINDOW_JOINED = "window_joined";
-const WINDOW_LEFT_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32 };
+const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32 };
 const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED;
 
 /** Which pair left (or came back into) the window, when the message is a window note. */
-export interface WindowLeft {
+export interface WindowNote {
   host: number;
   target: number;
   joined: boolean;
 }
 
 /** A window note's batch: no digest, the pair's endpoint entries. */
-function windowLeftBatch(switchId: string, digest: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowLeft: WindowLeft } {
-  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowLeft: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED } };
+function windowNoteBatch(switchId: string, digest: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowNote: WindowNote } {
+  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED } };
 }
 
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
@@ -45,17 +45,17 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
   return rawBatch(raw).batch;
 }
 
-function rawBatch(raw: RawDigest): { batch: DigestBatch; windowLeft?: WindowLeft } {
+function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote } {
   if (isWindowNote(raw.digest)) {
     const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
-    const values = Object.entries(WINDOW_LEFT_FIELDS).map(([n, w]) => {
+    const values = Object.entries(WINDOW_NOTE_FIELDS).map(([n, w]) => {
       const v = byName.get(n);
       if (!v || v.length === 0 || v.length > 6) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
       const x = readUintBE(v, 0, v.length);
       if (x >= 2 ** w) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' does not fit in ${w} bits`);
       return x;
     });
-    return windowLeftBatch(raw.switchId, raw.digest, raw.listTimestampNs, values, raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address })));
+    return windowNoteBatch(raw.switchId, raw.digest, raw.listTimestampNs, values, raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address })));
   }
   return { batch: digestBatchFromRaw(raw) };
 }
@@ -75,8 +75,8 @@ function digestBatchFromRaw(raw: RawDigest): DigestBatch {
 export interface RawDigestBatch {
   batch: DigestBatch;
   seq: bigint;
-  /** a WINDOW_LEFT note (the batch then has no digest) */
-  windowLeft?: WindowLeft;
+  /** a window note (the batch then has no digest) */
+  windowNote?: WindowNote;
 }
 
 // RawDigest { switch_id = 1, digest = 2, seq = 3, list_timestamp_ns = 4, fields = 5: DigestField { name = 1, value = 2 }, endpoints = 6: Endpoint { key = 1, address = 2 } }
@@ -128,7 +128,7 @@ interface Layout {
 const layouts = new Map<string, Layout | undefined>();
 function layoutOf(digest: string): Layout | undefined {
   if (layouts.has(digest)) return layouts.get(digest);
-  const fields = isWindowNote(digest) ? WINDOW_LEFT_FIELDS : EXPECTED[digest]?.fields;
+  const fields = isWindowNote(digest) ? WINDOW_NOTE_FIELDS : EXPECTED[digest]?.fields;
   const widths = Object.values(fields ?? {});
   const l = fields && widths.every((w) => w <= 48) ? { names: Object.keys(fields).map((n) => encoder.encode(n)), limits: widths.map((w) => 2 ** w) } : undefined;
   layouts.set(digest, l);
@@ -265,7 +265,7 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
     } else return generated(bytes);
   }
   if (failed || P !== E || !layout || !values || values.length !== layout.names.length) return generated(bytes);
-  if (isWindowNote(digest)) return { ...windowLeftBatch(switchId, digest, listTimestampNs, values, endpoints), seq };
+  if (isWindowNote(digest)) return { ...windowNoteBatch(switchId, digest, listTimestampNs, values, endpoints), seq };
   const d = decodeDigest(digest, values);
   return { batch: { switchId, listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest, samples: [values] }, ...(endpoints ? { endpoints } : {}) }, seq };
 }
