@@ -23,9 +23,9 @@ function io(over: Partial<IoDigest>): IoDigest {
 }
 
 /** The raw-digest message of one I/O digest in a list stamped `listNs`. */
-function ioMessage(d: IoDigest, listNs: bigint): KafkaMessageOut {
+function ioMessage(d: IoDigest, listNs: bigint, switchId = "tor", endpoints?: Array<{ key: number; address: string }>): KafkaMessageOut {
   const values = Object.keys(EXPECTED.io_digest_t!.fields).map((n) => (d as unknown as Record<string, number>)[n]!);
-  return rawDigestMessages({ switchId: "tor", listTimestampNs: listNs, digests: [d], badDigests: 0, session: 0, raw: { digest: "io_digest_t", samples: [values] } }, DEFAULT_TOPICS)[0]!;
+  return rawDigestMessages({ switchId, listTimestampNs: listNs, digests: [d], badDigests: 0, session: 0, raw: { digest: "io_digest_t", samples: [values] }, ...(endpoints ? { endpoints } : {}) }, DEFAULT_TOPICS)[0]!;
 }
 
 describe("WINDOW_LEFT notes", () => {
@@ -51,6 +51,24 @@ describe("WINDOW_LEFT notes", () => {
     // A note whose member does not fit is a bad digest, named.
     const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor", digest: WINDOW_LEFT, seq: 1n, listTimestampNs: T0, fields: [{ name: "host", value: Buffer.from([1, 0, 0, 0, 0]) }, { name: "target", value: Buffer.from([1]) }] })).finish();
     expect(() => rawDigestBatch(bad)).toThrow(/window_left from tor: member 'host' does not fit in 32 bits/);
+  });
+
+  test("IPv6: the note names the pair by its controller's endpoint keys, which the member maps as it maps the digests (another switch gave other keys first)", () => {
+    const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n }, withRecords: true });
+    const a = "2001:db8:0:1::7";
+    const b = "2001:db8:0:2::1";
+    // tor-s names other addresses first: the member's own keys are not tor-c's.
+    const other = ioMessage(io({ seq: 0, ts: 0, host: 0xf0000001, target: 0xf0000002, cid: 3 }), T0, "tor-s", [{ key: 0xf0000001, address: "2001:db8:0:1::9" }, { key: 0xf0000002, address: "2001:db8:0:2::9" }]);
+    const tc = [{ key: 0xf0000003, address: a }, { key: 0xf0000004, address: b }];
+    const note = windowNoteMessages("tor-c", [{ host: 0xf0000003, target: 0xf0000004 }], T0 + 500_000n, 0n, (k) => tc.find((e) => e.key === k)?.address, DEFAULT_TOPICS)[0]!;
+    const command = ioMessage(io({ seq: 0, ts: 0, host: 0xf0000003, target: 0xf0000004 }), T0, "tor-c", tc);
+    const later = ioMessage(io({ seq: 1, ts: 50_000_000, cid: 12 }), T0 + 50_000_000n, "tor-c");
+    const msgs = [other, note, command, later];
+    expect(note.key).toBe(command.key);
+    engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
+    engine.exporter.finish();
+    const records = engine.snapshot(BigInt(msgs.length)).records as RecordJson[];
+    expect(records.filter((r): r is IoRecordJson => r.type === "io" && r.host === a).map((r) => [r.target, r.cid, r.incomplete])).toEqual([[b, 9, false]]);
   });
 
   for (const order of ["after", "before"] as const) {
