@@ -35,5 +35,5 @@ export async function runExporterGroup(o: ExporterCommandOptions): Promise<void>
   await member.stop();
   await served?.close();
   const s = member.stats;
-  o.print(`exporter: ${s.digests} digests, ${s.records} records in ${s.transactions} transactions (${s.aborted} aborted); dropped: ${s.badDigests} undecodable, ${s.unknownSwitch} of unknown switches, ${s.duplicateDigests} duplicated; ${s.lateDigests} late; ${s.takeovers} partitions taken over (${s.replayedDigests} digests re-read, ${s.suppressedRecords} records already committed); ${s.givenUpSilentSwitch} commands given up on a silent switch; ${s.flowOnlyDigests} digests of flow packets outside any message; ${s.alertsNotCarried} raised alerts not carried over`);
+  o.print(`exporter: ${s.digests} digests, ${s.records} records in ${s.transactions} transactions (${s.aborted} aborted, ${s.concurrentRetries} offsets sent again); dropped: ${s.badDigests} undecodable, ${s.unknownSwitch} of unknown switches, ${s.duplicateDigests} duplicated; ${s.lateDigests} late; ${s.takeovers} partitions taken over (${s.replayedDigests} digests re-read, ${s.suppressedRecords} records already committed); ${s.givenUpSilentSwitch} commands given up on a silent switch; ${s.flowOnlyDigests} digests of flow packets outside any message; ${s.alertsNotCarried} raised alerts not carried over`);
 }

@@ -258,6 +258,7 @@ export class TelemetryMetrics {
     const register = [this.registry];
     const help: Record<keyof ExporterGroupStats, string> = {
       digests: "Digests consumed and joined", records: "Records published (committed)", transactions: "Transactions committed", aborted: "Transactions aborted (the partition is taken on again from its last commit)",
+      concurrentRetries: "Offsets sent again because the coordinator was still finishing the partition's previous transaction (CONCURRENT_TRANSACTIONS)",
       badDigests: "Digests that could not be decoded, dropped", unknownSwitch: "Digests of a switch not in --switch-id, dropped", duplicateDigests: "Digests received twice, taken once",
       lateDigests: "Digests older than what was settled (their interval aggregates were out)", suppressedRecords: "Records an earlier owner of the partition had committed, not published again",
       replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",

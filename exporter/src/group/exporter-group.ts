@@ -69,6 +69,8 @@ export interface ExporterGroupStats {
   records: number;
   transactions: number;
   aborted: number;
+  /** offsets sent again because the coordinator was still finishing the partition's previous transaction (CONCURRENT_TRANSACTIONS) */
+  concurrentRetries: number;
   /** digests that could not be decoded */
   badDigests: number;
   /** digests from a switch not in switchIds */
@@ -169,7 +171,7 @@ export class ExporterGroupMember {
   private readonly dropped = { badDigests: 0, unknownSwitch: 0 };
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 
@@ -418,7 +420,8 @@ export class ExporterGroupMember {
     const tx = await t.producer.transaction();
     try {
       for (const part of sendParts(s.messages)) await tx.sendBatch({ topicMessages: part });
-      await tx.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata: s.metadata } as { partition: number; offset: string }] }] });
+      const offsets = { consumerGroupId: this.groupId, topics: [{ topic: this.topics.digest, partitions: [{ partition: t.partition, offset: String(offset), metadata: s.metadata } as { partition: number; offset: string }] }] };
+      await retryConcurrent(() => tx.sendOffsets(offsets), () => this.stats.concurrentRetries++);
       await tx.commit();
     } catch (err) {
       this.stats.aborted++;
@@ -486,5 +489,26 @@ export class ExporterGroupMember {
     await this.engines.stop();
     await this.consumer.disconnect().catch(() => undefined);
     await this.admin.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * A transaction that begins with its offsets (its batch made no record) sends
+ * AddOffsetsToTxn right after the partition's previous commit; the
+ * coordinator, still writing that one's markers, answers
+ * CONCURRENT_TRANSACTIONS, which Kafka's clients retry (kafkajs does for
+ * AddPartitionsToTxn, not for offsets). Sent again after a pause, 10 ms
+ * doubling up to 200 ms, for up to 20 s (the transaction times out at 30 s).
+ */
+export async function retryConcurrent<T>(send: () => Promise<T>, onRetry: () => void, deadlineMs = 20_000): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    try {
+      return await send();
+    } catch (err) {
+      if ((err as { type?: string }).type !== "CONCURRENT_TRANSACTIONS" || Date.now() + pause > until) throw err;
+      onRetry();
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 }
