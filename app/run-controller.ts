@@ -14,7 +14,7 @@ import type { DigestBatch } from "@rdma-telemetry/contract";
 import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
-import { modeCode, TelemetryController } from "@rdma-telemetry/controller";
+import { modeCode, TelemetryController, WindowJoinGate } from "@rdma-telemetry/controller";
 import { openControlServer } from "./control-server.js";
 import { defaultTokenFile, type TokenSource } from "./control-token.js";
 import { closeKafka } from "./kafka-close.js";
@@ -95,16 +95,23 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // those still on their way) go unwatched, until a rotation puts the pairs back. Digests only, the exporter group
   // is told as well: window_left and window_joined notes on the digest topic, in the pairs' partitions, after
   // every digest this controller had received (the order decides, not the time: `at`, this host's, is for reading).
+  // A pair put back is handed on once the digest stream has passed the write on the switch's clock (window-gate.ts):
+  // a command from before it left, still on its way, must not be taken as watched.
   let windowNotes = 0n;
-  controller.on("rotated", (e) => {
-    exporter.metrics.windowLeft(config.switch.switchId, e.leftPairs);
-    exporter.metrics.windowJoined(config.switch.switchId, e.joinedPairs);
+  const gate = new WindowJoinGate();
+  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean) => {
+    if (!pairs.length) return;
+    if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs);
+    else exporter.metrics.windowLeft(config.switch.switchId, pairs);
     if (!o.digestsOnly || !kafka) return;
     const at = BigInt(Date.now()) * 1_000_000n;
-    for (const [pairs, joined] of [[e.leftPairs, false], [e.joinedPairs, true]] as const) {
-      for (const m of windowNoteMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
-      windowNotes += BigInt(pairs.length);
-    }
+    for (const m of windowNoteMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
+    windowNotes += BigInt(pairs.length);
+  };
+  controller.on("rotated", (e) => {
+    handOn(gate.leave(e.leftPairs), true);
+    handOn(e.leftPairs, false);
+    gate.join(e.joinedPairs, e.sentNs);
   });
   let jsonl: JsonlSink | undefined;
   try {
@@ -180,7 +187,11 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
+  let session: number | undefined;
   controller.on("digests", (b) => {
+    if (b.session !== session) gate.resetClock();
+    session = b.session;
+    handOn(gate.before(b.digests, process.hrtime.bigint()), true);
     journal?.append(b); // acknowledged to the switch once fsync'd
     exporter.onBatch(b);
     publishDigests(b);
@@ -252,6 +263,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       .catch((err: unknown) => o.logger.warn("reading the switch's histograms failed", { error: (err as Error).message }));
   }
   await controller.stop();
+  handOn(gate.flush(), true);
   exporter.finish();
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());

@@ -54,7 +54,7 @@ export interface ControllerEvents {
   /** the data plane's histograms read: how long it took and how many counter cells it read */
   "histograms-read": [{ durationMs: number; cells: number; wrapped: number; decreased: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
-  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }>; joinedPairs: Array<{ host: number; target: number }> }];
+  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }>; joinedPairs: Array<{ host: number; target: number }>; sentNs: bigint }];
   "bad-digest": [{ message: string }];
 }
 
@@ -538,6 +538,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   /** Moves the polling window to the next flows (round robin) and writes it. */
   async rotate(): Promise<void> {
     const t0 = performance.now();
+    // This host's monotonic clock before the write goes out: the switch applies it later (window-gate.ts).
+    const sentNs = process.hrtime.bigint();
     const before = this.rotation.current().pairs;
     this.rotation.advance();
     this.applyWindow();
@@ -548,7 +550,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target }) => ({ host, target }));
     const had = new Set(before.map((p) => `${p.host}|${p.target}`));
     const joinedPairs = w.pairs.filter((p) => !had.has(`${p.host}|${p.target}`)).map(({ host, target }) => ({ host, target }));
-    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs });
+    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
   }
 
   /**

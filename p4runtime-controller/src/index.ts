@@ -3,3 +3,4 @@ export * from "./errors.js";
 export * from "./config.js";
 export * from "./controller.js";
 export * from "./paths.js";
+export * from "./window-gate.js";

@@ -8,7 +8,7 @@
 // controller is killed and restarted on its journal. Bad digests are
 // counted, the rest exported.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
@@ -211,9 +211,14 @@ async function firstIoDigest(kafka: Kafka, topic: string, keys: Set<string>): Pr
   return found;
 }
 
-test.skipIf(KAFKAJS_RUN || OLD_BROKER)("polling: windows of 2 pairs rotated every 100 ms; the group is told which pairs left and rejoined them (window notes in the pairs' partitions)", async () => {
+test.skipIf(KAFKAJS_RUN || OLD_BROKER)("polling: windows of 2 pairs rotated every 100 ms, digest lists more than a rotation late: no record says more than the switches saw; window notes in the pairs' partitions", async () => {
   const p = prefix("polling");
-  const fabric = await startFabric({ dir, workload, brokers, prefix: p, children, config: { mode: "polling", polling: { rotation_period_ms: 100, io_pair_capacity: 2, flow_capacity: 2 } } });
+  // A second of traffic, and digest lists that wait up to 150 ms for more samples: the controllers' digest streams
+  // lag their switches by more than a rotation period, as a loaded host's do.
+  mkdirSync(join(dir, "polling"));
+  const workload = await generateWorkload(join(dir, "polling"), children, 1000, "mixed");
+  const truth = truthIos(workload);
+  const fabric = await startFabric({ dir, workload, brokers, prefix: p, children, config: { mode: "polling", polling: { rotation_period_ms: 100, io_pair_capacity: 2, flow_capacity: 2 }, digest: { max_list_size: 4096, max_timeout_us: 150_000 } } });
   // The halves of a switch whose window held the pair wait for the other switch until it is silent (5 s here).
   exporter(dir, brokers, p, children, ["--silent-switch-ms", "5000"]);
   let last = 0;
@@ -221,7 +226,7 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("polling: windows of 2 pairs rotated ever
   const ios = await readIoRecords(brokers, `${p}.io.v1`, (got) => {
     if (got.length !== last) [last, lastAt] = [got.length, Date.now()];
     return got.length > 0 && Date.now() - lastAt > 12_000;
-  }, 150_000);
+  }, 60_000);
   const byKey = new Map(truth.map((t) => [ioTruthKey(t), t]));
   const wrong: string[] = [];
   let absent = 0;
@@ -262,12 +267,14 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("polling: windows of 2 pairs rotated ever
   while ((read === 0 || Date.now() - readAt < 3000) && Date.now() - from < 10_000) await new Promise((r) => setTimeout(r, 250));
   await consumer.disconnect();
   note("fabric polling", { ios: ios.length, truth: truth.length, absent, notes: notes.length, wrong: wrong.length, rtt: ios.filter((r) => r.rtt_ns !== null).length, onlyC: ios.filter((r) => r.e2e_s_ns === null).length, onlyS: ios.filter((r) => r.e2e_c_ns === null).length, incomplete: ios.filter((r) => r.incomplete).length });
-  // What the records say against the truth is printed, not asserted: a command's digest that reaches its controller
-  // a whole rotation period late, after its pair was put back into the window, is taken as watched (docs/operations.md,
-  // "A fabric"), and on this machine under the whole suite's load that happens (8 of 110 records in one CI run; none
-  // in runs on an idle machine). The exporter's side of it is held exactly by test/unit/window-notes.test.ts and
-  // test/unit/metrics.test.ts; here, the controllers' side: notes for every rotation, in the pairs' partitions.
+  // Polling says less than full mode, never more or other: a command whose digest list reaches its controller after
+  // the rotation that put its pair back (these lists wait up to 150 ms, rotations come every 100 ms) is handed on
+  // before that pair's window_joined note (p4runtime-controller/src/window-gate.ts), so its unwatched response does
+  // not make it "incomplete". (Each note at its rotation, runs gave 1 such record in 505; under the whole suite's
+  // load, 8 in 110.)
   if (wrong.length) console.log(`records that say other than the truth:\n${wrong.join("\n")}`);
+  expect(ios.length).toBeGreaterThan(0);
+  expect(wrong).toEqual([]);
   expect(notes.length).toBeGreaterThan(0);
   for (const n of notes) expect(partitionOf.get(n.key) ?? new Set([n.partition]), n.key).toEqual(new Set([n.partition]));
   for (const c of fabric.controllers) expect(c.out()).not.toMatch(/error/i);

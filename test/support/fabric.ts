@@ -19,9 +19,9 @@ import { until } from "./wait.js";
 export const TORS = ["tor-c", "tor-s"] as const;
 
 /** Generates the workload with the command; resolves with its directory. */
-export async function generateWorkload(dir: string, children: ChildProcess[], durationMs = 300, ip: "4" | "6" | "mixed" = "4"): Promise<string> {
+export async function generateWorkload(dir: string, children: ChildProcess[], durationMs = 300, ip: "4" | "6" | "mixed" = "4", extra: string[] = []): Promise<string> {
   const out = join(dir, "workload");
-  const g = startCli(["generate", "--out-dir", out, "--duration-ms", String(durationMs), "--seed", "3", "--ip", ip], dir, children);
+  const g = startCli(["generate", "--out-dir", out, "--duration-ms", String(durationMs), "--seed", "3", "--ip", ip, ...extra], dir, children);
   const code = await g.exited;
   if (code !== 0) throw new Error(`generate failed: ${g.out()}`);
   return out;
