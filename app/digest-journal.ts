@@ -26,6 +26,32 @@ interface Entry {
   e?: Array<[number, string]>; // endpoint keys the list uses, with their IPv6 addresses
 }
 
+/**
+ * A polling rotation's window notes (window_left or window_joined for each
+ * pair), journaled in order with the lists so that a controller killed
+ * before Kafka took them hands them on again, the same (time, sequence
+ * numbers and endpoint addresses): a member that had them drops the copies
+ * as duplicates.
+ */
+export interface JournaledNotes {
+  switchId: string;
+  joined: boolean;
+  pairs: Array<{ host: number; target: number }>;
+  /** the notes' time (this host's clock, ns) and the first one's sequence number */
+  atNs: bigint;
+  seq: bigint;
+  endpoints: Array<{ key: number; address: string }>;
+}
+
+interface NoteEntry {
+  w: "left" | "joined";
+  s: string;
+  a: string; // notes' time, ns
+  q: string; // first sequence number
+  p: Array<[number, number]>; // host, target
+  e: Array<[number, string]>;
+}
+
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
 export type SequencePosition = SwitchPosition;
 
@@ -38,6 +64,8 @@ export class DigestJournal {
   /** per open segment: the newest list timestamp in it */
   private readonly newest = new Map<string, bigint>();
   private acks: Array<() => void> = [];
+  /** the newest list timestamp appended (window notes concern the lists before them) */
+  private lastListNs: bigint | undefined;
   private flushing: NodeJS.Immediate | undefined;
   entries = 0;
 
@@ -62,7 +90,7 @@ export class DigestJournal {
    * list found twice (in a segment and in the replay that took it) is fed
    * once. Returns the number of lists replayed.
    */
-  replayInto(feed: (b: DigestBatch) => void): number {
+  replayInto(feed: (b: DigestBatch) => void, feedNotes: (n: JournaledNotes) => void = () => undefined): number {
     const old = this.segments();
     let n = 0;
     // A crash after the replayed lists were taken into this run's segment, before the old ones were removed, leaves them twice.
@@ -71,11 +99,20 @@ export class DigestJournal {
       const text = readFileSync(join(this.dir, f), "utf8");
       for (const line of text.split("\n")) {
         if (!line) continue;
-        let e: Entry;
+        let e: Entry | NoteEntry;
         try {
-          e = JSON.parse(line) as Entry;
+          e = JSON.parse(line) as Entry | NoteEntry;
         } catch {
           continue; // a line cut short by the crash: its list was never acknowledged
+        }
+        if ("w" in e) {
+          const key = `${e.s}|${e.w}|${e.a}|${e.q}`;
+          if (replayed.has(key)) continue;
+          replayed.add(key);
+          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })) };
+          feedNotes(notes);
+          this.appendNotes(notes);
+          continue;
         }
         const key = `${e.s}|${e.t}|${e.d}|${e.n ?? 0}|${e.v.map((m) => m.join(",")).join(";")}`;
         if (replayed.has(key)) continue;
@@ -98,9 +135,26 @@ export class DigestJournal {
     this.lines.push(JSON.stringify(e) + "\n");
     const seg = this.segmentName(this.segment);
     if ((this.newest.get(seg) ?? -1n) < batch.listTimestampNs) this.newest.set(seg, batch.listTimestampNs);
+    if (this.lastListNs === undefined || this.lastListNs < batch.listTimestampNs) this.lastListNs = batch.listTimestampNs;
     this.entries++;
     if (batch.ack) this.acks.push(batch.ack);
     this.flushing ??= setImmediate(() => this.commit());
+  }
+
+  /**
+   * Journals a rotation's notes after the lists appended before them, and
+   * makes them durable now (the rotation is written to the switch already).
+   */
+  appendNotes(n: JournaledNotes): void {
+    if (!n.pairs.length) return;
+    const e: NoteEntry = { w: n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]) };
+    this.lines.push(JSON.stringify(e) + "\n");
+    // Its segment goes once the lists before it are settled (a segment of notes alone, with them).
+    const seg = this.segmentName(this.segment);
+    const before = this.lastListNs ?? -1n;
+    if ((this.newest.get(seg) ?? -1n) < before || !this.newest.has(seg)) this.newest.set(seg, before);
+    this.entries++;
+    this.commit();
   }
 
   /** Writes and fsyncs what was appended, then acknowledges those lists. */
@@ -176,7 +230,7 @@ export class DigestJournal {
   oldestUnsettled(): bigint | undefined {
     let oldest: bigint | undefined;
     for (const f of this.segments()) {
-      const m = /"t":"(\d+)"/.exec(firstLine(join(this.dir, f)));
+      const m = /"t":"(\d+)"/.exec(firstListLine(join(this.dir, f)));
       if (m && (oldest === undefined || BigInt(m[1]!) < oldest)) oldest = BigInt(m[1]!);
     }
     return oldest;
@@ -190,7 +244,7 @@ export class DigestJournal {
   oldestUnsettledJournaledAtMs(): number | undefined {
     let oldest: number | undefined;
     for (const f of this.segments()) {
-      const m = /"h":(\d+)/.exec(firstLine(join(this.dir, f)));
+      const m = /"h":(\d+)/.exec(firstListLine(join(this.dir, f)));
       if (m && (oldest === undefined || Number(m[1]) < oldest)) oldest = Number(m[1]);
     }
     return oldest;
@@ -287,17 +341,25 @@ function readSyncAt(fd: number, buf: Buffer, off: number, pos: number): number {
 }
 
 /** The first line of a file, read in blocks until its end: a journal segment can hold hundreds of MB. */
-function firstLine(path: string): string {
+/** A segment's first list line (window notes, which begin `{"w":`, passed over), or "". */
+function firstListLine(path: string): string {
   const fd = openSync(path, "r");
   try {
     const block = Buffer.alloc(64 << 10);
-    const parts: Buffer[] = [];
+    let parts: Buffer[] = [];
     for (let pos = 0; ; ) {
       const n = readSync(fd, block, 0, block.length, pos);
       if (n === 0) break;
-      const nl = block.subarray(0, n).indexOf(10);
-      parts.push(Buffer.from(block.subarray(0, nl >= 0 ? nl : n)));
-      if (nl >= 0) break;
+      let at = 0;
+      while (at < n) {
+        const nl = block.subarray(at, n).indexOf(10);
+        parts.push(Buffer.from(block.subarray(at, nl >= 0 ? at + nl : n)));
+        if (nl < 0) break;
+        const line = Buffer.concat(parts).toString("utf8");
+        parts = [];
+        if (!line.startsWith('{"w":')) return line;
+        at += nl + 1;
+      }
       pos += n;
     }
     return Buffer.concat(parts).toString("utf8");

@@ -11,7 +11,7 @@ import { recordFromMessage } from "@rdma-telemetry/exporter";
 import { readTopicTails } from "@rdma-telemetry/exporter";
 import type { RecordJson } from "@rdma-telemetry/contract";
 import type { DigestBatch } from "@rdma-telemetry/contract";
-import { DigestJournal, recordKey, RecordDedupe } from "./digest-journal.js";
+import { DigestJournal, recordKey, RecordDedupe, type JournaledNotes } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { modeCode, TelemetryController, WindowJoinGate } from "@rdma-telemetry/controller";
@@ -99,14 +99,25 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // a command from before it left, still on its way, must not be taken as watched.
   let windowNotes = 0n;
   const gate = new WindowJoinGate();
-  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean) => {
+  // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
+  // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
+  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes) => {
     if (!pairs.length) return;
-    if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs);
-    else exporter.metrics.windowLeft(config.switch.switchId, pairs);
+    let notes = replayed;
+    if (!notes) {
+      const endpoints = [...new Set(pairs.flatMap((p) => [p.host, p.target]))].flatMap((key) => {
+        const address = controller.endpoints.addressOf(key);
+        return address === undefined ? [] : [{ key, address }];
+      });
+      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints };
+      windowNotes += BigInt(pairs.length);
+      journal?.appendNotes(notes);
+    }
+    if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs, notes.endpoints);
+    else exporter.metrics.windowLeft(config.switch.switchId, pairs, notes.endpoints);
     if (!o.digestsOnly || !kafka) return;
-    const at = BigInt(Date.now()) * 1_000_000n;
-    for (const m of windowNoteMessages(config.switch.switchId, pairs, at, windowNotes, (k) => controller.endpoints.addressOf(k), kafka.topicNames, joined)) kafka.push(m);
-    windowNotes += BigInt(pairs.length);
+    const addresses = new Map(notes.endpoints.map((e) => [e.key, e.address]));
+    for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, joined)) kafka.push(m);
   };
   controller.on("rotated", (e) => {
     handOn(gate.leave(e.leftPairs), true);
@@ -182,7 +193,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       if (replayedTo === undefined || b.listTimestampNs > replayedTo) replayedTo = b.listTimestampNs;
       exporter.onBatch(b);
       publishDigests(b);
-    });
+    }, (notes) => handOn(notes.pairs, notes.joined, notes));
     // From its last list replayed up to now, no controller listened to the switch.
     exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });

@@ -87,3 +87,41 @@ test("a list's endpoint entries (IPv6 addresses of its keys) come back with it f
   new DigestJournal(d).replayInto((b) => fed.push(b.endpoints));
   expect(fed).toEqual([endpoints]);
 });
+
+test("a polling rotation's window notes come back in order with the lists, with their time, sequence numbers and endpoint addresses", () => {
+  const d = join(dir, "notes");
+  const list = (t: bigint) => ({ switchId: "tor", listTimestampNs: t, digests: [], badDigests: 0, session: 7, raw: { digest: "learn_digest_t", samples: [] } });
+  const left = { switchId: "tor", joined: false, pairs: [{ host: 0xf0000001, target: 0x0a000201 }, { host: 0x0a000102, target: 0x0a000201 }], atNs: 1_800_000_000_500_000_000n, seq: 4n, endpoints: [{ key: 0xf0000001, address: "2001:db8:0:1::1" }] };
+  const joined = { ...left, joined: true, pairs: [left.pairs[0]!], atNs: 1_800_000_000_600_000_000n, seq: 6n };
+  const j0 = new DigestJournal(d);
+  j0.appendNotes(left); // a note before any list: its segment's first line
+  j0.append(list(10n), 1);
+  j0.appendNotes(joined);
+  j0.append(list(11n), 1);
+  // Killed: the notes were made durable when appended, the lists at the next commit (here, close).
+  j0.close();
+  const j1 = new DigestJournal(d);
+  expect(j1.oldestUnsettled()).toBe(10n); // the first list's time, not a note's
+  const fed: unknown[] = [];
+  expect(j1.replayInto((b) => fed.push(b.listTimestampNs), (n) => fed.push(n))).toBe(2);
+  expect(fed).toEqual([left, 10n, joined, 11n]);
+  j1.close();
+  // Replayed again (the replay's own segment): the same, once.
+  const again: unknown[] = [];
+  new DigestJournal(d).replayInto((b) => again.push(b.listTimestampNs), (n) => again.push(n));
+  expect(again).toEqual([left, 10n, joined, 11n]);
+});
+
+test("a segment of window notes alone goes once the lists before them are settled", () => {
+  const d = join(dir, "notes-release");
+  const j = new DigestJournal(d);
+  j.append({ switchId: "tor", listTimestampNs: 10n, digests: [], badDigests: 0, session: 7, raw: { digest: "learn_digest_t", samples: [] } }, 1);
+  j.rotate();
+  j.appendNotes({ switchId: "tor", joined: false, pairs: [{ host: 1, target: 2 }], atNs: 99n, seq: 0n, endpoints: [] });
+  j.rotate();
+  j.release(10n);
+  expect(readdirSync(d).filter((f) => f.endsWith(".journal"))).toEqual(["0000000000.journal", "0000000001.journal"]);
+  j.release(11n);
+  expect(readdirSync(d).filter((f) => f.endsWith(".journal"))).toEqual([]);
+  j.close();
+});

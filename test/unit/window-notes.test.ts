@@ -71,6 +71,20 @@ describe("WINDOW_LEFT notes", () => {
     expect(records.filter((r): r is IoRecordJson => r.type === "io" && r.host === a).map((r) => [r.target, r.cid, r.incomplete])).toEqual([[b, 9, false]]);
   });
 
+  test("a note handed on again by a controller restarted on its journal (the same time and number) is a duplicate, taken once", () => {
+    const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n }, withRecords: true });
+    const left = windowNoteMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
+    const joined = windowNoteMessages("tor", [{ host, target }], T0 + 600_000n, 1n, () => undefined, DEFAULT_TOPICS, true)[0]!;
+    // Back in the window, a command of the pair is watched: unanswered, it is incomplete, whatever copies of the older note come after it.
+    const msgs = [ioMessage(io({ seq: 0, ts: 0 }), T0), left, joined, ioMessage(io({ seq: 1, ts: 700_000, cid: 11, cmd_psn: 1001 }), T0 + 700_000n), left, ioMessage(io({ seq: 2, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n)];
+    engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
+    engine.exporter.finish();
+    const snapshot = engine.snapshot(BigInt(msgs.length));
+    const records = snapshot.records as RecordJson[];
+    expect(records.filter((r): r is IoRecordJson => r.type === "io" && r.target === "10.0.2.1").map((r) => [r.cid, r.incomplete])).toEqual(expect.arrayContaining([[9, false], [11, true]]));
+    expect(snapshot.counts.duplicateDigests).toBe(1);
+  });
+
   for (const order of ["after", "before"] as const) {
     test(`an exporter group partition: a command whose pair left the window before its response is not incomplete (note ${order} the command's digest)`, () => {
       const run = (withNote: boolean) => {
