@@ -17,8 +17,7 @@ import { afterAll, afterEach, beforeAll, expect, inject, onTestFailed, test } fr
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import type { IoRecordJson } from "../../contract/src/records.js";
-import { checkIos, controller, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos, type IoCheck } from "../support/fabric.js";
-import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
+import { checkIos, controller, exporter, generateWorkload, pollingMismatches, printed, readIoRecords, startFabric, truthIos, type IoCheck } from "../support/fabric.js";
 
 const brokers = inject("kafkaBrokers");
 const dir = mkdtempSync(join(tmpdir(), "fabric-"));
@@ -227,23 +226,7 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("polling: windows of 2 pairs rotated ever
     if (got.length !== last) [last, lastAt] = [got.length, Date.now()];
     return got.length > 0 && Date.now() - lastAt > 12_000;
   }, 60_000);
-  const byKey = new Map(truth.map((t) => [ioTruthKey(t), t]));
-  const wrong: string[] = [];
-  let absent = 0;
-  for (const r of ios) {
-    const t = byKey.get(ioRecordKey(r));
-    if (!t) {
-      wrong.push(`${ioRecordKey(r)}: no such I/O`);
-      continue;
-    }
-    // Polling says less than full mode (figures absent where a window did not hold the pair), never more or other.
-    const m = ioMismatches(t, r).filter((x) => !x.startsWith("cmd_unix_ns"));
-    // (A record with neither e2e saw no response: its NVMe status is 0, not the response's.)
-    const noResponse = r.e2e_c_ns === null && r.e2e_s_ns === null;
-    const said = m.filter((x) => !/: got null, want /.test(x) && !/^(compute|storage)_side: got false, want true$/.test(x) && !/^host_qp: got 0, want /.test(x) && !(noResponse && /^nvme_status: got 0, want /.test(x)) && x !== "incomplete: got false, want true");
-    if (said.length) wrong.push(`${ioRecordKey(r)}: ${said.join("; ")} (record at ${r.switch_id}: c ${r.c_switch_id}, s ${r.s_switch_id})`);
-    else if (m.length) absent++;
-  }
+  const { wrong, absent } = pollingMismatches(truth, ios);
   // The notes: one per pair a rotation took out, in the partition of the pair's I/O digests.
   const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "notes-reader" });
   const consumer = kafka.consumer({ groupId: `notes-${p}` });

@@ -161,3 +161,29 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   }
   return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, unansweredAtEnd, extra, mismatches };
 }
+
+/**
+ * What polling records say other than the truth. Polling says less than full
+ * mode (figures absent where a window did not hold the pair; an I/O without
+ * that switch's figures rather than incomplete), never more or other:
+ * `absent` counts the records that say less.
+ */
+export function pollingMismatches(truth: IoTruth[], ios: IoRecordJson[]): { wrong: string[]; absent: number } {
+  const byKey = new Map(truth.map((t) => [ioTruthKey(t), t]));
+  const wrong: string[] = [];
+  let absent = 0;
+  for (const r of ios) {
+    const t = byKey.get(ioRecordKey(r));
+    if (!t) {
+      wrong.push(`${ioRecordKey(r)}: no such I/O`);
+      continue;
+    }
+    const m = ioMismatches(t, r).filter((x) => !x.startsWith("cmd_unix_ns"));
+    // (A record with neither e2e saw no response: its NVMe status is 0, not the response's.)
+    const noResponse = r.e2e_c_ns === null && r.e2e_s_ns === null;
+    const said = m.filter((x) => !/: got null, want /.test(x) && !/^(compute|storage)_side: got false, want true$/.test(x) && !/^host_qp: got 0, want /.test(x) && !(noResponse && /^nvme_status: got 0, want /.test(x)) && x !== "incomplete: got false, want true");
+    if (said.length) wrong.push(`${ioRecordKey(r)}: ${said.join("; ")} (record at ${r.switch_id}: c ${r.c_switch_id}, s ${r.s_switch_id})`);
+    else if (m.length) absent++;
+  }
+  return { wrong, absent };
+}
