@@ -392,3 +392,24 @@ export function fullDigestValues(name: string, d: TelemetryDigest): Array<number
   }
   return fn(d);
 }
+
+/**
+ * The absolute time of a digest's 48-bit ns timestamp, unwrapped around
+ * `last`, the newest absolute time seen: of the three candidates (one wrap
+ * before, the same, one wrap after), the nearest, so that a sample arriving
+ * out of order across a wrap lands right.
+ */
+export function unwrapTimestamp(ts: number, last: bigint | undefined): bigint {
+  const t = BigInt(ts);
+  if (last === undefined) return t;
+  const base = last - (last % TS_MOD_N);
+  let best = base + t;
+  let bestDist = best > last ? best - last : last - best;
+  for (const c of [base - TS_MOD_N + t, base + TS_MOD_N + t]) {
+    const d = c > last ? c - last : last - c;
+    if (c >= 0n && d < bestDist) [best, bestDist] = [c, d];
+  }
+  return best;
+}
+
+const TS_MOD_N = BigInt(TS_MOD);

@@ -22,8 +22,7 @@
 // since it was seen, so that a switch clock slower than this host's is
 // followed.
 
-/** 48-bit switch timestamps (ns), as the digests carry them. */
-const TS_MOD = 1n << 48n;
+import { unwrapTimestamp } from "@rdma-telemetry/contract";
 
 export interface GatedPair {
   host: number;
@@ -147,26 +146,12 @@ export class WindowJoinGate {
 
   /** A 48-bit timestamp unwrapped around the newest seen (a list may pass another across a wrap). */
   private unwrap(ts: number): bigint {
-    const t = BigInt(ts);
-    const last = this.lastTs;
-    if (last === undefined) {
-      this.lastTs = t;
-      return t;
-    }
-    const base = last - (last % TS_MOD);
-    let best = base + t;
-    for (const c of [base - TS_MOD + t, base + TS_MOD + t]) {
-      if (c >= 0n && abs(c - last) < abs(best - last)) best = c;
-    }
-    if (best > last) this.lastTs = best;
+    const best = unwrapTimestamp(ts, this.lastTs);
+    if (this.lastTs === undefined || best > this.lastTs) this.lastTs = best;
     return best;
   }
 }
 
 function key(p: GatedPair): string {
   return `${p.host}|${p.target}`;
-}
-
-function abs(x: bigint): bigint {
-  return x < 0n ? -x : x;
 }

@@ -1,8 +1,7 @@
 // A switch's clock on the wall clock: its 48-bit ns timestamps unwrapped and
 // offset, exactly where the start is known, else calibrated on a list.
 
-const TS_BITS = 48n;
-const TS_MOD = 1n << TS_BITS;
+import { unwrapTimestamp } from "@rdma-telemetry/contract";
 
 /**
  * Maps a switch's 48-bit ns clock to the wall clock, unwrapping it. The
@@ -29,18 +28,8 @@ export class SwitchClock {
    * so that a sample arriving out of order across a wrap lands right.
    */
   unwrap(ts: number): bigint {
-    const t = BigInt(ts);
-    const last = this.lastAbs;
-    if (last === undefined) {
-      this.lastAbs = t;
-      return t;
-    }
-    const base = last - (last % TS_MOD);
-    let best = base + t;
-    for (const c of [base - TS_MOD + t, base + TS_MOD + t]) {
-      if (c >= 0n && (c > last ? c - last : last - c) < (best > last ? best - last : last - best)) best = c;
-    }
-    if (best > last) this.lastAbs = best;
+    const best = unwrapTimestamp(ts, this.lastAbs);
+    if (this.lastAbs === undefined || best > this.lastAbs) this.lastAbs = best;
     return best;
   }
 
