@@ -14,7 +14,7 @@ import type { DigestBatch } from "@rdma-telemetry/contract";
 import { DigestJournal, recordKey, RecordDedupe, type JournaledNotes } from "./digest-journal.js";
 import { TelemetryMetrics } from "./prometheus.js";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
-import { modeCode, TelemetryController, WindowJoinGate } from "@rdma-telemetry/controller";
+import { modeCode, TelemetryController, WindowJoinGate, type WindowEvent } from "@rdma-telemetry/controller";
 import { openControlServer } from "./control-server.js";
 import { defaultTokenFile, type TokenSource } from "./control-token.js";
 import { closeKafka } from "./kafka-close.js";
@@ -95,8 +95,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // those still on their way) go unwatched, until a rotation puts the pairs back. Digests only, the exporter group
   // is told as well: window_left and window_joined notes on the digest topic, in the pairs' partitions, after
   // every digest this controller had received (the order decides, not the time: `at`, this host's, is for reading).
-  // A pair put back is handed on once the digest stream has passed the write on the switch's clock (window-gate.ts):
-  // a command from before it left, still on its way, must not be taken as watched.
+  // A rotation's notes go where the digest stream passes its write on the switch's clock (window-gate.ts): a command
+  // from before its pair left, still on its way, must not be taken as watched, nor marked with a later leave.
   let windowNotes = 0n;
   const gate = new WindowJoinGate();
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
@@ -119,11 +119,16 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     const addresses = new Map(notes.endpoints.map((e) => [e.key, e.address]));
     for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, joined)) kafka.push(m);
   };
-  controller.on("rotated", (e) => {
-    handOn(gate.leave(e.leftPairs), true);
-    handOn(e.leftPairs, false);
-    gate.join(e.joinedPairs, e.sentNs);
-  });
+  /** Notes in order, those of one kind in a row together. */
+  const handOnEvents = (events: readonly WindowEvent[]) => {
+    for (let i = 0; i < events.length; ) {
+      let j = i;
+      while (j < events.length && events[j]!.joined === events[i]!.joined) j++;
+      handOn(events.slice(i, j).map((e) => e.pair), events[i]!.joined);
+      i = j;
+    }
+  };
+  controller.on("rotated", (e) => handOn(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs), false));
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
@@ -202,10 +207,13 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   controller.on("digests", (b) => {
     if (b.session !== session) gate.resetClock();
     session = b.session;
-    handOn(gate.before(b.digests, process.hrtime.bigint()), true);
-    journal?.append(b); // acknowledged to the switch once fsync'd
-    exporter.onBatch(b);
-    publishDigests(b);
+    // A rotation's notes are handed on before the pair's first digest from after it (the list cut there).
+    for (const { before, part } of gate.pass(b, process.hrtime.bigint())) {
+      handOnEvents(before);
+      journal?.append(part); // acknowledged to the switch once fsync'd
+      exporter.onBatch(part);
+      publishDigests(part);
+    }
   });
   controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
   controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
@@ -274,7 +282,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       .catch((err: unknown) => o.logger.warn("reading the switch's histograms failed", { error: (err as Error).message }));
   }
   await controller.stop();
-  handOn(gate.flush(), true);
+  handOnEvents(gate.flush());
   exporter.finish();
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());

@@ -1,40 +1,53 @@
-// When a pair put back into the polling window is back for the digests.
+// When a polling rotation's window notes reach the exporter.
 //
 // A rotation's window_joined note tells the exporter that the pair's commands
-// from then on are watched. The controller hands it on in the order of its
-// digest stream, but that stream may lag the switch by more than a rotation
-// period (a loaded host, a digest list waiting for the agent's timeout): a
-// command the switch reported before the pair left would then reach the
-// exporter after the note, be taken as watched, and its unwatched response
-// make it "incomplete", a record saying more than the switch saw.
+// from then on are watched; window_left, that the responses of those before
+// go unwatched. The controller hands them on in the order of its digest
+// stream, but that stream may lag the switch by more than a rotation period
+// (a loaded host, a digest list waiting for the agent's timeout): a command
+// the switch reported before the pair left would then reach the exporter
+// after the join, be taken as watched, and its unwatched response make it
+// "incomplete"; a response the switch matched to a command from before the
+// pair left (it did not see the newer one, sent while the pair was out)
+// would reach it after the next leave, and be taken for that command's.
+// Either is a record saying more than the switch saw.
 //
-// The gate holds each join until the stream has passed it on the switch's own
-// clock: the note goes out just before the first list with an I/O digest of
-// that pair whose time on this host's clock is no earlier than the moment the
-// rotation's write was sent. A digest's time on this host's clock is bounded
-// from above by its switch time plus the smallest (arrival − switch time)
-// seen: every arrival is its generation plus a delay of at least 0. A digest
-// of the pair from before it left is so placed before the note (it was
-// generated at least the time the pair was out before the write); one after
-// the switch applied the write, after the note. A join held too long only
-// costs figures (the pair's first commands taken as unwatched, counted), never
-// a wrong record. The smallest offset is let rise by `driftPpm` of the time
-// since it was seen, so that a switch clock slower than this host's is
-// followed.
+// The gate places each note where the stream passes it on the switch's own
+// clock: just before the first I/O digest of that pair whose time on this
+// host's clock is no earlier than the moment the rotation's write was sent
+// (inside its list if need be). A digest's time on this host's clock is
+// bounded from above by its switch time plus the smallest (arrival − switch
+// time) seen: every arrival is its generation plus a delay of at least 0. So
+// a digest of the pair from before the write is placed before the note, one
+// from after the switch applied it, after. The smallest offset is let rise by
+// `driftPpm` of the time since it was seen, so that a switch clock slower
+// than this host's is followed.
+//
+// A leave with nothing of its pair held goes out at once: a command whose
+// digest comes after it was on its way (the switch reports no command of a
+// pair it does not watch), and its response, if watched, comes while the
+// pair is still out and is its own. A leave behind a held join waits behind
+// it and goes out right after it, so that the commands before the join are
+// marked with the leave they came after. A note held too long only costs
+// figures (the pair's commands taken as unwatched, counted), never a wrong
+// record.
 
-import { unwrapTimestamp } from "@rdma-telemetry/contract";
+import { unwrapTimestamp, type DigestBatch } from "@rdma-telemetry/contract";
 
 export interface GatedPair {
   host: number;
   target: number;
 }
 
-interface Held {
+/** A window note: the pair left the window (`joined` false) or came back. */
+export interface WindowEvent {
   pair: GatedPair;
+  joined: boolean;
+}
+
+interface Held extends WindowEvent {
   /** this host's clock (ns) when the rotation's write was sent */
   sentNs: bigint;
-  /** a digest from after the write has been seen, in a list that also held one from before: released before the next list */
-  due: boolean;
 }
 
 export interface WindowGateOptions {
@@ -43,42 +56,42 @@ export interface WindowGateOptions {
 }
 
 export class WindowJoinGate {
-  private readonly held = new Map<string, Held>();
+  /** per pair, its notes held, in rotation order (a join first) */
+  private readonly held = new Map<string, Held[]>();
   /** smallest (arrival − switch time) seen, and when it was seen (this host's clock) */
   private offset: { ns: bigint; atNs: bigint } | undefined;
   private lastTs: bigint | undefined;
   private readonly driftPpm: bigint;
-  /** joins held; released before a list of the pair; released by a later leave or the end (no digest of the pair came) */
+  /** notes held; released before a digest of their pair; released at the end (no digest of the pair came) */
   readonly stats = { held: 0, released: 0, releasedUnseen: 0 };
 
   constructor(opts: WindowGateOptions = {}) {
     this.driftPpm = BigInt(opts.driftPpm ?? 100);
   }
 
-  /** Pairs a rotation put back into the window; `sentNs`: this host's clock before the write was sent. */
-  join(pairs: readonly GatedPair[], sentNs: bigint): void {
-    for (const p of pairs) {
-      const k = key(p);
-      if (!this.held.has(k)) this.stats.held++;
-      this.held.set(k, { pair: { host: p.host, target: p.target }, sentNs, due: false });
-    }
-  }
-
   /**
-   * Pairs a rotation takes out of the window: the joins of these still held
-   * are released first (returned), so that the exporter sees join, then
-   * leave, in that order.
+   * A rotation took `left` out of the window and put `joined` back;
+   * `sentNs`: this host's clock before its write was sent. Returns the
+   * leaves that go out now (nothing of their pair held).
    */
-  leave(pairs: readonly GatedPair[]): GatedPair[] {
-    const out: GatedPair[] = [];
-    for (const p of pairs) {
-      const h = this.held.get(key(p));
-      if (!h) continue;
-      this.held.delete(key(p));
-      out.push(h.pair);
-      this.stats.releasedUnseen++;
+  rotated(left: readonly GatedPair[], joined: readonly GatedPair[], sentNs: bigint): GatedPair[] {
+    const now: GatedPair[] = [];
+    for (const p of left) {
+      const q = this.held.get(key(p));
+      if (q) {
+        q.push({ pair: { host: p.host, target: p.target }, joined: false, sentNs });
+        this.stats.held++;
+      } else now.push({ host: p.host, target: p.target });
     }
-    return out;
+    for (const p of joined) {
+      const k = key(p);
+      const e = { pair: { host: p.host, target: p.target }, joined: true, sentNs };
+      const q = this.held.get(k);
+      if (q) q.push(e);
+      else this.held.set(k, [e]);
+      this.stats.held++;
+    }
+    return now;
   }
 
   /** The switch restarted (a new session): its clock starts again, and the bound with it. */
@@ -88,49 +101,80 @@ export class WindowJoinGate {
   }
 
   /**
-   * A digest list arrived (`arrivalNs`, this host's clock): the joins to hand
-   * on before it. Its I/O digests' times refine the clock bound first.
+   * A digest list arrived (`arrivalNs`, this host's clock): where the held
+   * notes go in it, before the digest at `at` (0: before the whole list), in
+   * list order. Its I/O digests' times refine the clock bound first.
    */
-  before(digests: ReadonlyArray<{ kind: string; ts?: number; host?: number; target?: number }>, arrivalNs: bigint): GatedPair[] {
-    const ios = digests.filter((d): d is { kind: "io"; ts: number; host: number; target: number } => d.kind === "io");
-    const times = ios.map((d) => this.unwrap(d.ts));
-    for (const t of times) this.observe(t, arrivalNs);
-    const out: GatedPair[] = [];
-    for (const [k, h] of this.held) {
-      if (h.due) {
-        this.release(k, h, out, true);
-        continue;
+  releases(digests: ReadonlyArray<{ kind: string; ts?: number; host?: number; target?: number }>, arrivalNs: bigint): Array<{ at: number; events: WindowEvent[] }> {
+    const times: Array<[number, bigint]> = [];
+    for (let i = 0; i < digests.length; i++) {
+      const d = digests[i]!;
+      if (d.kind !== "io") continue;
+      const t = this.unwrap(d.ts!);
+      times.push([i, t]);
+      this.observe(t, arrivalNs);
+    }
+    const out: Array<{ at: number; events: WindowEvent[] }> = [];
+    if (!this.held.size) return out;
+    for (const [i, t] of times) {
+      const d = digests[i]!;
+      const k = key({ host: d.host!, target: d.target! });
+      const q = this.held.get(k);
+      if (!q) continue;
+      const at = this.hostTime(t, arrivalNs);
+      const events: WindowEvent[] = [];
+      while (q.length && at >= q[0]!.sentNs) {
+        const e = q.shift()!;
+        events.push({ pair: e.pair, joined: e.joined });
       }
-      let after = false;
-      let before = false;
-      for (let i = 0; i < ios.length; i++) {
-        const d = ios[i]!;
-        if (d.host !== h.pair.host || d.target !== h.pair.target) continue;
-        if (this.hostTime(times[i]!, arrivalNs) >= h.sentNs) after = true;
-        else before = true;
+      // A leave behind the last join released goes out right after it.
+      if (!q.length || (events.length && q.every((e) => !e.joined))) {
+        for (const e of q.splice(0)) events.push({ pair: e.pair, joined: e.joined });
+        this.held.delete(k);
       }
-      if (after && before) h.due = true; // both in one list: the join after it
-      else if (after) this.release(k, h, out, true);
+      if (!events.length) continue;
+      this.stats.released += events.length;
+      const last = out.at(-1);
+      if (last?.at === i) last.events.push(...events);
+      else out.push({ at: i, events });
     }
     return out;
   }
 
-  /** Every join still held (the controller stops): handed on at the end. */
-  flush(): GatedPair[] {
-    const out: GatedPair[] = [];
-    for (const [k, h] of this.held) this.release(k, h, out, false);
+  /**
+   * A list cut where the held notes go: each part with the notes to hand on
+   * before it, in order. The first part keeps the list's undecodable count,
+   * the last its acknowledgement.
+   */
+  pass(b: DigestBatch, arrivalNs: bigint): Array<{ before: WindowEvent[]; part: DigestBatch }> {
+    const r = this.releases(b.digests, arrivalNs);
+    if (!r.length) return [{ before: [], part: b }];
+    const out: Array<{ before: WindowEvent[]; part: DigestBatch }> = [];
+    const cuts = [...r.map((x) => x.at), b.digests.length];
+    if (cuts[0] !== 0) cuts.unshift(0);
+    for (let c = 0; c + 1 < cuts.length; c++) {
+      const [from, to] = [cuts[c]!, cuts[c + 1]!];
+      const last = c + 2 === cuts.length;
+      const part: DigestBatch = { ...b, digests: b.digests.slice(from, to), badDigests: from === 0 ? b.badDigests : 0, raw: { digest: b.raw.digest, samples: b.raw.samples.slice(from, to) }, ack: last ? b.ack : undefined };
+      out.push({ before: r.find((x) => x.at === from)?.events ?? [], part });
+    }
     return out;
   }
 
-  get pending(): number {
-    return this.held.size;
+  /** Every note still held (the controller stops): handed on at the end, in order per pair. */
+  flush(): WindowEvent[] {
+    const out: WindowEvent[] = [];
+    for (const q of this.held.values()) for (const e of q) out.push({ pair: e.pair, joined: e.joined });
+    this.stats.releasedUnseen += out.length;
+    this.held.clear();
+    return out;
   }
 
-  private release(k: string, h: Held, out: GatedPair[], seen: boolean): void {
-    this.held.delete(k);
-    if (seen) this.stats.released++;
-    else this.stats.releasedUnseen++;
-    out.push(h.pair);
+  /** notes held */
+  get pending(): number {
+    let n = 0;
+    for (const q of this.held.values()) n += q.length;
+    return n;
   }
 
   /** The latest this host's clock can have read when the switch's clock read `ts`. */

@@ -26,7 +26,7 @@ type Step = { rotate: { left: GatedPair[]; joined: GatedPair[]; atMs: number } }
 
 /**
  * Runs a controller's events through the engine as app/run-controller.ts
- * hands them on: with the gate, or (`gated` false) each join at its rotation.
+ * hands them on: with the gate, or (`gated` false) each note at its rotation.
  */
 function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, number | null]>; leftWindow: number; gate: WindowJoinGate } {
   const out: RecordJson[] = [];
@@ -36,19 +36,19 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
   for (const s of steps) {
     if ("rotate" in s) {
       if (gated) {
-        const j = gate.leave(s.rotate.left);
-        if (j.length) m.windowJoined("tor", j);
+        const now = gate.rotated(s.rotate.left, s.rotate.joined, host(s.rotate.atMs));
+        if (now.length) m.windowLeft("tor", now);
+      } else {
+        m.windowLeft("tor", s.rotate.left);
+        m.windowJoined("tor", s.rotate.joined);
       }
-      m.windowLeft("tor", s.rotate.left);
-      if (gated) gate.join(s.rotate.joined, host(s.rotate.atMs));
-      else m.windowJoined("tor", s.rotate.joined);
     } else {
-      if (gated) {
-        const j = gate.before(s.list.digests, host(s.list.arrivesMs));
-        if (j.length) m.windowJoined("tor", j);
-      }
       const newest = s.list.digests.reduce((a, d) => Math.max(a, d.ts), 0);
-      m.onDigestList("tor", T0 + BigInt(newest), s.list.digests);
+      const b = { switchId: "tor", listTimestampNs: T0 + BigInt(newest), digests: s.list.digests, badDigests: 0, session: 1, raw: { digest: "io_digest_t", samples: s.list.digests.map(() => []) } };
+      for (const { before, part } of gated ? gate.pass(b, host(s.list.arrivesMs)) : [{ before: [], part: b }]) {
+        for (const e of before) (e.joined ? m.windowJoined : m.windowLeft).call(m, "tor", [e.pair]);
+        m.onDigestList("tor", part.listTimestampNs, part.digests);
+      }
     }
   }
   m.finish();
@@ -100,42 +100,85 @@ describe("a pair put back into the polling window", () => {
     expect(r.gate.stats.released).toBe(1);
   });
 
-  test("a pair that leaves again before any digest of it came: join, then leave, in that order", () => {
-    const gate = new WindowJoinGate();
-    gate.join([pair], 200n * MS);
-    expect(gate.before([io({ target: target + 1, ts: ms(250) })], 251n * MS)).toEqual([]);
-    expect(gate.leave([pair])).toEqual([pair]);
-    expect(gate.pending).toBe(0);
-    expect(gate.stats).toEqual({ held: 1, released: 0, releasedUnseen: 1 });
+  test("a pair that leaves again before its list came: its commands from before are marked with the first leave, and a response the switch matched to one of them after it came back has no figures", () => {
+    const steps: Step[] = [
+      { list: { digests: [io({ seq: 0, cid: 9, ts: ms(0) })], arrivesMs: 1 } },
+      { rotate: { left: [pair], joined: [], atMs: 20 } },
+      { rotate: { left: [], joined: [pair], atMs: 40 } },
+      { rotate: { left: [pair], joined: [], atMs: 60 } },
+      // One list, 80 ms late: its command at 10 ms (before the pair left; its own response unwatched), then at 50 ms
+      // (the pair back, CID 10 sent meanwhile unseen) a response the switch matched to that command.
+      { list: { digests: [io({ seq: 1, cid: 10, cmd_psn: 1001, ts: ms(10) }), io({ seq: 2, event: 2, cid: 10, cmd_psn: 1001, ts: ms(50), e2e_ns: ms(40) })], arrivesMs: 90 } },
+      { list: { digests: [io({ seq: 3, target: target + 1, cid: 12, ts: ms(400) })], arrivesMs: 400 } },
+    ];
+    const r = run(steps, true);
+    expect(r.ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null]]));
+    expect(r.ios).toHaveLength(2);
+    expect(r.gate.pending).toBe(0);
+    // Each note at its rotation, the command is marked with the second leave, after the join: the response is taken for its own.
+    expect(run(steps, false).ios).toContainEqual([10, false, ms(40)]);
   });
 
-  test("one list with the pair's commands from before and after the write: the join goes out after it", () => {
+  test("notes of a pair held at the end go out in order", () => {
     const gate = new WindowJoinGate();
-    expect(gate.before([io({ target: target + 1, ts: ms(0) })], 0n)).toEqual([]);
-    gate.join([pair], 200n * MS);
-    expect(gate.before([io({ cid: 10, ts: ms(50) }), io({ cid: 11, ts: ms(201) })], 260n * MS)).toEqual([]);
-    expect(gate.before([io({ target: target + 1, ts: ms(300) })], 300n * MS)).toEqual([pair]);
+    expect(gate.rotated([pair], [], 10n * MS)).toEqual([pair]);
+    expect(gate.rotated([], [pair], 20n * MS)).toEqual([]);
+    expect(gate.rotated([pair], [], 30n * MS)).toEqual([]);
+    expect(gate.pending).toBe(2);
+    expect(gate.flush()).toEqual([{ pair, joined: true }, { pair, joined: false }]);
+    expect(gate.stats).toEqual({ held: 2, released: 0, releasedUnseen: 2 });
+  });
+
+  test("one list with the pair's commands from before it left and after it came back (lists longer than its time out): the join goes between them", () => {
+    const r = run([
+      { list: { digests: [io({ seq: 0, cid: 9, ts: ms(0) })], arrivesMs: 1 } },
+      { rotate: { left: [pair], joined: [], atMs: 100 } },
+      { rotate: { left: [], joined: [pair], atMs: 150 } },
+      // Its command at 90 ms (response unwatched), and after the write a response to a command the switch did not
+      // see (CID 9 again, sent while the pair was out), answered by the switch with the command it still holds.
+      { list: { digests: [io({ seq: 1, cid: 10, cmd_psn: 1001, ts: ms(90) }), io({ seq: 2, event: 2, cid: 9, ts: ms(160), e2e_ns: ms(160) })], arrivesMs: 170 } },
+      { list: { digests: [io({ seq: 3, target: target + 1, cid: 12, ts: ms(400) })], arrivesMs: 400 } },
+    ], true);
+    // Neither says more than the switch saw: CID 9's response came after its pair left and came back, CID 10's went unwatched.
+    expect(r.ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null]]));
+    expect(r.ios).toHaveLength(2);
+    const gate = new WindowJoinGate();
+    gate.releases([io({ target: target + 1, ts: ms(0) })], 0n);
+    gate.rotated([], [pair], 200n * MS);
+    expect(gate.releases([io({ cid: 10, ts: ms(50) }), io({ target: target + 1, ts: ms(150) }), io({ cid: 11, ts: ms(201) })], 260n * MS)).toEqual([{ at: 2, events: [{ pair, joined: true }] }]);
+  });
+
+  test("a list cut where the joins go keeps every digest once, its undecodable count in the first part and its acknowledgement in the last", () => {
+    const gate = new WindowJoinGate();
+    gate.releases([io({ target: target + 1, ts: ms(0) })], 0n);
+    gate.rotated([], [pair], 200n * MS);
+    let acked = 0;
+    const digests = [io({ cid: 10, ts: ms(50) }), io({ cid: 11, ts: ms(201) }), io({ cid: 12, ts: ms(202) })];
+    const parts = gate.pass({ switchId: "tor", listTimestampNs: T0, digests, badDigests: 2, session: 1, raw: { digest: "io_digest_t", samples: [[Buffer.from([10])], [Buffer.from([11])], [Buffer.from([12])]] }, ack: () => acked++ }, 260n * MS);
+    expect(parts.map((p) => [p.before, p.part.digests.map((d) => (d as IoDigest).cid), p.part.raw.samples.length, p.part.badDigests, p.part.ack !== undefined])).toEqual([[[], [10], 1, 2, false], [[{ pair, joined: true }], [11, 12], 2, 0, true]]);
+    parts.at(-1)!.part.ack!();
+    expect(acked).toBe(1);
   });
 
   test("the bound follows a switch clock slower than this host's, and starts again with a restarted switch", () => {
     const gate = new WindowJoinGate({ driftPpm: 100 });
-    gate.before([io({ target: target + 1, ts: 0 })], 0n);
+    gate.releases([io({ target: target + 1, ts: 0 })], 0n);
     // 1,000 s later the switch's clock reads 50 ms less (50 ppm slow): a command just after the write is still after it.
-    gate.join([pair], 1_000_000n * MS);
-    expect(gate.before([io({ ts: ms(999_951) })], 1_000_002n * MS)).toEqual([pair]);
+    gate.rotated([], [pair], 1_000_000n * MS);
+    expect(gate.releases([io({ ts: ms(999_951) })], 1_000_002n * MS)).toEqual([{ at: 0, events: [{ pair, joined: true }] }]);
     // A restarted switch counts from 0 again.
     gate.resetClock();
-    gate.before([io({ target: target + 1, ts: ms(1) })], 1_100_000n * MS);
-    gate.join([pair], 1_100_010n * MS);
-    expect(gate.before([io({ ts: ms(12) })], 1_100_012n * MS)).toEqual([pair]);
+    gate.releases([io({ target: target + 1, ts: ms(1) })], 1_100_000n * MS);
+    gate.rotated([], [pair], 1_100_010n * MS);
+    expect(gate.releases([io({ ts: ms(12) })], 1_100_012n * MS)).toEqual([{ at: 0, events: [{ pair, joined: true }] }]);
   });
 
   test("48-bit switch timestamps that wrap between the write and the pair's next command", () => {
     const WRAP = 2 ** 48;
     const gate = new WindowJoinGate();
-    gate.before([io({ target: target + 1, ts: WRAP - ms(10) })], 0n);
-    gate.join([pair], 5n * MS);
-    expect(gate.before([io({ ts: WRAP - ms(8) })], 6n * MS)).toEqual([]); // before the write (a late one)
-    expect(gate.before([io({ ts: ms(1) })], 12n * MS)).toEqual([pair]);
+    gate.releases([io({ target: target + 1, ts: WRAP - ms(10) })], 0n);
+    gate.rotated([], [pair], 5n * MS);
+    expect(gate.releases([io({ ts: WRAP - ms(8) })], 6n * MS)).toEqual([]); // before the write (a late one)
+    expect(gate.releases([io({ ts: ms(1) })], 12n * MS)).toEqual([{ at: 0, events: [{ pair, joined: true }] }]);
   });
 });
