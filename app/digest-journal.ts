@@ -41,6 +41,8 @@ export interface JournaledNotes {
   atNs: bigint;
   seq: bigint;
   endpoints: Array<{ key: number; address: string }>;
+  /** the newest switch time (48-bit ns) the controller had from the switch before the rotation's write */
+  seenTs?: number;
 }
 
 interface NoteEntry {
@@ -50,6 +52,7 @@ interface NoteEntry {
   q: string; // first sequence number
   p: Array<[number, number]>; // host, target
   e: Array<[number, string]>;
+  z?: number; // the newest switch time seen before the write
 }
 
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
@@ -109,7 +112,7 @@ export class DigestJournal {
           const key = `${e.s}|${e.w}|${e.a}|${e.q}`;
           if (replayed.has(key)) continue;
           replayed.add(key);
-          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })) };
+          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })), ...(e.z === undefined ? {} : { seenTs: e.z }) };
           feedNotes(notes);
           this.appendNotes(notes);
           continue;
@@ -147,7 +150,7 @@ export class DigestJournal {
    */
   appendNotes(n: JournaledNotes): void {
     if (!n.pairs.length) return;
-    const e: NoteEntry = { w: n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]) };
+    const e: NoteEntry = { w: n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]), ...(n.seenTs === undefined ? {} : { z: n.seenTs }) };
     this.lines.push(JSON.stringify(e) + "\n");
     // Its segment goes once the lists before it are settled (a segment of notes alone, with them).
     const seg = this.segmentName(this.segment);

@@ -101,7 +101,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const gate = new WindowJoinGate();
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
   // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
-  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes) => {
+  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number) => {
     if (!pairs.length) return;
     let notes = replayed;
     if (!notes) {
@@ -109,26 +109,26 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
         const address = controller.endpoints.addressOf(key);
         return address === undefined ? [] : [{ key, address }];
       });
-      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints };
+      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }) };
       windowNotes += BigInt(pairs.length);
       journal?.appendNotes(notes);
     }
     if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs, notes.endpoints);
-    else exporter.metrics.windowLeft(config.switch.switchId, pairs, notes.endpoints);
+    else exporter.metrics.windowLeft(config.switch.switchId, pairs, notes.endpoints, notes.seenTs);
     if (!o.digestsOnly || !kafka) return;
     const addresses = new Map(notes.endpoints.map((e) => [e.key, e.address]));
-    for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, joined)) kafka.push(m);
+    for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, joined, notes.seenTs)) kafka.push(m);
   };
-  /** Notes in order, those of one kind in a row together. */
+  /** Notes in order, those alike in a row together. */
   const handOnEvents = (events: readonly WindowEvent[]) => {
     for (let i = 0; i < events.length; ) {
       let j = i;
-      while (j < events.length && events[j]!.joined === events[i]!.joined) j++;
-      handOn(events.slice(i, j).map((e) => e.pair), events[i]!.joined);
+      while (j < events.length && events[j]!.joined === events[i]!.joined && events[j]!.seenTs === events[i]!.seenTs) j++;
+      handOn(events.slice(i, j).map((e) => e.pair), events[i]!.joined, undefined, events[i]!.seenTs);
       i = j;
     }
   };
-  controller.on("rotated", (e) => handOn(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs), false));
+  controller.on("rotated", (e) => handOnEvents(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs)));
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;

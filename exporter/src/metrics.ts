@@ -100,6 +100,8 @@ interface Outstanding {
   ioKey: string;
   /** polling: the window event (MetricsEngine.windowEvents) at which its pair left the switch's window (its response then goes unwatched) */
   leftWindowEvent?: number;
+  /** ... and the newest switch time (unwrapped ns) its controller had from the switch before that rotation's write: a response no later is before it */
+  leftWindowSeen?: bigint;
   /**
    * When and on which host QP responses with its CID came on queues of its
    * host and target whose pairing the switch did not know: perhaps its own
@@ -470,7 +472,7 @@ export class MetricsEngine {
       // (In full mode every pair is watched: a switch back from polling has no pair out.)
       if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
       const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away }) });
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event, ...(away.seen === undefined ? {} : { leftWindowSeen: away.seen }) }) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -489,6 +491,17 @@ export class MetricsEngine {
       // command it answers is unknown: this vantage's figures are absent, as
       // for a response that went unwatched. (A response that comes while the
       // pair is still out is the command's own, sent before the rotation.)
+      this.timeOut(outKey, open, at, true);
+      return;
+    }
+    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowSeen !== undefined && this.clock(switchId).unwrap(d.ts) > open.leftWindowSeen) {
+      // A response while the pair is out of the window is the command's own
+      // only if the switch sent it before the rotation's write: one its
+      // controller's digest stream may have passed only later may come from
+      // a later window (the rotation that put the pair back not yet handed
+      // on, its stream lagging), answering a command of the CID the switch did
+      // not see. Sure only up to the newest switch time the controller had
+      // when it wrote the rotation; past it, this vantage's figures are absent.
       this.timeOut(outKey, open, at, true);
       return;
     }
@@ -771,7 +784,7 @@ export class MetricsEngine {
   }
 
   /** Per switch: the host–target pairs (`host|target`, the engine's keys) out of its polling window, and the window event that took each out. */
-  private readonly away = new Map<string, Map<string, number>>();
+  private readonly away = new Map<string, Map<string, { event: number; seen?: bigint }>>();
   /** Per switch: the window event at which each pair last came back into its window. */
   private readonly rejoined = new Map<string, Map<string, number>>();
   /** Window events (rotations' departures and returns) taken so far: what orders them against the commands. */
@@ -796,16 +809,21 @@ export class MetricsEngine {
    * (windowJoined). Order, not time, decides: the controller hands on the
    * rotation after every digest it had received.
    */
-  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): void {
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[], seenTs?: number): void {
     const keys = this.pairKeys(switchId, pairs, endpoints);
     if (!keys.length) return;
     const event = ++this.windowEvents;
+    // `seenTs`: the newest switch time (48-bit ns) the controller had from the switch before the rotation's write.
+    const seen = seenTs === undefined ? undefined : this.clock(switchId).unwrap(seenTs);
     let away = this.away.get(switchId);
     if (!away) this.away.set(switchId, (away = new Map()));
-    for (const k of keys) away.set(k, event);
+    for (const k of keys) away.set(k, seen === undefined ? { event } : { event, seen });
     const left = new Set(keys);
     for (const o of this.outstanding.values()) {
-      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowEvent = event;
+      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) {
+        o.leftWindowEvent = event;
+        if (seen !== undefined) o.leftWindowSeen = seen;
+      }
     }
   }
 

@@ -21,7 +21,17 @@
 // a digest of the pair from before the write is placed before the note, one
 // from after the switch applied it, after. The smallest offset is let rise by
 // `driftPpm` of the time since it was seen, so that a switch clock slower
-// than this host's is followed.
+// than this host's is followed. That holds for a switch whose clock runs
+// with real time (BMv2's and Tofino's do); a software switch replaying a
+// capture on its clock runs behind it when the host cannot keep the pace,
+// and then catches up, and notes can be misplaced (docs/operations.md).
+//
+// Each departure also carries the newest switch time of the I/O digests that
+// arrived before its write was sent (`seenTs`, 0 when none had): those were
+// generated before the switch applied it, whatever its clock's pace. A
+// response the exporter gets while the pair is out is its command's own only
+// if it is no later than that; a later one may come from a later window (a
+// join the gate still holds) and answer a command the switch did not see.
 //
 // A leave with nothing of its pair held goes out at once: a command whose
 // digest comes after it was on its way (the switch reports no command of a
@@ -43,6 +53,8 @@ export interface GatedPair {
 export interface WindowEvent {
   pair: GatedPair;
   joined: boolean;
+  /** a departure's: the newest switch time (48-bit ns) of the I/O digests received before the rotation's write was sent */
+  seenTs?: number;
 }
 
 interface Held extends WindowEvent {
@@ -61,6 +73,8 @@ export class WindowJoinGate {
   /** smallest (arrival − switch time) seen, and when it was seen (this host's clock) */
   private offset: { ns: bigint; atNs: bigint } | undefined;
   private lastTs: bigint | undefined;
+  /** the newest switch time received, by arrival (this host's clock), for the last minute */
+  private readonly newest: Array<{ arrivalNs: bigint; ts: bigint }> = [];
   private readonly driftPpm: bigint;
   /** notes held; released before a digest of their pair; released at the end (no digest of the pair came) */
   readonly stats = { held: 0, released: 0, releasedUnseen: 0 };
@@ -74,14 +88,16 @@ export class WindowJoinGate {
    * `sentNs`: this host's clock before its write was sent. Returns the
    * leaves that go out now (nothing of their pair held).
    */
-  rotated(left: readonly GatedPair[], joined: readonly GatedPair[], sentNs: bigint): GatedPair[] {
-    const now: GatedPair[] = [];
+  rotated(left: readonly GatedPair[], joined: readonly GatedPair[], sentNs: bigint): WindowEvent[] {
+    const now: WindowEvent[] = [];
+    const seenTs = this.seenBefore(sentNs);
     for (const p of left) {
+      const e = { pair: { host: p.host, target: p.target }, joined: false, seenTs };
       const q = this.held.get(key(p));
       if (q) {
-        q.push({ pair: { host: p.host, target: p.target }, joined: false, sentNs });
+        q.push({ ...e, sentNs });
         this.stats.held++;
-      } else now.push({ host: p.host, target: p.target });
+      } else now.push(e);
     }
     for (const p of joined) {
       const k = key(p);
@@ -98,6 +114,24 @@ export class WindowJoinGate {
   resetClock(): void {
     this.offset = undefined;
     this.lastTs = undefined;
+    this.newest.length = 0;
+  }
+
+  /**
+   * The newest switch time (48-bit ns) among the lists that arrived before
+   * `sentNs`: generated before the write was sent, so before the switch
+   * applied it, whatever its clock's pace. 0 when none had come (nothing is
+   * known to precede the write).
+   */
+  private seenBefore(sentNs: bigint): number {
+    let best: bigint | undefined;
+    for (let i = this.newest.length - 1; i >= 0; i--) {
+      if (this.newest[i]!.arrivalNs < sentNs) {
+        best = this.newest[i]!.ts;
+        break;
+      }
+    }
+    return best === undefined ? 0 : Number(best % (1n << 48n));
   }
 
   /**
@@ -114,6 +148,12 @@ export class WindowJoinGate {
       times.push([i, t]);
       this.observe(t, arrivalNs);
     }
+    const top = this.lastTs;
+    if (top !== undefined && (this.newest.at(-1)?.ts ?? -1n) < top) {
+      this.newest.push({ arrivalNs, ts: top });
+      // A minute back is plenty: a rotation asks for the newest before its write, sent just before.
+      while (this.newest.length > 1 && arrivalNs - this.newest[0]!.arrivalNs > 60_000_000_000n) this.newest.shift();
+    }
     const out: Array<{ at: number; events: WindowEvent[] }> = [];
     if (!this.held.size) return out;
     for (const [i, t] of times) {
@@ -124,12 +164,11 @@ export class WindowJoinGate {
       const at = this.hostTime(t, arrivalNs);
       const events: WindowEvent[] = [];
       while (q.length && at >= q[0]!.sentNs) {
-        const e = q.shift()!;
-        events.push({ pair: e.pair, joined: e.joined });
+        events.push(note(q.shift()!));
       }
       // A leave behind the last join released goes out right after it.
       if (!q.length || (events.length && q.every((e) => !e.joined))) {
-        for (const e of q.splice(0)) events.push({ pair: e.pair, joined: e.joined });
+        for (const e of q.splice(0)) events.push(note(e));
         this.held.delete(k);
       }
       if (!events.length) continue;
@@ -164,7 +203,7 @@ export class WindowJoinGate {
   /** Every note still held (the controller stops): handed on at the end, in order per pair. */
   flush(): WindowEvent[] {
     const out: WindowEvent[] = [];
-    for (const q of this.held.values()) for (const e of q) out.push({ pair: e.pair, joined: e.joined });
+    for (const q of this.held.values()) for (const e of q) out.push(note(e));
     this.stats.releasedUnseen += out.length;
     this.held.clear();
     return out;
@@ -194,6 +233,10 @@ export class WindowJoinGate {
     if (this.lastTs === undefined || best > this.lastTs) this.lastTs = best;
     return best;
   }
+}
+
+function note(e: Held): WindowEvent {
+  return { pair: e.pair, joined: e.joined, ...(e.seenTs === undefined ? {} : { seenTs: e.seenTs }) };
 }
 
 function key(p: GatedPair): string {

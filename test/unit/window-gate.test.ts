@@ -36,8 +36,7 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
   for (const s of steps) {
     if ("rotate" in s) {
       if (gated) {
-        const now = gate.rotated(s.rotate.left, s.rotate.joined, host(s.rotate.atMs));
-        if (now.length) m.windowLeft("tor", now);
+        for (const e of gate.rotated(s.rotate.left, s.rotate.joined, host(s.rotate.atMs))) m.windowLeft("tor", [e.pair], undefined, e.seenTs);
       } else {
         m.windowLeft("tor", s.rotate.left);
         m.windowJoined("tor", s.rotate.joined);
@@ -46,7 +45,10 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
       const newest = s.list.digests.reduce((a, d) => Math.max(a, d.ts), 0);
       const b = { switchId: "tor", listTimestampNs: T0 + BigInt(newest), digests: s.list.digests, badDigests: 0, session: 1, raw: { digest: "io_digest_t", samples: s.list.digests.map(() => []) } };
       for (const { before, part } of gated ? gate.pass(b, host(s.list.arrivesMs)) : [{ before: [], part: b }]) {
-        for (const e of before) (e.joined ? m.windowJoined : m.windowLeft).call(m, "tor", [e.pair]);
+        for (const e of before) {
+          if (e.joined) m.windowJoined("tor", [e.pair]);
+          else m.windowLeft("tor", [e.pair], undefined, e.seenTs);
+        }
         m.onDigestList("tor", part.listTimestampNs, part.digests);
       }
     }
@@ -119,13 +121,33 @@ describe("a pair put back into the polling window", () => {
     expect(run(steps, false).ios).toContainEqual([10, false, ms(40)]);
   });
 
+  test("a switch clock that falls behind this host's (a replayed capture's, on a loaded host): a response the switch matched to a command from before the pair left is not taken for its own", () => {
+    const steps: Step[] = [
+      { list: { digests: [io({ seq: 0, cid: 9, ts: ms(0) })], arrivesMs: 1 } },
+      { list: { digests: [io({ seq: 1, cid: 10, cmd_psn: 1001, ts: ms(10) })], arrivesMs: 11 } },
+      { rotate: { left: [pair], joined: [], atMs: 20 } },
+      { rotate: { left: [], joined: [pair], atMs: 40 } },
+      // The switch's clock reads 30 ms at 200 ms on this host's: the pair back in its window, it matches a response
+      // to CID 10 (a newer command of it, sent while the pair was out, unseen) to the command it holds. On the host's
+      // clock mapped from the switch's, the response looks older than the write that put the pair back.
+      { list: { digests: [io({ seq: 2, event: 2, cid: 10, cmd_psn: 1001, ts: ms(30), e2e_ns: ms(20) })], arrivesMs: 210 } },
+      { list: { digests: [io({ seq: 3, target: target + 1, cid: 12, ts: ms(400) })], arrivesMs: 600 } },
+    ];
+    const r = run(steps, true);
+    expect(r.ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null]]));
+    expect(r.ios).toHaveLength(2);
+  });
+
   test("notes of a pair held at the end go out in order", () => {
     const gate = new WindowJoinGate();
-    expect(gate.rotated([pair], [], 10n * MS)).toEqual([pair]);
+    gate.releases([io({ target: target + 1, ts: ms(3) })], 5n * MS);
+    gate.releases([io({ target: target + 1, ts: ms(7) })], 15n * MS);
+    // A leave goes out at once, with the newest switch time of the lists that arrived before its write was sent.
+    expect(gate.rotated([pair], [], 10n * MS)).toEqual([{ pair, joined: false, seenTs: ms(3) }]);
     expect(gate.rotated([], [pair], 20n * MS)).toEqual([]);
     expect(gate.rotated([pair], [], 30n * MS)).toEqual([]);
     expect(gate.pending).toBe(2);
-    expect(gate.flush()).toEqual([{ pair, joined: true }, { pair, joined: false }]);
+    expect(gate.flush()).toEqual([{ pair, joined: true }, { pair, joined: false, seenTs: ms(7) }]);
     expect(gate.stats).toEqual({ held: 2, released: 0, releasedUnseen: 2 });
   });
 

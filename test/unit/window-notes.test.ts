@@ -85,6 +85,20 @@ describe("WINDOW_LEFT notes", () => {
     expect(snapshot.counts.duplicateDigests).toBe(1);
   });
 
+  test("a departure's seen_ts (the newest switch time before the write) reads back the same by both decoders; a note without it (an older controller's) still reads", () => {
+    const [withSeen] = windowNoteMessages("tor", [{ host, target }], T0, 3n, () => undefined, DEFAULT_TOPICS, false, 2 ** 48 - 5);
+    const [without] = windowNoteMessages("tor", [{ host, target }], T0, 4n, () => undefined, DEFAULT_TOPICS);
+    expect(rawDigestBatch(withSeen!.value).windowNote).toEqual({ host, target, joined: false, seenTs: 2 ** 48 - 5 });
+    expect(batchFromRaw(RawDigest.decode(withSeen!.value)).raw.digest).toBe(WINDOW_LEFT);
+    expect(rawDigestBatch(without!.value).windowNote).toEqual({ host, target, joined: false });
+    // The generated decoder's path (a member order the fast path does not take) reads both too.
+    const raw = RawDigest.decode(withSeen!.value);
+    const reordered = RawDigest.encode({ ...raw, fields: [...raw.fields].reverse() }).finish();
+    expect(rawDigestBatch(reordered).windowNote).toEqual({ host, target, joined: false, seenTs: 2 ** 48 - 5 });
+    const rawWithout = RawDigest.decode(without!.value);
+    expect(rawDigestBatch(RawDigest.encode({ ...rawWithout, fields: [...rawWithout.fields].reverse() }).finish()).windowNote).toEqual({ host, target, joined: false });
+  });
+
   for (const order of ["after", "before"] as const) {
     test(`an exporter group partition: a command whose pair left the window before its response is not incomplete (note ${order} the command's digest)`, () => {
       const run = (withNote: boolean) => {

@@ -179,7 +179,7 @@ export class PartitionEngine {
         // A rotation's note, kept open as a digest of its time is: a member taking the partition over
         // re-reads it with the commands it may concern.
         if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
-        else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints);
+        else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints, windowNote.seenTs);
         return;
       }
       if (b.listTimestampNs < settled) c.lateDigests++;

@@ -57,9 +57,12 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
  * the pair's I/O digests; with `joined`, its WINDOW_JOINED notes, one per pair
  * it put back. `seq` numbers the controller's notes (with the time,
  * what tells a note published twice); `addressOf` gives an endpoint key's
- * IPv6 address.
+ * IPv6 address; `seenTs` (departures) the newest switch time (48-bit ns)
+ * the controller had from the switch before the rotation's write (member
+ * `seen_ts`: a response while the pair is out and no later than it is the
+ * command's own).
  */
-export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false): KafkaMessageOut[] {
+export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false, seenTs?: number): KafkaMessageOut[] {
   return pairs.map((p, i) => {
     const names = new Map<number, string>();
     for (const k of [p.host, p.target]) {
@@ -72,7 +75,7 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
         digest: joined ? WINDOW_JOINED : WINDOW_LEFT,
         seq: seq + BigInt(i),
         listTimestampNs: atUnixNs,
-        fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }],
+        fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }, ...(seenTs === undefined ? [] : [{ name: "seen_ts", value: memberBytes(seenTs) }])],
         endpoints: [...names].map(([key, address]) => ({ key, address })),
       }),
       digestKey({ kind: "io", host: p.host, target: p.target } as TelemetryDigest, names),

@@ -25,7 +25,8 @@ import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 export const WINDOW_LEFT = "window_left";
 /** Its counterpart: a rotation put the pair back into the window (its commands from then on are watched). */
 export const WINDOW_JOINED = "window_joined";
-const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32 };
+/** A note's members; `seen_ts` (the newest switch time, 48-bit ns, its controller had before the rotation's write) may be absent. */
+const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, seen_ts: 48 };
 const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED;
 
 /** Which pair left (or came back into) the window, when the message is a window note. */
@@ -33,11 +34,13 @@ export interface WindowNote {
   host: number;
   target: number;
   joined: boolean;
+  /** the newest switch time (48-bit ns) its controller had from the switch before the rotation's write */
+  seenTs?: number;
 }
 
 /** A window note's batch: no digest, the pair's endpoint entries. */
 function windowNoteBatch(switchId: string, digest: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowNote: WindowNote } {
-  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED } };
+  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED, ...(values.length > 2 ? { seenTs: values[2]! } : {}) } };
 }
 
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
@@ -48,7 +51,7 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
 function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote } {
   if (isWindowNote(raw.digest)) {
     const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
-    const values = Object.entries(WINDOW_NOTE_FIELDS).map(([n, w]) => {
+    const values = Object.entries(WINDOW_NOTE_FIELDS).filter(([n]) => n !== "seen_ts" || byName.has(n)).map(([n, w]) => {
       const v = byName.get(n);
       if (!v || v.length === 0 || v.length > 6) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
       const x = readUintBE(v, 0, v.length);
@@ -264,7 +267,8 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
       (endpoints ??= []).push({ key: key >>> 0, address });
     } else return generated(bytes);
   }
-  if (failed || P !== E || !layout || !values || values.length !== layout.names.length) return generated(bytes);
+  // (A window note's seen_ts, its last member, may be absent.)
+  if (failed || P !== E || !layout || !values || (values.length !== layout.names.length && !(isWindowNote(digest) && values.length === layout.names.length - 1))) return generated(bytes);
   if (isWindowNote(digest)) return { ...windowNoteBatch(switchId, digest, listTimestampNs, values, endpoints), seq };
   const d = decodeDigest(digest, values);
   return { batch: { switchId, listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest, samples: [values] }, ...(endpoints ? { endpoints } : {}) }, seq };
