@@ -27,8 +27,8 @@ interface Entry {
 }
 
 /**
- * A polling rotation's window notes (window_left or window_joined for each
- * pair), journaled in order with the lists so that a controller killed
+ * A polling rotation's window notes (window_left, window_joined or
+ * window_bound for each pair), journaled in order with the lists so that a controller killed
  * before Kafka took them hands them on again, the same (time, sequence
  * numbers and endpoint addresses): a member that had them drops the copies
  * as duplicates.
@@ -36,23 +36,25 @@ interface Entry {
 export interface JournaledNotes {
   switchId: string;
   joined: boolean;
+  /** a bound (window_bound) */
+  bound?: boolean;
   pairs: Array<{ host: number; target: number }>;
   /** the notes' time (this host's clock, ns) and the first one's sequence number */
   atNs: bigint;
   seq: bigint;
   endpoints: Array<{ key: number; address: string }>;
-  /** the newest switch time (48-bit ns) the controller had from the switch before the rotation's write */
+  /** a bound's (and a departure's with a join written behind it): the newest switch time (48-bit ns) the controller had from the switch before that join's write */
   seenTs?: number;
 }
 
 interface NoteEntry {
-  w: "left" | "joined";
+  w: "left" | "joined" | "bound";
   s: string;
   a: string; // notes' time, ns
   q: string; // first sequence number
   p: Array<[number, number]>; // host, target
   e: Array<[number, string]>;
-  z?: number; // the newest switch time seen before the write
+  z?: number; // the newest switch time seen before a join's write
 }
 
 /** Where a switch's digest sequence and totals stood after its latest record (see MetricsEngine.sequencePositions). */
@@ -112,7 +114,7 @@ export class DigestJournal {
           const key = `${e.s}|${e.w}|${e.a}|${e.q}`;
           if (replayed.has(key)) continue;
           replayed.add(key);
-          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })), ...(e.z === undefined ? {} : { seenTs: e.z }) };
+          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", ...(e.w === "bound" ? { bound: true } : {}), pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })), ...(e.z === undefined ? {} : { seenTs: e.z }) };
           feedNotes(notes);
           this.appendNotes(notes);
           continue;
@@ -150,7 +152,7 @@ export class DigestJournal {
    */
   appendNotes(n: JournaledNotes): void {
     if (!n.pairs.length) return;
-    const e: NoteEntry = { w: n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]), ...(n.seenTs === undefined ? {} : { z: n.seenTs }) };
+    const e: NoteEntry = { w: n.bound ? "bound" : n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]), ...(n.seenTs === undefined ? {} : { z: n.seenTs }) };
     this.lines.push(JSON.stringify(e) + "\n");
     // Its segment goes once the lists before it are settled (a segment of notes alone, with them).
     const seg = this.segmentName(this.segment);

@@ -101,7 +101,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const gate = new WindowJoinGate();
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
   // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
-  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number) => {
+  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number, bound?: boolean) => {
     if (!pairs.length) return;
     let notes = replayed;
     if (!notes) {
@@ -109,22 +109,24 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
         const address = controller.endpoints.addressOf(key);
         return address === undefined ? [] : [{ key, address }];
       });
-      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }) };
+      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }), ...(bound ? { bound } : {}) };
       windowNotes += BigInt(pairs.length);
       journal?.appendNotes(notes);
     }
-    if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs, notes.endpoints);
+    if (notes.bound) exporter.metrics.windowBound(config.switch.switchId, pairs, notes.seenTs ?? 0, notes.endpoints);
+    else if (joined) exporter.metrics.windowJoined(config.switch.switchId, pairs, notes.endpoints);
     else exporter.metrics.windowLeft(config.switch.switchId, pairs, notes.endpoints, notes.seenTs);
     if (!o.digestsOnly || !kafka) return;
     const addresses = new Map(notes.endpoints.map((e) => [e.key, e.address]));
-    for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, joined, notes.seenTs)) kafka.push(m);
+    for (const m of windowNoteMessages(config.switch.switchId, pairs, notes.atNs, notes.seq, (k) => addresses.get(k), kafka.topicNames, notes.bound ? "bound" : joined, notes.seenTs)) kafka.push(m);
   };
   /** Notes in order, those alike in a row together. */
   const handOnEvents = (events: readonly WindowEvent[]) => {
     for (let i = 0; i < events.length; ) {
       let j = i;
-      while (j < events.length && events[j]!.joined === events[i]!.joined && events[j]!.seenTs === events[i]!.seenTs) j++;
-      handOn(events.slice(i, j).map((e) => e.pair), events[i]!.joined, undefined, events[i]!.seenTs);
+      const [a, b] = [events[i]!, events];
+      while (j < b.length && b[j]!.joined === a.joined && b[j]!.seenTs === a.seenTs && b[j]!.bound === a.bound) j++;
+      handOn(b.slice(i, j).map((e) => e.pair), a.joined, undefined, a.seenTs, a.bound);
       i = j;
     }
   };
@@ -198,7 +200,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       if (replayedTo === undefined || b.listTimestampNs > replayedTo) replayedTo = b.listTimestampNs;
       exporter.onBatch(b);
       publishDigests(b);
-    }, (notes) => handOn(notes.pairs, notes.joined, notes));
+    }, (notes) => handOn(notes.pairs, notes.joined, notes, notes.seenTs, notes.bound));
     // From its last list replayed up to now, no controller listened to the switch.
     exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });

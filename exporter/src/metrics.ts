@@ -100,8 +100,6 @@ interface Outstanding {
   ioKey: string;
   /** polling: the window event (MetricsEngine.windowEvents) at which its pair left the switch's window (its response then goes unwatched) */
   leftWindowEvent?: number;
-  /** ... and the newest switch time (unwrapped ns) its controller had from the switch before that rotation's write: a response no later is before it */
-  leftWindowSeen?: bigint;
   /**
    * When and on which host QP responses with its CID came on queues of its
    * host and target whose pairing the switch did not know: perhaps its own
@@ -472,7 +470,7 @@ export class MetricsEngine {
       // (In full mode every pair is watched: a switch back from polling has no pair out.)
       if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
       const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event, ...(away.seen === undefined ? {} : { leftWindowSeen: away.seen }) }) });
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event }) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -494,14 +492,15 @@ export class MetricsEngine {
       this.timeOut(outKey, open, at, true);
       return;
     }
-    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowSeen !== undefined && this.clock(switchId).unwrap(d.ts) > open.leftWindowSeen) {
-      // A response while the pair is out of the window is the command's own
-      // only if the switch sent it before the rotation's write: one its
-      // controller's digest stream may have passed only later may come from
-      // a later window (the rotation that put the pair back not yet handed
-      // on, its stream lagging), answering a command of the CID the switch did
-      // not see. Sure only up to the newest switch time the controller had
-      // when it wrote the rotation; past it, this vantage's figures are absent.
+    const bound = open && open.leftWindowEvent !== undefined ? this.away.get(switchId)?.get(`${d.host}|${d.target}`)?.seen : undefined;
+    if (open && open.digest.cmd_psn === d.cmd_psn && bound !== undefined && this.clock(switchId).unwrap(d.ts) > bound) {
+      // A response while the pair is out of the window is the command's own,
+      // sent before the pair left, unless a rotation that puts the pair back
+      // was written meanwhile (windowBound): then it may come from the new
+      // window (the rotation not yet handed on, the digest stream lagging),
+      // answering a command of the CID the switch did not see. Sure only up
+      // to the newest switch time the controller had before that write; past
+      // it, this vantage's figures are absent.
       this.timeOut(outKey, open, at, true);
       return;
     }
@@ -813,17 +812,32 @@ export class MetricsEngine {
     const keys = this.pairKeys(switchId, pairs, endpoints);
     if (!keys.length) return;
     const event = ++this.windowEvents;
-    // `seenTs`: the newest switch time (48-bit ns) the controller had from the switch before the rotation's write.
+    // `seenTs`: a join of these pairs written behind this rotation already, its bound (windowBound).
     const seen = seenTs === undefined ? undefined : this.clock(switchId).unwrap(seenTs);
     let away = this.away.get(switchId);
     if (!away) this.away.set(switchId, (away = new Map()));
     for (const k of keys) away.set(k, seen === undefined ? { event } : { event, seen });
     const left = new Set(keys);
     for (const o of this.outstanding.values()) {
-      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) {
-        o.leftWindowEvent = event;
-        if (seen !== undefined) o.leftWindowSeen = seen;
-      }
+      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowEvent = event;
+    }
+  }
+
+  /**
+   * A rotation that puts these pairs (out of the switch's window) back was
+   * written; `seenTs`, the newest switch time (48-bit ns) the controller had
+   * from the switch before the write. Until the pairs are back
+   * (windowJoined), a response later than that is not taken for its
+   * command's own: it may come from the new window.
+   */
+  windowBound(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, seenTs: number, endpoints?: readonly EndpointEntry[]): void {
+    const keys = this.pairKeys(switchId, pairs, endpoints);
+    const away = this.away.get(switchId);
+    if (!keys.length || !away) return;
+    const seen = this.clock(switchId).unwrap(seenTs);
+    for (const k of keys) {
+      const a = away.get(k);
+      if (a && (a.seen === undefined || seen < a.seen)) a.seen = seen;
     }
   }
 

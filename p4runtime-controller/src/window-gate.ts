@@ -26,21 +26,16 @@
 // capture on its clock runs behind it when the host cannot keep the pace,
 // and then catches up, and notes can be misplaced (docs/operations.md).
 //
-// Each departure also carries the newest switch time of the I/O digests that
-// arrived before its write was sent (`seenTs`, 0 when none had): those were
-// generated before the switch applied it, whatever its clock's pace. A
-// response the exporter gets while the pair is out is its command's own only
-// if it is no later than that; a later one may come from a later window (a
-// join the gate still holds) and answer a command the switch did not see.
-//
-// A leave with nothing of its pair held goes out at once: a command whose
-// digest comes after it was on its way (the switch reports no command of a
-// pair it does not watch), and its response, if watched, comes while the
-// pair is still out and is its own. A leave behind a held join waits behind
-// it and goes out right after it, so that the commands before the join are
-// marked with the leave they came after. A note held too long only costs
-// figures (the pair's commands taken as unwatched, counted), never a wrong
-// record.
+// A response the exporter gets while its pair is out of the window is its
+// command's own when the switch sent it before the pair left; but once a
+// join of the pair is written and still held, it may come from the new
+// window, answering a command of the CID the switch did not see. So the
+// first join written for a pair out of the window goes out at once as a
+// bound (`bound`): the newest switch time of the I/O digests that arrived
+// before its write was sent (`seenTs`, 0 when none had), generated before
+// the switch applied it, whatever its clock's pace. A response while the
+// pair is out is taken for its own only up to that time; a departure
+// released with a join still held behind it carries that join's bound.
 
 import { unwrapTimestamp, type DigestBatch } from "@rdma-telemetry/contract";
 
@@ -49,12 +44,13 @@ export interface GatedPair {
   target: number;
 }
 
-/** A window note: the pair left the window (`joined` false) or came back. */
+/** A window note: the pair left the window (`joined` false), came back, or (`bound`) a join of it was written. */
 export interface WindowEvent {
   pair: GatedPair;
   joined: boolean;
-  /** a departure's: the newest switch time (48-bit ns) of the I/O digests received before the rotation's write was sent */
+  /** a bound, or a departure with a join written behind it: the newest switch time (48-bit ns) of the I/O digests received before that join's write was sent */
   seenTs?: number;
+  bound?: true;
 }
 
 interface Held extends WindowEvent {
@@ -90,21 +86,25 @@ export class WindowJoinGate {
    */
   rotated(left: readonly GatedPair[], joined: readonly GatedPair[], sentNs: bigint): WindowEvent[] {
     const now: WindowEvent[] = [];
-    const seenTs = this.seenBefore(sentNs);
     for (const p of left) {
-      const e = { pair: { host: p.host, target: p.target }, joined: false, seenTs };
+      const pair = { host: p.host, target: p.target };
       const q = this.held.get(key(p));
       if (q) {
-        q.push({ ...e, sentNs });
+        q.push({ pair, joined: false, sentNs });
         this.stats.held++;
-      } else now.push(e);
+      } else now.push({ pair, joined: false });
     }
+    const seenTs = joined.length ? this.seenBefore(sentNs) : 0;
     for (const p of joined) {
       const k = key(p);
-      const e = { pair: { host: p.host, target: p.target }, joined: true, sentNs };
+      const pair = { host: p.host, target: p.target };
+      const e = { pair, joined: true, seenTs, sentNs };
       const q = this.held.get(k);
       if (q) q.push(e);
-      else this.held.set(k, [e]);
+      else {
+        this.held.set(k, [e]);
+        now.push({ pair, joined: false, seenTs, bound: true });
+      }
       this.stats.held++;
     }
     return now;
@@ -164,11 +164,11 @@ export class WindowJoinGate {
       const at = this.hostTime(t, arrivalNs);
       const events: WindowEvent[] = [];
       while (q.length && at >= q[0]!.sentNs) {
-        events.push(note(q.shift()!));
+        events.push(note(q.shift()!, q));
       }
       // A leave behind the last join released goes out right after it.
       if (!q.length || (events.length && q.every((e) => !e.joined))) {
-        for (const e of q.splice(0)) events.push(note(e));
+        for (const e of q.splice(0)) events.push(note(e, q));
         this.held.delete(k);
       }
       if (!events.length) continue;
@@ -203,7 +203,7 @@ export class WindowJoinGate {
   /** Every note still held (the controller stops): handed on at the end, in order per pair. */
   flush(): WindowEvent[] {
     const out: WindowEvent[] = [];
-    for (const q of this.held.values()) for (const e of q) out.push(note(e));
+    for (const q of this.held.values()) while (q.length) out.push(note(q.shift()!, q));
     this.stats.releasedUnseen += out.length;
     this.held.clear();
     return out;
@@ -235,8 +235,11 @@ export class WindowJoinGate {
   }
 }
 
-function note(e: Held): WindowEvent {
-  return { pair: e.pair, joined: e.joined, ...(e.seenTs === undefined ? {} : { seenTs: e.seenTs }) };
+/** A held note as handed on; a departure with a join still held behind it (`rest`) carries that join's bound. */
+function note(e: Held, rest: readonly Held[]): WindowEvent {
+  if (e.joined) return { pair: e.pair, joined: true };
+  const next = rest.find((x) => x.joined);
+  return { pair: e.pair, joined: false, ...(next?.seenTs === undefined ? {} : { seenTs: next.seenTs }) };
 }
 
 function key(p: GatedPair): string {

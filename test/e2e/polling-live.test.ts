@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 test("polling live, digest lists more than a rotation late: no record says more than the switch saw", async () => {
   const workload = join(dir, "workload");
   mkdirSync(workload);
-  const g = startCli(["generate", "--out-dir", workload, "--force", "--layout", "single", "--duration-ms", "1000", "--seed", "5", "--ip", "mixed"], dir, children);
+  const g = startCli(["generate", "--out-dir", workload, "--force", "--layout", "single", "--duration-ms", "1000", "--seed", "5", "--ip", "mixed", "--load", "0.5"], dir, children);
   expect(await g.exited, g.out()).toBe(0);
   const sw = startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(workload, "tor.topology.json"), "--pcap-in", join(workload, "tor.pcap"), "--capture-clock", "--pcap-delay-ms", "1500"], dir, children);
   const port = Number((await printed(sw, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1]);

@@ -8,7 +8,7 @@ import { describe, expect, test } from "vitest";
 import type { IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { MetricsEngine } from "../../exporter/src/metrics.js";
-import { WindowJoinGate, type GatedPair } from "../../p4runtime-controller/src/window-gate.js";
+import { WindowJoinGate, type GatedPair, type WindowEvent } from "../../p4runtime-controller/src/window-gate.js";
 
 const T0 = 1_800_000_000_000_000_000n;
 const MS = 1_000_000n;
@@ -36,7 +36,7 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
   for (const s of steps) {
     if ("rotate" in s) {
       if (gated) {
-        for (const e of gate.rotated(s.rotate.left, s.rotate.joined, host(s.rotate.atMs))) m.windowLeft("tor", [e.pair], undefined, e.seenTs);
+        for (const e of gate.rotated(s.rotate.left, s.rotate.joined, host(s.rotate.atMs))) apply(m, e);
       } else {
         m.windowLeft("tor", s.rotate.left);
         m.windowJoined("tor", s.rotate.joined);
@@ -45,10 +45,7 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
       const newest = s.list.digests.reduce((a, d) => Math.max(a, d.ts), 0);
       const b = { switchId: "tor", listTimestampNs: T0 + BigInt(newest), digests: s.list.digests, badDigests: 0, session: 1, raw: { digest: "io_digest_t", samples: s.list.digests.map(() => []) } };
       for (const { before, part } of gated ? gate.pass(b, host(s.list.arrivesMs)) : [{ before: [], part: b }]) {
-        for (const e of before) {
-          if (e.joined) m.windowJoined("tor", [e.pair]);
-          else m.windowLeft("tor", [e.pair], undefined, e.seenTs);
-        }
+        for (const e of before) apply(m, e);
         m.onDigestList("tor", part.listTimestampNs, part.digests);
       }
     }
@@ -60,6 +57,13 @@ function run(steps: Step[], gated: boolean): { ios: Array<[number, boolean, numb
 }
 
 const ms = (n: number) => n * Number(MS);
+
+/** A note handed on to the engine as app/run-controller.ts does. */
+function apply(m: MetricsEngine, e: WindowEvent): void {
+  if (e.bound) m.windowBound("tor", [e.pair], e.seenTs ?? 0);
+  else if (e.joined) m.windowJoined("tor", [e.pair]);
+  else m.windowLeft("tor", [e.pair], undefined, e.seenTs);
+}
 
 /**
  * The pair is watched until the rotation at 100 ms, out until the one at
@@ -142,13 +146,16 @@ describe("a pair put back into the polling window", () => {
     const gate = new WindowJoinGate();
     gate.releases([io({ target: target + 1, ts: ms(3) })], 5n * MS);
     gate.releases([io({ target: target + 1, ts: ms(7) })], 15n * MS);
-    // A leave goes out at once, with the newest switch time of the lists that arrived before its write was sent.
-    expect(gate.rotated([pair], [], 10n * MS)).toEqual([{ pair, joined: false, seenTs: ms(3) }]);
-    expect(gate.rotated([], [pair], 20n * MS)).toEqual([]);
+    // A leave goes out at once; the join after it is held, and its bound goes out at once: the newest switch time
+    // of the lists that arrived before its write was sent.
+    expect(gate.rotated([pair], [], 10n * MS)).toEqual([{ pair, joined: false }]);
+    expect(gate.rotated([], [pair], 20n * MS)).toEqual([{ pair, joined: false, seenTs: ms(7), bound: true }]);
     expect(gate.rotated([pair], [], 30n * MS)).toEqual([]);
-    expect(gate.pending).toBe(2);
-    expect(gate.flush()).toEqual([{ pair, joined: true }, { pair, joined: false, seenTs: ms(7) }]);
-    expect(gate.stats).toEqual({ held: 2, released: 0, releasedUnseen: 2 });
+    expect(gate.rotated([], [pair], 40n * MS)).toEqual([]);
+    expect(gate.pending).toBe(3);
+    // The second leave, with a join still held behind it, carries that join's bound.
+    expect(gate.flush()).toEqual([{ pair, joined: true }, { pair, joined: false, seenTs: ms(7) }, { pair, joined: true }]);
+    expect(gate.stats).toEqual({ held: 3, released: 0, releasedUnseen: 3 });
   });
 
   test("one list with the pair's commands from before it left and after it came back (lists longer than its time out): the join goes between them", () => {

@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import { EXPECTED, type IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowNoteMessages, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowNoteMessages, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 
@@ -85,7 +85,7 @@ describe("WINDOW_LEFT notes", () => {
     expect(snapshot.counts.duplicateDigests).toBe(1);
   });
 
-  test("a departure's seen_ts (the newest switch time before the write) reads back the same by both decoders; a note without it (an older controller's) still reads", () => {
+  test("seen_ts (the newest switch time before a join's write) reads back the same by both decoders, on a departure and a bound; a note without it (an older controller's) still reads", () => {
     const [withSeen] = windowNoteMessages("tor", [{ host, target }], T0, 3n, () => undefined, DEFAULT_TOPICS, false, 2 ** 48 - 5);
     const [without] = windowNoteMessages("tor", [{ host, target }], T0, 4n, () => undefined, DEFAULT_TOPICS);
     expect(rawDigestBatch(withSeen!.value).windowNote).toEqual({ host, target, joined: false, seenTs: 2 ** 48 - 5 });
@@ -95,6 +95,9 @@ describe("WINDOW_LEFT notes", () => {
     const raw = RawDigest.decode(withSeen!.value);
     const reordered = RawDigest.encode({ ...raw, fields: [...raw.fields].reverse() }).finish();
     expect(rawDigestBatch(reordered).windowNote).toEqual({ host, target, joined: false, seenTs: 2 ** 48 - 5 });
+    const [bound] = windowNoteMessages("tor", [{ host, target }], T0, 5n, () => undefined, DEFAULT_TOPICS, "bound", 77);
+    expect(rawDigestBatch(bound!.value).windowNote).toEqual({ host, target, joined: false, bound: true, seenTs: 77 });
+    expect(RawDigest.decode(bound!.value).digest).toBe(WINDOW_BOUND);
     const rawWithout = RawDigest.decode(without!.value);
     expect(rawDigestBatch(RawDigest.encode({ ...rawWithout, fields: [...rawWithout.fields].reverse() }).finish()).windowNote).toEqual({ host, target, joined: false });
   });

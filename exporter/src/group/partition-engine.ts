@@ -178,7 +178,8 @@ export class PartitionEngine {
       if (windowNote) {
         // A rotation's note, kept open as a digest of its time is: a member taking the partition over
         // re-reads it with the commands it may concern.
-        if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
+        if (windowNote.bound) this.exporter.metrics.windowBound(b.switchId, [windowNote], windowNote.seenTs ?? 0, b.endpoints);
+        else if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
         else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints, windowNote.seenTs);
         return;
       }

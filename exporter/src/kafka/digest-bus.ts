@@ -10,7 +10,7 @@ import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
 import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw, rawDigestBatch, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
+import { batchFromRaw, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -57,12 +57,14 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
  * the pair's I/O digests; with `joined`, its WINDOW_JOINED notes, one per pair
  * it put back. `seq` numbers the controller's notes (with the time,
  * what tells a note published twice); `addressOf` gives an endpoint key's
- * IPv6 address; `seenTs` (departures) the newest switch time (48-bit ns)
- * the controller had from the switch before the rotation's write (member
- * `seen_ts`: a response while the pair is out and no later than it is the
- * command's own).
+ * IPv6 address. `kind` true: WINDOW_JOINED notes; "bound": WINDOW_BOUND
+ * notes, a rotation that puts the pairs back written, with `seenTs` the
+ * newest switch time (48-bit ns) the controller had from the switch before
+ * its write (member `seen_ts`: a response while the pair is out and no later
+ * than it is the command's own); a departure with a join written behind it
+ * carries that bound too.
  */
-export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, joined = false, seenTs?: number): KafkaMessageOut[] {
+export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, kind: boolean | "bound" = false, seenTs?: number): KafkaMessageOut[] {
   return pairs.map((p, i) => {
     const names = new Map<number, string>();
     for (const k of [p.host, p.target]) {
@@ -72,7 +74,7 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
     return encodeRawDigest(
       RawDigest.fromPartial({
         switchId,
-        digest: joined ? WINDOW_JOINED : WINDOW_LEFT,
+        digest: kind === "bound" ? WINDOW_BOUND : kind ? WINDOW_JOINED : WINDOW_LEFT,
         seq: seq + BigInt(i),
         listTimestampNs: atUnixNs,
         fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }, ...(seenTs === undefined ? [] : [{ name: "seen_ts", value: memberBytes(seenTs) }])],
@@ -84,7 +86,7 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
   });
 }
 
-export { batchFromRaw, rawDigestBatch, WINDOW_JOINED, WINDOW_LEFT };
+export { batchFromRaw, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];

@@ -25,22 +25,26 @@ import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 export const WINDOW_LEFT = "window_left";
 /** Its counterpart: a rotation put the pair back into the window (its commands from then on are watched). */
 export const WINDOW_JOINED = "window_joined";
-/** A note's members; `seen_ts` (the newest switch time, 48-bit ns, its controller had before the rotation's write) may be absent. */
+/** A rotation that puts the pair back was written (its WINDOW_JOINED to come): `seen_ts` bounds the responses still the older commands' own. */
+export const WINDOW_BOUND = "window_bound";
+/** A note's members; `seen_ts` (the newest switch time, 48-bit ns, its controller had before a join's write) may be absent. */
 const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, seen_ts: 48 };
-const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED;
+const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED || digest === WINDOW_BOUND;
 
 /** Which pair left (or came back into) the window, when the message is a window note. */
 export interface WindowNote {
   host: number;
   target: number;
   joined: boolean;
-  /** the newest switch time (48-bit ns) its controller had from the switch before the rotation's write */
+  /** WINDOW_BOUND */
+  bound?: true;
+  /** a bound's (and a departure's with a join written behind it): the newest switch time (48-bit ns) its controller had from the switch before that join's write */
   seenTs?: number;
 }
 
 /** A window note's batch: no digest, the pair's endpoint entries. */
 function windowNoteBatch(switchId: string, digest: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowNote: WindowNote } {
-  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED, ...(values.length > 2 ? { seenTs: values[2]! } : {}) } };
+  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED, ...(digest === WINDOW_BOUND ? { bound: true as const } : {}), ...(values.length > 2 ? { seenTs: values[2]! } : {}) } };
 }
 
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
