@@ -123,10 +123,10 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   /** Notes in order, those alike in a row together. */
   const handOnEvents = (events: readonly WindowEvent[]) => {
     for (let i = 0; i < events.length; ) {
-      let j = i;
-      const [a, b] = [events[i]!, events];
-      while (j < b.length && b[j]!.joined === a.joined && b[j]!.seenTs === a.seenTs && b[j]!.bound === a.bound) j++;
-      handOn(b.slice(i, j).map((e) => e.pair), a.joined, undefined, a.seenTs, a.bound);
+      const a = events[i]!;
+      let j = i + 1;
+      while (j < events.length && events[j]!.joined === a.joined && events[j]!.seenTs === a.seenTs && events[j]!.bound === a.bound) j++;
+      handOn(events.slice(i, j).map((e) => e.pair), a.joined, undefined, a.seenTs, a.bound);
       i = j;
     }
   };

@@ -481,26 +481,8 @@ export class MetricsEngine {
       this.timeOut(outKey, open);
       open = undefined;
     }
-    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && (this.rejoined.get(switchId)?.get(`${d.host}|${d.target}`) ?? -1) > open.leftWindowEvent) {
-      // Its pair left the polling window after the command and came back
-      // before this response: the switch saw none of the pair's commands
-      // meanwhile, and one of them may have taken the CID again and be what
-      // this response answers (the switch keeps the older command). Which
-      // command it answers is unknown: this vantage's figures are absent, as
-      // for a response that went unwatched. (A response that comes while the
-      // pair is still out is the command's own, sent before the rotation.)
-      this.timeOut(outKey, open, at, true);
-      return;
-    }
-    const bound = open && open.leftWindowEvent !== undefined ? this.away.get(switchId)?.get(`${d.host}|${d.target}`)?.seen : undefined;
-    if (open && open.digest.cmd_psn === d.cmd_psn && bound !== undefined && this.clock(switchId).unwrap(d.ts) > bound) {
-      // A response while the pair is out of the window is the command's own,
-      // sent before the pair left, unless a rotation that puts the pair back
-      // was written meanwhile (windowBound): then it may come from the new
-      // window (the rotation not yet handed on, the digest stream lagging),
-      // answering a command of the CID the switch did not see. Sure only up
-      // to the newest switch time the controller had before that write; past
-      // it, this vantage's figures are absent.
+    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && this.fromLaterWindow(switchId, open.leftWindowEvent, d)) {
+      // Which command it answers is unknown: this vantage's figures are absent, as for a response that went unwatched.
       this.timeOut(outKey, open, at, true);
       return;
     }
@@ -788,6 +770,23 @@ export class MetricsEngine {
   private readonly rejoined = new Map<string, Map<string, number>>();
   /** Window events (rotations' departures and returns) taken so far: what orders them against the commands. */
   private windowEvents = 0;
+
+  /**
+   * Whether a response to a command whose pair left the window (at window
+   * event `leftEvent`) may come from a later window, answering a command of
+   * the CID the switch did not see (it keeps the older one): the pair came
+   * back before the response; or, still out, a rotation that puts it back
+   * was written (windowBound) and the response is later than the newest
+   * switch time the controller had before that write. A response while the
+   * pair is out and no later than that is the command's own, sent before
+   * the rotation.
+   */
+  private fromLaterWindow(switchId: string, leftEvent: number, d: IoDigest): boolean {
+    const pair = `${d.host}|${d.target}`;
+    if ((this.rejoined.get(switchId)?.get(pair) ?? -1) > leftEvent) return true;
+    const bound = this.away.get(switchId)?.get(pair)?.seen;
+    return bound !== undefined && this.clock(switchId).unwrap(d.ts) > bound;
+  }
 
   /** The engine's `host|target` keys of a switch's pairs (those whose endpoint keys have addresses). */
   private pairKeys(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): string[] {

@@ -140,14 +140,18 @@ export class WindowJoinGate {
    * list order. Its I/O digests' times refine the clock bound first.
    */
   releases(digests: ReadonlyArray<{ kind: string; ts?: number; host?: number; target?: number }>, arrivalNs: bigint): Array<{ at: number; events: WindowEvent[] }> {
+    // Every sample of a list arrived together: its newest gives the smallest (arrival − switch time).
     const times: Array<[number, bigint]> = [];
+    const holding = this.held.size > 0;
+    let newestInList: bigint | undefined;
     for (let i = 0; i < digests.length; i++) {
       const d = digests[i]!;
       if (d.kind !== "io") continue;
       const t = this.unwrap(d.ts!);
-      times.push([i, t]);
-      this.observe(t, arrivalNs);
+      if (holding) times.push([i, t]);
+      if (newestInList === undefined || t > newestInList) newestInList = t;
     }
+    if (newestInList !== undefined) this.observe(newestInList, arrivalNs);
     const top = this.lastTs;
     if (top !== undefined && (this.newest.at(-1)?.ts ?? -1n) < top) {
       this.newest.push({ arrivalNs, ts: top });
@@ -155,7 +159,6 @@ export class WindowJoinGate {
       while (this.newest.length > 1 && arrivalNs - this.newest[0]!.arrivalNs > 60_000_000_000n) this.newest.shift();
     }
     const out: Array<{ at: number; events: WindowEvent[] }> = [];
-    if (!this.held.size) return out;
     for (const [i, t] of times) {
       const d = digests[i]!;
       const k = key({ host: d.host!, target: d.target! });
