@@ -56,6 +56,19 @@ export interface ControllerEvents {
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
   rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }>; joinedPairs: Array<{ host: number; target: number }>; sentNs: bigint }];
   "bad-digest": [{ message: string }];
+  /**
+   * Taking the switch (a restart, a takeover, a reconnection), its read found
+   * watchlist entries of pairs outside this controller's window (an earlier
+   * controller's): they are deleted by the write about to go out, `sentNs`
+   * (this host's monotonic clock) before it, as a rotation's leaves are.
+   */
+  "watch-left": [{ pairs: Array<{ host: number; target: number }>; sentNs: bigint }];
+}
+
+/** An io_watchlist entry's pair, "host|target" (its two exact match fields, in field id order: host, target). */
+function pairOfEntry(te: TableEntry): string {
+  const v = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((m) => (m.fieldMatchType?.$case === "exact" ? m.fieldMatchType.value.value.reduce((x, b) => x * 256 + b, 0) : -1));
+  return `${v[0]}|${v[1]}`;
 }
 
 /** The switch's statistics events (STAT_* in p4/include/define.p4, generated). */
@@ -212,8 +225,16 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     // The id tables are this controller's: ids an earlier controller gave (a switch it attaches to, a takeover) are removed, and pairs get new ones as they are learned.
     if (this.histograms) for (const id of this.histograms.tableIds) this.state.managedTables.add(id);
     this.buildStaticState();
+    // The watchlists are this controller's: what an earlier controller's window left on the switch is deleted when
+    // this one takes it, and the pairs it held are told as having left (watch-left).
+    const ioWatchlist = tables.get(T.io_tracker_io_watchlist.name).preamble!.id;
+    this.state.managedTables.add(ioWatchlist);
+    this.state.managedTables.add(tables.get(T.flow_tracker_flow_watchlist.name).preamble!.id);
     // A switch read back (reconnection, takeover, restart): the keys it holds are the keys.
-    if (this.endpointTables) this.state.onObserve = (entries) => this.adoptEndpoints(entries);
+    this.state.onObserve = (entries) => {
+      if (this.endpointTables) this.adoptEndpoints(entries);
+      this.watchlistObserved(ioWatchlist, entries);
+    };
     this.connection = new SwitchConnection({
       address: config.switch.address,
       deviceId: config.switch.deviceId,
@@ -352,6 +373,22 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   }
 
   /** The endpoint entries a read of the switch found: the keys they hold stay (see EndpointRegistry.adopt). */
+  /** The pairs of the switch's watchlist entries (as read) that this controller's window does not hold: about to be deleted. */
+  private watchlistObserved(tableId: number, entries: readonly TableEntry[]): void {
+    const sentNs = process.hrtime.bigint();
+    const wanted = new Set<string>();
+    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.add(pairOfEntry(te));
+    const pairs: Array<{ host: number; target: number }> = [];
+    for (const te of entries) {
+      if (te.tableId !== tableId || wanted.has(pairOfEntry(te))) continue;
+      const [host, target] = pairOfEntry(te).split("|").map(Number) as [number, number];
+      pairs.push({ host, target });
+    }
+    if (!pairs.length) return;
+    this.log.info("the switch's watchlist held pairs outside this controller's window: taken out", { pairs: pairs.length });
+    this.emit("watch-left", { pairs, sentNs });
+  }
+
   private adoptEndpoints(entries: readonly TableEntry[]): void {
     const found: EndpointEntry[] = [];
     for (const te of entries) {

@@ -88,6 +88,13 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   private loop: Promise<void> | undefined;
   /** serialises writes: reconciliation and owner writes never interleave */
   private writeChain: Promise<unknown> = Promise.resolve();
+  /**
+   * Taking the switch as primary: the pipeline checked and the switch's
+   * entries read (reconcile) before anything is written, so that a write
+   * asked for meanwhile (digests arrive as soon as the switch names the new
+   * primary) does not insert what the switch already holds.
+   */
+  private settingUp: Promise<boolean> | undefined;
 
   constructor(readonly options: ConnectionOptions) {
     super();
@@ -176,10 +183,11 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
             this.isPrimary = true;
             this.log.info("became primary", { electionId: this.options.electionId.toString() });
             // Set up in the background: the stream must keep being read meanwhile.
-            void this.becamePrimary().catch((err: unknown) => {
+            this.settingUp = this.becamePrimary().then(() => true, (err: unknown) => {
               this.failure = err;
               this.log.error("setting up the switch failed", { error: (err as Error).message, retriable: isRetriable(err) });
               ch.close();
+              return false;
             });
           } else if (!nowPrimary) {
             this.isPrimary = false;
@@ -361,6 +369,11 @@ export class SwitchConnection extends EventEmitter<ConnectionEvents> {
   /** Applies the desired state now (after the owner changed it). Only the primary writes. */
   async sync(): Promise<number> {
     if (!this.isPrimary) return 0;
+    // Taking the switch: its set-up writes the whole difference once it has read what the switch holds; what
+    // changed since is written after it.
+    const setUp = this.settingUp;
+    if (setUp && !(await setUp)) return 0;
+    if (!this.isPrimary || this.settingUp !== setUp) return this.sync();
     return this.serial(() => this.writeDiff());
   }
 

@@ -168,6 +168,32 @@ describe("controller reliability", () => {
     expect(c.stats.sessions).toBe(1);
   });
 
+  test("a controller restarted on a switch that kept its entries: a write asked for as it takes the switch inserts nothing twice", async () => {
+    const s = await startSwitch();
+    cleanups.push(() => s.server.close());
+    const a = controllerFor(s.port, 1);
+    await a.ready();
+    const read = reader(s.port);
+    const before = await tableEntries(read);
+    expect(before.length).toBeGreaterThan(0);
+    await a.stop();
+    // Its successor is asked to write as soon as the switch names it primary (as digests arriving at once ask it:
+    // a pair joining the watchlist, histogram ids), before it has read what the switch holds.
+    const b = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${s.port}`, election_id: 1, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+    }));
+    let early: Promise<number> | undefined;
+    b.connection.once("channel-up", () => queueMicrotask(() => (early = b.connection.sync())));
+    b.start();
+    cleanups.push(() => b.stop());
+    await b.ready();
+    expect(early).toBeDefined();
+    await expect(early!).resolves.toBeGreaterThanOrEqual(0);
+    expect(await tableEntries(read)).toEqual(before);
+  });
+
   test("two controllers: the primary is killed, the backup takes over and digests keep flowing", async () => {
     const s = await startSwitch();
     cleanups.push(() => s.server.close());
@@ -218,6 +244,49 @@ describe("polling, live", () => {
     await until(() => io.some((d) => d.cid === 1), 5000, () => `an I/O digest of the pair's second command (got ${JSON.stringify(io)})`);
     expect(io.some((d) => d.cid === 0)).toBe(false);
     expect(c.stats.rotations).toBe(0);
+  });
+});
+
+describe("polling, a controller taking the switch over", () => {
+  test("the watchlist entries an earlier controller left are deleted and told as left, before any new write", async () => {
+    const s = await startSwitch();
+    cleanups.push(() => s.server.close());
+    const config = () => parseConfig({
+      switch: { address: `127.0.0.1:${s.port}`, election_id: 1, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: topology.ports.map((p) => ({ port: p.port, role: p.role, prefixes: [...p.prefixes] })),
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+      mode: "polling",
+      polling: { rotation_period_ms: 3_600_000 },
+    });
+    const a = new TelemetryController(config());
+    const io: Array<{ host: number; target: number }> = [];
+    a.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io") io.push({ host: d.host, target: d.target }); });
+    a.start();
+    await a.ready();
+    let t = 1_800_000_000_000_000_000n;
+    s.sw.process({ port: 1, data: cmd(0), unixNs: (t += 1000n) });
+    const read = reader(s.port);
+    const watchlist = `"tableId":${schema.tables.get("io_tracker.io_watchlist").preamble!.id},`;
+    await until(async () => (await tableEntries(read)).some((e) => e.includes(watchlist)), 5000, "the pair's watchlist entry on the switch", 20);
+    s.sw.process({ port: 1, data: cmd(1), unixNs: (t += 1000n) });
+    await until(() => io.length === 1, 5000, "an I/O digest of the watched pair");
+    // Killed with its window on the switch (stop() leaves the switch as it is); a fresh controller takes the switch.
+    await a.stop();
+    const b = new TelemetryController(config());
+    const left: Array<{ host: number; target: number }> = [];
+    b.on("watch-left", (e) => left.push(...e.pairs));
+    b.start();
+    cleanups.push(() => b.stop());
+    await b.ready();
+    // Its window (empty until it learns a pair) is what the switch watches, and the pair it took out is told.
+    expect(left).toEqual(io);
+    expect((await tableEntries(read)).some((e) => e.includes(watchlist))).toBe(false);
+    // The command's response is not watched: no digest.
+    const got: number[] = [];
+    b.on("digests", (x: DigestBatch) => { for (const d of x.digests) if (d.kind === "io") got.push(d.cid); });
+    s.sw.process({ port: 1, data: cmd(2), unixNs: (t += 1000n) });
+    await until(() => b.stats.digests > 0, 5000, "the new pair learned");
+    expect(got).toEqual([]);
   });
 });
 
