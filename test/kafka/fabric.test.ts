@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, expect, inject, onTestFailed, test } fr
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import type { IoRecordJson } from "../../contract/src/records.js";
+import { groupLag, javaCommitted } from "../support/kafka-tools.js";
 import { checkIos, controller, exporter, generateWorkload, pollingMismatches, printed, readIoRecords, startFabric, truthIos, type IoCheck } from "../support/fabric.js";
 
 const brokers = inject("kafkaBrokers");
@@ -100,6 +101,11 @@ test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; b
   expectExactlyOnce(c);
   expect(c.extra).toBe(0);
   expect(members[1]!.out()).toMatch(/took a partition over/);
+  // Kafka's own Java consumer, read_committed, reads the same records: none of the killed member's aborted
+  // transactions, nothing twice.
+  const java = (await javaCommitted(brokers, `${p}.io.v1`)).filter((r) => r.type === "rdma.telemetry.v1.IoRecord");
+  note("I/O records on the io topic as Kafka's console consumer reads it (read_committed)", { records: java.length, ours: ios.length });
+  expect(java.length).toBe(ios.length);
 
   // An undecodable digest, one of a switch not in --switch-id, one far out of order (a minute old, of an I/O of its own).
   const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-bad-digests" });
@@ -136,7 +142,12 @@ test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; b
   expect(Number(summary![3])).toBe(1);
   expect(Number(summary![4])).toBe(0);
   expect(Number(summary![5])).toBeGreaterThanOrEqual(1);
-}, 280_000);
+  // The group's committed offsets, as kafka-consumer-groups shows them to an operator: every digest consumed, no lag.
+  const lag = (await groupLag(brokers, `${p}-exporters`)).filter((r) => r.topic === `${p}.digest.v1`);
+  note("the exporter group's lag (kafka-consumer-groups --describe)", { partitions: lag.length, lag: lag.map((r) => r.lag) });
+  expect(lag.length).toBeGreaterThan(0);
+  for (const r of lag) expect(r, JSON.stringify(r)).toMatchObject({ lag: 0 });
+}, 340_000);
 
 test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leaves cleanly, a controller is killed -9 and restarted on its journal: every I/O once", async () => {
   const p = prefix("rebalance");
@@ -165,6 +176,9 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leave
   note("a member joins and leaves, a controller restarts on its journal", { truth: truth.length, ...c });
   expectExactlyOnce(c);
   expect(c.extra).toBe(0);
+  const java = (await javaCommitted(brokers, `${p}.io.v1`, 5000)).filter((r) => r.type === "rdma.telemetry.v1.IoRecord");
+  note("I/O records on the io topic as Kafka's console consumer reads it (read_committed)", { records: java.length, ours: ios.length });
+  expect(java.length).toBe(ios.length);
   expect(third!.out()).toMatch(/exporter: \d+ digests/); // stopped cleanly, with its summary
   expect(restarted!.out()).toMatch(/primary on/);
   // The member's counters, where an operator looks.
