@@ -3,6 +3,7 @@
 // --kafka-client says, the reading is the committed-record reader's (neither
 // client's read_committed filters overlapping aborted transactions right).
 import { Kafka, logLevel } from "kafkajs";
+import { sleep } from "@rdma-telemetry/p4runtime";
 import { CommittedReader, GroupOffsets, recordFromMessage, type KafkaClientName } from "@rdma-telemetry/exporter";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "@rdma-telemetry/exporter";
 
@@ -13,6 +14,8 @@ export interface ConsumeOptions extends KafkaSecurity {
   /** the Kafka client asked for (the reading is the committed-record reader's either way) */
   client?: KafkaClientName;
   print: (t: string) => void;
+  /** one line when the broker is lost and when it is back (stderr) */
+  warn?: (t: string) => void;
   signal: AbortSignal;
 }
 
@@ -62,9 +65,16 @@ export async function consume(o: ConsumeOptions): Promise<number> {
  */
 async function consumeCommitted(groupId: string, o: ConsumeOptions): Promise<number> {
   let n = 0;
+  /** fetches failed in a row (the broker lost) */
+  let failures = 0;
   // Short fetch waits: Ctrl-C ends a pending fetch, and so the command, within half a second.
   const reader = new CommittedReader({
     brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, clientId: "rdma-telemetry-consume", maxWaitMs: 500, retries: 3,
+    onFetch: () => {
+      if (failures === 0) return;
+      failures = 0;
+      o.warn?.("consume: the broker is back");
+    },
     onMessage: (m) => {
       n++;
       o.print(line(m.partition, m.offset.toString(), m.key?.length ? m.key.toString() : undefined, { type: m.headers.type, encoding: m.headers.encoding }, m.value));
@@ -79,11 +89,20 @@ async function consumeCommitted(groupId: string, o: ConsumeOptions): Promise<num
     } catch (err) {
       throw new KafkaConnectError(describeKafkaError(err, o));
     }
-    try {
-      await reader.run(o.signal);
-    } catch (err) {
-      const failure = describeKafkaError(err, o);
-      throw new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` });
+    // A broker that goes away (a restart, a rolling upgrade) is waited for, as Kafka's own console consumer does;
+    // the reader keeps its place. Refused credentials or TLS stop it: waiting will not mend them.
+    while (!o.signal.aborted) {
+      try {
+        await reader.run(o.signal);
+      } catch (err) {
+        const failure = describeKafkaError(err, o);
+        if (failure.cause === "authentication" || failure.cause === "tls") throw new KafkaConnectError({ ...failure, message: `the consumer stopped: ${failure.message}` });
+        failures++;
+        const pause = Math.min(10_000, 500 * 2 ** Math.min(failures - 1, 5));
+        if (failures === 1) o.warn?.(`consume: lost the broker (${failure.message}); reading on from where it was once it is back`);
+        await sleep(pause, o.signal);
+        continue;
+      }
     }
   } finally {
     clearInterval(timer);

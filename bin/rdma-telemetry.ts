@@ -728,7 +728,7 @@ async function main(argv: string[]): Promise<number> {
       const ac = new AbortController();
       process.once("SIGINT", () => ac.abort());
       process.once("SIGTERM", () => ac.abort());
-      await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, client: client(), print, signal: ac.signal });
+      await consume({ brokers, ...security(), topic: values.topic, fromBeginning: values["from-beginning"] ?? false, client: client(), print, warn: (t) => console.error(t), signal: ac.signal });
       return 0;
     }
     case "switch": {
