@@ -151,7 +151,10 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   let kafkaDedupe: RecordDedupe | undefined;
   if (o.brokers?.length) {
     // With a journal, the spill lives beside it: both are replayed by the next run on that directory.
-    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill" });
+    // One produce request at a time: a request that fails (a broker restarting) is sent again before any later one,
+    // so that a partition holds the switch's digests in the order they came. With several in flight, one acknowledged
+    // after an earlier one failed put a response before its command, and the exporter group made two records of the I/O.
+    kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill", maxInFlight: 1 });
     const sink = kafka;
     opened.push(() => sink.close());
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, journal?.oldestUnsettledJournaledAtMs(), o);

@@ -54,7 +54,7 @@ test("consume waits for a broker that restarts and prints every record once, bef
     await until(() => cids().length >= 100 || p.child.exitCode !== null, 90_000, () => p.out().slice(-3000), 100);
     // What a record more would take to arrive.
     await new Promise((r) => setTimeout(r, 1000));
-    expect(p.child.exitCode, p.out().slice(-3000)).toBeNull();
+    expect(p.child.exitCode, p.out().split("\n").filter((l) => !l.startsWith("{")).join("\n")).toBeNull();
     p.child.kill("SIGTERM");
     expect(await p.exited).toBe(0);
     expect([...cids()].sort((a, b) => a - b)).toEqual([...Array(100).keys()]);
