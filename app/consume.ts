@@ -101,7 +101,6 @@ async function consumeCommitted(groupId: string, o: ConsumeOptions): Promise<num
         const pause = Math.min(10_000, 500 * 2 ** Math.min(failures - 1, 5));
         if (failures === 1) o.warn?.(`consume: lost the broker (${failure.message}); reading on from where it was once it is back`);
         await sleep(pause, o.signal);
-        continue;
       }
     }
   } finally {

@@ -65,10 +65,10 @@ export interface ControllerEvents {
   "watch-left": [{ pairs: Array<{ host: number; target: number }>; sentNs: bigint }];
 }
 
-/** An io_watchlist entry's pair, "host|target" (its two exact match fields, in field id order: host, target). */
-function pairOfEntry(te: TableEntry): string {
-  const v = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((m) => (m.fieldMatchType?.$case === "exact" ? m.fieldMatchType.value.value.reduce((x, b) => x * 256 + b, 0) : -1));
-  return `${v[0]}|${v[1]}`;
+/** An io_watchlist entry's pair (its two exact match fields, in field id order: host, target). */
+function pairOfEntry(te: TableEntry): { host: number; target: number } {
+  const [host = -1, target = -1] = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((m) => (m.fieldMatchType?.$case === "exact" ? m.fieldMatchType.value.value.reduce((x, b) => x * 256 + b, 0) : -1));
+  return { host, target };
 }
 
 /** The switch's statistics events (STAT_* in p4/include/define.p4, generated). */
@@ -372,23 +372,19 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stats.endpoints = this.endpoints.size;
   }
 
-  /** The endpoint entries a read of the switch found: the keys they hold stay (see EndpointRegistry.adopt). */
   /** The pairs of the switch's watchlist entries (as read) that this controller's window does not hold: about to be deleted. */
   private watchlistObserved(tableId: number, entries: readonly TableEntry[]): void {
     const sentNs = process.hrtime.bigint();
+    const key = (p: { host: number; target: number }) => `${p.host}|${p.target}`;
     const wanted = new Set<string>();
-    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.add(pairOfEntry(te));
-    const pairs: Array<{ host: number; target: number }> = [];
-    for (const te of entries) {
-      if (te.tableId !== tableId || wanted.has(pairOfEntry(te))) continue;
-      const [host, target] = pairOfEntry(te).split("|").map(Number) as [number, number];
-      pairs.push({ host, target });
-    }
+    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.add(key(pairOfEntry(te)));
+    const pairs = entries.filter((te) => te.tableId === tableId).map(pairOfEntry).filter((p) => !wanted.has(key(p)));
     if (!pairs.length) return;
     this.log.info("the switch's watchlist held pairs outside this controller's window: taken out", { pairs: pairs.length });
     this.emit("watch-left", { pairs, sentNs });
   }
 
+  /** The endpoint entries a read of the switch found: the keys they hold stay (see EndpointRegistry.adopt). */
   private adoptEndpoints(entries: readonly TableEntry[]): void {
     const found: EndpointEntry[] = [];
     for (const te of entries) {

@@ -3,13 +3,14 @@
 // one ToR's capture at its pace. Its records say less than full mode where
 // no window held a pair or no controller listened, never more or other.
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { startCli, type CliProcess } from "../support/cli.js";
 import { pollingMismatches, printed, truthIos } from "../support/fabric.js";
+import { pollingSwitch } from "../support/polling-switch.js";
 
 const dir = mkdtempSync(join(tmpdir(), "polling-restart-"));
 const children: ChildProcess[] = [];
@@ -21,19 +22,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CAPTURE_MS = Number(process.env.RESTART_CAPTURE_MS ?? 4000);
 
 test("polling controller killed -9 twice mid-rotation, restarted on its journal: no record says more than the switch saw", async () => {
-  const workload = join(dir, "workload");
-  mkdirSync(workload);
-  const g = startCli(["generate", "--out-dir", workload, "--force", "--layout", "single", "--duration-ms", String(CAPTURE_MS), "--seed", "7", "--ip", "mixed", "--load", "0.3"], dir, children);
-  expect(await g.exited, g.out()).toBe(0);
-  const sw = startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(workload, "tor.topology.json"), "--pcap-in", join(workload, "tor.pcap"), "--capture-clock", "--pcap-delay-ms", "1500"], dir, children);
-  const port = Number((await printed(sw, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1]);
-  const topology = JSON.parse(readFileSync(join(workload, "tor.topology.json"), "utf8")) as { ports: { prefixes: string[] }[] };
-  const endpoints = topology.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => x.slice(0, -4)));
-  const config = join(dir, "controller.json");
-  writeFileSync(config, JSON.stringify({
-    switch: { address: `127.0.0.1:${port}`, switch_id: "tor", timestamp_unit_ns: 1 }, ports: topology.ports, endpoints, mode: "polling",
-    polling: { rotation_period_ms: 100, io_pair_capacity: 2, flow_capacity: 2 }, digest: { max_list_size: 4096, max_timeout_us: 50_000 },
-  }));
+  const { workload, sw, config } = await pollingSwitch(dir, children, { durationMs: CAPTURE_MS, seed: 7, load: 0.3, listTimeoutUs: 50_000 });
   const out = join(dir, "records.jsonl");
   const journal = join(dir, "journal");
   const start = () => startCli(["controller", "--config", config, "--out", out, "--append", "--journal", journal, "--log-level", "info"], dir, children);
