@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "vitest/config";
+import LongestFirst from "./test/support/sequencer.js";
 
 export default defineConfig({
   // The workspace packages resolve to their sources (the "source" export
@@ -18,6 +19,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: one worker for the pipeline-heavy tests, one for the rest.
     maxWorkers: 2,
+    // The longest files start first (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirst },
     // Controllers started by tests keep their control token here, not in the user's state directory.
     env: { XDG_STATE_HOME: join(tmpdir(), `rdma-telemetry-test-state-${process.pid}`) },
   },

@@ -12,6 +12,7 @@ import { afterAll, expect, test } from "vitest";
 import { DEFAULT_TOPICS, encodeRecord } from "../../exporter/src/kafka/encode.js";
 import type { RecordJson } from "../../contract/src/records.js";
 import { startCli } from "../support/cli.js";
+import { ownBroker } from "../support/kafka-tools.js";
 import { createTopics } from "../support/topics.js";
 import { until } from "../support/wait.js";
 
@@ -22,12 +23,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface OwnBroker { brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }
-async function ownBroker(): Promise<OwnBroker> {
-  // @ts-expect-error -- plain ESM script without types
-  const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<OwnBroker> };
-  return startBroker();
-}
 
 const io = (cid: number): RecordJson => ({ type: "io", switch_id: "tor-c", interval_start_unix_ns: "1800000000000000000", host: `10.0.1.${1 + (cid % 8)}`, target: "10.0.2.1", host_qp: 0x101, target_qp: 0x801, cid, cmd_psn: 77 + cid, op: "read", bytes: 4096,
   in_capsule: false, nvme_status: 0, e2e_c_ns: 70_000, e2e_s_ns: 64_000, rtt_ns: 6_000, dal_ns: 50_000, dpl_ns: null, incomplete: false, mode: "full", c_switch_id: "tor-c", s_switch_id: "tor-s", cmd_unix_ns: `18000000000001${String(cid).padStart(5, "0")}` });

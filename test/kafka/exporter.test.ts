@@ -16,6 +16,7 @@ import { KafkaSink } from "../../exporter/src/kafka/kafka-sink.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { ioMismatches, ioRecordKey, ioTruthKey } from "../../app/self-check.js";
+import { ownBroker } from "../support/kafka-tools.js";
 import { until } from "../support/wait.js";
 
 const brokers = [inject("kafkaBrokers")];
@@ -25,13 +26,6 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 function topics(tag: string): TopicNames {
   const id = `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
   return { io: `${id}.io.v1`, flow: `${id}.flow.v1`, alert: `${id}.alert.v1`, digest: `${id}.digest.v1` };
-}
-
-/** A broker of the test's own, to kill and restart. */
-async function ownBroker(): Promise<{ brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }> {
-  // @ts-expect-error -- plain ESM script without types
-  const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => ReturnType<typeof ownBroker> };
-  return startBroker();
 }
 
 async function consumeAll(topic: string, count: number, timeoutMs = 60_000, on: string[] = brokers): Promise<Array<{ key: string; value: Buffer; partition: number; type: string }>> {
@@ -124,39 +118,6 @@ describe("exporter on Kafka", () => {
     const msgs = await consumeAll(t.io, n);
     expect(msgs.length).toBe(n);
   }, 120_000);
-
-  // A long outage tries the client's retries and the spill, the same whatever the broker's version: it runs on the
-  // default broker (4.4) with each client; reconnecting to a broker of the older version is the next test's.
-  test.skipIf(Boolean(process.env.KAFKA_VERSION) && !process.env.KAFKA_VERSION!.startsWith("4."))("the broker is down for 30 s during a replay: every record arrives once it is back, through the spill, which is emptied", async () => {
-    const broker = await ownBroker();
-    try {
-      const t = topics("down30");
-      const sink = new KafkaSink({ brokers: [broker.brokers], topics: t, partitions: 2, spillDir: join(tmp, "down30-spill"), maxBuffered: 300 });
-      await sink.start();
-      const traffic = generateTraffic({ seed: 12, layout: "single", durationNs: 250_000_000, hosts: 2, targets: 2, ioRate: 2000 });
-      let onIoTopic = 0;
-      const down = broker.restart({ downMs: 30_000 });
-      await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
-        kafka: sink,
-        kafkaWaitMs: 90_000,
-        onRecord: (r: RecordJson) => {
-          if (r.type === "io" || r.type === "io_interval" || r.type === "io_histogram") onIoTopic++;
-        },
-      });
-      await down;
-      await sink.flush(90_000);
-      const stats = { ...sink.stats };
-      await sink.close();
-      expect(stats.dropped).toBe(0);
-      expect(stats.spilledTotal).toBeGreaterThan(0);
-      expect(stats.spilledNow).toBe(0);
-      expect(sink.spillFiles()).toEqual([]);
-      const got = (await consumeAll(t.io, onIoTopic, 60_000, [broker.brokers])).length;
-      expect(got).toBe(onIoTopic);
-    } finally {
-      await broker.stop();
-    }
-  }, 240_000);
 
   test("the broker is killed and restarted mid-stream: no record lost or duplicated", async () => {
     const broker = await ownBroker();

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, onTestFailed, test } from "vitest";
 import { checkIos, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos } from "../support/fabric.js";
-import { javaCommitted } from "../support/kafka-tools.js";
+import { javaCommitted, ownBroker } from "../support/kafka-tools.js";
 
 const dir = mkdtempSync(join(tmpdir(), "fabric-broker-"));
 const children: ChildProcess[] = [];
@@ -20,12 +20,6 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface OwnBroker { brokers: string; restart(o?: { downMs?: number }): Promise<void>; stop(): Promise<void> }
-async function ownBroker(): Promise<OwnBroker> {
-  // @ts-expect-error -- plain ESM script without types
-  const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<OwnBroker> };
-  return startBroker();
-}
 
 // The broker is SIGKILLed: it may come back without the producer state that keeps an idempotent producer's
 // requests in order. A controller with several produce requests in flight then had one acknowledged after an

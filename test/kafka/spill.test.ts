@@ -8,8 +8,6 @@ import type { ChildProcess } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Kafka, logLevel } from "kafkajs";
-import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { TopicNames } from "../../exporter/src/kafka/encode.js";
@@ -18,6 +16,7 @@ import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic, writeTraffic } from "../../traffic/src/generator.js";
 import { startCli } from "../support/cli.js";
 import { digestsSettled, ioFeeder, startSwitch, writeControllerConfig } from "../support/controller-restart.js";
+import { readToEnd } from "../support/topics.js";
 import { until } from "../support/wait.js";
 
 const brokers = inject("kafkaBrokers");
@@ -49,22 +48,11 @@ function spillMessages(spillDir: string): string[] {
 const asMessage = (line: string) => JSON.parse(line) as { t: string; k: string; v: string; h: Record<string, string> };
 const identity = (m: { t: string; k: string; v: string }) => `${m.t}|${m.k}|${m.v}`;
 
-/** Every message on `topics`, read until none has come for 3 s after `atLeast` arrived. */
+/** Every message on `topics` (topic, key and value of each), read to the partitions' ends; at least `atLeast` of them. */
 async function readTopics(topics: string[], atLeast: number): Promise<string[]> {
-  const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "spill-test-reader" });
-  const consumer = kafka.consumer({ groupId: `spill-reader-${Date.now()}-${Math.random()}` });
-  await consumer.connect();
-  for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
-  const out: string[] = [];
-  let last = Date.now();
-  await consumer.run({
-    eachMessage: async ({ topic, message }) => {
-      last = Date.now();
-      out.push(identity({ t: topic, k: message.key!.toString(), v: message.value!.toString("base64") }));
-    },
-  });
-  await until(() => out.length >= atLeast && Date.now() - last > 3000, 60_000, () => `${atLeast} messages on ${topics.join(", ")} (${out.length} so far)`, 100);
-  await consumer.disconnect();
+  let out: string[] = [];
+  // Read again while fewer: a topic's partitions may not all be there yet right after its producer ended.
+  await until(async () => (out = (await readToEnd(brokers, topics)).map((m) => identity({ t: m.topic, k: m.key!.toString(), v: m.value!.toString("base64") }))).length >= atLeast, 60_000, () => `${atLeast} messages on ${topics.join(", ")} (${out.length} so far)`, 500);
   return out;
 }
 

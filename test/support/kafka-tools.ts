@@ -1,10 +1,24 @@
 // Kafka's own command-line tools (the broker's jars, run with java): what an
 // operator reads the topics and the consumer groups with, independently of
-// this project's clients.
+// this project's clients; and a broker of a test's own, to kill and restart.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
+
+/** A single-node broker of the test's own (scripts/kafka/broker.mjs), of the suite's version. */
+export interface OwnBroker {
+  brokers: string;
+  /** SIGKILLs it and starts it again on the same port and log directories, `downMs` later */
+  restart(o?: { downMs?: number }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function ownBroker(): Promise<OwnBroker> {
+  // @ts-expect-error -- plain ESM script without types
+  const { startBroker } = (await import("../../scripts/kafka/broker.mjs")) as { startBroker: () => Promise<OwnBroker> };
+  return startBroker();
+}
 
 /** Runs one of Kafka's tool classes with the broker's jars; resolves with its exit code and output. */
 function tool(cls: string, args: string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
