@@ -159,6 +159,16 @@ export class MetricsEngine {
   /** Per switch: the time (common clock) of its newest I/O digest, its own clock read exactly. */
   private readonly ioTimes = new Map<string, bigint>();
   private watermark = 0n;
+  /**
+   * Switches that will report (an exporter group member's --switch-id) and
+   * have not yet: each holds the others' halves and intervals as a silent one
+   * does, from the engine's first list until it reports or the others have
+   * moved silentSwitchNs on. (A switch whose first digests of a partition
+   * come late, behind its controller's outage, then still meets its halves.)
+   */
+  private readonly expected = new Set<string>();
+  /** the engine's first list time (common clock) */
+  private firstNoted: bigint | undefined;
   private lastScan = -(1n << 62n);
   /** intervals before this (common clock) are closed: nothing is added to them again */
   private closedBefore = -(1n << 62n);
@@ -213,6 +223,7 @@ export class MetricsEngine {
   }
 
   private note(switchId: string, alignedNs: bigint): void {
+    this.firstNoted ??= alignedNs;
     const start = this.intervalOf(alignedNs);
     this.health.note(switchId, start, start - this.align(switchId));
   }
@@ -376,7 +387,16 @@ export class MetricsEngine {
   private lowWatermark(): bigint {
     let low = this.watermark;
     for (const w of this.watermarks.values()) if (w < low && this.watermark - w < this.options.silentSwitchNs) low = w;
+    if (this.expected.size && this.firstNoted !== undefined) {
+      for (const id of this.expected) if (this.watermarks.has(id)) this.expected.delete(id);
+      if (this.expected.size && this.firstNoted < low && this.watermark - this.firstNoted < this.options.silentSwitchNs) low = this.firstNoted;
+    }
     return low;
+  }
+
+  /** Switches that will report and have not yet (an exporter group member's --switch-id): they hold the others' halves meanwhile (see `expected`). */
+  expectSwitches(ids: Iterable<string>): void {
+    for (const id of ids) if (!this.watermarks.has(id)) this.expected.add(id);
   }
 
   private onDigest(switchId: string, d: TelemetryDigest): void {

@@ -4,14 +4,17 @@
 // broker is stopped once the first records are out and started again 5 s
 // later: every I/O once on the io topic read read_committed (by this
 // project's committed-record reader and by Kafka's own console consumer),
-// RTT included. (`consume` through an outage: consume-broker-restart.test.ts.)
+// RTT included, and `consume`, tailing the io topic through the outage,
+// prints each of them once.
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, onTestFailed, test } from "vitest";
+import { startCli } from "../support/cli.js";
 import { checkIos, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos } from "../support/fabric.js";
 import { javaCommitted, ownBroker } from "../support/kafka-tools.js";
+import { until } from "../support/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "fabric-broker-"));
 const children: ChildProcess[] = [];
@@ -38,6 +41,8 @@ test.skipIf(process.env.KAFKA_CLIENT === "kafkajs" || (process.env.KAFKA_VERSION
     const silence = ["--silent-switch-ms", "60000", "--switch-id", "tor-c", "--switch-id", "tor-s"];
     const members = [0, 1].map(() => exporter(dir, broker.brokers, p, children, silence));
     await Promise.all(members.map((m) => printed(m, /member of group/)));
+    // `consume` tails the io topic through the outage, as an operator's would.
+    const tail = startCli(["consume", "--topic", `${p}.io.v1`, "--from-beginning", "--kafka-brokers", broker.brokers], dir, children);
     const fabric = await startFabric({ dir, workload, brokers: broker.brokers, prefix: p, children });
     onTestFailed(() => console.log([...members, ...fabric.controllers].map((m) => m.out().slice(-5000)).join("\n----\n")));
     // Stopped once the first records are out, and started again 5 s later; then the io topic is read afresh.
@@ -58,6 +63,11 @@ test.skipIf(process.env.KAFKA_CLIENT === "kafkajs" || (process.env.KAFKA_VERSION
     expect(c.exact + c.referenceLost + c.unansweredAtEnd).toBe(truth.length);
     expect(c.withRtt).toBeGreaterThan(truth.length * 0.95);
     expect(java.length).toBe(ios.length);
+    // What `consume` printed by now: every I/O record once, and one line each for the broker lost and back.
+    await until(() => tail.out().split("\n").filter((l) => l.includes('"type":"rdma.telemetry.v1.IoRecord"')).length >= ios.length, 30_000, () => `consume to print ${ios.length} I/O records`, 200).catch(() => undefined);
+    expect(tail.child.exitCode).toBe(null);
+    expect(tail.out().split("\n").filter((l) => l.includes('"type":"rdma.telemetry.v1.IoRecord"')).length).toBe(ios.length);
+    expect(tail.out().match(/^consume: (lost the broker|the broker is back).*$/gm)?.map((l) => l.split(" (")[0])).toEqual(["consume: lost the broker", "consume: the broker is back"]);
     for (const m of members) m.child.kill("SIGTERM");
     await Promise.all(members.map((m) => m.exited));
     const summaries = members.map((m) => /exporter: \d+ digests.*/.exec(m.out())?.[0]);

@@ -6,12 +6,13 @@
 // the note comes before the command's own digest (the controller rotated as
 // the switch went on).
 import { describe, expect, test } from "vitest";
-import { EXPECTED, type IoDigest } from "../../contract/src/digests.js";
+import type { IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { batchFromRaw, digestKey, rawDigestBatch, rawDigestMessages, windowNoteMessages, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
-import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
+import { batchFromRaw, digestKey, rawDigestBatch, windowNoteMessages, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { DEFAULT_TOPICS } from "../../exporter/src/kafka/encode.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
+import { ioMessage } from "../support/digest-messages.js";
 
 const T0 = 1_800_000_000_000_000_000n;
 const host = 0x0a000101;
@@ -20,12 +21,6 @@ const v6Host = 0xf0000001; // an endpoint key (240.0.0.0/4)
 
 function io(over: Partial<IoDigest>): IoDigest {
   return { kind: "io", seq: 0, event: 1, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, ...over };
-}
-
-/** The raw-digest message of one I/O digest in a list stamped `listNs`. */
-function ioMessage(d: IoDigest, listNs: bigint, switchId = "tor", endpoints?: Array<{ key: number; address: string }>): KafkaMessageOut {
-  const values = Object.keys(EXPECTED.io_digest_t!.fields).map((n) => (d as unknown as Record<string, number>)[n]!);
-  return rawDigestMessages({ switchId, listTimestampNs: listNs, digests: [d], badDigests: 0, session: 0, raw: { digest: "io_digest_t", samples: [values] }, ...(endpoints ? { endpoints } : {}) }, DEFAULT_TOPICS)[0]!;
 }
 
 describe("WINDOW_LEFT notes", () => {

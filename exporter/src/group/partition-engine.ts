@@ -128,6 +128,8 @@ export class PartitionEngine {
   constructor(private readonly o: PartitionEngineOptions) {
     this.switchIds = o.switchIds?.length ? new Set(o.switchIds) : undefined;
     this.exporter = new Exporter(o.engine);
+    // The switches named are awaited: one whose first digests of this partition come late still meets its halves.
+    if (this.switchIds) this.exporter.metrics.expectSwitches(this.switchIds);
     this.exporter.addSink((r) => {
       // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
       if (r.type !== "switch_stats") this.out.push(r);
