@@ -19,7 +19,7 @@ export * from "./kafka/committed-reader.js";
 export * from "./kafka/group-offsets.js";
 export * from "./kafka/transaction-sorter.js";
 export * from "./kafka/transport.js";
-export { saslOptions as platformaticSasl, tlsOptions as platformaticTls } from "./kafka/platformatic-transport.js";
+export { platformaticKafka, saslOptions as platformaticSasl, tlsOptions as platformaticTls } from "./kafka/platformatic-options.js";
 export * from "./group/exporter-group.js";
 export * from "./group/open-digests.js";
 export * from "./group/record-key.js";

@@ -10,11 +10,11 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const SLOWEST: ReadonlyArray<readonly [file: string, seconds: number]> = [
   ["test/bmv2/bmv2.test.ts", 134],
   ["test/kafka/fabric-broker-restart.test.ts", 113],
-  ["test/controller/command-line.test.ts", 106],
   ["test/kafka/fabric.test.ts", 100],
   ["test/e2e/demo-replay.test.ts", 74],
   ["test/kafka/exporter-outage.test.ts", 56],
   ["test/kafka/exporter.test.ts", 56],
+  ["test/controller/command-line.test.ts", 53],
   ["test/e2e/prometheus-server.test.ts", 46],
   ["test/e2e/wireshark.test.ts", 46],
   ["test/e2e/scale.test.ts", 42],

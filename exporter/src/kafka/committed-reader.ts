@@ -11,9 +11,9 @@
 // aborted range per producer and drops none whose abort marker is not in the
 // same fetch response. The sorting is transaction-sorter.ts's; a consumer group's
 // offsets are kept with group-offsets.ts.
-import { Admin, Consumer, type ClusterMetadata, type KafkaRecord, type RecordsBatch } from "@platformatic/kafka";
+import type { Admin, ClusterMetadata, Consumer, KafkaRecord, RecordsBatch } from "@platformatic/kafka";
 import { sleep } from "@rdma-telemetry/p4runtime";
-import { saslOptions, tlsOptions } from "./platformatic-transport.js";
+import { platformaticKafka, saslOptions, tlsOptions } from "./platformatic-options.js";
 import type { KafkaSecurity } from "./security.js";
 import { TransactionSorter } from "./transaction-sorter.js";
 
@@ -82,7 +82,8 @@ export class CommittedReader {
     this.maxWaitMs = o.maxWaitMs ?? 500;
   }
 
-  private client(): Consumer {
+  private async client(): Promise<Consumer> {
+    const { Consumer } = await platformaticKafka();
     this.consumer ??= new Consumer({
       clientId: this.o.clientId, groupId: `${this.o.clientId}-${process.pid}`, bootstrapBrokers: this.o.brokers,
       tls: tlsOptions(this.o.ssl), sasl: saslOptions(this.o.sasl), connectTimeout: 5000, requestTimeout: 30_000, retries: 1, retryDelay: 200,
@@ -92,6 +93,7 @@ export class CommittedReader {
 
   /** The topics the cluster has (those the principal may describe). */
   async listTopics(): Promise<Set<string>> {
+    const { Admin } = await platformaticKafka();
     this.admin ??= new Admin({
       clientId: this.o.clientId, bootstrapBrokers: this.o.brokers, tls: tlsOptions(this.o.ssl), sasl: saslOptions(this.o.sasl), connectTimeout: 5000, retries: 1, retryDelay: 200,
     });
@@ -122,7 +124,7 @@ export class CommittedReader {
   }
 
   private async startOffsets(topic: string, partitions: number[], start: StartAt): Promise<Map<number, bigint>> {
-    const c = this.client();
+    const c = await this.client();
     const list = async (timestamp: bigint | undefined, isolationLevel: number) =>
       (await c.listOffsets({ topics: [topic], partitions: { [topic]: partitions }, isolationLevel, ...(timestamp === undefined ? {} : { timestamp }) })).get(topic) ?? [];
     const out = new Map<number, bigint>();
@@ -143,7 +145,7 @@ export class CommittedReader {
 
   /** Looks the followed topics up again (leaders, new partitions); returns the metadata. */
   private async refresh(topics = [...this.topics]): Promise<ClusterMetadata> {
-    const meta = await this.client().metadata({ topics, forceUpdate: true });
+    const meta = await (await this.client()).metadata({ topics, forceUpdate: true });
     this.meta = meta;
     this.metaAt = Date.now();
     for (const topic of this.topics) {
@@ -208,7 +210,7 @@ export class CommittedReader {
     let response: FetchResponse;
     let stale = false;
     try {
-      response = await this.client().fetch({ node, topics, isolationLevel: 0, maxWaitTime: this.maxWaitMs, minBytes: 1, maxBytes: 16 << 20 });
+      response = await (await this.client()).fetch({ node, topics, isolationLevel: 0, maxWaitTime: this.maxWaitMs, minBytes: 1, maxBytes: 16 << 20 });
     } catch (err) {
       // Some partitions answered with an error: the others' records are taken all the same.
       const partial = answered(err);

@@ -1,7 +1,7 @@
 // A consumer group's offsets for a reader that fetches partitions itself
 // (committed-reader.ts) rather than as a member of the group.
-import { Admin } from "@platformatic/kafka";
-import { saslOptions, tlsOptions } from "./platformatic-transport.js";
+import type { Admin } from "@platformatic/kafka";
+import { platformaticKafka, saslOptions, tlsOptions } from "./platformatic-options.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -12,12 +12,13 @@ import type { KafkaSecurity } from "./security.js";
  * again there.
  */
 export class GroupOffsets {
-  private readonly admin: Admin;
+  private readonly admin: Promise<Admin>;
   private last = new Map<string, bigint>();
   private inFlight: Promise<void> | undefined;
 
   constructor(o: KafkaSecurity & { brokers: string[]; clientId: string; readonly groupId: string }, private readonly groupId = o.groupId) {
-    this.admin = new Admin({ clientId: o.clientId, bootstrapBrokers: o.brokers, tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, retries: 3, retryDelay: 300 });
+    const options = { clientId: o.clientId, bootstrapBrokers: o.brokers, tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, retries: 3, retryDelay: 300 };
+    this.admin = platformaticKafka().then(({ Admin }) => new Admin(options));
   }
 
   /** A commit under way (a caller committing now and then skips a turn). */
@@ -27,7 +28,7 @@ export class GroupOffsets {
 
   /** The group's committed offset of each partition of `topic` that has one. */
   async committed(topic: string): Promise<Map<number, bigint>> {
-    const [group] = await this.admin.listConsumerGroupOffsets({ groups: [this.groupId] });
+    const [group] = await (await this.admin).listConsumerGroupOffsets({ groups: [this.groupId] });
     const out = new Map<number, bigint>();
     for (const t of group?.topics ?? []) {
       if (t.name !== topic) continue;
@@ -45,7 +46,7 @@ export class GroupOffsets {
       if (moved.length === 0) return;
       const topics = new Map<string, { partition: number; offset: bigint }[]>();
       for (const p of moved) topics.set(p.topic, [...(topics.get(p.topic) ?? []), { partition: p.partition, offset: p.offset }]);
-      await this.admin.alterConsumerGroupOffsets({ groupId: this.groupId, topics: [...topics].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
+      await (await this.admin).alterConsumerGroupOffsets({ groupId: this.groupId, topics: [...topics].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
       for (const p of moved) this.last.set(`${p.topic}|${p.partition}`, p.offset);
     })();
     this.inFlight = next;
@@ -57,6 +58,6 @@ export class GroupOffsets {
   }
 
   async close(): Promise<void> {
-    await this.admin.close().catch(() => undefined);
+    await (await this.admin).close().catch(() => undefined);
   }
 }

@@ -13,7 +13,7 @@ import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
 import { OutputError } from "../jsonl-sink.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
-import { PlatformaticTransport } from "./platformatic-transport.js";
+import { LazyPlatformaticTransport } from "./platformatic-options.js";
 import type { KafkaSecurity } from "./security.js";
 import { DEFAULT_KAFKA_COMPRESSION, kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaCompression, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 
@@ -145,7 +145,7 @@ export class KafkaSink implements RecordSink {
     this.opts = { batchSize: 2000, batchBytes: 512 << 10, maxBuffered: 100_000, maxSpillBytes: 1 << 30, partitions: 8, replicationFactor: 1, ...options };
     this.topics = options.topics ?? DEFAULT_TOPICS;
     const client = options.client ?? kafkaClientName(process.env.KAFKA_CLIENT);
-    const Transport = client === "platformatic" ? PlatformaticTransport : KafkajsTransport;
+    const Transport = client === "platformatic" ? LazyPlatformaticTransport : KafkajsTransport;
     this.transport = new Transport({
       brokers: options.brokers,
       clientId: options.clientId ?? "rdma-telemetry-exporter",

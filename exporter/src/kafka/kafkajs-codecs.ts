@@ -1,17 +1,18 @@
 // kafkajs ships gzip only (its other codecs throw "not implemented") and takes
 // the others as plugins: snappy, lz4 and zstd as Kafka frames them, from the
-// same WebAssembly and zlib codecs the default client uses. Imported for its
-// effect by every module that uses kafkajs, producing or consuming.
-import { compressionsAlgorithms } from "@platformatic/kafka";
+// same WebAssembly and zlib codecs the default client uses (loaded at the
+// first batch that needs one). Imported for its effect by every module that
+// uses kafkajs, producing or consuming.
 import kafkajs from "kafkajs";
+import { platformaticKafka } from "./platformatic-options.js";
 
 // CompressionCodecs is not among the names Node finds in kafkajs's CommonJS exports: read off the module.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
 
 for (const [type, name] of [[CompressionTypes.Snappy, "snappy"], [CompressionTypes.LZ4, "lz4"], [CompressionTypes.ZSTD, "zstd"]] as const) {
-  const codec = compressionsAlgorithms[name];
+  const codec = async () => (await platformaticKafka()).compressionsAlgorithms[name];
   CompressionCodecs[type] = () => ({
-    compress: async (encoder: { buffer: Buffer }) => codec.compressSync(encoder.buffer) as Buffer,
-    decompress: async (buffer: Buffer) => codec.decompressSync(buffer) as Buffer,
+    compress: async (encoder: { buffer: Buffer }) => (await codec()).compressSync(encoder.buffer) as Buffer,
+    decompress: async (buffer: Buffer) => (await codec()).decompressSync(buffer) as Buffer,
   });
 }

@@ -11,9 +11,9 @@
 // retried failure is reported through onRetry, so the sink counts and logs it
 // as it does kafkajs's failures. Failures that retrying cannot mend (refused
 // credentials, TLS) end the send and are reported by the sink.
-import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, type MessageToProduce, type SASLOptions } from "@platformatic/kafka";
-import type { ConnectionOptions as TlsOptions } from "node:tls";
+import { Admin, instancesChannel, kGetApi, Producer, type API, type Callback, type MessageToProduce } from "@platformatic/kafka";
 import type { KafkaMessageOut } from "./encode.js";
+import { saslOptions, tlsOptions } from "./platformatic-options.js";
 import { positiveKeyHash } from "./partitioner.js";
 import { fastProduceApi, waitsForEarlier, withBufferKeys } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
@@ -80,17 +80,6 @@ class ExporterProducer extends Producer<string, Buffer, Buffer, Buffer> {
       callback(null, this.fastProduce as unknown as API<A, R>);
     });
   }
-}
-
-export function tlsOptions(ssl: TransportOptions["ssl"]): TlsOptions | undefined {
-  if (!ssl) return undefined;
-  return ssl === true ? {} : (ssl as TlsOptions);
-}
-
-export function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undefined {
-  if (!sasl) return undefined;
-  if (!("username" in sasl)) throw new Error(`@platformatic/kafka: SASL ${sasl.mechanism} is not supported by the exporter`);
-  return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };
 }
 
 export class PlatformaticTransport implements KafkaTransport {

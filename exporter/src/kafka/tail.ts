@@ -4,10 +4,10 @@
 // journal publishes none of them twice; an exporter group member taking a
 // partition over, to learn which records the partition's earlier owners
 // committed.
-import { Consumer, type ClusterMetadata, type RecordsBatch } from "@platformatic/kafka";
+import type { ClusterMetadata, RecordsBatch } from "@platformatic/kafka";
 import { fetchRequest } from "./committed-reader.js";
 import { TransactionSorter } from "./transaction-sorter.js";
-import { saslOptions, tlsOptions } from "./platformatic-transport.js";
+import { platformaticKafka, saslOptions, tlsOptions } from "./platformatic-options.js";
 import { describeKafkaError, KafkaConnectError, type KafkaSecurity } from "./security.js";
 
 export interface TailMessage {
@@ -45,6 +45,7 @@ export interface ReadTailOptions extends KafkaSecurity {
 export async function readTopicTails(o: ReadTailOptions): Promise<number> {
   const timeoutMs = o.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
+  const { Consumer } = await platformaticKafka();
   const consumer = new Consumer({
     clientId: "rdma-telemetry-tail", groupId: `rdma-telemetry-tail-${process.pid}`, bootstrapBrokers: o.brokers,
     tls: tlsOptions(o.ssl), sasl: saslOptions(o.sasl), connectTimeout: 5000, requestTimeout: 30_000, retries: 3, retryDelay: 200,
