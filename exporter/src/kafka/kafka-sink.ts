@@ -13,7 +13,7 @@ import { Backoff, type Logger } from "@rdma-telemetry/p4runtime";
 import { OutputError } from "../jsonl-sink.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut, type TopicNames } from "./encode.js";
 import { KafkajsTransport } from "./kafkajs-transport.js";
-import { LazyPlatformaticTransport } from "./platformatic-options.js";
+import { LazyPlatformaticTransport } from "./platformatic-lazy.js";
 import type { KafkaSecurity } from "./security.js";
 import { DEFAULT_KAFKA_COMPRESSION, kafkaClientName, kafkaMaxInFlight, type KafkaClientName, type KafkaCompression, type KafkaSinkStats, type KafkaTransport, type RecordSink } from "./transport.js";
 

@@ -4,9 +4,7 @@
 // Kafka, not by every start of the command line.
 import type { SASLOptions } from "@platformatic/kafka";
 import type { ConnectionOptions as TlsOptions } from "node:tls";
-import type { KafkaMessageOut } from "./encode.js";
-import { describeKafkaError, type KafkaFailure } from "./security.js";
-import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
+import type { TransportOptions } from "./transport.js";
 
 export type PlatformaticKafka = typeof import("@platformatic/kafka");
 
@@ -26,43 +24,4 @@ export function saslOptions(sasl: TransportOptions["sasl"]): SASLOptions | undef
   if (!sasl) return undefined;
   if (!("username" in sasl)) throw new Error(`@platformatic/kafka: SASL ${sasl.mechanism} is not supported by the exporter`);
   return { mechanism: sasl.mechanism.toUpperCase() as SASLOptions["mechanism"], username: sasl.username, password: sasl.password };
-}
-
-
-/**
- * The @platformatic/kafka transport (platformatic-transport.ts), made at the
- * first connect: a sink that never reaches Kafka never loads the client.
- */
-export class LazyPlatformaticTransport implements KafkaTransport {
-  readonly name = "platformatic" as const;
-  readonly maxInFlight: number;
-  private inner: KafkaTransport | undefined;
-  private loading: Promise<KafkaTransport> | undefined;
-
-  constructor(private readonly opts: TransportOptions) {
-    this.maxInFlight = Math.min(MAX_IDEMPOTENT_IN_FLIGHT, opts.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
-  }
-
-  private load(): Promise<KafkaTransport> {
-    return (this.loading ??= import("./platformatic-transport.js").then((m) => (this.inner = new m.PlatformaticTransport(this.opts))));
-  }
-
-  async connect(topics: string[]): Promise<void> {
-    await (await this.load()).connect(topics);
-  }
-
-  send(queue: readonly KafkaMessageOut[], from: number, to: number): Promise<void> {
-    if (this.inner) return this.inner.send(queue, from, to);
-    // (Not connected yet: the messages are read now, as send() promises.)
-    const part = queue.slice(from, to);
-    return this.load().then((t) => t.send(part, 0, part.length));
-  }
-
-  async disconnect(): Promise<void> {
-    if (this.loading) await (await this.loading).disconnect();
-  }
-
-  describe(err: unknown): KafkaFailure {
-    return this.inner ? this.inner.describe(err) : describeKafkaError(err, this.opts);
-  }
 }
