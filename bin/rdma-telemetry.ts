@@ -114,14 +114,14 @@ Usage:
       publishes the records exactly once (Kafka transactions). Run as many as
       the digest topic has partitions. With --switch-id, digests of other
       switches are counted and dropped, and halves wait for a switch named
-      that has not sent yet as for a silent one (name every switch). Halves wait for their other vantage
-      while its switch is silent for up to --silent-switch-ms (default 60000;
-      1000 to 3600000), then go out alone, and the commands that switch saw
-      unanswered go out without its figures (counted). The partitions'
-      engines (decoding, joining, encoding) run on --threads N engine
-      threads beside the thread that reads and writes Kafka (0 to 64;
-      default 1 on a machine of more than one core, else 0: all in one
-      thread). Prints a summary line at SIGTERM.
+      that has not sent yet as for a silent one (name every switch). Halves
+      wait for their other vantage while its switch is silent for up to
+      --silent-switch-ms (default 60000; 1000 to 3600000), then go out
+      alone, and the commands that switch saw unanswered go out without its
+      figures (counted). The partitions' engines (decoding, joining,
+      encoding) run on --threads N engine threads beside the thread that
+      reads and writes Kafka (0 to 64; default 1 on a machine of more than
+      one core, else 0: all in one thread). Prints a summary line at SIGTERM.
   rdma-telemetry switch [--listen 127.0.0.1:9559] [--p4info F --device-config F] [--device-id N]
                  [--cpu-port N] [--pcap-in PORT=FILE...] [--pcap-in-start now|digests] [--pcap-out DIR]
                  [--topology FILE --pcap-in FILE] [--capture-clock] [--pcap-delay-ms N]

@@ -160,8 +160,8 @@ export class MetricsEngine {
   private readonly ioTimes = new Map<string, bigint>();
   private watermark = 0n;
   /**
-   * Switches that will report (an exporter group member's --switch-id) and
-   * have not yet: each holds the others' halves and intervals as a silent one
+   * Switches that will report (an exporter group member's --switch-id): one
+   * that has not yet holds the others' halves and intervals as a silent one
    * does, from the engine's first list until it reports or the others have
    * moved silentSwitchNs on. (A switch whose first digests of a partition
    * come late, behind its controller's outage, then still meets its halves.)
@@ -387,16 +387,20 @@ export class MetricsEngine {
   private lowWatermark(): bigint {
     let low = this.watermark;
     for (const w of this.watermarks.values()) if (w < low && this.watermark - w < this.options.silentSwitchNs) low = w;
-    if (this.expected.size && this.firstNoted !== undefined) {
-      for (const id of this.expected) if (this.watermarks.has(id)) this.expected.delete(id);
-      if (this.expected.size && this.firstNoted < low && this.watermark - this.firstNoted < this.options.silentSwitchNs) low = this.firstNoted;
-    }
+    const first = this.firstNoted;
+    if (first !== undefined && first < low && this.watermark - first < this.options.silentSwitchNs && this.awaitsExpected()) low = first;
     return low;
+  }
+
+  /** Whether a switch expected to report has not yet. */
+  private awaitsExpected(): boolean {
+    for (const id of this.expected) if (!this.watermarks.has(id)) return true;
+    return false;
   }
 
   /** Switches that will report and have not yet (an exporter group member's --switch-id): they hold the others' halves meanwhile (see `expected`). */
   expectSwitches(ids: Iterable<string>): void {
-    for (const id of ids) if (!this.watermarks.has(id)) this.expected.add(id);
+    for (const id of ids) this.expected.add(id);
   }
 
   private onDigest(switchId: string, d: TelemetryDigest): void {

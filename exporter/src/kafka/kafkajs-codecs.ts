@@ -4,13 +4,15 @@
 // first batch that needs one). Imported for its effect by every module that
 // uses kafkajs, producing or consuming.
 import kafkajs from "kafkajs";
-import { platformaticKafka } from "./platformatic-options.js";
+import { platformaticKafka, type PlatformaticKafka } from "./platformatic-options.js";
 
 // CompressionCodecs is not among the names Node finds in kafkajs's CommonJS exports: read off the module.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
 
+let algorithms: PlatformaticKafka["compressionsAlgorithms"] | undefined;
+
 for (const [type, name] of [[CompressionTypes.Snappy, "snappy"], [CompressionTypes.LZ4, "lz4"], [CompressionTypes.ZSTD, "zstd"]] as const) {
-  const codec = async () => (await platformaticKafka()).compressionsAlgorithms[name];
+  const codec = async () => (algorithms ??= (await platformaticKafka()).compressionsAlgorithms)[name];
   CompressionCodecs[type] = () => ({
     compress: async (encoder: { buffer: Buffer }) => (await codec()).compressSync(encoder.buffer) as Buffer,
     decompress: async (buffer: Buffer) => (await codec()).decompressSync(buffer) as Buffer,

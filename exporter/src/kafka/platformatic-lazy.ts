@@ -2,7 +2,7 @@
 // connects (platformatic-options.ts says why).
 import type { KafkaMessageOut } from "./encode.js";
 import { describeKafkaError, type KafkaFailure } from "./security.js";
-import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
+import { idempotentInFlight, type KafkaTransport, type TransportOptions } from "./transport.js";
 
 /**
  * The @platformatic/kafka transport (platformatic-transport.ts), made at the
@@ -15,7 +15,7 @@ export class LazyPlatformaticTransport implements KafkaTransport {
   private loading: Promise<KafkaTransport> | undefined;
 
   constructor(private readonly opts: TransportOptions) {
-    this.maxInFlight = Math.min(MAX_IDEMPOTENT_IN_FLIGHT, opts.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
+    this.maxInFlight = idempotentInFlight(opts);
   }
 
   private load(): Promise<KafkaTransport> {

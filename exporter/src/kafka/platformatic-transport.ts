@@ -18,7 +18,7 @@ import { positiveKeyHash } from "./partitioner.js";
 import { fastProduceApi, waitsForEarlier, withBufferKeys } from "./produce-request.js";
 import { describeKafkaError } from "./security.js";
 import { waitForLeaders } from "./topics-ready.js";
-import { MAX_IDEMPOTENT_IN_FLIGHT, type KafkaTransport, type TransportOptions } from "./transport.js";
+import { idempotentInFlight, type KafkaTransport, type TransportOptions } from "./transport.js";
 
 /** Keys go to the producer as strings: the partitioner hashes them and produce-request.ts writes them without a Buffer each. */
 type Out = MessageToProduce<string, Buffer, Buffer, Buffer>;
@@ -97,7 +97,7 @@ export class PlatformaticTransport implements KafkaTransport {
   private failuresInRow = 0;
 
   constructor(private readonly opts: TransportOptions) {
-    this.maxInFlight = Math.min(MAX_IDEMPOTENT_IN_FLIGHT, opts.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
+    this.maxInFlight = idempotentInFlight(opts);
     this.base = {
       clientId: opts.clientId,
       bootstrapBrokers: opts.brokers,

@@ -65,6 +65,11 @@ export function kafkaClientName(v: string | undefined, from = "KAFKA_CLIENT"): K
  */
 export const MAX_IDEMPOTENT_IN_FLIGHT = 5;
 
+/** The produce requests an idempotent transport keeps in flight: as asked, at most MAX_IDEMPOTENT_IN_FLIGHT. */
+export function idempotentInFlight(o: TransportOptions): number {
+  return Math.min(MAX_IDEMPOTENT_IN_FLIGHT, o.maxInFlight ?? MAX_IDEMPOTENT_IN_FLIGHT);
+}
+
 /** maxInFlight from the option or KAFKA_MAX_IN_FLIGHT: an integer from 1 to 5. */
 export function kafkaMaxInFlight(v: number | string | undefined, from = "KAFKA_MAX_IN_FLIGHT"): number {
   if (v === undefined || v === "") return MAX_IDEMPOTENT_IN_FLIGHT;
