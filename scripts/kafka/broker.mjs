@@ -16,9 +16,10 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../ports.mjs";
 
 const root = new URL("../..", import.meta.url).pathname;
 const cache = process.env.KAFKA_CACHE ?? join(root, ".cache/kafka");
@@ -33,17 +34,6 @@ export function fetchJars(version = process.env.KAFKA_VERSION || DEFAULT_KAFKA_V
   const r = spawnSync("mvn", ["-q", "-B", "-f", join(root, "scripts/kafka/pom.xml"), "dependency:copy-dependencies", `-Dkafka.version=${version}`, `-DoutputDirectory=${libs}`, "-DincludeScope=runtime"], { stdio: "inherit" });
   if (r.status !== 0) throw new Error(`mvn could not fetch Kafka ${version}'s jars (exit ${r.status}); is Maven installed?`);
   return libs;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
 }
 
 function waitForPort(port, timeoutMs, child) {
@@ -62,6 +52,58 @@ function waitForPort(port, timeoutMs, child) {
       });
     };
     attempt();
+  });
+}
+
+/**
+ * Resolves once the broker on `port` (PLAINTEXT) answers a Kafka request
+ * whole: an ApiVersions (v0) with error 0 and the request's correlation id.
+ * A listening port alone is not a broker ready to serve, nor, after a
+ * restart, necessarily the broker (another process may have taken the port).
+ */
+export function waitForKafka(port, timeoutMs, child = { exitCode: null }) {
+  const deadline = Date.now() + timeoutMs;
+  const clientId = Buffer.from("broker-probe");
+  return new Promise((resolve, reject) => {
+    let correlation = 0x5eed;
+    const attempt = (why) => {
+      if (child.exitCode !== null) return reject(new Error(`the Kafka broker exited with code ${child.exitCode}`));
+      if (Date.now() > deadline) return reject(new Error(`the Kafka broker on ${port} did not answer ApiVersions within ${timeoutMs} ms (${why})`));
+      setTimeout(probe, 200);
+    };
+    const probe = () => {
+      const id = ++correlation;
+      const req = Buffer.alloc(4 + 2 + 2 + 4 + 2 + clientId.length);
+      req.writeInt32BE(req.length - 4, 0);
+      req.writeInt16BE(18, 4); // ApiVersions
+      req.writeInt16BE(0, 6);
+      req.writeInt32BE(id, 8);
+      req.writeInt16BE(clientId.length, 12);
+      clientId.copy(req, 14);
+      let buf = Buffer.alloc(0);
+      let done = false;
+      const finish = (ok, why) => {
+        if (done) return;
+        done = true;
+        sock.destroy();
+        if (ok) resolve();
+        else attempt(why);
+      };
+      const sock = createConnection({ host: "127.0.0.1", port }, () => sock.write(req));
+      sock.setTimeout(5000, () => finish(false, "no answer in 5 s"));
+      sock.on("data", (b) => {
+        buf = Buffer.concat([buf, b]);
+        if (buf.length < 4) return;
+        const size = buf.readInt32BE(0);
+        if (size < 6 || size > 1 << 20) return finish(false, `a frame of ${size} bytes`);
+        if (buf.length < 4 + size) return;
+        const ok = buf.readInt32BE(4) === id && buf.readInt16BE(8) === 0;
+        finish(ok, `correlation ${buf.readInt32BE(4)}, error ${buf.readInt16BE(8)}`);
+      });
+      sock.on("error", (e) => finish(false, e.message));
+      sock.on("close", () => finish(false, "closed"));
+    };
+    probe();
   });
 }
 
@@ -198,7 +240,10 @@ export async function startBroker({ port, logDir, security = "plaintext", versio
   const fd = openSync(out, "a");
   const launch = () => spawn(java, [...jvm, "kafka.Kafka", props], { stdio: ["ignore", fd, fd], detached: false });
   const ports = secured.mtlsPort ? [brokerPort, secured.mtlsPort] : [brokerPort];
-  const listening = async () => { for (const p of ports) await waitForPort(p, 90_000, child); };
+  const listening = async () => {
+    for (const p of ports) await waitForPort(p, 90_000, child);
+    if (security === "plaintext") await waitForKafka(brokerPort, 90_000, child);
+  };
   let child = launch();
   try {
     await listening();

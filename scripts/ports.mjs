@@ -1,0 +1,76 @@
+// Ports for programs the tests, benchmarks and demo start (brokers,
+// switches, controllers): free when picked, below the system's ephemeral
+// range, and held for the picking process's life.
+//
+// - Below the ephemeral range: while a program restarts on its port, no
+//   connection's local end and no `listen(0)` can take the port, and a client
+//   retrying it cannot connect to itself.
+// - Held: a reservation file per port (its pid inside) in the system's
+//   temporary directory; another process's pick skips a port whose holder
+//   lives, so two programs never share one even while the first is down.
+//   A test broker that restarted on a port a switch had meanwhile been given
+//   answered kafkajs with HTTP/2 frames, which kafkajs died decoding.
+import { linkSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const held = join(tmpdir(), "rdma-telemetry-ports");
+
+function ephemeralLow() {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 2048 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+};
+
+/** Takes `port` for this process unless a living process holds it (the file, pid inside, made whole by a link). */
+function hold(port) {
+  const file = join(held, String(port));
+  const mine = join(held, `.${process.pid}`);
+  writeFileSync(mine, String(process.pid));
+  try {
+    linkSync(mine, file);
+    return true;
+  } catch {
+    let pid;
+    try {
+      pid = Number(readFileSync(file, "utf8"));
+    } catch {
+      return false;
+    }
+    if (pid === process.pid || (pid > 0 && alive(pid))) return false;
+    // A holder that died: its port is taken over.
+    renameSync(mine, file);
+    return true;
+  }
+}
+
+/** A port that was free a moment ago, below the ephemeral range, held by this process from now on. */
+export async function freePort(host = "127.0.0.1") {
+  mkdirSync(held, { recursive: true });
+  const low = ephemeralLow();
+  for (;;) {
+    const port = 1024 + Math.floor(Math.random() * (low - 1024));
+    if (!hold(port)) continue;
+    const s = createServer();
+    const ok = await new Promise((resolve) => {
+      s.once("error", () => resolve(false));
+      s.listen(port, host, () => resolve(true));
+    });
+    if (!ok) continue;
+    await new Promise((r) => s.close(r));
+    return port;
+  }
+}
