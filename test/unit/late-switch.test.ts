@@ -21,8 +21,9 @@ function io(over: Partial<IoDigest>): IoDigest {
  * The compute side's half of I/O 9, then `seconds` of its lists (an I/O of another pair every 100 ms), then, if
  * `late`, the storage side's half of I/O 9: the records of I/O 9 made by then (at the end of the run if `finish`).
  */
-function run(switchIds: string[] | undefined, seconds: number, late: boolean, finish = true): IoRecordJson[] {
+function run(switchIds: string[] | undefined, seconds: number, late: boolean, finish = true, prepare?: (e: PartitionEngine) => void): IoRecordJson[] {
   const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: {}, switchIds, withRecords: true });
+  prepare?.(engine);
   const msgs: KafkaMessageOut[] = [ioMessage(io({}), T0 + 60_000n, "tor-c")];
   for (let i = 1; i <= seconds * 10; i++) msgs.push(ioMessage(io({ seq: i, vantage: 3, host: 0x0a000102, cid: 100 + i, ts: i * 100_000_000 }), T0 + BigInt(i) * 100_000_000n, "tor-c"));
   if (late) msgs.push(ioMessage(io({ vantage: 2, ts: 50_000, e2e_ns: 40_000, to_data_ns: 5_000, from_data_ns: 20_000, host_prep_ns: 3_000 }), T0 + 50_000n, "tor-s"));
@@ -43,5 +44,32 @@ describe("a switch named by --switch-id whose first digests of a partition come 
     expect(run(["tor-c", "tor-s"], 50, false, false)).toEqual([]);
     const out = run(["tor-c", "tor-s"], 65, false, false);
     expect(out.map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", null, null]]);
+  });
+});
+
+describe("a switch not named, known to the member: seen in another of its partitions, or by this partition's earlier owners", () => {
+  test("told by the member (expect): the I/O is one record, with its RTT", () => {
+    expect(run(undefined, 30, true, true, (e) => e.expect(["tor-s"])).map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", "tor-s", 6_000]]);
+  });
+
+  test("in the committed state's clocks (restore): the same", () => {
+    const restore = (e: PartitionEngine) => e.restore({ raised: [], clocks: { "tor-s": "0" } });
+    expect(run(undefined, 30, true, true, restore).map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", "tor-s", 6_000]]);
+  });
+
+  test("a snapshot names the switches new to the partition, once", () => {
+    const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: {}, withRecords: false });
+    const take = (ms: KafkaMessageOut[], from: number) => {
+      engine.take({ offsets: ms.map((_, i) => BigInt(from + i)), timestamps: ms.map(() => 0), values: ms.map((m) => m.value) }, 0n);
+      return engine.snapshot(BigInt(from + ms.length)).newSwitches;
+    };
+    expect(take([ioMessage(io({}), T0, "tor-c"), ioMessage(io({ seq: 1, cid: 10 }), T0 + 1n, "tor-c")], 0)).toEqual(["tor-c"]);
+    expect(take([ioMessage(io({ seq: 2, cid: 11 }), T0 + 2n, "tor-c"), ioMessage(io({ vantage: 2 }), T0 + 3n, "tor-s")], 2)).toEqual(["tor-s"]);
+    expect(take([ioMessage(io({ seq: 3, cid: 12 }), T0 + 4n, "tor-s")], 4)).toEqual([]);
+  });
+
+  test("a switch told but left out by --switch-id is not awaited", () => {
+    const ios = run(["tor-c"], 30, false, false, (e) => e.expect(["tor-x"]));
+    expect(ios.map((r) => [r.c_switch_id, r.s_switch_id])).toEqual([["tor-c", null]]);
   });
 });

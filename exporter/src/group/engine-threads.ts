@@ -14,6 +14,8 @@ export interface EngineHost {
   open(o: PartitionEngineOptions): Promise<void>;
   restore(partition: number, s: RestoreState): Promise<void>;
   setCommitted(partition: number, keys: Set<string>): Promise<void>;
+  /** Switches the partition's engine is to await (PartitionEngine.expect). */
+  expect(partition: number, ids: string[]): Promise<void>;
   /** Takes digests, then gives what the transaction committing `offset` publishes. */
   take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): Promise<CommitSnapshot>;
   idle(partition: number, nowMs: number, offset: bigint): Promise<CommitSnapshot | undefined>;
@@ -42,6 +44,10 @@ export class PartitionEngines {
 
   setCommitted(partition: number, keys: Set<string>): void {
     this.of(partition).setCommitted(keys);
+  }
+
+  expect(partition: number, ids: string[]): void {
+    this.of(partition).expect(ids);
   }
 
   take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): CommitSnapshot {
@@ -75,6 +81,10 @@ export class LocalEngines implements EngineHost {
     return Promise.resolve(this.engines.setCommitted(partition, keys));
   }
 
+  expect(partition: number, ids: string[]): Promise<void> {
+    return Promise.resolve(this.engines.expect(partition, ids));
+  }
+
   take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): Promise<CommitSnapshot> {
     return Promise.resolve(this.engines.take(partition, d, committedOffset, offset));
   }
@@ -97,6 +107,7 @@ export type EngineRequest =
   | { id: number; op: "open"; o: PartitionEngineOptions }
   | { id: number; op: "restore"; partition: number; s: RestoreState }
   | { id: number; op: "committed"; partition: number; keys: string[] }
+  | { id: number; op: "expect"; partition: number; ids: string[] }
   | { id: number; op: "take"; partition: number; offsets: BigInt64Array; timestamps: Float64Array; lengths: Int32Array; bytes: Uint8Array; committedOffset: bigint; offset: bigint }
   | { id: number; op: "idle"; partition: number; nowMs: number; offset: bigint }
   | { id: number; op: "close"; partition: number };
@@ -258,6 +269,10 @@ export class ThreadedEngines implements EngineHost {
 
   async setCommitted(partition: number, keys: Set<string>): Promise<void> {
     await this.of(partition).request({ op: "committed", partition, keys: [...keys] });
+  }
+
+  async expect(partition: number, ids: string[]): Promise<void> {
+    await this.of(partition).request({ op: "expect", partition, ids });
   }
 
   async take(partition: number, d: DigestsIn, committedOffset: bigint, offset: bigint): Promise<CommitSnapshot> {

@@ -20,6 +20,9 @@ parentPort!.on("message", (r: EngineRequest) => {
       case "committed":
         engines.setCommitted(r.partition, new Set(r.keys));
         break;
+      case "expect":
+        engines.expect(r.partition, r.ids);
+        break;
       case "take":
         snapshot = engines.take(r.partition, unpackDigests(r), r.committedOffset, r.offset);
         break;

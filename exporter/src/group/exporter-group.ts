@@ -169,6 +169,8 @@ export class ExporterGroupMember {
   private readonly engines: EngineHost;
   /** digests dropped so far (taken, whether committed yet or not), for the log's first and every 10,000th */
   private readonly dropped = { badDigests: 0, unknownSwitch: 0 };
+  /** the switches any of this member's partitions has had digests from, and those named by switchIds: every partition's engine awaits them */
+  private readonly known: Set<string>;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
@@ -181,6 +183,7 @@ export class ExporterGroupMember {
   }
 
   constructor(private readonly o: ExporterGroupOptions) {
+    this.known = new Set(o.switchIds ?? []);
     if (o.brokers.length === 0) throw new Error("Kafka: no brokers given");
     this.topics = o.topics ?? DEFAULT_TOPICS;
     this.groupId = o.groupId ?? "rdma-telemetry-exporter";
@@ -260,10 +263,14 @@ export class ExporterGroupMember {
       const fencedAt = Date.now();
       const task = new PartitionTask(partition, producer);
       await this.engines.open({ partition, topics: this.topics, engine: this.o.engine ?? {}, switchIds: this.o.switchIds, withRecords: this.o.onRecord !== undefined });
+      const told = new Set(this.known);
+      if (told.size) await this.engines.expect(partition, [...told]);
       const taken = await this.restore(task, fencedAt);
       // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
       if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
       this.tasks.set(partition, task);
+      const learnt = [...this.known].filter((id) => !told.has(id));
+      if (learnt.length) void this.engines.expect(partition, learnt).catch(() => undefined);
       return taken;
     } catch (err) {
       // Not taken: the next batch of the partition tries again from the start (with an engine of its own).
@@ -413,8 +420,25 @@ export class ExporterGroupMember {
     d.badDigests += counts.badDigests;
   }
 
+  /**
+   * A switch first seen in one partition is awaited in the member's others:
+   * its first digests of those may reach Kafka later than the correlation
+   * window behind the other switches' (a controller retrying after a broker
+   * outage, or started later), and the halves waiting for them would
+   * otherwise go out alone and the late half make a second record.
+   */
+  private learn(partition: number, ids: readonly string[]): void {
+    for (const id of ids) {
+      if (this.known.has(id)) continue;
+      this.known.add(id);
+      this.o.logger?.info("exporter group: a switch first seen; every partition awaits it", { switch: id, partition });
+      for (const p of this.tasks.keys()) if (p !== partition) void this.engines.expect(p, [id]).catch(() => undefined);
+    }
+  }
+
   /** Publishes what the engine made and commits `offset` with it, in one transaction. */
   private async commit(t: PartitionTask, offset: bigint, s: CommitSnapshot): Promise<boolean> {
+    if (s.newSwitches.length) this.learn(t.partition, s.newSwitches);
     const counts = s.counts;
     this.noteDropped(t, counts, s.firstBad, s.firstUnknown);
     const tx = await t.producer.transaction();

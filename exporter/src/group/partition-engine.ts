@@ -98,6 +98,8 @@ export interface CommitSnapshot {
   givenUpSilentSwitch: number;
   counts: PendingCounts;
   metadata: string;
+  /** switches this partition had not had digests from before this snapshot's (the member expects them in its other partitions) */
+  newSwitches: string[];
   /** the first undecodable digest and the first of an unknown switch since the last snapshot, for the member's log */
   firstBad?: DropNote;
   firstUnknown?: DropNote;
@@ -124,6 +126,9 @@ export class PartitionEngine {
   private readonly switchIds: Set<string> | undefined;
   private firstBad: DropNote | undefined;
   private firstUnknown: DropNote | undefined;
+  /** the switches this partition has had digests from, and those new since the last snapshot */
+  private readonly seen = new Set<string>();
+  private newSwitches: string[] = [];
 
   constructor(private readonly o: PartitionEngineOptions) {
     this.switchIds = o.switchIds?.length ? new Set(o.switchIds) : undefined;
@@ -139,13 +144,30 @@ export class PartitionEngine {
     this.open = new OpenDigests(this.exporter.metrics.options.intervalNs + this.exporter.metrics.options.correlationWindowNs);
   }
 
-  /** Takes on the committed state: the alerts raised and the switches' clock starts. */
+  /**
+   * Takes on the committed state: the alerts raised and the switches' clock
+   * starts. The switches with a clock had sent to this partition before: they
+   * are awaited as named ones are.
+   */
   restore(s: RestoreState): void {
     this.exporter.alerts.restoreRaised(s.raised);
     for (const [sw, start] of Object.entries(s.clocks)) {
       const ns = BigInt(start);
       this.exporter.metrics.setClockStart(sw, () => ns);
     }
+    this.expect(Object.keys(s.clocks));
+  }
+
+  /**
+   * Switches known to report (seen in another of the member's partitions, or
+   * by earlier owners of this one): until each has sent to this partition,
+   * the others' halves and intervals wait for it, as for a switch named by
+   * --switch-id (no longer than --silent-switch-ms of the others' time from
+   * the engine's first list).
+   */
+  expect(ids: Iterable<string>): void {
+    const wanted = [...ids].filter((id) => !this.switchIds || this.switchIds.has(id));
+    if (wanted.length) this.exporter.metrics.expectSwitches(wanted);
   }
 
   /** The keys of the records earlier owners committed since the open digests: not published again. */
@@ -184,6 +206,10 @@ export class PartitionEngine {
         else if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
         else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints, windowNote.seenTs);
         return;
+      }
+      if (!this.seen.has(b.switchId)) {
+        this.seen.add(b.switchId);
+        this.newSwitches.push(b.switchId);
       }
       if (b.listTimestampNs < settled) c.lateDigests++;
       if (b.listTimestampNs > this.newestListNs) {
@@ -241,7 +267,8 @@ export class PartitionEngine {
     const oldest = this.open.oldest();
     const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
     const metadata = commitMetadata(state, this.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
-    const s: CommitSnapshot = { messages, records, published: messages.length, givenUpSilentSwitch, counts, metadata, firstBad: this.firstBad, firstUnknown: this.firstUnknown };
+    const s: CommitSnapshot = { messages, records, published: messages.length, givenUpSilentSwitch, counts, metadata, newSwitches: this.newSwitches, firstBad: this.firstBad, firstUnknown: this.firstUnknown };
+    this.newSwitches = [];
     this.firstBad = undefined;
     this.firstUnknown = undefined;
     return s;
