@@ -271,6 +271,10 @@ export class TelemetryMetrics {
       new Counter({ name, help: h, registers: register, collect() { this.reset(); this.inc(member.stats[k]); } });
     }
     new Gauge({ name: "rdma_telemetry_exporter_group_partitions", help: "Digest partitions this member holds", registers: register, collect() { this.set(member.assigned.size); } });
+    new Gauge({
+      name: "rdma_telemetry_exporter_group_switch_known", help: "1 for each switch this member awaits in every partition it holds: named by --switch-id, or seen in one of its partitions", labelNames: ["switch"], registers: register,
+      collect() { for (const sw of member.knownSwitches) this.set({ switch: sw }, 1); },
+    });
   }
 
   /** The in-process engine's own counts (those not carried on switch_stats records). */

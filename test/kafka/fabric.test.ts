@@ -189,6 +189,8 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leave
   expect(counter("records")).toBeGreaterThan(0);
   expect(counter("bad_digests")).toBe(0);
   expect(metrics).toMatch(/^rdma_telemetry_exporter_group_partitions \d+/m);
+  // Started without --switch-id, the member learnt both switches from its partitions, and awaits them in each.
+  for (const t of ["tor-c", "tor-s"]) expect(metrics).toMatch(new RegExp(`^rdma_telemetry_exporter_group_switch_known\\{switch="${t}"\\} 1$`, "m"));
   for (const s of [restarted!, fabric.controllers[0]!, ...members]) s.child.kill("SIGTERM");
   // The restarted controller read back what it had published before republishing its journal: no digest twice
   // (its switch's clock is the capture's, not this host's: what it reads back is found by when it was journaled).

@@ -171,6 +171,11 @@ export class ExporterGroupMember {
   private readonly dropped = { badDigests: 0, unknownSwitch: 0 };
   /** the switches any of this member's partitions has had digests from, and those named by switchIds: every partition's engine awaits them */
   private readonly known: Set<string>;
+
+  /** The switches this member awaits in every partition: named by switchIds, or seen in one of its partitions. */
+  get knownSwitches(): ReadonlySet<string> {
+    return this.known;
+  }
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
