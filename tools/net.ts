@@ -1,8 +1,17 @@
 // Ports for programs started by the tests and benchmarks (scripts/ports.mjs
 // picks and holds them), and a wait until one listens.
 import { createConnection } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
-export { freePort } from "../scripts/ports.mjs";
+// From the sources (tests) or compiled into dist/tools (benchmarks): the repository's scripts/ports.mjs either way.
+const ports = join(import.meta.dirname, import.meta.url.endsWith(".js") ? "../.." : "..", "scripts/ports.mjs");
+
+/** A port that was free a moment ago, below the ephemeral range, held by this process from now on (scripts/ports.mjs). */
+export async function freePort(host?: string): Promise<number> {
+  const m = (await import(pathToFileURL(ports).href)) as typeof import("../scripts/ports.mjs");
+  return m.freePort(host);
+}
 
 /** Resolves once 127.0.0.1:`port` accepts connections; rejects after `timeoutMs`, or when `dead()` says why it never will. */
 export function waitForPort(port: number, timeoutMs: number, dead: () => string | undefined = () => undefined): Promise<void> {

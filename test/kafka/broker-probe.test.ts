@@ -61,3 +61,10 @@ test("test ports are below the ephemeral range, and one a living process picked 
     other.kill("SIGKILL");
   }
 });
+
+test("the benchmarks' ports, from dist/tools/net.js, come from the same picker", async () => {
+  // (It imported scripts/ports.mjs relative to itself, which dist/ has not: every benchmark failed to start.)
+  const net = (await import(join(import.meta.dirname, "../../dist/tools/net.js"))) as typeof import("../../tools/net.js");
+  const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  expect(await net.freePort()).toBeLessThan(low);
+});
