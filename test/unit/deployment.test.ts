@@ -78,4 +78,7 @@ test("the fabric profile runs a controller per switch with --digests-only, an ex
     return cfg.switch.switchId;
   });
   expect(ids).toEqual(["tor-c", "tor-s"]);
+  // The exporter members name every switch of the fabric (docs/operations.md: a switch named is awaited in every partition).
+  const exporter = /command: \["exporter", (.*)\]/.exec(compose)![1]!.split(", ").map((a) => JSON.parse(a) as string);
+  expect(exporter.flatMap((a, i) => (exporter[i - 1] === "--switch-id" ? [a] : []))).toEqual(ids);
 });
