@@ -85,20 +85,38 @@ export async function startFabric(o: { dir: string; workload: string; brokers: s
  */
 export async function readIoRecords(brokers: string, topic: string, done: (ios: IoRecordJson[]) => boolean, timeoutMs: number): Promise<IoRecordJson[]> {
   const ios: IoRecordJson[] = [];
-  const reader = new CommittedReader({
+  const deadline = Date.now() + timeoutMs;
+  const make = () => new CommittedReader({
     brokers: brokers.split(","), clientId: "test-reader", maxWaitMs: 200, retries: 10,
     onMessage: (m) => {
       const r = recordFromMessage(m.headers.type, m.value!) as RecordJson;
       if (r.type === "io") ios.push(r);
     },
   });
+  // A broker just restarted may fail a request or two before its partitions are served again (listOffsets failed
+  // there once in CI, on a loaded host): the reader starts again, and reads on, until the deadline.
+  let reader = make();
+  for (;;) {
+    try {
+      await reader.follow(topic, "earliest");
+      break;
+    } catch (err) {
+      await reader.close().catch(() => undefined);
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+      reader = make();
+    }
+  }
   const ac = new AbortController();
-  await reader.follow(topic, "earliest");
-  const running = reader.run(ac.signal);
-  running.catch(() => undefined);
+  const running = (async () => {
+    while (!ac.signal.aborted) {
+      await reader.run(ac.signal).catch(() => undefined);
+      if (!ac.signal.aborted) await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
   try {
     // What is there by the deadline is returned: the caller's checks say what is missing.
-    await until(() => done(ios), timeoutMs, "", 200).catch(() => undefined);
+    await until(() => done(ios), Math.max(0, deadline - Date.now()), "", 200).catch(() => undefined);
   } finally {
     ac.abort();
     await running.catch(() => undefined);
