@@ -10,21 +10,22 @@
 //   lives, so two programs never share one even while the first is down.
 //   A test broker that restarted on a port a switch had meanwhile been given
 //   answered kafkajs with HTTP/2 frames, which kafkajs died decoding.
-import { linkSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const held = join(tmpdir(), "rdma-telemetry-ports");
 
-function ephemeralLow() {
+/** The first port of the range the system gives connections' local ends and `listen(0)` from. */
+const ephemeralLow = (() => {
   try {
     const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
     return Number.isInteger(low) && low > 2048 ? low : 32768;
   } catch {
     return 32768;
   }
-}
+})();
 
 const alive = (pid) => {
   try {
@@ -39,7 +40,7 @@ const alive = (pid) => {
 function hold(port) {
   const file = join(held, String(port));
   const mine = join(held, `.${process.pid}`);
-  writeFileSync(mine, String(process.pid));
+  if (!existsSync(mine)) writeFileSync(mine, String(process.pid));
   try {
     linkSync(mine, file);
     return true;
@@ -60,9 +61,8 @@ function hold(port) {
 /** A port that was free a moment ago, below the ephemeral range, held by this process from now on. */
 export async function freePort(host = "127.0.0.1") {
   mkdirSync(held, { recursive: true });
-  const low = ephemeralLow();
   for (;;) {
-    const port = 1024 + Math.floor(Math.random() * (low - 1024));
+    const port = 1024 + Math.floor(Math.random() * (ephemeralLow - 1024));
     if (!hold(port)) continue;
     const s = createServer();
     const ok = await new Promise((resolve) => {

@@ -240,9 +240,9 @@ export async function startBroker({ port, logDir, security = "plaintext", versio
   const fd = openSync(out, "a");
   const launch = () => spawn(java, [...jvm, "kafka.Kafka", props], { stdio: ["ignore", fd, fd], detached: false });
   const ports = secured.mtlsPort ? [brokerPort, secured.mtlsPort] : [brokerPort];
+  // The plaintext listener is up when it answers a request; a TLS one when it accepts a connection.
   const listening = async () => {
-    for (const p of ports) await waitForPort(p, 90_000, child);
-    if (security === "plaintext") await waitForKafka(brokerPort, 90_000, child);
+    for (const p of ports) await (security === "plaintext" ? waitForKafka : waitForPort)(p, 90_000, child);
   };
   let child = launch();
   try {

@@ -169,13 +169,8 @@ export class ExporterGroupMember {
   private readonly engines: EngineHost;
   /** digests dropped so far (taken, whether committed yet or not), for the log's first and every 10,000th */
   private readonly dropped = { badDigests: 0, unknownSwitch: 0 };
-  /** the switches any of this member's partitions has had digests from, and those named by switchIds: every partition's engine awaits them */
+  /** the switches any of this member's partitions has had digests from, and those named by switchIds, in the order learnt: every partition's engine awaits them */
   private readonly known: Set<string>;
-
-  /** The switches this member awaits in every partition: named by switchIds, or seen in one of its partitions. */
-  get knownSwitches(): ReadonlySet<string> {
-    return this.known;
-  }
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
@@ -185,6 +180,11 @@ export class ExporterGroupMember {
   /** The partitions taken on: their earlier owners fenced, their engines running from the committed state. */
   get taken(): number[] {
     return [...this.tasks.keys()].sort((a, b) => a - b);
+  }
+
+  /** The switches this member awaits in every partition: named by switchIds, or seen in one of its partitions. */
+  get knownSwitches(): ReadonlySet<string> {
+    return this.known;
   }
 
   constructor(private readonly o: ExporterGroupOptions) {
@@ -267,15 +267,14 @@ export class ExporterGroupMember {
       await (await producer.transaction()).abort();
       const fencedAt = Date.now();
       const task = new PartitionTask(partition, producer);
-      await this.engines.open({ partition, topics: this.topics, engine: this.o.engine ?? {}, switchIds: this.o.switchIds, withRecords: this.o.onRecord !== undefined });
-      const told = new Set(this.known);
-      if (told.size) await this.engines.expect(partition, [...told]);
+      const told = [...this.known];
+      await this.engines.open({ partition, topics: this.topics, engine: this.o.engine ?? {}, switchIds: this.o.switchIds, expect: told, withRecords: this.o.onRecord !== undefined });
       const taken = await this.restore(task, fencedAt);
       // A rebalance while it was being taken on may have moved the partition on: its new owner takes it from Kafka.
       if (!this.assigned.has(partition) || this.stopping) throw new Error("the partition was moved on while being taken on");
       this.tasks.set(partition, task);
-      const learnt = [...this.known].filter((id) => !told.has(id));
-      if (learnt.length) void this.engines.expect(partition, learnt).catch(() => undefined);
+      // Switches learnt while it was being taken on (`known` only grows, in order).
+      if (this.known.size > told.length) void this.engines.expect(partition, [...this.known].slice(told.length)).catch(() => undefined);
       return taken;
     } catch (err) {
       // Not taken: the next batch of the partition tries again from the start (with an engine of its own).

@@ -68,6 +68,8 @@ export interface PartitionEngineOptions {
   engine: ExporterOptions;
   /** digests from other switches are counted (unknownSwitch) and dropped; all switches when unset */
   switchIds?: readonly string[];
+  /** switches known to report besides switchIds (seen in the member's other partitions): awaited as those are (expect) */
+  expect?: readonly string[];
   /** whether the snapshots carry the records themselves (the member has an onRecord) */
   withRecords: boolean;
 }
@@ -135,6 +137,7 @@ export class PartitionEngine {
     this.exporter = new Exporter(o.engine);
     // The switches named are awaited: one whose first digests of this partition come late still meets its halves.
     if (this.switchIds) this.exporter.metrics.expectSwitches(this.switchIds);
+    if (o.expect) this.expect(o.expect);
     this.exporter.addSink((r) => {
       // A switch's digest sequence, losses and counters are its controller's to report: it alone sees them all.
       if (r.type !== "switch_stats") this.out.push(r);
