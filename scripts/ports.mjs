@@ -27,6 +27,15 @@ const ephemeralLow = (() => {
   }
 })();
 
+/**
+ * Ports programs take when not told otherwise, never picked, so that a
+ * program a test starts on its default cannot meet a port picked for another:
+ * the switch's and BMv2's gRPC 9559, BMv2's Thrift and Prometheus 9090,
+ * Kafka 9092 and 9093, the controller's control port 9660, the dashboard's
+ * 8080, and 9464, the deployment files' metrics port.
+ */
+const DEFAULTS = new Set([8080, 9090, 9092, 9093, 9464, 9559, 9660]);
+
 const alive = (pid) => {
   try {
     process.kill(pid, 0);
@@ -63,7 +72,7 @@ export async function freePort(host = "127.0.0.1") {
   mkdirSync(held, { recursive: true });
   for (;;) {
     const port = 1024 + Math.floor(Math.random() * (ephemeralLow - 1024));
-    if (!hold(port)) continue;
+    if (DEFAULTS.has(port) || !hold(port)) continue;
     const s = createServer();
     const ok = await new Promise((resolve) => {
       s.once("error", () => resolve(false));

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
-import { expect, inject, test } from "vitest";
+import { expect, inject, test, vi } from "vitest";
 import { freePort } from "../support/net.js";
 
 // @ts-expect-error -- plain ESM script without types
@@ -67,4 +67,17 @@ test("the benchmarks' ports, from dist/tools/net.js, come from the same picker",
   const net = (await import(join(import.meta.dirname, "../../dist/tools/net.js"))) as typeof import("../../tools/net.js");
   const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
   expect(await net.freePort()).toBeLessThan(low);
+});
+
+test("a port a program takes by default (9559, 9090, 9092, ...) is never picked for another", async () => {
+  const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  // The picker's first draws land on 9559 and 9090; a port picked is neither.
+  const at = (port: number) => (port - 1024 + 0.5) / (low - 1024);
+  const random = vi.spyOn(Math, "random").mockReturnValueOnce(at(9559)).mockReturnValueOnce(at(9090));
+  try {
+    expect([9559, 9090]).not.toContain(await freePort());
+    expect(random).toHaveBeenCalledTimes(3);
+  } finally {
+    random.mockRestore();
+  }
 });
