@@ -68,6 +68,12 @@ describe("a switch not named, known to the member: seen in another of its partit
     expect(take([ioMessage(io({ seq: 3, cid: 12 }), T0 + 4n, "tor-s")], 4)).toEqual([]);
   });
 
+  test("told, but never sending to this partition (a pair under one ToR): held until the others have moved the silence (60 s) on, then out alone", () => {
+    const told = (e: PartitionEngine) => e.expect(["tor-s"]);
+    expect(run(undefined, 50, false, false, told)).toEqual([]);
+    expect(run(undefined, 65, false, false, told).map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", null, null]]);
+  });
+
   test("a switch told but left out by --switch-id is not awaited", () => {
     const ios = run(["tor-c"], 30, false, false, (e) => e.expect(["tor-x"]));
     expect(ios.map((r) => [r.c_switch_id, r.s_switch_id])).toEqual([["tor-c", null]]);
