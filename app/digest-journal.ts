@@ -38,7 +38,7 @@ export interface JournaledNotes {
   joined: boolean;
   /** a bound (window_bound) */
   bound?: boolean;
-  pairs: Array<{ host: number; target: number }>;
+  pairs: Array<{ host: number; target: number; gen?: number }>;
   /** the notes' time (this host's clock, ns) and the first one's sequence number */
   atNs: bigint;
   seq: bigint;
@@ -52,7 +52,7 @@ interface NoteEntry {
   s: string;
   a: string; // notes' time, ns
   q: string; // first sequence number
-  p: Array<[number, number]>; // host, target
+  p: Array<[number, number] | [number, number, number]>; // host, target (, window occurrence)
   e: Array<[number, string]>;
   z?: number; // the newest switch time seen before a join's write
 }
@@ -114,7 +114,7 @@ export class DigestJournal {
           const key = `${e.s}|${e.w}|${e.a}|${e.q}`;
           if (replayed.has(key)) continue;
           replayed.add(key);
-          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", ...(e.w === "bound" ? { bound: true } : {}), pairs: e.p.map(([host, target]) => ({ host, target })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })), ...(e.z === undefined ? {} : { seenTs: e.z }) };
+          const notes: JournaledNotes = { switchId: e.s, joined: e.w === "joined", ...(e.w === "bound" ? { bound: true } : {}), pairs: e.p.map(([host, target, gen]) => ({ host, target, ...(gen === undefined ? {} : { gen }) })), atNs: BigInt(e.a), seq: BigInt(e.q), endpoints: e.e.map(([key, address]) => ({ key, address })), ...(e.z === undefined ? {} : { seenTs: e.z }) };
           feedNotes(notes);
           this.appendNotes(notes);
           continue;
@@ -152,7 +152,7 @@ export class DigestJournal {
    */
   appendNotes(n: JournaledNotes): void {
     if (!n.pairs.length) return;
-    const e: NoteEntry = { w: n.bound ? "bound" : n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] => [x.host, x.target]), e: n.endpoints.map((x): [number, string] => [x.key, x.address]), ...(n.seenTs === undefined ? {} : { z: n.seenTs }) };
+    const e: NoteEntry = { w: n.bound ? "bound" : n.joined ? "joined" : "left", s: n.switchId, a: n.atNs.toString(), q: n.seq.toString(), p: n.pairs.map((x): [number, number] | [number, number, number] => (x.gen === undefined ? [x.host, x.target] : [x.host, x.target, x.gen])), e: n.endpoints.map((x): [number, string] => [x.key, x.address]), ...(n.seenTs === undefined ? {} : { z: n.seenTs }) };
     this.lines.push(JSON.stringify(e) + "\n");
     // Its segment goes once the lists before it are settled (a segment of notes alone, with them).
     const seg = this.segmentName(this.segment);

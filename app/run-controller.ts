@@ -101,7 +101,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const gate = new WindowJoinGate();
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
   // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
-  const handOn = (pairs: ReadonlyArray<{ host: number; target: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number, bound?: boolean) => {
+  const handOn = (pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number, bound?: boolean) => {
     if (!pairs.length) return;
     let notes = replayed;
     if (!notes) {
@@ -109,7 +109,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
         const address = controller.endpoints.addressOf(key);
         return address === undefined ? [] : [{ key, address }];
       });
-      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target }) => ({ host, target })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }), ...(bound ? { bound } : {}) };
+      notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target, gen }) => ({ host, target, ...(gen === undefined ? {} : { gen }) })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }), ...(bound ? { bound } : {}) };
       windowNotes += BigInt(pairs.length);
       journal?.appendNotes(notes);
     }

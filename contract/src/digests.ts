@@ -77,6 +77,10 @@ export interface IoDigest {
   to_data_ns: number;
   from_data_ns: number;
   host_prep_ns: number;
+  /** polling and summary mode: the pair's window occurrence the event's packet was seen in (io_watchlist's `gen`; 0 unwatched, in full mode, and from a switch that does not send it) */
+  gen: number;
+  /** RSP: the occurrence the I/O's command was seen in; 0 otherwise */
+  cmd_gen: number;
 }
 
 export interface MsgDigest {
@@ -305,7 +309,8 @@ export function compactContext(mode: number, listTimestampNs: bigint): CompactCo
  * first_ts + fct_ns is the list's time too; `extra_ecn_ce`: 0 (not counted).
  */
 const FILLS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  io_digest_t: { mode: "c.mode", ts: "c.ts" },
+  // gen, cmd_gen: a Tofino build that does not send them names no occurrence.
+  io_digest_t: { mode: "c.mode", ts: "c.ts", gen: "0", cmd_gen: "0" },
   msg_digest_t: {
     mode: "c.mode",
     first_ts: `(c.ts >= m_fct_ns ? c.ts - m_fct_ns : c.wraps ? c.ts - m_fct_ns + ${TS_MOD} : 0)`,

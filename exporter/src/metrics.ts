@@ -493,7 +493,9 @@ export class MetricsEngine {
       // not watch): its digest was on its way as the controller rotated.
       // (In full mode every pair is watched: a switch back from polling has no pair out.)
       if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
-      const away = this.away.get(switchId)?.get(`${d.host}|${d.target}`);
+      // A switch that names the window occurrence (gen): the command's own occurrence ended (a window_left named
+      // it), whenever its note and this digest came. Otherwise the notes' order decides.
+      const away = d.gen ? (this.endedGens.get(switchId)?.get(`${d.host}|${d.target}`)?.has(d.gen) ? { event: this.windowEvents } : undefined) : this.away.get(switchId)?.get(`${d.host}|${d.target}`);
       this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event }) });
       return;
     }
@@ -505,7 +507,17 @@ export class MetricsEngine {
       this.timeOut(outKey, open);
       open = undefined;
     }
-    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && this.fromLaterWindow(switchId, open.leftWindowEvent, d)) {
+    if (d.gen !== d.cmd_gen) {
+      // The switch matched the response to a command seen in an earlier occurrence of the pair in its window: the
+      // pair was out meanwhile, and the response may answer a command of the CID sent then, which the switch did
+      // not see. Which command it answers is unknown: this vantage's figures are absent, as for a response that
+      // went unwatched, and none is made from the response alone.
+      if (open && open.digest.cmd_psn === d.cmd_psn) this.timeOut(outKey, open, at, true);
+      else this.switchInterval(switchId, at + align, d.mode).leftWindow++;
+      return;
+    }
+    // Named occurrences equal: the command's own response, seen in its occurrence, whatever the notes' order.
+    if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && !d.gen && this.fromLaterWindow(switchId, open.leftWindowEvent, d)) {
       // Which command it answers is unknown: this vantage's figures are absent, as for a response that went unwatched.
       this.timeOut(outKey, open, at, true);
       return;
@@ -794,6 +806,22 @@ export class MetricsEngine {
   private readonly rejoined = new Map<string, Map<string, number>>();
   /** Window events (rotations' departures and returns) taken so far: what orders them against the commands. */
   private windowEvents = 0;
+  /**
+   * Per switch, per pair (`host|target`): the window occurrences (gen) a
+   * window_left named, until a join names the value again (it wraps after
+   * 255 occurrences). A command digest naming one of them came from before
+   * its pair left, however late it arrives.
+   */
+  private readonly endedGens = new Map<string, Map<string, Set<number>>>();
+
+  /** The pairs' engine keys with the occurrence each names (0: none). */
+  private pairGens(switchId: string, pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>): Array<{ key: string; gen: number }> {
+    return pairs.flatMap((p) => {
+      const host = this.endpoints.local(switchId, p.host);
+      const target = this.endpoints.local(switchId, p.target);
+      return host === undefined || target === undefined ? [] : [{ key: `${host}|${target}`, gen: p.gen ?? 0 }];
+    });
+  }
 
   /**
    * Whether a response to a command whose pair left the window (at window
@@ -831,9 +859,20 @@ export class MetricsEngine {
    * (windowJoined). Order, not time, decides: the controller hands on the
    * rotation after every digest it had received.
    */
-  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[], seenTs?: number): void {
+  windowLeft(switchId: string, pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, endpoints?: readonly EndpointEntry[], seenTs?: number): void {
     const keys = this.pairKeys(switchId, pairs, endpoints);
     if (!keys.length) return;
+    // Occurrences named: exactly the commands seen in the occurrence that ended (now or when they come).
+    const gens = new Map<string, number>();
+    let ended = this.endedGens.get(switchId);
+    for (const { key, gen } of this.pairGens(switchId, pairs)) {
+      if (!gen) continue;
+      gens.set(key, gen);
+      if (!ended) this.endedGens.set(switchId, (ended = new Map()));
+      let set = ended.get(key);
+      if (!set) ended.set(key, (set = new Set()));
+      set.add(gen);
+    }
     const event = ++this.windowEvents;
     // `seenTs`: a join of these pairs written behind this rotation already, its bound (windowBound).
     const seen = seenTs === undefined ? undefined : this.clock(switchId).unwrap(seenTs);
@@ -842,7 +881,11 @@ export class MetricsEngine {
     for (const k of keys) away.set(k, seen === undefined ? { event } : { event, seen });
     const left = new Set(keys);
     for (const o of this.outstanding.values()) {
-      if (o.switchId === switchId && o.leftWindowEvent === undefined && left.has(`${o.digest.host}|${o.digest.target}`)) o.leftWindowEvent = event;
+      if (o.switchId !== switchId || o.leftWindowEvent !== undefined) continue;
+      const pair = `${o.digest.host}|${o.digest.target}`;
+      if (!left.has(pair)) continue;
+      const gen = gens.get(pair);
+      if (gen === undefined || !o.digest.gen || o.digest.gen === gen) o.leftWindowEvent = event;
     }
   }
 
@@ -865,9 +908,18 @@ export class MetricsEngine {
   }
 
   /** A polling rotation put these pairs (back) into the switch's window: their commands from here on are watched. */
-  windowJoined(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): void {
+  windowJoined(switchId: string, pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, endpoints?: readonly EndpointEntry[]): void {
     const keys = this.pairKeys(switchId, pairs, endpoints);
     if (!keys.length) return;
+    const ended = this.endedGens.get(switchId);
+    if (ended) {
+      for (const { key, gen } of this.pairGens(switchId, pairs)) {
+        const set = ended.get(key);
+        if (!set || !gen) continue;
+        set.delete(gen);
+        if (set.size === 0) ended.delete(key);
+      }
+    }
     const event = ++this.windowEvents;
     let back = this.rejoined.get(switchId);
     if (!back) this.rejoined.set(switchId, (back = new Map()));

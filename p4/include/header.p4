@@ -251,6 +251,8 @@ struct io_digest_t {
     bit<32> to_data_ns;
     bit<32> from_data_ns;
     bit<32> host_prep_ns;
+    bit<8> gen;          // as in the full layout below
+    bit<8> cmd_gen;
 }
 
 struct msg_digest_t {
@@ -297,6 +299,14 @@ struct io_digest_t {
     ts_t to_data_ns;     // read: d_first - cmd; write: rreq - cmd
     ts_t from_data_ns;   // read: rsp - d_last; write: rsp - rr_last
     ts_t host_prep_ns;   // write: rr_first - rreq (DPL)
+    // Polling and summary mode: the window occurrence (io_watchlist's `gen`,
+    // a new value each time a rotation puts the pair back; 0 unwatched and in
+    // full mode) this event's packet was seen in, and (RSP; 0 otherwise) the
+    // one the I/O's command was seen in. A response whose
+    // command came in another occurrence may answer a command the switch
+    // did not see: the exporter then gives that vantage no figure.
+    bit<8> gen;
+    bit<8> cmd_gen;
 }
 
 // One per RDMA WRITE message, when its last-PSN packet is first seen (SPEC §4).

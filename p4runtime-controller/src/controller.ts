@@ -54,7 +54,7 @@ export interface ControllerEvents {
   /** the data plane's histograms read: how long it took and how many counter cells it read */
   "histograms-read": [{ durationMs: number; cells: number; wrapped: number; decreased: number }];
   /** a polling rotation written; `durationMs` from the window's move to the switch's acknowledgement */
-  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: Array<{ host: number; target: number }>; joinedPairs: Array<{ host: number; target: number }>; sentNs: bigint }];
+  rotated: [{ window: number; flows: number; pairs: number; knownFlows: number; knownPairs: number; durationMs: number; leftPairs: WatchedPair[]; joinedPairs: WatchedPair[]; sentNs: bigint }];
   "bad-digest": [{ message: string }];
   /**
    * Taking the switch (a restart, a takeover, a reconnection), its read found
@@ -62,13 +62,15 @@ export interface ControllerEvents {
    * controller's): they are deleted by the write about to go out, `sentNs`
    * (this host's monotonic clock) before it, as a rotation's leaves are.
    */
-  "watch-left": [{ pairs: Array<{ host: number; target: number }>; sentNs: bigint }];
+  "watch-left": [{ pairs: WatchedPair[]; sentNs: bigint }];
 }
 
-/** An io_watchlist entry's pair (its two exact match fields, in field id order: host, target). */
-function pairOfEntry(te: TableEntry): { host: number; target: number } {
+/** An io_watchlist entry's pair (its two exact match fields, in field id order: host, target) and occurrence (its action's one parameter; 0 when it has none). */
+function pairOfEntry(te: TableEntry): WatchedPair {
   const [host = -1, target = -1] = [...te.match].sort((a, b) => a.fieldId - b.fieldId).map((m) => (m.fieldMatchType?.$case === "exact" ? m.fieldMatchType.value.value.reduce((x, b) => x * 256 + b, 0) : -1));
-  return { host, target };
+  const action = te.action?.type?.$case === "action" ? te.action.type.value : undefined;
+  const gen = action?.params[0]?.value.reduce((x, b) => x * 256 + b, 0) ?? 0;
+  return { host, target, gen };
 }
 
 /** The switch's statistics events (STAT_* in p4/include/define.p4, generated). */
@@ -211,7 +213,8 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     }
     this.reportPort = defaultPort === undefined ? undefined : (config.pipeline.recirculationPort ?? defaultPort);
     this.mode = config.mode;
-    this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity);
+    // Pair occurrences start at random, as the epoch: a controller taking over does not give its predecessor's again at once.
+    this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity, randomInt(1, 256));
     this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0, endpoints: 0, learnedEndpoints: 0, endpointsRefused: 0 };
     const tables = this.schema.tables;
     this.endpointTables = tables.has(T.endpoints_src_v6.name) && tables.has(T.endpoints_dst_v6.name)
@@ -376,9 +379,13 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private watchlistObserved(tableId: number, entries: readonly TableEntry[]): void {
     const sentNs = process.hrtime.bigint();
     const key = (p: { host: number; target: number }) => `${p.host}|${p.target}`;
-    const wanted = new Set<string>();
-    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.add(key(pairOfEntry(te)));
-    const pairs = entries.filter((te) => te.tableId === tableId).map(pairOfEntry).filter((p) => !wanted.has(key(p)));
+    const wanted = new Map<string, number>();
+    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.set(key(pairOfEntry(te)), pairOfEntry(te).gen);
+    const observed = entries.filter((te) => te.tableId === tableId).map(pairOfEntry);
+    // A pair of this window the switch watches already keeps the occurrence it has there.
+    const kept = observed.filter((p) => wanted.has(key(p)) && p.gen !== wanted.get(key(p)) && this.rotation.adoptGen(p.host, p.target, p.gen));
+    if (kept.length) this.setWatched([], kept);
+    const pairs = observed.filter((p) => !wanted.has(key(p)));
     if (!pairs.length) return;
     this.log.info("the switch's watchlist held pairs outside this controller's window: taken out", { pairs: pairs.length });
     this.emit("watch-left", { pairs, sentNs });
@@ -542,7 +549,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       }));
     }
     for (const p of pairs) {
-      this.state.set(this.entry({ table: T.io_tracker_io_watchlist.name, match: { host: p.host, target: p.target }, action: { name: A.io_tracker_watch.name } }));
+      this.state.set(this.entry({ table: T.io_tracker_io_watchlist.name, match: { host: p.host, target: p.target }, action: { name: A.io_tracker_watch.name, params: { gen: p.gen } } }));
     }
   }
 
@@ -580,9 +587,9 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stats.rotations++;
     const w = this.rotation.current();
     const kept = new Set(w.pairs.map((p) => `${p.host}|${p.target}`));
-    const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target }) => ({ host, target }));
+    const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
     const had = new Set(before.map((p) => `${p.host}|${p.target}`));
-    const joinedPairs = w.pairs.filter((p) => !had.has(`${p.host}|${p.target}`)).map(({ host, target }) => ({ host, target }));
+    const joinedPairs = w.pairs.filter((p) => !had.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
     this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
   }
 

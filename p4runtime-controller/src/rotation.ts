@@ -16,6 +16,19 @@ export interface WatchedFlow {
 export interface WatchedPair {
   host: number;
   target: number;
+  /**
+   * The pair's window occurrence (1..255): a new value each time the pair
+   * joins the window, kept while it stays. The switch stamps it on the
+   * pair's I/O digests (io_watchlist's `gen`), so that a response whose
+   * command came in an earlier occurrence is told apart whatever the
+   * digests' timing.
+   */
+  gen: number;
+}
+
+/** The occurrence after `gen` (1..255, never 0: 0 is "not watched"). */
+export function nextGen(gen: number): number {
+  return (gen % 255) + 1;
 }
 
 export interface Window {
@@ -27,6 +40,7 @@ export interface Window {
 export class Rotation {
   private readonly flows: Array<{ src: number; dst: number; destQp: number }> = [];
   private readonly flowKeys = new Set<string>();
+  /** the known pairs, each with the occurrence it last joined the window in */
   private readonly pairs: WatchedPair[] = [];
   private readonly pairKeys = new Set<string>();
   private flowCursor = 0;
@@ -36,7 +50,12 @@ export class Rotation {
   /** flows and pairs that joined the current window as they were learned, not yet taken (takeJoined) */
   private joined: { flows: WatchedFlow[]; pairs: WatchedPair[] } = { flows: [], pairs: [] };
 
-  constructor(readonly flowCapacity: number, readonly pairCapacity: number) {
+  /**
+   * `genBase`: where each pair's occurrences start (1..255), so that a
+   * controller taking over a switch (a new epoch) does not begin with the
+   * occurrences the one before it gave.
+   */
+  constructor(readonly flowCapacity: number, readonly pairCapacity: number, private readonly genBase = 1) {
     if (flowCapacity < 1 || pairCapacity < 1) throw new RangeError("watchlist capacities must be at least 1");
   }
 
@@ -68,12 +87,31 @@ export class Rotation {
     const k = `${host}|${target}`;
     if (this.pairKeys.has(k)) return false;
     this.pairKeys.add(k);
-    this.pairs.push({ host, target });
+    // Not in any window yet: its first occurrence is genBase.
+    const pair = { host, target, gen: this.genBase === 1 ? 255 : this.genBase - 1 };
+    this.pairs.push(pair);
     if (this.window.pairs.length < this.pairCapacity && this.pairs.length <= this.pairCapacity) {
-      this.window.pairs.push({ host, target });
-      this.joined.pairs.push({ host, target });
+      pair.gen = nextGen(pair.gen);
+      const p = { host, target, gen: pair.gen };
+      this.window.pairs.push(p);
+      this.joined.pairs.push(p);
       this.pairCursor = this.window.pairs.length;
     }
+    return true;
+  }
+
+  /**
+   * The switch's watchlist, read back, holds this pair of the window with
+   * occurrence `gen` (a controller before this one gave it): the pair keeps
+   * it, so that taking the switch over does not cut its occurrence short.
+   * False when the pair is not in the window.
+   */
+  adoptGen(host: number, target: number, gen: number): boolean {
+    const inWindow = this.window.pairs.find((p) => p.host === host && p.target === target);
+    if (!inWindow || gen < 1 || gen > 255) return false;
+    inWindow.gen = gen;
+    const known = this.pairs.find((p) => p.host === host && p.target === target);
+    if (known) known.gen = gen;
     return true;
   }
 
@@ -115,7 +153,13 @@ export class Rotation {
     }
     this.flowCursor = this.flows.length ? (this.flowCursor + n) % this.flows.length : 0;
     const m = Math.min(this.pairCapacity, this.pairs.length);
-    const pairs = Array.from({ length: m }, (_, i) => this.pairs[(this.pairCursor + i) % this.pairs.length]!);
+    // A pair that stays in the window keeps its occurrence; one that joins gets its next.
+    const stays = new Set(this.window.pairs.map((p) => `${p.host}|${p.target}`));
+    const pairs = Array.from({ length: m }, (_, i) => {
+      const p = this.pairs[(this.pairCursor + i) % this.pairs.length]!;
+      if (!stays.has(`${p.host}|${p.target}`)) p.gen = nextGen(p.gen);
+      return { host: p.host, target: p.target, gen: p.gen };
+    });
     this.pairCursor = this.pairs.length ? (this.pairCursor + m) % this.pairs.length : 0;
     this.window = { index: this.index, flows, pairs };
     this.joined = { flows: [], pairs: [] };

@@ -42,6 +42,8 @@ import { unwrapTimestamp, type DigestBatch } from "@rdma-telemetry/contract";
 export interface GatedPair {
   host: number;
   target: number;
+  /** the window occurrence that left or joined (io_watchlist's `gen`) */
+  gen?: number;
 }
 
 /** A window note: the pair left the window (`joined` false), came back, or (`bound`) a join of it was written. */
@@ -86,8 +88,24 @@ export class WindowJoinGate {
    */
   rotated(left: readonly GatedPair[], joined: readonly GatedPair[], sentNs: bigint): WindowEvent[] {
     const now: WindowEvent[] = [];
+    // A pair whose notes name its occurrence (gen) and that has none held: its notes go at once. The switch stamps
+    // each I/O digest with the occurrence it saw it in, so the exporter tells a command from before the pair left
+    // by that, not by where the notes fall in the stream.
+    const named = (p: GatedPair) => p.gen !== undefined && !this.held.has(key(p));
+    const unnamedLeft: GatedPair[] = [];
     for (const p of left) {
-      const pair = { host: p.host, target: p.target };
+      if (named(p)) now.push({ pair: { host: p.host, target: p.target, gen: p.gen! }, joined: false });
+      else unnamedLeft.push(p);
+    }
+    const unnamedJoined: GatedPair[] = [];
+    for (const p of joined) {
+      if (named(p)) now.push({ pair: { host: p.host, target: p.target, gen: p.gen! }, joined: true });
+      else unnamedJoined.push(p);
+    }
+    left = unnamedLeft;
+    joined = unnamedJoined;
+    for (const p of left) {
+      const pair = { host: p.host, target: p.target, ...(p.gen === undefined ? {} : { gen: p.gen }) };
       const q = this.held.get(key(p));
       if (q) {
         q.push({ pair, joined: false, sentNs });
@@ -97,7 +115,7 @@ export class WindowJoinGate {
     const seenTs = joined.length ? this.seenBefore(sentNs) : 0;
     for (const p of joined) {
       const k = key(p);
-      const pair = { host: p.host, target: p.target };
+      const pair = { host: p.host, target: p.target, ...(p.gen === undefined ? {} : { gen: p.gen }) };
       const e = { pair, joined: true, seenTs, sentNs };
       const q = this.held.get(k);
       if (q) q.push(e);

@@ -259,8 +259,8 @@ describe("polling, a controller taking the switch over", () => {
       polling: { rotation_period_ms: 3_600_000 },
     });
     const a = new TelemetryController(config());
-    const io: Array<{ host: number; target: number }> = [];
-    a.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io") io.push({ host: d.host, target: d.target }); });
+    const io: Array<{ host: number; target: number; gen: number }> = [];
+    a.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io") io.push({ host: d.host, target: d.target, gen: d.gen }); });
     a.start();
     await a.ready();
     let t = 1_800_000_000_000_000_000n;
@@ -274,12 +274,19 @@ describe("polling, a controller taking the switch over", () => {
     await a.stop();
     const b = new TelemetryController(config());
     const left: Array<{ host: number; target: number }> = [];
-    b.on("watch-left", (e) => left.push(...e.pairs));
+    const leftGens: number[] = [];
+    b.on("watch-left", (e) => {
+      left.push(...e.pairs.map(({ host, target }) => ({ host, target })));
+      leftGens.push(...e.pairs.map((p) => p.gen));
+    });
     b.start();
     cleanups.push(() => b.stop());
     await b.ready();
     // Its window (empty until it learns a pair) is what the switch watches, and the pair it took out is told.
-    expect(left).toEqual(io);
+    expect(left).toEqual(io.map(({ host, target }) => ({ host, target })));
+    // The occurrence it left is the one the switch stamped on the pair's digest (read back from the entry).
+    expect(leftGens).toEqual(io.map((d) => d.gen));
+    expect(leftGens[0]).toBeGreaterThan(0);
     expect((await tableEntries(read)).some((e) => e.includes(watchlist))).toBe(false);
     // The command's response is not watched: no digest.
     const got: number[] = [];

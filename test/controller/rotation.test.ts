@@ -53,7 +53,7 @@ describe("polling rotation", () => {
     r.addPair(1, 3);
     const j = r.takeJoined();
     expect(j.flows.map((f) => [f.destQp, f.slot])).toEqual([[1, 0], [2, 1]]);
-    expect(j.pairs).toEqual([{ host: 1, target: 2 }]);
+    expect(j.pairs).toEqual([{ host: 1, target: 2, gen: 1 }]);
     expect(r.takeJoined()).toEqual({ flows: [], pairs: [] });
     r.advance();
     expect(r.takeJoined()).toEqual({ flows: [], pairs: [] });
@@ -66,5 +66,28 @@ describe("polling rotation", () => {
     expect(r.addPair(1, 2)).toBe(true);
     expect(r.addPair(1, 2)).toBe(false);
     expect(r.knownFlows).toBe(1);
+  });
+
+  test("a pair gets a new window occurrence each time it joins the window, keeps it while it stays, and never 0", () => {
+    const r = new Rotation(1, 2, 254);
+    for (const h of [1, 2, 3]) r.addPair(h, 9);
+    const gens = () => Object.fromEntries(r.current().pairs.map((p) => [p.host, p.gen]));
+    expect(gens()).toEqual({ 1: 254, 2: 254 }); // joined as learned: the first occurrence is the base
+    r.advance(); // round robin: 3, 1
+    expect(gens()).toEqual({ 3: 254, 1: 254 }); // 1 stays in the window: same occurrence
+    r.advance(); // 2, 3: 2 back, its next occurrence
+    expect(gens()).toEqual({ 2: 255, 3: 254 });
+    r.advance(); // 1, 2
+    expect(gens()).toEqual({ 1: 255, 2: 255 });
+    r.advance(); // 3, 1
+    expect(gens()).toEqual({ 3: 255, 1: 255 });
+    r.advance(); // 2, 3: 2 wraps to 1, past 0
+    expect(gens()).toEqual({ 2: 1, 3: 255 });
+    // Read back from the switch (a takeover): a pair of the window keeps the occurrence the switch has.
+    expect(r.adoptGen(2, 9, 77)).toBe(true);
+    expect(r.adoptGen(1, 9, 77)).toBe(false); // not in the window
+    expect(gens()).toEqual({ 2: 77, 3: 255 });
+    r.advance(); // 1, 2: 2 stays with 77
+    expect(gens()).toEqual({ 1: 1, 2: 77 });
   });
 });

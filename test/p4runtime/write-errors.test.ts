@@ -89,7 +89,7 @@ describe("a failed Write batch", () => {
   test("a mixed batch of 2,048 (every third update an INSERT that succeeds): the failed ones by index and code, the others OK", async () => {
     const updates = Array.from({ length: 2048 }, (_, i) => flow(100_000 + i, i % 3 === 0 ? Update_Type.INSERT : i % 3 === 1 ? Update_Type.MODIFY : Update_Type.DELETE));
     // and one update of a kind of its own: an action the table does not have
-    updates[7] = { type: Update_Type.INSERT, entity: tableEntity(schema, { table: WATCHLIST, match: { src: "10.9.9.9", dst: "10.2.0.1", dest_qp: 1 }, action: { name: "TelemetryIngress.io_tracker.watch" } }) };
+    updates[7] = { type: Update_Type.INSERT, entity: tableEntity(schema, { table: WATCHLIST, match: { src: "10.9.9.9", dst: "10.2.0.1", dest_qp: 1 }, action: { name: "TelemetryIngress.io_tracker.watch", params: { gen: 1 } } }) };
     const err = await failedWrite(updates);
     expect(err.updates).toHaveLength(2048);
     const expected = updates.map((u, i) => (i === 7 ? "INVALID_ARGUMENT" : u.type === Update_Type.INSERT ? "OK" : "NOT_FOUND"));

@@ -7,10 +7,10 @@ import { join } from "node:path";
 import { startCli, type CliProcess } from "./cli.js";
 import { printed } from "./fabric.js";
 
-export async function pollingSwitch(dir: string, children: ChildProcess[], o: { durationMs: number; seed: number; load: number; listTimeoutUs: number }): Promise<{ workload: string; sw: CliProcess; config: string }> {
+export async function pollingSwitch(dir: string, children: ChildProcess[], o: { durationMs: number; seed: number; load: number; listTimeoutUs: number; rotationMs?: number; pairs?: number; generate?: string[] }): Promise<{ workload: string; sw: CliProcess; config: string }> {
   const workload = join(dir, "workload");
   mkdirSync(workload);
-  const g = startCli(["generate", "--out-dir", workload, "--force", "--layout", "single", "--duration-ms", String(o.durationMs), "--seed", String(o.seed), "--ip", "mixed", "--load", String(o.load)], dir, children);
+  const g = startCli(["generate", "--out-dir", workload, "--force", "--layout", "single", "--duration-ms", String(o.durationMs), "--seed", String(o.seed), "--ip", "mixed", "--load", String(o.load), ...(o.generate ?? [])], dir, children);
   if ((await g.exited) !== 0) throw new Error(`generate failed: ${g.out()}`);
   const sw = startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(workload, "tor.topology.json"), "--pcap-in", join(workload, "tor.pcap"), "--capture-clock", "--pcap-delay-ms", "1500"], dir, children);
   const port = Number((await printed(sw, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1]);
@@ -19,7 +19,7 @@ export async function pollingSwitch(dir: string, children: ChildProcess[], o: { 
   const config = join(dir, "controller.json");
   writeFileSync(config, JSON.stringify({
     switch: { address: `127.0.0.1:${port}`, switch_id: "tor", timestamp_unit_ns: 1 }, ports: topology.ports, endpoints, mode: "polling",
-    polling: { rotation_period_ms: 100, io_pair_capacity: 2, flow_capacity: 2 }, digest: { max_list_size: 4096, max_timeout_us: o.listTimeoutUs },
+    polling: { rotation_period_ms: o.rotationMs ?? 100, io_pair_capacity: o.pairs ?? 2, flow_capacity: 2 }, digest: { max_list_size: 4096, max_timeout_us: o.listTimeoutUs },
   }));
   return { workload, sw, config };
 }

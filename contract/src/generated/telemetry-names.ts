@@ -235,7 +235,9 @@ export const P4_NAMES = {
     },
     "io_tracker_watch": {
       "name": "TelemetryIngress.io_tracker.watch",
-      "params": {}
+      "params": {
+        "gen": "gen"
+      }
     },
     "flow_tracker_histograms_fct_bucket_set_bucket": {
       "name": "TelemetryIngress.flow_tracker.histograms.fct_bucket.set_bucket",
@@ -336,6 +338,14 @@ export const P4_NAMES = {
         {
           "name": "host_prep_ns",
           "bitwidth": 48
+        },
+        {
+          "name": "gen",
+          "bitwidth": 8
+        },
+        {
+          "name": "cmd_gen",
+          "bitwidth": 8
         }
       ]
     },
@@ -555,6 +565,10 @@ export const P4_NAMES = {
     },
     "io_tracker_io_rr_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_rr_first_ts",
+      "size": 262144
+    },
+    "io_tracker_io_gen": {
+      "name": "TelemetryIngress.io_tracker.io_gen",
       "size": 262144
     },
     "io_tracker_rkey_map_host": {

@@ -64,7 +64,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
  * than it is the command's own); a departure with a join written behind it
  * carries that bound too.
  */
-export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, kind: boolean | "bound" = false, seenTs?: number): KafkaMessageOut[] {
+export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, kind: boolean | "bound" = false, seenTs?: number): KafkaMessageOut[] {
   return pairs.map((p, i) => {
     const names = new Map<number, string>();
     for (const k of [p.host, p.target]) {
@@ -77,7 +77,7 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
         digest: kind === "bound" ? WINDOW_BOUND : kind ? WINDOW_JOINED : WINDOW_LEFT,
         seq: seq + BigInt(i),
         listTimestampNs: atUnixNs,
-        fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }, ...(seenTs === undefined ? [] : [{ name: "seen_ts", value: memberBytes(seenTs) }])],
+        fields: [{ name: "host", value: memberBytes(p.host >>> 0) }, { name: "target", value: memberBytes(p.target >>> 0) }, ...(seenTs === undefined ? [] : [{ name: "seen_ts", value: memberBytes(seenTs) }]), ...(p.gen === undefined ? [] : [{ name: "gen", value: memberBytes(p.gen) }])],
         endpoints: [...names].map(([key, address]) => ({ key, address })),
       }),
       digestKey({ kind: "io", host: p.host, target: p.target } as TelemetryDigest, names),

@@ -27,8 +27,14 @@ export const WINDOW_LEFT = "window_left";
 export const WINDOW_JOINED = "window_joined";
 /** A rotation that puts the pair back was written (its WINDOW_JOINED to come): `seen_ts` bounds the responses still the older commands' own. */
 export const WINDOW_BOUND = "window_bound";
-/** A note's members; `seen_ts` (the newest switch time, 48-bit ns, its controller had before a join's write) may be absent. */
-const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, seen_ts: 48 };
+/**
+ * A note's members; `seen_ts` (the newest switch time, 48-bit ns, its
+ * controller had before a join's write) and `gen` (the window occurrence
+ * that left or joined, io_watchlist's) may be absent. Notes are read by the
+ * generated decoder (they are few: one per pair and rotation).
+ */
+const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, seen_ts: 48, gen: 8 };
+const OPTIONAL_NOTE_FIELDS = new Set(["seen_ts", "gen"]);
 const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED || digest === WINDOW_BOUND;
 
 /** Which pair left (or came back into) the window, when the message is a window note. */
@@ -40,11 +46,15 @@ export interface WindowNote {
   bound?: true;
   /** a bound's (and a departure's with a join written behind it): the newest switch time (48-bit ns) its controller had from the switch before that join's write */
   seenTs?: number;
+  /** the window occurrence that left or joined */
+  gen?: number;
 }
 
 /** A window note's batch: no digest, the pair's endpoint entries. */
-function windowNoteBatch(switchId: string, digest: string, listTimestampNs: bigint, values: readonly number[], endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowNote: WindowNote } {
-  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: values[0]!, target: values[1]!, joined: digest === WINDOW_JOINED, ...(digest === WINDOW_BOUND ? { bound: true as const } : {}), ...(values.length > 2 ? { seenTs: values[2]! } : {}) } };
+function windowNoteBatch(switchId: string, digest: string, listTimestampNs: bigint, m: ReadonlyMap<string, number>, endpoints: EndpointEntry[] | undefined): { batch: DigestBatch; windowNote: WindowNote } {
+  const seenTs = m.get("seen_ts");
+  const gen = m.get("gen");
+  return { batch: { switchId, listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest, samples: [] }, ...(endpoints?.length ? { endpoints } : {}) }, windowNote: { host: m.get("host")!, target: m.get("target")!, joined: digest === WINDOW_JOINED, ...(digest === WINDOW_BOUND ? { bound: true as const } : {}), ...(seenTs === undefined ? {} : { seenTs }), ...(gen === undefined ? {} : { gen }) } };
 }
 
 /** Decodes a raw digest back into a batch of one; throws BadDigestError naming what is wrong. */
@@ -55,22 +65,28 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
 function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote } {
   if (isWindowNote(raw.digest)) {
     const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
-    const values = Object.entries(WINDOW_NOTE_FIELDS).filter(([n]) => n !== "seen_ts" || byName.has(n)).map(([n, w]) => {
+    const values = new Map<string, number>();
+    for (const [n, w] of Object.entries(WINDOW_NOTE_FIELDS)) {
       const v = byName.get(n);
+      if (v === undefined && OPTIONAL_NOTE_FIELDS.has(n)) continue;
       if (!v || v.length === 0 || v.length > 6) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
       const x = readUintBE(v, 0, v.length);
       if (x >= 2 ** w) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' does not fit in ${w} bits`);
-      return x;
-    });
+      values.set(n, x);
+    }
     return windowNoteBatch(raw.switchId, raw.digest, raw.listTimestampNs, values, raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address })));
   }
   return { batch: digestBatchFromRaw(raw) };
 }
 
+/** Members a controller that predates them does not send: read as 0 (io gen, cmd_gen: no window occurrence named). */
+const ADDED_MEMBERS: Readonly<Record<string, readonly string[]>> = { io_digest_t: ["gen", "cmd_gen"] };
+
 function digestBatchFromRaw(raw: RawDigest): DigestBatch {
   const want = EXPECTED[raw.digest];
   const names = Object.keys(want?.fields ?? {});
   const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
+  for (const n of ADDED_MEMBERS[raw.digest] ?? []) if (!byName.has(n)) byName.set(n, Buffer.from([0]));
   const values = names.map((n) => byName.get(n) ?? Buffer.alloc(0));
   const d = decodeDigest(raw.digest, values.map((v) => (v.length ? v : new Uint8Array([0]))));
   if (names.some((n) => !byName.has(n))) throw new Error(`raw digest '${raw.digest}' from ${raw.switchId} lacks members ${names.filter((n) => !byName.has(n)).join(", ")}`);
@@ -271,9 +287,7 @@ export function rawDigestBatch(bytes: Uint8Array): RawDigestBatch {
       (endpoints ??= []).push({ key: key >>> 0, address });
     } else return generated(bytes);
   }
-  // (A window note's seen_ts, its last member, may be absent.)
-  if (failed || P !== E || !layout || !values || (values.length !== layout.names.length && !(isWindowNote(digest) && values.length === layout.names.length - 1))) return generated(bytes);
-  if (isWindowNote(digest)) return { ...windowNoteBatch(switchId, digest, listTimestampNs, values, endpoints), seq };
+  if (failed || P !== E || !layout || !values || values.length !== layout.names.length || isWindowNote(digest)) return generated(bytes);
   const d = decodeDigest(digest, values);
   return { batch: { switchId, listTimestampNs, digests: [d], badDigests: 0, session: 0, raw: { digest, samples: [values] }, ...(endpoints ? { endpoints } : {}) }, seq };
 }

@@ -73,6 +73,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
+    REGISTER(bit<8>, IO_SLOTS, io_gen)            // the window occurrence of the command (polling)
     // Reference maps; a reference is the I/O's slot (IO_REF_SLOT_BITS) ++ the
     // low bits of the command's PSN (the rest of 32)
     // (one I/O, not only its CID), with the I/O's target QP beside it (and
@@ -144,12 +145,16 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     ipv4_addr_t target = 0;
     bit<8> vantage = 0;
     bool watched = false;
+    bit<8> win_gen = 0;   // the watched pair's window occurrence
     // Summary mode: every I/O is tracked and counted in the histograms; I/O
     // digests only for the pairs of the watchlist.
     bool io_digests = true;
 
-    action watch() {
+    // `gen`: the pair's window occurrence, a new value (never 0) each time a
+    // rotation puts the pair back into the window.
+    action watch(bit<8> gen) {
         watched = true;
+        win_gen = gen;
     }
 
     // Polling mode: the host-target pairs measured in this rotation period.
@@ -761,6 +766,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_data_first_ts.write(slot, 0);
                 io_data_last_ts.write(slot, 0);
                 io_rr_first_ts.write(slot, 0);
+                io_gen.write(slot, win_gen);
 
                 meta.stat.io_outcome = live ? IO_OUTCOME_REPLACED : IO_OUTCOME_CMD;
                 if (io_digests) {
@@ -788,6 +794,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 meta.io_digest.to_data_ns = 0;
                 meta.io_digest.from_data_ns = 0;
                 meta.io_digest.host_prep_ns = 0;
+                meta.io_digest.gen = win_gen;
             }
             return;
         }
@@ -809,6 +816,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             meta.io_digest.to_data_ns = 0;
             meta.io_digest.from_data_ns = 0;
             meta.io_digest.host_prep_ns = 0;
+            meta.io_digest.gen = win_gen;
             if (!paired) {
                 meta.stat.io_outcome = IO_OUTCOME_UNPAIRED;
                 if (io_digests) {
@@ -853,6 +861,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_data_last_ts.read(last_ts, slot);
             io_rr_first_ts.read(rr_first_ts, slot);
             io_bytes.read(bytes, slot);
+            bit<8> cmd_gen;
+            io_gen.read(cmd_gen, slot);
+            meta.io_digest.cmd_gen = cmd_gen;
             io_info.write(slot, 0);
 
             bool is_write = (info & IO_INFO_WRITE) != 0;

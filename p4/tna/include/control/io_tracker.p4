@@ -126,6 +126,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // BTH), found in the R_Key map by a keyed transfer (0 when not found);
     // a CM REP's; a CM REQ's is the host's QP, for the map.
     bit<32> word;
+    // A command's check word: its window occurrence (31:24, from the
+    // watchlist) ++ its PSN; a response reads the slot's back.
+    bit<32> psn_gen;
     // The I/O's host QP: a response's and a target's data packet's own
     // (their BTH), the one a CM REQ named (found by its REP; 0 when not).
     bit<32> hqp;
@@ -386,11 +389,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         void apply(inout pair_t value, out bit<4> rv) {
             rv = this.predicate(value.lo == cref);
             value.lo = cref;
-            value.hi = (bit<32>)hdr.bth.psn;
+            value.hi = psn_gen;
         }
     };
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<16>>(io_check) check_psn = {
-        void apply(inout pair_t value, out bit<16> rv) { rv = (bit<16>)value.hi; }
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_check) check_psn = {
+        void apply(inout pair_t value, out bit<32> rv) { rv = value.hi; }
     };
     RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_check) check_data = {
         void apply(inout pair_t value, out bit<4> rv) { rv = this.predicate(value.lo == cref, cref != 0); }
@@ -599,8 +602,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         size = 16;
     }
 
-    action watch() {
+    // `gen`: the pair's window occurrence, a new value (never 0) each time a
+    // rotation puts the pair back into the window.
+    action watch(bit<8> gen) {
         watched = true;
+        meta.io_digest.gen = gen;
+        psn_gen[31:24] = gen;
     }
 
     table io_watchlist {
@@ -626,6 +633,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
         meta.io_digest.target_qp = hdr.bth.dest_qp;
         meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
+        psn_gen[23:0] = hdr.bth.psn;
         sgl_len = sgl_len_calc.execute(0);
     }
     @hidden action take_rsp() {
@@ -913,7 +921,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // command's PSN; a data packet checks that its command still holds it.
     @hidden action check_cmd_a() { check = check_cmd.execute(SLOT); }
     @hidden action check_rsp_a() {
-        meta.io_digest.cmd_psn = check_psn.execute(SLOT);
+        psn_gen = check_psn.execute(SLOT);
         meta.stat.io_outcome = IO_OUTCOME_RSP;
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.event = (bit<2>)(IO_EVENT_RSP);
@@ -958,7 +966,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.flags = cmd_flags | IO_FLAG_REPLACED[3:0];
     }
-    @hidden action info_take_a() { infow = info_take.execute(SLOT); }
+    @hidden action info_take_a() {
+        infow = info_take.execute(SLOT);
+        meta.io_digest.cmd_psn = psn_gen[15:0];
+        meta.io_digest.cmd_gen = psn_gen[31:24];
+    }
     @hidden action info_or_a() { infow = info_or.execute(SLOT); }
     @stage(8)
     @hidden table info_tbl {
