@@ -153,7 +153,7 @@ function inProcess(w: Workload): { perS: number; cpuUsPerDigest: number } {
  * uncompressed), until Kafka has them all. Sends records only, as those
  * commands do: the digests come from the switch, not from Kafka.
  */
-async function inProcessToKafka(brokers: string, w: Workload): Promise<{ perS: number; records: number }> {
+async function inProcessToKafka(brokers: string, w: Workload): Promise<{ perS: number; records: number; takenMs: number; flushMs: number }> {
   const topics = topicsOf(`bench-inproc-${Date.now()}`);
   const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression: "none", maxBuffered: w.messages.length + 1 });
   await sink.start();
@@ -166,10 +166,12 @@ async function inProcessToKafka(brokers: string, w: Workload): Promise<{ perS: n
   const t0 = performance.now();
   for (const m of w.messages) exporter.onBatch(rawDigestBatch(m.value).batch);
   exporter.finish();
+  const t1 = performance.now();
   await sink.flush(600_000);
-  const perS = w.messages.length / ((performance.now() - t0) / 1000);
+  const t2 = performance.now();
+  const perS = w.messages.length / ((t2 - t0) / 1000);
   await sink.close();
-  return { perS, records };
+  return { perS, records, takenMs: t1 - t0, flushMs: t2 - t1 };
 }
 
 /**
@@ -333,7 +335,7 @@ export async function benchExporterGroup(): Promise<void> {
       inProcessRuns.push({ perS: local, cpu: localCpu });
       print(`  in process (decode, join, encode records): ${Math.round(local).toLocaleString("en")} digests/s, ${localCpu.toFixed(1)} µs of CPU a digest`);
       const toKafka = await inProcessToKafka(brokers, w);
-      print(`  in process, records published to Kafka (as controller and demo run it; ${toKafka.records.toLocaleString("en")} records): ${Math.round(toKafka.perS).toLocaleString("en")} digests/s`);
+      print(`  in process, records published to Kafka (as controller and demo run it; ${toKafka.records.toLocaleString("en")} records): ${Math.round(toKafka.perS).toLocaleString("en")} digests/s (digests taken in ${Math.round(toKafka.takenMs)} ms, the records' last acknowledged ${Math.round(toKafka.flushMs)} ms after)`);
       const engines = enginesOnly(w);
       print(`  a member's partition engines without Kafka (${PARTITIONS}, batches of 3,000, a snapshot each): ${Math.round(engines.perS).toLocaleString("en")} digests/s (${(engines.perS / local * 100).toFixed(0)} % of in process), ${engines.cpuUsPerDigest.toFixed(1)} µs of CPU a digest`);
       for (const compression of compressions) {

@@ -17,6 +17,7 @@ import { generateTraffic } from "../../traffic/src/generator.js";
 import { ipv4 } from "../../contract/src/ipv4.js";
 import { buildFrame, nvmeSqe, Opcode } from "../../traffic/src/roce.js";
 import { TcpProxy } from "../support/net.js";
+import { readIoFrames } from "../support/nvme-frames.js";
 import { nextEvent, until } from "../support/wait.js";
 
 const root = new URL("../..", import.meta.url).pathname;
@@ -331,3 +332,51 @@ describe("mode switch mid-traffic", () => {
     expect(missingInFull).toBeLessThanOrEqual(straddled);
   }, 120_000);
 });
+
+describe("polling, window occurrences", () => {
+  test("the switch stamps each I/O event with its pair's window occurrence, and a response with its command's: after the pair left and came back they differ", async () => {
+    const s = await startSwitch();
+    cleanups.push(() => s.server.close());
+    const c = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${s.port}`, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+      mode: "polling",
+      polling: { rotation_period_ms: 3_600_000, io_pair_capacity: 1 },
+    }));
+    const io: Array<{ cid: number; event: number; gen: number; cmd_gen: number }> = [];
+    c.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io" && d.event !== 0) io.push({ cid: d.cid, event: d.event, gen: d.gen, cmd_gen: d.cmd_gen }); });
+    c.start();
+    cleanups.push(() => c.stop());
+    await c.ready();
+    let t = 1_800_000_000_000_000_000n;
+    const send = (f: { port: number; hex: string }) => s.sw.process({ port: f.port, data: Buffer.from(f.hex, "hex"), unixNs: (t += 1000n) });
+    // Pair A (10.0.1.1) learned first: it joins the window; pair B (10.0.1.2) is known, out of it.
+    send(readIoFrames(0)[0]!);
+    await until(() => c.pairCoverage().measured_pairs === 1, 5000, "pair A in the window");
+    s.sw.process({ port: 1, data: buildFrame({ src: ipv4("10.0.1.2"), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 3, psn: 0, payload: nvmeSqe("read", 0, 1, 0n, 4096, 0) }).data, unixNs: (t += 1000n) });
+    await until(() => c.pairCoverage().known_pairs === 2, 5000, "pair B learned");
+    // A's I/O 1: its command and data watched in A's first occurrence.
+    const [command, data, response] = readIoFrames(1);
+    send(command!);
+    send(data!);
+    await until(() => io.length === 1, 5000, "A's command digest");
+    const first = io[0]!.gen;
+    expect(first).toBeGreaterThan(0);
+    // Two rotations: B's turn, then A's again (its next occurrence). The response comes then.
+    await c.rotate();
+    await c.rotate();
+    send(response!);
+    await until(() => io.length === 2, 5000, "A's response digest");
+    expect(io).toEqual([
+      { cid: 1, event: 1, gen: first, cmd_gen: 0 },
+      { cid: 1, event: 2, gen: (first % 255) + 1, cmd_gen: first },
+    ]);
+    // A command and its response within one occurrence name it twice.
+    const [command2, data2, response2] = readIoFrames(2);
+    for (const f of [command2!, data2!, response2!]) send(f);
+    await until(() => io.length === 4, 5000, "I/O 2's digests");
+    expect(io.slice(2).map((d) => [d.event, d.gen, d.cmd_gen])).toEqual([[1, (first % 255) + 1, 0], [2, (first % 255) + 1, (first % 255) + 1]]);
+  });
+});
+
