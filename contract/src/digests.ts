@@ -79,8 +79,6 @@ export interface IoDigest {
   host_prep_ns: number;
   /** polling and summary mode: the pair's window occurrence the event's packet was seen in (io_watchlist's `gen`; 0 unwatched, in full mode, and from a switch that does not send it) */
   gen: number;
-  /** RSP: the occurrence the I/O's command was seen in; 0 otherwise */
-  cmd_gen: number;
 }
 
 export interface MsgDigest {
@@ -309,14 +307,17 @@ export function compactContext(mode: number, listTimestampNs: bigint): CompactCo
  * first_ts + fct_ns is the list's time too; `extra_ecn_ce`: 0 (not counted).
  */
 const FILLS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  // gen, cmd_gen: a Tofino build that does not send them names no occurrence.
-  io_digest_t: { mode: "c.mode", ts: "c.ts", gen: "0", cmd_gen: "0" },
+  // io `evo`: event (1:0), vantage (3:2) and op (5:4) in one byte of the quantum.
+  io_digest_t: { mode: "c.mode", ts: "c.ts", event: "(m_evo & 3)", vantage: "((m_evo >> 2) & 3)", op: "((m_evo >> 4) & 3)" },
   msg_digest_t: {
     mode: "c.mode",
     first_ts: `(c.ts >= m_fct_ns ? c.ts - m_fct_ns : c.wraps ? c.ts - m_fct_ns + ${TS_MOD} : 0)`,
     extra_ecn_ce: "0",
   },
 };
+
+/** Compact members that hold several members of the full layout (their FILLS take them apart). */
+const PACKED: ReadonlySet<string> = new Set(["io_digest_t.evo"]);
 
 type Decoder = (values: readonly unknown[], c: CompactContext | undefined) => TelemetryDigest;
 
@@ -333,7 +334,7 @@ function compileDecoder(name: string, layout: DigestLayout): Decoder | undefined
   if (!want || !full) return undefined;
   const names = Object.keys(want.fields);
   const widths = names.map((f) => want.fields[f]!);
-  for (const f of names) if (!(f in full.fields)) throw new BadDigestError(`compact digest '${name}' member '${f}' is not in the full layout`);
+  for (const f of names) if (!(f in full.fields) && !PACKED.has(`${name}.${f}`)) throw new BadDigestError(`compact digest '${name}' member '${f}' is not in the full layout`);
   const fills = FILLS[name] ?? {};
   const slow = (v: unknown, i: number): number => toNumber(v, names[i]!, name, widths[i]!);
   const wide = (v: unknown, i: number): bigint => toBigint(v, names[i]!, name, widths[i]!);

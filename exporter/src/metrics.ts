@@ -507,16 +507,17 @@ export class MetricsEngine {
       this.timeOut(outKey, open);
       open = undefined;
     }
-    if (d.gen !== d.cmd_gen) {
-      // The switch matched the response to a command seen in an earlier occurrence of the pair in its window: the
-      // pair was out meanwhile, and the response may answer a command of the CID sent then, which the switch did
-      // not see. Which command it answers is unknown: this vantage's figures are absent, as for a response that
-      // went unwatched, and none is made from the response alone.
+    if (d.gen && (open && open.digest.cmd_psn === d.cmd_psn ? open.digest.gen !== d.gen : this.givenUp.get(outKey)?.cmdPsn !== d.cmd_psn)) {
+      // Seen in another occurrence of the pair in the window than its command (the switch matched it to the
+      // command it holds): the pair was out meanwhile, and the response may answer a command of the CID sent then,
+      // which the switch did not see. Or its command's digest is not here, and so neither is the occurrence it came
+      // in. Which command it answers is unknown: this vantage's figures are absent, as for a response that went
+      // unwatched, and none is made from the response alone.
       if (open && open.digest.cmd_psn === d.cmd_psn) this.timeOut(outKey, open, at, true);
       else this.switchInterval(switchId, at + align, d.mode).leftWindow++;
       return;
     }
-    // Named occurrences equal: the command's own response, seen in its occurrence, whatever the notes' order.
+    // The command's own occurrence: its own response, whatever the notes' order.
     if (open && open.digest.cmd_psn === d.cmd_psn && open.leftWindowEvent !== undefined && !d.gen && this.fromLaterWindow(switchId, open.leftWindowEvent, d)) {
       // Which command it answers is unknown: this vantage's figures are absent, as for a response that went unwatched.
       this.timeOut(outKey, open, at, true);

@@ -233,7 +233,40 @@ struct headers_t {
 // keyed SGL length field), msg counts to 16. test/p4/p4info-parity.test.ts
 // lists exactly these. The v1model build sends the same layout when
 // compiled with -DDIGESTS_COMPACT (p4/build/compact/, a test build).
+// Each member takes whole bytes of the quantum: io `event`, `vantage` and
+// `op` (2 bits each) share one, `evo` (event 1:0, vantage 3:2, op 5:4), so
+// that the window occurrence (`gen`) fits.
 struct io_digest_t {
+    bit<32> seq;
+    bit<8> evo;
+    bit<4> flags;
+    ipv4_addr_t host;
+    ipv4_addr_t target;
+    qpn_t host_qp;
+    qpn_t target_qp;
+    bit<16> cmd_psn;
+    cid_t cid;
+    bit<16> status;
+    bit<24> bytes;
+    bit<32> e2e_ns;
+    bit<32> to_data_ns;
+    bit<32> from_data_ns;
+    bit<32> host_prep_ns;
+    bit<8> gen;          // as in the full layout below
+}
+
+#ifdef TARGET_TNA
+struct io_evo_t {
+    bit<2> event;
+    bit<2> vantage;
+    bit<2> op;
+}
+#endif
+
+#if defined(DIGESTS_COMPACT) && !defined(TARGET_TNA)
+// The v1model trackers fill the compact members one by one; main.p4 packs
+// `event`, `vantage` and `op` into `evo` as it sends the digest.
+struct io_meta_t {
     bit<32> seq;
     bit<2> event;
     bit<2> vantage;
@@ -251,9 +284,10 @@ struct io_digest_t {
     bit<32> to_data_ns;
     bit<32> from_data_ns;
     bit<32> host_prep_ns;
-    bit<8> gen;          // as in the full layout below
-    bit<8> cmd_gen;
+    bit<8> gen;
 }
+#define IO_META_T io_meta_t
+#endif
 
 struct msg_digest_t {
     bit<32> seq;
@@ -301,12 +335,10 @@ struct io_digest_t {
     ts_t host_prep_ns;   // write: rr_first - rreq (DPL)
     // Polling and summary mode: the window occurrence (io_watchlist's `gen`,
     // a new value each time a rotation puts the pair back; 0 unwatched and in
-    // full mode) this event's packet was seen in, and (RSP; 0 otherwise) the
-    // one the I/O's command was seen in. A response whose
-    // command came in another occurrence may answer a command the switch
-    // did not see: the exporter then gives that vantage no figure.
+    // full mode) this event's packet was seen in. A response seen in another
+    // occurrence than its command may answer a command the switch did not
+    // see: the exporter then gives that vantage no figure.
     bit<8> gen;
-    bit<8> cmd_gen;
 }
 
 // One per RDMA WRITE message, when its last-PSN packet is first seen (SPEC §4).
@@ -413,7 +445,14 @@ struct local_metadata_t {
     bool drop;
     stat_flags_t stat;
     bit<8> digest_kind;      // DIGEST_*
+#ifdef IO_META_T
+    IO_META_T io_digest;
+#else
     io_digest_t io_digest;
+#endif
+#ifdef TARGET_TNA
+    io_evo_t io_evo;           // io_digest.evo's parts, packed into it as the digest goes
+#endif
     msg_digest_t msg_digest;
     learn_digest_t learn_digest;
 }

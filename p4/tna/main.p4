@@ -99,10 +99,25 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         }
     };
 
+    // io `evo`: event, vantage and op in one byte of the quantum
+    // (p4/include/header.p4), concatenated by the hash unit.
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) evo_pack;
+
     // The sequence number goes in io_digest.seq, which every digest packs.
     @hidden action take_seq() {
         meta.io_digest.seq = next_seq.execute(0);
         ig_dprsr_md.digest_type = meta.digest_kind[2:0];
+    }
+    @hidden action pack_evo() {
+        meta.io_digest.evo = evo_pack.get({ 2w0, meta.io_evo.op, meta.io_evo.vantage, meta.io_evo.event });
+    }
+    @stage(11)
+    @hidden table evo_tbl {
+        key = { meta.digest_kind: exact @name("kind"); }
+        actions = { pack_evo; NoAction; }
+        const entries = { DIGEST_IO: pack_evo(); }
+        const default_action = NoAction();
+        size = 1;
     }
 
     // A LEARN_ENDPOINT digest (endpoints.p4).
@@ -194,6 +209,7 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
         // At most one digest per packet, packed by the deparser; every digest
         // carries the next sequence number of this switch.
         seq_tbl.apply();
+        evo_tbl.apply();
         stats.apply(ig_intr_md.ingress_port, hdr.report.isValid(), meta);
     }
 }

@@ -66,7 +66,15 @@ control TelemetryIngress(inout headers_t hdr, inout local_metadata_t meta,
             digest_seq.write(0, seq + 1);
             if (meta.digest_kind == DIGEST_IO) {
                 meta.io_digest.seq = seq;
+#ifdef IO_META_T
+                digest<io_digest_t>(1, { seq, 2w0 ++ meta.io_digest.op ++ meta.io_digest.vantage ++ meta.io_digest.event,
+                    meta.io_digest.flags, meta.io_digest.host, meta.io_digest.target, meta.io_digest.host_qp,
+                    meta.io_digest.target_qp, meta.io_digest.cmd_psn, meta.io_digest.cid, meta.io_digest.status,
+                    meta.io_digest.bytes, meta.io_digest.e2e_ns, meta.io_digest.to_data_ns,
+                    meta.io_digest.from_data_ns, meta.io_digest.host_prep_ns, meta.io_digest.gen });
+#else
                 digest<io_digest_t>(1, meta.io_digest);
+#endif
             } else if (meta.digest_kind == DIGEST_MSG) {
                 meta.msg_digest.seq = seq;
                 digest<msg_digest_t>(1, meta.msg_digest);

@@ -36,6 +36,12 @@
 // the switch applied it, whatever its clock's pace. A response while the
 // pair is out is taken for its own only up to that time; a departure
 // released with a join still held behind it carries that join's bound.
+//
+// A switch program that stamps its I/O digests with the pair's window
+// occurrence (io_watchlist's `gen`) needs none of this: notes naming an
+// occurrence go at once, and the exporter compares occurrences
+// (docs/operations.md, "Window occurrences"). The gate places the notes of a
+// program that names none.
 
 import { unwrapTimestamp, type DigestBatch } from "@rdma-telemetry/contract";
 

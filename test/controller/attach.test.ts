@@ -204,7 +204,7 @@ test("a switch running another P4Info: refused with one message naming the diffe
   controller.start();
   await until(() => retrying.length > 0, 10_000, "the controller to give up on the switch");
   expect(errors).toHaveLength(1);
-  expect(errors[0]).toMatch(/^setting up the switch failed: refusing to attach: the switch's pipeline is not the one in pipeline\.p4info: digest 'io_digest_t': field 'event' is 8 bits on the switch, 2 here/);
+  expect(errors[0]).toMatch(/^setting up the switch failed: refusing to attach: the switch's pipeline is not the one in pipeline\.p4info: digest 'io_digest_t': field 2 is 'event' on the switch, 'evo' here/);
   expect(retrying[0]!.error).toMatch(/^refusing to attach/);
   // Not retried at once: an operator's mistake, tried again after the long delay.
   expect(retrying[0]!.inMs).toBeGreaterThanOrEqual(10_000);

@@ -154,7 +154,7 @@ describe("bad digests", () => {
     const member = (n: number) => ({ data: { $case: "struct" as const, value: { members: Array.from({ length: n }, () => bitstring(1)) } } });
     // A list for a digest the P4Info does not have, and one whose second sample has too few members.
     c.connection.emit("digest", { digestId: 12345, listId: 1n, data: [member(3)], timestamp: T0 });
-    c.connection.emit("digest", { digestId: ioId, listId: 2n, data: [member(21), member(4)], timestamp: T0 });
+    c.connection.emit("digest", { digestId: ioId, listId: 2n, data: [member(20), member(4)], timestamp: T0 });
     expect(batches.map((b) => [b.digests.length, b.badDigests])).toEqual([[0, 1], [1, 1]]);
     expect(c.stats.badDigests).toBe(2);
   });

@@ -19,7 +19,7 @@ const T0 = 1_800_000_000_000_000_000n;
 const engine = { perEventRecords: false, intervalNs: 100_000_000n, correlationWindowNs: 100_000_000n, ioTimeoutNs: 10_000_000_000n, silentSwitchNs: 60_000_000_000n };
 
 function command(i: number): KafkaMessageOut {
-  const d: IoDigest = { kind: "io", seq: i, event: 1, vantage: 3, mode: 1, op: 2, flags: 3, host: 0x0a000101, target: 0x0a000201, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000 + i, cid: i, status: 0, bytes: 4096, ts: i * 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, cmd_gen: 0 };
+  const d: IoDigest = { kind: "io", seq: i, event: 1, vantage: 3, mode: 1, op: 2, flags: 3, host: 0x0a000101, target: 0x0a000201, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000 + i, cid: i, status: 0, bytes: 4096, ts: i * 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0 };
   const values = Object.keys(EXPECTED.io_digest_t!.fields).map((n) => (d as unknown as Record<string, number>)[n]!);
   return rawDigestMessages({ switchId: "tor", listTimestampNs: T0 + BigInt(i * 1000), digests: [d], badDigests: 0, session: 0, raw: { digest: "io_digest_t", samples: [values] } }, topics)[0]!;
 }

@@ -39,7 +39,9 @@ describe("which layout a P4Info's digests follow", () => {
     expect(digestLayoutOf(schemaOf(P4_NAMES.digests))).toEqual({ layout: "full", problems: [] });
     expect(digestLayoutOf(schemaOf(P4_COMPACT_DIGESTS))).toEqual({ layout: "compact", problems: [] });
     const missing = (n: string) => Object.keys(EXPECTED[n]!.fields).filter((f) => !(f in EXPECTED_COMPACT[n]!.fields));
-    expect(missing("io_digest_t")).toEqual(["mode", "ts"]);
+    // io event, vantage and op travel packed in `evo` (one byte of the quantum).
+    expect(missing("io_digest_t")).toEqual(["event", "vantage", "mode", "op", "ts"]);
+    expect(Object.keys(EXPECTED_COMPACT.io_digest_t!.fields).filter((f) => !(f in EXPECTED.io_digest_t!.fields))).toEqual(["evo"]);
     expect(missing("msg_digest_t")).toEqual(["mode", "first_ts", "extra_ecn_ce"]);
     expect(missing("learn_digest_t")).toEqual([]);
   });
@@ -67,11 +69,11 @@ describe("which layout a P4Info's digests follow", () => {
 
 describe("compact digests decoded into the full layout", () => {
   test("io: mode from the controller, ts from the list (modulo 2^48, before any Unix mapping), narrowed members as sent", () => {
-    const values = sample("io_digest_t", { seq: 7, event: 2, vantage: 3, op: 2, flags: 0xf, host: 0x0a000101, target: 0x0a000201, host_qp: 0xffffff, target_qp: 17, cmd_psn: 0xffff, cid: 0xffff, status: 0xfffe, bytes: 0xffffff, e2e_ns: 0xffffffff, to_data_ns: 1, from_data_ns: 2, host_prep_ns: 3 });
+    const values = sample("io_digest_t", { seq: 7, evo: (2 << 4) | (3 << 2) | 2, flags: 0xf, host: 0x0a000101, target: 0x0a000201, host_qp: 0xffffff, target_qp: 17, cmd_psn: 0xffff, cid: 0xffff, status: 0xfffe, bytes: 0xffffff, e2e_ns: 0xffffffff, to_data_ns: 1, from_data_ns: 2, host_prep_ns: 3, gen: 9 });
     const d = decodeCompactDigest("io_digest_t", values, compactContext(MODE_POLLING, UNIX_T)) as IoDigest;
     expect(d).toEqual({
       kind: "io", seq: 7, event: 2, vantage: 3, mode: MODE_POLLING, op: 2, flags: 0xf, host: 0x0a000101, target: 0x0a000201, host_qp: 0xffffff, target_qp: 17,
-      cmd_psn: 0xffff, cid: 0xffff, status: 0xfffe, bytes: 0xffffff, ts: Number(UNIX_T % BigInt(TS_MOD)), e2e_ns: 0xffffffff, to_data_ns: 1, from_data_ns: 2, host_prep_ns: 3,
+      cmd_psn: 0xffff, cid: 0xffff, status: 0xfffe, bytes: 0xffffff, ts: Number(UNIX_T % BigInt(TS_MOD)), e2e_ns: 0xffffffff, to_data_ns: 1, from_data_ns: 2, host_prep_ns: 3, gen: 9,
     });
     // A clock since boot (PI's) is below 2^48: taken as it is.
     expect((decodeCompactDigest("io_digest_t", values, compactContext(MODE_FULL, 5_000_000_123n)) as IoDigest).ts).toBe(5_000_000_123);
@@ -114,7 +116,7 @@ describe("compact digests decoded into the full layout", () => {
     const c = compactContext(MODE_FULL, UNIX_T);
     const bad: Array<[string, Record<string, unknown>, RegExp]> = [
       ["io_digest_t", { flags: 16 }, /digest 'io_digest_t' member 'flags': value 16 does not fit in 4 bits/],
-      ["io_digest_t", { event: 4 }, /member 'event': value 4 does not fit in 2 bits/],
+      ["io_digest_t", { evo: 256 }, /member 'evo': value 256 does not fit in 8 bits/],
       ["io_digest_t", { cmd_psn: 0x10000 }, /member 'cmd_psn': value 65536 does not fit in 16 bits/],
       ["io_digest_t", { bytes: Uint8Array.of(1, 0, 0, 0) }, /member 'bytes': value 16777216 does not fit in 24 bits/],
       ["io_digest_t", { e2e_ns: 2 ** 32 }, /member 'e2e_ns': value 4294967296 does not fit in 32 bits/],
@@ -130,7 +132,7 @@ describe("compact digests decoded into the full layout", () => {
     }
     // A full-layout sample is not a compact one.
     const fullIo = Object.keys(EXPECTED.io_digest_t!.fields).map(() => 0);
-    expect(() => decodeCompactDigest("io_digest_t", fullIo, c)).toThrow(/digest 'io_digest_t' has 19 members, expected 17 \(compact layout\)/);
+    expect(() => decodeCompactDigest("io_digest_t", fullIo, c)).toThrow(/digest 'io_digest_t' has 20 members, expected 16 \(compact layout\)/);
     expect(() => decodeCompactDigest("nope_t", [], c)).toThrow(/unknown digest 'nope_t'/);
   });
 

@@ -17,7 +17,7 @@ const KEY1 = 0xf0000001;
 const KEY2 = 0xf0000002;
 
 function io(over: Partial<IoDigest>): IoDigest {
-  return { kind: "io", seq: 0, event: 2, vantage: 1, mode: 1, op: 2, flags: 3, host: KEY1, target: KEY2, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, cmd_gen: 0, ...over };
+  return { kind: "io", seq: 0, event: 2, vantage: 1, mode: 1, op: 2, flags: 3, host: KEY1, target: KEY2, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, ...over };
 }
 
 function msg(over: Partial<MsgDigest>): MsgDigest {

@@ -14,7 +14,7 @@ import { ioMessage } from "../support/digest-messages.js";
 const T0 = 1_800_000_000_000_000_000n;
 
 function io(over: Partial<IoDigest>): IoDigest {
-  return { kind: "io", seq: 0, event: 2, vantage: 1, mode: 1, op: 2, flags: 3, host: 0x0a000101, target: 0x0a000201, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 60_000, e2e_ns: 46_000, to_data_ns: 11_000, from_data_ns: 26_000, host_prep_ns: 3_100, gen: 0, cmd_gen: 0, ...over };
+  return { kind: "io", seq: 0, event: 2, vantage: 1, mode: 1, op: 2, flags: 3, host: 0x0a000101, target: 0x0a000201, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 60_000, e2e_ns: 46_000, to_data_ns: 11_000, from_data_ns: 26_000, host_prep_ns: 3_100, gen: 0, ...over };
 }
 
 /**

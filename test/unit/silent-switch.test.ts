@@ -13,7 +13,7 @@ const host = 0x0a000101;
 const target = 0x0a000201;
 
 function io(over: Partial<IoDigest>): IoDigest {
-  return { kind: "io", seq: 0, event: IO_EVENT_RSP, vantage: VANTAGE_C, mode: 1, op: 1, flags: 1, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, cmd_gen: 0, ...over };
+  return { kind: "io", seq: 0, event: IO_EVENT_RSP, vantage: VANTAGE_C, mode: 1, op: 1, flags: 1, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 1000, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, ...over };
 }
 
 function msg(over: Partial<MsgDigest>): MsgDigest {

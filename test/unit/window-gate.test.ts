@@ -19,7 +19,7 @@ const pair = { host, target };
 const OFFSET = 1_000 * Number(MS);
 
 function io(over: Partial<IoDigest>): IoDigest {
-  return { kind: "io", seq: 0, event: 1, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, cmd_gen: 0, ...over };
+  return { kind: "io", seq: 0, event: 1, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, ...over };
 }
 
 type Step = { rotate: { left: GatedPair[]; joined: GatedPair[]; atMs: number } } | { list: { digests: IoDigest[]; arrivesMs: number } };

@@ -1,7 +1,7 @@
 // Polling: the switch stamps each I/O digest with the window occurrence of
 // its pair (io_watchlist's `gen`, a new value each time a rotation puts the
-// pair back) the packet was seen in, and a response with the occurrence its
-// command was seen in. The exporter decides by those, not by where the
+// pair back) the packet was seen in. The exporter decides by those (a
+// response against its command's), not by where the
 // rotation's notes fall in the digest stream: a stream that lags its switch
 // (or a note placed by a clock that ran behind) no longer makes a record say
 // more than the switch saw, nor less than it saw.
@@ -20,7 +20,7 @@ const CMD = 1;
 const RSP = 2;
 
 function io(over: Partial<IoDigest>): IoDigest {
-  return { kind: "io", seq: 0, event: CMD, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, cmd_gen: 0, ...over };
+  return { kind: "io", seq: 0, event: CMD, vantage: 3, mode: 2, op: 2, flags: 3, host, target, host_qp: 0x101, target_qp: 0x801, cmd_psn: 1000, cid: 9, status: 0, bytes: 4096, ts: 0, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0, gen: 0, ...over };
 }
 
 const left = (gen: number, at: bigint, seq: bigint) => windowNoteMessages("tor", [{ host, target, gen }], at, seq, () => undefined, DEFAULT_TOPICS)[0]!;
@@ -56,8 +56,8 @@ describe("window occurrences (gen)", () => {
     expect(r.map((x) => x.incomplete)).toEqual([true]);
   });
 
-  test("a response the switch matched to a command of an earlier occurrence gives no figure, whether or not the notes came", () => {
-    const rsp = (seq: number) => ioMessage(io({ seq, event: RSP, ts: 400_000, e2e_ns: 400_000, gen: 6, cmd_gen: 5 }), T0 + 400_000n);
+  test("a response seen in a later occurrence than its command gives no figure, whether or not the notes came", () => {
+    const rsp = (seq: number) => ioMessage(io({ seq, event: RSP, ts: 400_000, e2e_ns: 400_000, gen: 6 }), T0 + 400_000n);
     for (const msgs of [
       [ioMessage(io({ seq: 0, ts: 0, gen: 5 }), T0), rsp(1)],
       [ioMessage(io({ seq: 0, ts: 0, gen: 5 }), T0), left(5, T0 + 100_000n, 0n), joined(6, T0 + 200_000n, 1n), rsp(1)],
@@ -65,12 +65,12 @@ describe("window occurrences (gen)", () => {
       const r = run(msgs);
       expect(r.map((x) => [x.incomplete, x.e2e_c_ns, x.e2e_s_ns])).toEqual([[false, null, null]]);
     }
-    // Without its command's digest: no record is made from the response alone (counted as left the window).
+    // Without its command's digest (so without the occurrence it came in): no record is made from the response alone (counted as left the window).
     expect(run([rsp(0)])).toEqual([]);
   });
 
   test("a response seen in its command's occurrence is the command's own, though the notes of a later rotation came before it", () => {
-    const r = run([ioMessage(io({ seq: 0, ts: 0, gen: 5 }), T0), left(5, T0 + 100_000n, 0n), joined(6, T0 + 200_000n, 1n), ioMessage(io({ seq: 1, event: RSP, ts: 40_000, e2e_ns: 40_000, gen: 5, cmd_gen: 5 }), T0 + 300_000n)]);
+    const r = run([ioMessage(io({ seq: 0, ts: 0, gen: 5 }), T0), left(5, T0 + 100_000n, 0n), joined(6, T0 + 200_000n, 1n), ioMessage(io({ seq: 1, event: RSP, ts: 40_000, e2e_ns: 40_000, gen: 5 }), T0 + 300_000n)]);
     expect(r.map((x) => [x.incomplete, x.e2e_c_ns, x.e2e_s_ns])).toEqual([[false, 40_000, 40_000]]);
   });
 });

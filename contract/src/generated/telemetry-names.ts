@@ -342,10 +342,6 @@ export const P4_NAMES = {
         {
           "name": "gen",
           "bitwidth": 8
-        },
-        {
-          "name": "cmd_gen",
-          "bitwidth": 8
         }
       ]
     },
@@ -565,10 +561,6 @@ export const P4_NAMES = {
     },
     "io_tracker_io_rr_first_ts": {
       "name": "TelemetryIngress.io_tracker.io_rr_first_ts",
-      "size": 262144
-    },
-    "io_tracker_io_gen": {
-      "name": "TelemetryIngress.io_tracker.io_gen",
       "size": 262144
     },
     "io_tracker_rkey_map_host": {
@@ -928,16 +920,8 @@ export const P4_COMPACT_DIGESTS = {
         "bitwidth": 32
       },
       {
-        "name": "event",
-        "bitwidth": 2
-      },
-      {
-        "name": "vantage",
-        "bitwidth": 2
-      },
-      {
-        "name": "op",
-        "bitwidth": 2
+        "name": "evo",
+        "bitwidth": 8
       },
       {
         "name": "flags",
@@ -990,6 +974,10 @@ export const P4_COMPACT_DIGESTS = {
       {
         "name": "host_prep_ns",
         "bitwidth": 32
+      },
+      {
+        "name": "gen",
+        "bitwidth": 8
       }
     ]
   },

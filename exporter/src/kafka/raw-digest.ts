@@ -79,8 +79,8 @@ function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote
   return { batch: digestBatchFromRaw(raw) };
 }
 
-/** Members a controller that predates them does not send: read as 0 (io gen, cmd_gen: no window occurrence named). */
-const ADDED_MEMBERS: Readonly<Record<string, readonly string[]>> = { io_digest_t: ["gen", "cmd_gen"] };
+/** Members a controller that predates them does not send: read as 0 (io gen: no window occurrence named). */
+const ADDED_MEMBERS: Readonly<Record<string, readonly string[]>> = { io_digest_t: ["gen"] };
 
 function digestBatchFromRaw(raw: RawDigest): DigestBatch {
   const want = EXPECTED[raw.digest];

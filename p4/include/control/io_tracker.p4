@@ -73,7 +73,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     REGISTER(ts_t, IO_SLOTS, io_data_first_ts)    // read: d_first; write: rreq
     REGISTER(ts_t, IO_SLOTS, io_data_last_ts)     // read: d_last; write: rr_last
     REGISTER(ts_t, IO_SLOTS, io_rr_first_ts)      // write: rr_first
-    REGISTER(bit<8>, IO_SLOTS, io_gen)            // the window occurrence of the command (polling)
     // Reference maps; a reference is the I/O's slot (IO_REF_SLOT_BITS) ++ the
     // low bits of the command's PSN (the rest of 32)
     // (one I/O, not only its CID), with the I/O's target QP beside it (and
@@ -766,7 +765,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 io_data_first_ts.write(slot, 0);
                 io_data_last_ts.write(slot, 0);
                 io_rr_first_ts.write(slot, 0);
-                io_gen.write(slot, win_gen);
 
                 meta.stat.io_outcome = live ? IO_OUTCOME_REPLACED : IO_OUTCOME_CMD;
                 if (io_digests) {
@@ -861,9 +859,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_data_last_ts.read(last_ts, slot);
             io_rr_first_ts.read(rr_first_ts, slot);
             io_bytes.read(bytes, slot);
-            bit<8> cmd_gen;
-            io_gen.read(cmd_gen, slot);
-            meta.io_digest.cmd_gen = cmd_gen;
             io_info.write(slot, 0);
 
             bool is_write = (info & IO_INFO_WRITE) != 0;

@@ -126,9 +126,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // BTH), found in the R_Key map by a keyed transfer (0 when not found);
     // a CM REP's; a CM REQ's is the host's QP, for the map.
     bit<32> word;
-    // A command's check word: its window occurrence (31:24, from the
-    // watchlist) ++ its PSN; a response reads the slot's back.
-    bit<32> psn_gen;
     // The I/O's host QP: a response's and a target's data packet's own
     // (their BTH), the one a CM REQ named (found by its REP; 0 when not).
     bit<32> hqp;
@@ -389,11 +386,11 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         void apply(inout pair_t value, out bit<4> rv) {
             rv = this.predicate(value.lo == cref);
             value.lo = cref;
-            value.hi = psn_gen;
+            value.hi = (bit<32>)hdr.bth.psn;
         }
     };
-    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<32>>(io_check) check_psn = {
-        void apply(inout pair_t value, out bit<32> rv) { rv = value.hi; }
+    RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<16>>(io_check) check_psn = {
+        void apply(inout pair_t value, out bit<16> rv) { rv = (bit<16>)value.hi; }
     };
     RegisterAction<pair_t, bit<IO_SLOT_BITS>, bit<4>>(io_check) check_data = {
         void apply(inout pair_t value, out bit<4> rv) { rv = this.predicate(value.lo == cref, cref != 0); }
@@ -451,7 +448,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         word = (bit<32>)hdr.bth.dest_qp;
         meta.io_digest.host = meta.src_key;
         meta.io_digest.target = meta.dst_key;
-        meta.io_digest.op = o[1:0];
+        meta.io_evo.op = o[1:0];
         sgl_end = sgl_addr_calc.execute(0);
     }
     @hidden action other_cmd(bit<8> c) {
@@ -564,7 +561,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // Vantage (SPEC §1): the compute side (the host's port) and the storage
     // side (the target's port) by the direction and the two ports' roles.
     @hidden action set_vantage(bit<8> v) {
-        meta.io_digest.vantage = v[1:0];
+        meta.io_evo.vantage = v[1:0];
         info_cmd[31:24] = info_w | v;
     }
     @stage(2)
@@ -607,7 +604,6 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     action watch(bit<8> gen) {
         watched = true;
         meta.io_digest.gen = gen;
-        psn_gen[31:24] = gen;
     }
 
     table io_watchlist {
@@ -630,10 +626,9 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action take_cmd() {
         cid = hdr.nvme_sqe.cid_le;
         info_cmd[23:0] = hdr.nvme_sqe.sgl_len_le;
-        meta.io_digest.event = (bit<2>)(IO_EVENT_CMD);
+        meta.io_evo.event = (bit<2>)(IO_EVENT_CMD);
         meta.io_digest.target_qp = hdr.bth.dest_qp;
         meta.io_digest.cmd_psn = hdr.bth.psn[15:0];
-        psn_gen[23:0] = hdr.bth.psn;
         sgl_len = sgl_len_calc.execute(0);
     }
     @hidden action take_rsp() {
@@ -893,7 +888,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden action unpaired_rsp() {
         meta.stat.io_outcome = IO_OUTCOME_UNPAIRED;
         meta.digest_kind = DIGEST_IO;
-        meta.io_digest.event = (bit<2>)(IO_EVENT_UNPAIRED_RSP);
+        meta.io_evo.event = (bit<2>)(IO_EVENT_UNPAIRED_RSP);
     }
     @stage(6)
     @hidden table owner_tbl {
@@ -921,10 +916,10 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // command's PSN; a data packet checks that its command still holds it.
     @hidden action check_cmd_a() { check = check_cmd.execute(SLOT); }
     @hidden action check_rsp_a() {
-        psn_gen = check_psn.execute(SLOT);
+        meta.io_digest.cmd_psn = check_psn.execute(SLOT);
         meta.stat.io_outcome = IO_OUTCOME_RSP;
         meta.digest_kind = DIGEST_IO;
-        meta.io_digest.event = (bit<2>)(IO_EVENT_RSP);
+        meta.io_evo.event = (bit<2>)(IO_EVENT_RSP);
     }
     @hidden action check_data_a() { check = check_data.execute(SLOT); }
     @hidden action untracked_cmd() { meta.stat.io_outcome = IO_OUTCOME_UNTRACKED; }
@@ -966,11 +961,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         meta.digest_kind = DIGEST_IO;
         meta.io_digest.flags = cmd_flags | IO_FLAG_REPLACED[3:0];
     }
-    @hidden action info_take_a() {
-        infow = info_take.execute(SLOT);
-        meta.io_digest.cmd_psn = psn_gen[15:0];
-        meta.io_digest.cmd_gen = psn_gen[31:24];
-    }
+    @hidden action info_take_a() { infow = info_take.execute(SLOT); }
     @hidden action info_or_a() { infow = info_or.execute(SLOT); }
     @stage(8)
     @hidden table info_tbl {
@@ -1062,8 +1053,8 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // DPL (write: rr_first - rreq) when both were.
     @hidden action rsp_done(bit<4> f, bit<2> v, bit<2> o) {
         meta.io_digest.flags = f;
-        meta.io_digest.vantage = v;
-        meta.io_digest.op = o;
+        meta.io_evo.vantage = v;
+        meta.io_evo.op = o;
 #ifdef TNA_HISTOGRAMS
         hist_rsp = true;
 #endif
@@ -1214,7 +1205,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     @hidden table summary_digest_tbl {
         key = {
             meta.digest_kind: exact @name("kind");
-            meta.io_digest.event: ternary @name("event");
+            meta.io_evo.event: ternary @name("event");
         }
         actions = { summary_no_digest; NoAction; }
         const entries = {
@@ -1351,7 +1342,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             io_watchlist.apply();
         }
 
-        if (meta.io_digest.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
+        if (meta.io_evo.vantage != 0 && meta.cfg.mode == MODE_POLLING && !watched) {
 #ifndef TNA_HISTOGRAMS
             // Polling, not watched: report the host-target pair once per epoch.
             if (pkt_class == IO_PKT_CMD) {
@@ -1367,7 +1358,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
             }
 #endif
             // (Tofino 2: the learn digest below, after the tracker.)
-        } else if (meta.io_digest.vantage != 0) {  // full (and summary) mode, or watched (and RDMA CM)
+        } else if (meta.io_evo.vantage != 0) {  // full (and summary) mode, or watched (and RDMA CM)
             if (pkt_class == IO_PKT_CMD) {
                 time_tbl.apply();  // before the maps rewrite the reference
             }
@@ -1410,7 +1401,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
                 if (hist_rsp) {
                     dal_tbl.apply();
                     histograms.apply(meta.io_digest.host, meta.io_digest.target, infow[30:30],
-                                     meta.io_digest.vantage, meta.io_digest.flags, meta.io_digest.e2e_ns,
+                                     meta.io_evo.vantage, meta.io_digest.flags, meta.io_digest.e2e_ns,
                                      dal, meta.io_digest.host_prep_ns);
                 }
 #endif
@@ -1428,7 +1419,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         // Polling and summary, not watched: report the host-target pair
         // once per epoch (after the tracker, which summary mode runs too:
         // the learn digest takes the command's place).
-        if (meta.io_digest.vantage != 0 && meta.cfg.mode != MODE_FULL && !watched) {
+        if (meta.io_evo.vantage != 0 && meta.cfg.mode != MODE_FULL && !watched) {
             if (pkt_class == IO_PKT_CMD) {
                 learn_tbl.apply();
                 if (learned == 1) {
