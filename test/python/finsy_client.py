@@ -51,7 +51,7 @@ async def telemetry(addr, p4info, device_json):
         await sw.insert([
             fy.P4TableEntry("ipv4_routes", match=fy.P4TableMatch(dst_addr="10.1.0.0/16"), action=fy.P4TableAction("drop")),
             fy.P4TableEntry("ipv4_routes", match=fy.P4TableMatch(dst_addr="10.2.0.0/16"), action=fy.P4TableAction("route", port=3)),
-            fy.P4TableEntry("io_watchlist", match=fy.P4TableMatch(host="10.0.1.1", target="10.0.2.1"), action=fy.P4TableAction("io_tracker.watch")),
+            fy.P4TableEntry("io_watchlist", match=fy.P4TableMatch(host="10.0.1.1", target="10.0.2.1"), action=fy.P4TableAction("io_tracker.watch", gen=1)),
         ])
         routes = sorted([prefix(e.match["dst_addr"]), action_name(sw, e)] for e in [e async for e in sw.read(fy.P4TableEntry("ipv4_routes"))])
         out("routes", routes=routes)
