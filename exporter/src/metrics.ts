@@ -495,7 +495,9 @@ export class MetricsEngine {
       if (d.mode === MODE_FULL) this.away.get(switchId)?.delete(`${d.host}|${d.target}`);
       // A switch that names the window occurrence (gen): the command's own occurrence ended (a window_left named
       // it), whenever its note and this digest came. Otherwise the notes' order decides.
-      const away = d.gen ? (this.endedGens.get(switchId)?.get(`${d.host}|${d.target}`)?.has(d.gen) ? { event: this.windowEvents } : undefined) : this.away.get(switchId)?.get(`${d.host}|${d.target}`);
+      const pair = `${d.host}|${d.target}`;
+      const ended = d.gen ? this.endedGens.get(switchId)?.get(pair)?.has(d.gen) === true : false;
+      const away = d.gen ? (ended ? { event: this.windowEvents } : undefined) : this.away.get(switchId)?.get(pair);
       this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event }) });
       return;
     }
@@ -844,11 +846,7 @@ export class MetricsEngine {
   /** The engine's `host|target` keys of a switch's pairs (those whose endpoint keys have addresses). */
   private pairKeys(switchId: string, pairs: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): string[] {
     if (endpoints?.length) this.endpoints.learn(switchId, endpoints);
-    return pairs.flatMap((p) => {
-      const host = this.endpoints.local(switchId, p.host);
-      const target = this.endpoints.local(switchId, p.target);
-      return host === undefined || target === undefined ? [] : [`${host}|${target}`];
-    });
+    return this.pairGens(switchId, pairs).map((p) => p.key);
   }
 
   /**

@@ -380,7 +380,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const sentNs = process.hrtime.bigint();
     const key = (p: { host: number; target: number }) => `${p.host}|${p.target}`;
     const wanted = new Map<string, number>();
-    for (const te of this.state.entries()) if (te.tableId === tableId) wanted.set(key(pairOfEntry(te)), pairOfEntry(te).gen);
+    for (const te of this.state.entries()) {
+      if (te.tableId !== tableId) continue;
+      const p = pairOfEntry(te);
+      wanted.set(key(p), p.gen);
+    }
     const observed = entries.filter((te) => te.tableId === tableId).map(pairOfEntry);
     // A pair of this window the switch watches already keeps the occurrence it has there.
     const kept = observed.filter((p) => wanted.has(key(p)) && p.gen !== wanted.get(key(p)) && this.rotation.adoptGen(p.host, p.target, p.gen));
