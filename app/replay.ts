@@ -198,6 +198,7 @@ export async function replaySwitches(switches: readonly ReplaySwitch[], opts: Re
         exporter.metrics.windowLeft(r.options.name, e.leftPairs);
         exporter.metrics.windowJoined(r.options.name, e.joinedPairs);
       });
+      r.controller.on("watch-joined", (e) => exporter.metrics.windowJoined(r.options.name, e.pairs));
     }
     // The data plane's histograms, read at every interval boundary of the capture's clock.
     for (const r of rigs) r.onHistograms = (h, atNs) => exporter.metrics.addHistograms(r.options.name, h, atNs);

@@ -133,6 +133,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   controller.on("rotated", (e) => handOnEvents(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs)));
   // Taking the switch, the pairs an earlier controller's window left on it are deleted: told as a rotation's leaves.
   controller.on("watch-left", (e) => handOnEvents(gate.rotated(e.pairs, [], e.sentNs)));
+  // Pairs learned into the window's room join it as a rotation's joins do: told, so that an occurrence an earlier
+  // controller's window left (and this one, starting elsewhere, may give again) is not taken as ended.
+  controller.on("watch-joined", (e) => handOnEvents(gate.rotated([], e.pairs, e.sentNs)));
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;

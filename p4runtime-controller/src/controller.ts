@@ -63,6 +63,14 @@ export interface ControllerEvents {
    * (this host's monotonic clock) before it, as a rotation's leaves are.
    */
   "watch-left": [{ pairs: WatchedPair[]; sentNs: bigint }];
+  /**
+   * Pairs learned while the polling window had room joined it, each with
+   * the occurrence it is watched in (`gen`), told before their watchlist
+   * entries are written, as a rotation's joins are: an exporter that holds
+   * that occurrence as ended (an earlier controller's window left it)
+   * takes the pairs' commands from here on as watched.
+   */
+  "watch-joined": [{ pairs: WatchedPair[]; sentNs: bigint }];
 }
 
 /** An io_watchlist entry's pair (its two exact match fields, in field id order: host, target) and occurrence (its action's one parameter; 0 when it has none). */
@@ -567,6 +575,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
   private watchJoined(): void {
     const j = this.rotation.takeJoined();
     if (!WATCHLIST_MODES.includes(this.mode) || (j.flows.length === 0 && j.pairs.length === 0)) return;
+    if (j.pairs.length) this.emit("watch-joined", { pairs: j.pairs.map(({ host, target, gen }) => ({ host, target, gen })), sentNs: process.hrtime.bigint() });
     this.setWatched(j.flows, j.pairs);
     if (this.watchJoinWrites === "on-demand") this.watchJoinsPending = true;
     else this.connection.sync().catch((err: unknown) => this.log.warn("writing the watchlist entries of new flows failed; they are written at the next rotation", { error: (err as Error).message }));

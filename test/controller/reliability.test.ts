@@ -7,7 +7,8 @@ import { buildTableEntry, decodeTableEntry, P4RuntimeClient, P4RuntimeError, P4S
 import { Update_Type } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
 import { Topology } from "../../app/topology.js";
 import { replaySwitches } from "../../app/replay.js";
-import type { MessageRecordJson, RecordJson, FlowAggregateJson } from "../../contract/src/records.js";
+import type { IoRecordJson, MessageRecordJson, RecordJson, FlowAggregateJson } from "../../contract/src/records.js";
+import { Exporter } from "../../exporter/src/exporter.js";
 import { parseConfig } from "../../p4runtime-controller/src/config.js";
 import type { DigestBatch } from "../../contract/src/digest-batch.js";
 import { TelemetryController } from "../../p4runtime-controller/src/controller.js";
@@ -334,6 +335,51 @@ describe("mode switch mid-traffic", () => {
 });
 
 describe("polling, window occurrences", () => {
+  test("a pair learned into the window's room is told as joined with its occurrence before any digest names it: one an earlier controller's window left is not taken as ended", async () => {
+    const s = await startSwitch();
+    cleanups.push(() => s.server.close());
+    const c = new TelemetryController(parseConfig({
+      switch: { address: `127.0.0.1:${s.port}`, switch_id: "sw", timestamp_unit_ns: 1 },
+      ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
+      digest: { max_list_size: 1, max_timeout_us: 1 },
+      mode: "polling",
+      polling: { rotation_period_ms: 3_600_000 },
+    }));
+    // The exporter told as run-controller.ts tells it; the occurrence the pair will join with ended once already (an
+    // earlier controller's window left it: a restarted controller starts at a random occurrence, so 1 in 255; here
+    // every occurrence has ended).
+    const records: RecordJson[] = [];
+    const exporter = new Exporter({ intervalNs: 250_000_000n, ioTimeoutNs: 300_000_000n, correlationWindowNs: 100_000_000n });
+    exporter.addSink((r) => records.push(r));
+    const order: string[] = [];
+    c.on("watch-joined", (e) => {
+      order.push(`joined ${e.pairs.map((p) => p.gen).join(",")}`);
+      exporter.metrics.windowJoined("sw", e.pairs);
+    });
+    c.on("digests", (b: DigestBatch) => {
+      for (const d of b.digests) if (d.kind === "io" && d.event !== 0) order.push(`io ${d.gen}`);
+      exporter.onBatch(b);
+    });
+    c.start();
+    cleanups.push(() => c.stop());
+    await c.ready();
+    let t = 1_800_000_000_000_000_000n;
+    const send = (f: { port: number; hex: string }) => s.sw.process({ port: f.port, data: Buffer.from(f.hex, "hex"), unixNs: (t += 1000n) });
+    const host = ipv4("10.0.1.1"), target = ipv4("10.0.2.1");
+    exporter.metrics.windowLeft("sw", Array.from({ length: 255 }, (_, i) => ({ host, target, gen: i + 1 })));
+    send(readIoFrames(0)[0]!);
+    await until(() => c.pairCoverage().measured_pairs === 1, 5000, "the pair in the window");
+    const [command, data, response] = readIoFrames(1);
+    for (const f of [command!, data!, response!]) send(f);
+    await until(() => order.filter((o) => o.startsWith("io")).length === 2, 5000, () => `the I/O's digests (${order.join("; ")})`);
+    exporter.finish();
+    const gen = Number(order[0]!.split(" ")[1]);
+    expect(gen).toBeGreaterThan(0);
+    expect(order).toEqual([`joined ${gen}`, `io ${gen}`, `io ${gen}`]);
+    const ios = records.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cid, r.incomplete, r.e2e_c_ns !== null])).toEqual([[1, false, true]]);
+  });
+
   test("the switch stamps each I/O event with its pair's window occurrence: a response after the pair left and came back names the next one", async () => {
     const s = await startSwitch();
     cleanups.push(() => s.server.close());
