@@ -26,6 +26,8 @@
 // BENCH_GROUP_COMPRESSION (gzip, none or both; default both), BENCH_GROUP_THREADS
 // (the members' engine threads, --threads; default 0,1: each setting with
 // the engines in the member's thread, then on one thread of their own),
+// BENCH_GROUP_FEED (digests/s, comma-separated: one member fed at each steady
+// rate, its transactions and CPU; default 20000),
 // BENCH_CPU_PROF (a
 // directory: CPU profiles of the members), BENCH_GROUP_WARMUP (warm-up runs of
 // one member before the rounds, not counted, default 1), BENCH_GROUP_RUNS (rounds, default 1:
@@ -217,19 +219,31 @@ function enginesOnly(w: Workload, batch = 3000): { perS: number; cpuUsPerDigest:
  * for more, from the first report of a digest committed to the last (the
  * digests of that first report not counted).
  */
-async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number; brokerUsPerDigest: number | undefined }> {
+async function measureGroup(brokers: string, w: Workload, compression: "gzip" | "none", members: number, threads: number, feedPerS?: number): Promise<{ perS: number; perMember: number[]; assigned: number[]; transactions: number; busy: number[]; cpuUsPerDigest: number; brokerUsPerDigest: number | undefined; drainMs: number }> {
   const topics = topicsOf(`bench-group-${compression}-${members}-${Date.now()}`);
   const total = w.messages.length;
   // Creates the topics (8 partitions) before the members join: they share the digest topic's partitions.
   const sink = new KafkaSink({ brokers: [brokers], topics, partitions: PARTITIONS, compression, maxBuffered: total + 1 });
   await sink.start();
   const group = `bench-group-${Date.now()}`;
+  let publishedAt = 0;
   const publish = async () => {
-    for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
+    if (feedPerS) {
+      // A steady feed, as a fabric's controllers publish: a slice every 10 ms.
+      const slice = Math.max(1, Math.round(feedPerS / 100));
+      const t0 = performance.now();
+      for (let i = 0; i < w.messages.length; i += slice) {
+        for (const m of w.messages.slice(i, i + slice)) sink.push({ ...m, topic: topics.digest });
+        const due = t0 + ((i + slice) / feedPerS) * 1000;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+    } else for (const m of w.messages) sink.push({ ...m, topic: topics.digest });
     await sink.flush(600_000);
+    publishedAt = Date.now();
     await sink.close();
   };
-  if (members === 1) await publish();
+  if (members === 1 && !feedPerS) await publish();
   const workers = Array.from({ length: members }, () =>
     fork(join(here, `exporter-group-worker.${compiled ? "js" : "ts"}`), [brokers, JSON.stringify(topics), group, String(threads)], {
       execArgv: [...(compiled ? [] : ["--conditions=source", "--import", "tsx"]), ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [])],
@@ -269,13 +283,14 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     });
   });
   await settled;
-  if (members > 1) await publish();
+  if (members > 1 || feedPerS) await publish();
   await done;
+  const drainedAt = Math.max(...lastNew.map((x) => x?.at ?? 0));
   for (const wk of workers) wk.kill("SIGTERM");
   await Promise.all(workers.map((wk) => new Promise((r) => wk.once("exit", r))));
   // One member: from when it held the partitions (the workload on the topic already) to its last commit. More: from
   // the first digest committed (the workload published once they held the partitions).
-  const starts = members === 1 ? (atSettle ?? fromFirst) : fromFirst;
+  const starts = members === 1 && !feedPerS ? (atSettle ?? fromFirst) : fromFirst;
   const spans = lastNew.map((l, i) => {
     const f = starts[i] ?? l;
     return l && f ? { f, l } : undefined;
@@ -294,6 +309,7 @@ async function measureGroup(brokers: string, w: Workload, compression: "gzip" | 
     }),
     cpuUsPerDigest: sum(spans.map((x) => (x ? x.l.cpuUs - x.f.cpuUs : 0))) / Math.max(1, taken),
     brokerUsPerDigest,
+    drainMs: drainedAt - publishedAt,
   };
 }
 
@@ -346,6 +362,13 @@ export async function benchExporterGroup(): Promise<void> {
           print(`  ${setting}: ${Math.round(r.perS).toLocaleString("en")} digests/s (${(r.perS / local * 100).toFixed(0)} % of in process, ${(r.perS / toKafka.perS * 100).toFixed(0)} % of in process to Kafka; per member ${r.perMember.map((x, i) => `${Math.round(x).toLocaleString("en")} (${r.assigned[i]} partitions at the end, event loop busy ${(r.busy[i]! * 100).toFixed(0)} %)`).join(", ")}; ${r.transactions.toLocaleString("en")} transactions; ${r.cpuUsPerDigest.toFixed(1)} µs of the members' CPU a digest${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's`})`);
         }
       }
+    }
+    // Digests fed at a steady rate, as a fabric's controllers publish them: the transactions that costs (each one
+    // costs the broker its requests and a marker in every partition it wrote) and how soon the member is done.
+    for (const feed of (process.env.BENCH_GROUP_FEED ?? "20000").split(",").map(Number).filter((n) => n > 0)) {
+      const r = await measureGroup(brokers, w, "none", 1, 0, feed);
+      const seconds = w.messages.length / feed;
+      print(`  1 member, fed ${feed.toLocaleString("en")} digests/s for ${seconds.toFixed(1)} s: ${r.transactions.toLocaleString("en")} transactions (${(r.transactions / seconds / PARTITIONS).toFixed(1)} a second per partition), ${Math.round(w.messages.length / Math.max(1, r.transactions)).toLocaleString("en")} digests each; ${r.cpuUsPerDigest.toFixed(1)} µs of the member's CPU a digest${r.brokerUsPerDigest === undefined ? "" : `, ${r.brokerUsPerDigest.toFixed(1)} µs of the broker's`}; the last committed ${r.drainMs} ms after the feed's last digest was acknowledged`);
     }
     if (rounds > 1) {
       // Medians over the rounds: the in-process rate moves by over 1.5× between runs on a shared machine, each round's share is taken against its own.

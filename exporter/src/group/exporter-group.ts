@@ -124,6 +124,14 @@ type OutRecord = { key: string; value: Buffer; headers: Record<string, string> }
 
 /** The most of a transaction's records one produce request carries, in bytes (keys, values, headers): well within a broker's `message.max.bytes` (1 MiB by default) for the record batch of each partition. */
 export const SEND_PART_BYTES = 512 * 1024;
+/**
+ * A fetch waits (up to its 100 ms) until this many bytes of digests are there
+ * (about 3,000 digests): digests that trickle in are taken a batch per
+ * partition and 100 ms, not one at a time, so each partition commits at most
+ * about ten transactions a second. Each transaction costs the broker its
+ * requests and a marker in every partition it wrote, whatever it carries.
+ */
+export const FETCH_MIN_BYTES = 1 << 20;
 /** And in records: kafkajs groups a request's records by partition in time quadratic in their number. */
 export const SEND_PART_RECORDS = 1000;
 
@@ -196,7 +204,7 @@ export class ExporterGroupMember {
     this.kafka = new Kafka({ clientId: o.clientId ?? "rdma-telemetry-exporter", brokers: o.brokers, ssl: o.ssl, sasl: o.sasl, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 } });
     this.admin = this.kafka.admin();
     // read_committed (kafkajs's default): digests of a producer's aborted transaction are never seen.
-    this.consumer = this.kafka.consumer({ groupId: this.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false });
+    this.consumer = this.kafka.consumer({ groupId: this.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 10_000, maxWaitTimeInMs: 100, minBytes: FETCH_MIN_BYTES, readUncommitted: false });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
       const now = new Set(e.payload.memberAssignment[this.topics.digest] ?? []);
       this.assigned.clear();
