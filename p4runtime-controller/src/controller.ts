@@ -399,6 +399,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     if (kept.length) this.setWatched([], kept);
     const pairs = observed.filter((p) => !wanted.has(key(p)));
     if (!pairs.length) return;
+    for (const p of pairs) this.rotation.leftByEarlier(p.host, p.target, p.gen);
     this.log.info("the switch's watchlist held pairs outside this controller's window: taken out", { pairs: pairs.length });
     this.emit("watch-left", { pairs, sentNs });
   }

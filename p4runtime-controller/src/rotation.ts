@@ -47,6 +47,8 @@ export class Rotation {
   private pairCursor = 0;
   private index = 0;
   private window: Window = { index: 0, flows: [], pairs: [] };
+  /** per pair (host|target), occurrences an earlier controller's window left on the switch: never given to the pair again by this one */
+  private readonly leftBefore = new Map<string, Set<number>>();
   /** flows and pairs that joined the current window as they were learned, not yet taken (takeJoined) */
   private joined: { flows: WatchedFlow[]; pairs: WatchedPair[] } = { flows: [], pairs: [] };
 
@@ -91,7 +93,7 @@ export class Rotation {
     const pair = { host, target, gen: this.genBase === 1 ? 255 : this.genBase - 1 };
     this.pairs.push(pair);
     if (this.window.pairs.length < this.pairCapacity && this.pairs.length <= this.pairCapacity) {
-      pair.gen = nextGen(pair.gen);
+      pair.gen = this.nextGenOf(pair);
       const p = { host, target, gen: pair.gen };
       this.window.pairs.push(p);
       this.joined.pairs.push(p);
@@ -113,6 +115,29 @@ export class Rotation {
     const known = this.pairs.find((p) => p.host === host && p.target === target);
     if (known) known.gen = gen;
     return true;
+  }
+
+  /**
+   * An earlier controller's window held this pair in occurrence `gen` on the
+   * switch, and its entry is being deleted (told as left): this controller
+   * never gives the pair that occurrence. Digests of it may still reach the
+   * exporter after this controller's join of the pair (the earlier one
+   * publishing its backlog), and must stay those of an ended occurrence.
+   */
+  leftByEarlier(host: number, target: number, gen: number): void {
+    if (gen < 1 || gen > 255) return;
+    const k = `${host}|${target}`;
+    let set = this.leftBefore.get(k);
+    if (!set) this.leftBefore.set(k, (set = new Set()));
+    set.add(gen);
+  }
+
+  /** The pair's next occurrence, past those an earlier controller left. */
+  private nextGenOf(p: { host: number; target: number; gen: number }): number {
+    const avoid = this.leftBefore.get(`${p.host}|${p.target}`);
+    let gen = nextGen(p.gen);
+    while (avoid?.has(gen) && avoid.size < 255) gen = nextGen(gen);
+    return gen;
   }
 
   current(): Window {
@@ -157,7 +182,7 @@ export class Rotation {
     const stays = new Set(this.window.pairs.map((p) => `${p.host}|${p.target}`));
     const pairs = Array.from({ length: m }, (_, i) => {
       const p = this.pairs[(this.pairCursor + i) % this.pairs.length]!;
-      if (!stays.has(`${p.host}|${p.target}`)) p.gen = nextGen(p.gen);
+      if (!stays.has(`${p.host}|${p.target}`)) p.gen = this.nextGenOf(p);
       return { host: p.host, target: p.target, gen: p.gen };
     });
     this.pairCursor = this.pairs.length ? (this.pairCursor + m) % this.pairs.length : 0;

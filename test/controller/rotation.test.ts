@@ -90,4 +90,24 @@ describe("polling rotation", () => {
     r.advance(); // 1, 2: 2 stays with 77
     expect(gens()).toEqual({ 1: 1, 2: 77 });
   });
+
+  test("an occurrence an earlier controller's window left on the switch is never given to that pair", () => {
+    const r = new Rotation(1, 1, 40);
+    // Taking the switch over: the earlier controller's window held (5, 9) in 40 and (6, 9) in 41.
+    r.leftByEarlier(5, 9, 40);
+    r.leftByEarlier(6, 9, 41);
+    r.addPair(5, 9); // joins as learned: 41, not the base 40
+    r.addPair(6, 9);
+    r.addPair(7, 9);
+    const gens = () => Object.fromEntries(r.current().pairs.map((p) => [p.host, p.gen]));
+    expect(gens()).toEqual({ 5: 41 });
+    r.advance(); // 6 joins: 40 (the one left for it is 41)
+    expect(gens()).toEqual({ 6: 40 });
+    r.advance();
+    expect(gens()).toEqual({ 7: 40 });
+    r.advance(); // 5 again: 42
+    expect(gens()).toEqual({ 5: 42 });
+    r.advance(); // 6: 41 skipped
+    expect(gens()).toEqual({ 6: 42 });
+  });
 });
