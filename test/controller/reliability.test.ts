@@ -335,7 +335,8 @@ describe("mode switch mid-traffic", () => {
 });
 
 describe("polling, window occurrences", () => {
-  test("a pair learned into the window's room is told as joined with its occurrence before any digest names it: one an earlier controller's window left is not taken as ended", async () => {
+  /** The software switch, and a polling controller for it (not started) with a window of `pairs` pairs and no rotation of its own. */
+  async function pollingSwitch(pairs?: number) {
     const s = await startSwitch();
     cleanups.push(() => s.server.close());
     const c = new TelemetryController(parseConfig({
@@ -343,8 +344,13 @@ describe("polling, window occurrences", () => {
       ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
       digest: { max_list_size: 1, max_timeout_us: 1 },
       mode: "polling",
-      polling: { rotation_period_ms: 3_600_000 },
+      polling: { rotation_period_ms: 3_600_000, ...(pairs === undefined ? {} : { io_pair_capacity: pairs }) },
     }));
+    return { s, c };
+  }
+
+  test("a pair learned into the window's room is told as joined with its occurrence before any digest names it: one an earlier controller's window left is not taken as ended", async () => {
+    const { s, c } = await pollingSwitch();
     // The exporter told as run-controller.ts tells it; the occurrence the pair will join with ended once already (an
     // earlier controller's window left it: a restarted controller starts at a random occurrence, so 1 in 255; here
     // every occurrence has ended).
@@ -381,15 +387,7 @@ describe("polling, window occurrences", () => {
   });
 
   test("the switch stamps each I/O event with its pair's window occurrence: a response after the pair left and came back names the next one", async () => {
-    const s = await startSwitch();
-    cleanups.push(() => s.server.close());
-    const c = new TelemetryController(parseConfig({
-      switch: { address: `127.0.0.1:${s.port}`, switch_id: "sw", timestamp_unit_ns: 1 },
-      ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
-      digest: { max_list_size: 1, max_timeout_us: 1 },
-      mode: "polling",
-      polling: { rotation_period_ms: 3_600_000, io_pair_capacity: 1 },
-    }));
+    const { s, c } = await pollingSwitch(1);
     const io: Array<{ cid: number; event: number; gen: number }> = [];
     c.on("digests", (b: DigestBatch) => { for (const d of b.digests) if (d.kind === "io" && d.event !== 0) io.push({ cid: d.cid, event: d.event, gen: d.gen }); });
     c.start();
