@@ -1,4 +1,4 @@
-// The order test files start in: the longest first, so that the two workers
+// The order test files start in: the longest first, so that the workers
 // end together rather than one running a minute-long file alone at the end.
 // Vitest orders by the durations of earlier runs where it has them; a clean
 // clone (CI) has none, and vitest would start the largest files first, which
