@@ -17,9 +17,9 @@ export default defineConfig({
     reporters: ["default", "./test/support/toolchain-reporter.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Three workers on two cores: many files wait on brokers, JVMs and outages more than they compute (a clean-clone
-    // `.ci/run` took 1,120 s with three, the CPU then 10 % idle, against 1,170–1,311 s with two).
-    maxWorkers: 3,
+    // Two cores: one worker for the pipeline-heavy tests, one for the rest. (Three made `.ci/run` 1,120 s instead of
+    // about 1,200, with the CPU then 90 % busy, and live switches replaying captures at their pace fell behind it.)
+    maxWorkers: 2,
     // The longest files start first (test/support/sequencer.ts).
     sequence: { sequencer: LongestFirst },
     // Controllers started by tests keep their control token here, not in the user's state directory.

@@ -502,7 +502,7 @@ export class MetricsEngine {
       return;
     }
     let open = this.outstanding.get(outKey);
-    if (open && open.digest.cmd_psn === d.cmd_psn && at - open.cmdUnixNs > this.options.ioTimeoutNs) {
+    if (open && open.digest.cmd_psn === d.cmd_psn && this.answeredAfterNs(d, at - open.cmdUnixNs) > this.options.ioTimeoutNs) {
       // Answered after the I/O timeout on its switch's clock: the I/O timed
       // out first, whenever the timeout scan (every 10 ms of digest time)
       // runs and however the switch put its digests in lists.
@@ -927,6 +927,18 @@ export class MetricsEngine {
       if (!away?.delete(k)) continue; // never out, or back already: nothing it answers can be mistaken
       back.set(k, event);
     }
+  }
+
+  /**
+   * How long after its command a response came, on the switch's clock: the
+   * e2e the switch measured between the two packets, where the I/O timeout
+   * is within its 32 bits. The digests' times (`sinceCommandNs`) are the
+   * lists' in the compact layout (Tofino's), and a response's list may leave
+   * later after its packet than its command's did: the I/O was answered in
+   * time although the lists are further apart.
+   */
+  private answeredAfterNs(d: IoDigest, sinceCommandNs: bigint): bigint {
+    return this.options.ioTimeoutNs < 1n << 32n ? BigInt(d.e2e_ns) : sinceCommandNs;
   }
 
   /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */

@@ -292,6 +292,18 @@ describe("one record per I/O, totals per interval", () => {
     expect(await prometheus.registry.metrics()).toContain('rdma_telemetry_late_responses_total{switch="tor"} 1');
   });
 
+  test("a response whose list left more than the I/O timeout after its command's is answered in time when the switch's e2e says so (compact digests carry their list's time)", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    // The command's list at once; the response, 0.9 s later at the switch, in a list that left 0.3 s after it.
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    m.onDigestList("tor", T0 + 1_200_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 1_200_000_000, e2e_ns: 900_000_000 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cmd_psn, r.incomplete, r.e2e_c_ns])).toEqual([[1000, false, 900_000_000]]);
+    expect(stats(out).at(-1)).toMatchObject({ late_responses: 0, incomplete_ios: 0 });
+  });
+
   test("a response after the I/O timeout on its switch's clock is late however the digests come in lists: the first after a quiet switch, or behind a later command in one list", () => {
     const run = (lists: Array<[bigint, IoDigest[]]>) => {
       const out: RecordJson[] = [];
