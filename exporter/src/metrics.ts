@@ -931,14 +931,16 @@ export class MetricsEngine {
 
   /**
    * How long after its command a response came, on the switch's clock: the
-   * e2e the switch measured between the two packets, where the I/O timeout
-   * is within its 32 bits. The digests' times (`sinceCommandNs`) are the
+   * e2e the switch measured between the two packets (32 bits, so unwrapped
+   * around `sinceCommandNs`, the digests' times apart). Those times are the
    * lists' in the compact layout (Tofino's), and a response's list may leave
    * later after its packet than its command's did: the I/O was answered in
    * time although the lists are further apart.
    */
   private answeredAfterNs(d: IoDigest, sinceCommandNs: bigint): bigint {
-    return this.options.ioTimeoutNs < 1n << 32n ? BigInt(d.e2e_ns) : sinceCommandNs;
+    const e2e = BigInt(d.e2e_ns);
+    if (sinceCommandNs <= e2e) return e2e;
+    return e2e + ((sinceCommandNs - e2e + E2E_WRAP_NS / 2n) / E2E_WRAP_NS) * E2E_WRAP_NS;
   }
 
   /** Moves time forward (on the common clock): emits I/Os that timed out and intervals that are over. */
@@ -1048,5 +1050,7 @@ export class MetricsEngine {
 const LATE_RESPONSE_MEMORY_NS = 600_000_000_000n;
 /** The most a switch's digest list may lag its own newest digest's time (the agent's batching and delivery) and still time I/Os exactly. */
 const LIST_DELAY_MAX_NS = 1_000_000_000n;
+/** A digest's e2e_ns wraps at 32 bits (4.29 s). */
+const E2E_WRAP_NS = 1n << 32n;
 /** Empty intervals are emitted (switch_stats only) up to this many at once; a longer silence (a replay's clocks far apart) gets none. */
 const MAX_EMPTY_INTERVALS = 100_000n;

@@ -304,6 +304,18 @@ describe("one record per I/O, totals per interval", () => {
     expect(stats(out).at(-1)).toMatchObject({ late_responses: 0, incomplete_ios: 0 });
   });
 
+  test("a response 4.5 s after its command is late although its 32-bit e2e wrapped to 0.2 s", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    const after = 4_500_000_000;
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 })]);
+    m.onDigestList("tor", T0 + BigInt(after), [io({ seq: 1, event: 2, vantage: 3, ts: after, e2e_ns: after % 2 ** 32 })]);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+    expect(ios.map((r) => [r.cmd_psn, r.incomplete, r.e2e_c_ns])).toEqual([[1000, true, null]]);
+    expect(stats(out).reduce((a, r) => a + r.late_responses, 0)).toBe(1);
+  });
+
   test("a response after the I/O timeout on its switch's clock is late however the digests come in lists: the first after a quiet switch, or behind a later command in one list", () => {
     const run = (lists: Array<[bigint, IoDigest[]]>) => {
       const out: RecordJson[] = [];
