@@ -74,6 +74,7 @@ export class TelemetryMetrics {
   private readonly latestStats = new Map<string, SwitchStatsJson>();
   private readonly incomplete = new Map<string, number>();
   private readonly unknownEndpoints = new Map<string, number>();
+  private readonly answerLost = new Map<string, number>();
   private readonly ioLatency: LabeledHistogram;
   private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
   private readonly dataplane: Record<"io" | "fct", LabeledHistogram>;
@@ -123,6 +124,14 @@ export class TelemetryMetrics {
       collect() {
         this.reset();
         for (const [sw, n] of incomplete) this.inc({ switch: sw }, n);
+      },
+    });
+    const answerLost = this.answerLost;
+    new Counter({
+      name: "rdma_telemetry_ios_answer_lost_total", help: "I/Os with no response seen whose answer is unknown: digests the switch sent after the command were lost on the way (switch_stats ios_answer_lost)", labelNames: ["switch"], registers: [register],
+      collect() {
+        this.reset();
+        for (const [sw, n] of answerLost) this.inc({ switch: sw }, n);
       },
     });
     const unknownEndpoints = this.unknownEndpoints;
@@ -200,6 +209,7 @@ export class TelemetryMetrics {
       this.latestStats.set(r.switch_id, r);
       this.incomplete.set(r.switch_id, (this.incomplete.get(r.switch_id) ?? 0) + r.incomplete_ios);
       this.unknownEndpoints.set(r.switch_id, (this.unknownEndpoints.get(r.switch_id) ?? 0) + (r.unknown_endpoint_digests ?? 0));
+      this.answerLost.set(r.switch_id, (this.answerLost.get(r.switch_id) ?? 0) + (r.ios_answer_lost ?? 0));
     } else if (r.type === "io") {
       const base = { switch: r.switch_id, host: r.host, target: r.target, op: r.op };
       for (const [figure, field] of IO_FIGURES) {

@@ -26,6 +26,7 @@ import {
 import { modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
 import { flowIntervalRecord, IntervalAggregates, ioIntervalRecord, type SwitchInterval } from "./metrics/aggregates.js";
 import { SwitchClock } from "./metrics/switch-clock.js";
+import type { SeqTracker } from "./seq-tracker.js";
 import { SwitchHealth, type SwitchCounterFigures, type SwitchPosition } from "./metrics/switch-health.js";
 
 export { SwitchClock } from "./metrics/switch-clock.js";
@@ -46,6 +47,13 @@ export interface MetricsOptions {
    */
   silentSwitchNs: bigint;
   sketchAccuracy: number;
+  /**
+   * The engine sees every digest its switches send (not an exporter group
+   * partition's share): a gap in a switch's sequence after a command is
+   * digests lost, which may have held its response (an I/O with no response
+   * seen is then "answer unknown", not incomplete).
+   */
+  wholeSequence: boolean;
 }
 
 export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
@@ -55,6 +63,7 @@ export const DEFAULT_METRICS_OPTIONS: MetricsOptions = {
   perEventRecords: true,
   silentSwitchNs: 60_000_000_000n,
   sketchAccuracy: 0.005,
+  wholeSequence: true,
 };
 
 /** One vantage's view of an I/O. */
@@ -110,6 +119,18 @@ interface Outstanding {
   unpairedRsp?: Array<{ atUnixNs: bigint; hostQp: number }>;
   /** more than UNPAIRED_RSP_MAX of them came */
   unpairedRspOverflow?: boolean;
+  /** its digest's place in its switch's sequence (wholeSequence): digests lost after it may have held its response */
+  seq?: { tracker: SeqTracker; n: number };
+}
+
+/** A command with no response seen, whose verdict waits for the digests missing between it and `hi` (its switch's sequence). */
+interface Verdict {
+  key: string;
+  o: Outstanding;
+  atUnixNs: bigint;
+  hi: number;
+  /** common clock: by then every list that could hold a missing number is in (LIST_DELAY_MAX_NS) */
+  decideAt: bigint;
 }
 
 /** The unpaired responses kept per open command (each host QP once); past it, any host QP may have answered it. */
@@ -126,6 +147,8 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
+  /** commands timed out with digests still missing after them (timeOut) */
+  private verdicts: Verdict[] = [];
   /**
    * How many switches hold each I/O's command open (by ioKey): a half of the
    * I/O waits for them, whatever the correlation window, so that the other
@@ -159,6 +182,8 @@ export class MetricsEngine {
   /** Per switch: the time (common clock) of its newest I/O digest, its own clock read exactly. */
   private readonly ioTimes = new Map<string, bigint>();
   private watermark = 0n;
+  /** the time (common clock) of the list being read */
+  private listNs = 0n;
   /**
    * Switches that will report (an exporter group member's --switch-id): one
    * that has not yet holds the others' halves and intervals as a silent one
@@ -317,6 +342,7 @@ export class MetricsEngine {
    */
   onDigestList(switchId: string, listTimestampNs: bigint, digests: readonly TelemetryDigest[], badDigests = 0, session?: number, endpoints?: readonly EndpointEntry[]): void {
     const aligned = listTimestampNs + this.align(switchId);
+    this.listNs = aligned;
     this.note(switchId, aligned);
     const si = this.switchInterval(switchId, aligned, this.health.mode(switchId) ?? 0);
     if (session !== undefined) this.checkSession(switchId, session, listTimestampNs);
@@ -487,7 +513,7 @@ export class MetricsEngine {
       this.givenUp.delete(outKey);
       // NVMe reuses a CID on a queue only after its completion: an open I/O
       // with this key lost its response, and is closed at once.
-      if (open) this.timeOut(outKey, open, at);
+      if (open) this.timeOut(outKey, open, at, false, open.seq && open.seq.tracker.unwrap(d.seq) - 1);
       // A command of a pair out of the window came before the rotation that
       // took the pair out (the switch reports no command of a pair it does
       // not watch): its digest was on its way as the controller rotated.
@@ -498,7 +524,8 @@ export class MetricsEngine {
       const pair = `${d.host}|${d.target}`;
       const ended = d.gen ? this.endedGens.get(switchId)?.get(pair)?.has(d.gen) === true : false;
       const away = d.gen ? (ended ? { event: this.windowEvents } : undefined) : this.away.get(switchId)?.get(pair);
-      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event }) });
+      const seq = this.options.wholeSequence ? this.health.sequenceAt(switchId, d.seq) : undefined;
+      this.open(outKey, { switchId, digest: d, cmdUnixNs: at, ioKey: MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), ...(away === undefined ? {} : { leftWindowEvent: away.event }), ...(seq ? { seq } : {}) });
       return;
     }
     let open = this.outstanding.get(outKey);
@@ -722,11 +749,10 @@ export class MetricsEngine {
    * for its switch. `atUnixNs`: when it was given up (the timeout, or a new
    * command with its key).
    */
-  private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs, unwatchedResponse = false): void {
+  private timeOut(key: string, o: Outstanding, atUnixNs = o.cmdUnixNs + this.options.ioTimeoutNs, unwatchedResponse = false, seqBound?: number): void {
     this.close(key, o);
     const d = o.digest;
-    const atAligned = atUnixNs + this.align(o.switchId);
-    this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atAligned });
+    this.givenUp.set(key, { cmdPsn: d.cmd_psn, atAlignedNs: atUnixNs + this.align(o.switchId) });
     // Its pair left the polling window before the response could be seen:
     // the response went unwatched, not missing. This vantage's figures are
     // absent, and the I/O is not reported incomplete (SPEC §3: an I/O whose
@@ -734,15 +760,65 @@ export class MetricsEngine {
     const unwatched = unwatchedResponse || o.leftWindowEvent !== undefined;
     // A response with its CID came on a queue the switch had no pairing of
     // (counted then as untracked): perhaps its own, so not incomplete either.
-    const before = o.unpairedRsp?.filter((r) => r.atUnixNs < atUnixNs) ?? [];
-    const unknown = !unwatched && before.length > 0;
-    if (unwatched) this.switchInterval(o.switchId, atAligned, d.mode).leftWindow++;
-    else if (!unknown) this.switchInterval(o.switchId, atAligned, d.mode).incomplete++;
+    const unknown = !unwatched && o.unpairedRsp?.some((r) => r.atUnixNs < atUnixNs) === true;
+    if (unwatched || unknown || !o.seq) {
+      this.giveUp(o, atUnixNs, unwatched ? "unwatched" : unknown ? "unknown" : "incomplete");
+      return;
+    }
+    // No response seen: incomplete only if every digest the switch sent
+    // between the command and now (or the command that reused its CID) came.
+    // One missing may have been the response: wait for it while a list could
+    // still bring it.
+    const v: Verdict = { key, o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + LIST_DELAY_MAX_NS };
+    if (!this.decide(v, false)) {
+      this.verdicts.push(v);
+      this.openIos.set(o.ioKey, (this.openIos.get(o.ioKey) ?? 0) + 1); // the other vantage's half waits for it
+    }
+  }
+
+  /**
+   * A timed-out command's verdict, if it can be given (`final`: nothing more
+   * will come): incomplete when every digest between its command's and `hi`
+   * came, "answer unknown" (ios_answer_lost) when one of them was lost.
+   */
+  private decide(v: Verdict, final: boolean): boolean {
+    const gap = v.o.seq!.tracker.gapIn(v.o.seq!.n + 1, v.hi);
+    if (gap === "open" && !final && this.watermark < v.decideAt) return false;
+    this.giveUp(v.o, v.atUnixNs, gap === "none" ? "incomplete" : "lost");
+    return true;
+  }
+
+  /** The verdicts that can be given now (every one at the end of a run). */
+  private decideVerdicts(final: boolean): void {
+    if (!this.verdicts.length) return;
+    this.verdicts = this.verdicts.filter((v) => {
+      if (!this.decide(v, final)) return true;
+      const n = this.openIos.get(v.o.ioKey) ?? 0;
+      if (n > 1) this.openIos.set(v.o.ioKey, n - 1);
+      else this.openIos.delete(v.o.ioKey);
+      return false;
+    });
+  }
+
+  /**
+   * The half of a command given up with no response seen: `incomplete`
+   * (none crossed the switch within the I/O timeout), or with the answer
+   * unknown: its pair's window left (`unwatched`), a response with its CID on
+   * a queue of unknown pairing (`unknown`), digests lost after it (`lost`).
+   */
+  private giveUp(o: Outstanding, atUnixNs: bigint, why: "incomplete" | "unwatched" | "unknown" | "lost"): void {
+    const d = o.digest;
+    const atAligned = atUnixNs + this.align(o.switchId);
+    const si = this.switchInterval(o.switchId, atAligned, d.mode);
+    if (why === "unwatched") si.leftWindow++;
+    else if (why === "incomplete") si.incomplete++;
+    else if (why === "lost") si.answerLost++;
+    const before = why === "unknown" ? o.unpairedRsp!.filter((r) => r.atUnixNs < atUnixNs) : [];
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
-      e2e: null, dal: null, dpl: null, incomplete: !unwatched && !unknown, cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
-      ...(unknown ? { unknownQps: o.unpairedRspOverflow ? undefined : before.map((r) => r.hostQp) } : {}),
+      e2e: null, dal: null, dpl: null, incomplete: why === "incomplete", cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
+      ...(why === "unknown" ? { unknownQps: o.unpairedRspOverflow ? undefined : before.map((r) => r.hostQp) } : {}),
     });
   }
 
@@ -971,6 +1047,7 @@ export class MetricsEngine {
         else this.giveUpSilent(k, o, own - this.align(o.switchId));
       }
     }
+    this.decideVerdicts(false);
     // A response later than this is taken for an I/O of its own (its command's digest lost).
     for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);
     for (const [k, list] of this.halves) {
@@ -991,6 +1068,7 @@ export class MetricsEngine {
   /** Emits everything still pending (end of a replay). */
   finish(): void {
     for (const [k, o] of [...this.outstanding]) this.timeOut(k, o);
+    this.decideVerdicts(true);
     for (const list of this.halves.values()) {
       for (const h of list) this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
     }

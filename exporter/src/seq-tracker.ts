@@ -5,9 +5,45 @@
 // closing), or once it is WINDOW numbers behind the highest one seen, or at
 // the end. The counts are of settled numbers only, so that a run that
 // resumes at `floor` (resumeAt) after a crash counts every number once.
+// It also keeps where the numbers not seen are (holes, still unsettled, and
+// lost runs, settled), so that an I/O's verdict can ask whether any digest
+// after its command is missing (gapIn).
 
 const WINDOW = 1 << 16;
 const U32 = 2 ** 32;
+
+/** Lost runs kept for gapIn (each a gap in the sequence: a list or more lost). */
+const LOST_RUNS = 4096;
+
+/** Whether any run of sorted disjoint `runs` meets [from, to]. */
+function overlaps(runs: ReadonlyArray<readonly [number, number]>, from: number, to: number): boolean {
+  // The first run that ends at or after `from`.
+  let lo = 0;
+  let hi = runs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (runs[mid]![1] < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < runs.length && runs[lo]![0] <= to;
+}
+
+/** Takes `n` out of sorted disjoint `runs` (splitting the run that holds it). */
+function removeFrom(runs: Array<[number, number]>, n: number): void {
+  let lo = 0;
+  let hi = runs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (runs[mid]![1] < n) lo = mid + 1;
+    else hi = mid;
+  }
+  const r = runs[lo];
+  if (!r || r[0] > n) return;
+  if (r[0] === r[1]) runs.splice(lo, 1);
+  else if (r[0] === n) r[0]++;
+  else if (r[1] === n) r[1]--;
+  else runs.splice(lo, 1, [r[0], n - 1], [n + 1, r[1]]);
+}
 
 export class SeqTracker {
   /** per slot: the number it holds, plus 1 */
@@ -19,20 +55,18 @@ export class SeqTracker {
   /** numbers below this were counted by an earlier run (resumeAt): not counted again */
   private ignoreBelow = -Infinity;
   private highestSeen = -1;
+  /** numbers in [floor, highest] not seen yet, as sorted disjoint [from, to] runs */
+  private holes: Array<[number, number]> = [];
+  /** settled numbers counted lost, as sorted disjoint runs (the newest LOST_RUNS kept) */
+  private lostRuns: Array<[number, number]> = [];
+  /** below this the lost runs were let go: a range reaching below it cannot be told */
+  private forgottenBelow = -Infinity;
   received = 0;
   lost = 0;
   duplicated = 0;
 
   add(seq32: number): void {
-    // Unwrap the 32-bit number around the highest seen.
-    let seq = seq32;
-    if (this.highestSeen >= 0) {
-      const hi32 = this.highestSeen % U32;
-      let delta = seq32 - hi32;
-      if (delta > U32 / 2) delta -= U32;
-      else if (delta < -U32 / 2) delta += U32;
-      seq = this.highestSeen + delta;
-    }
+    const seq = this.unwrap(seq32);
     if (seq < this.ignoreBelow) return;
     if (this.floorAt === undefined) this.floorAt = this.start = seq;
     if (seq < this.floorAt) {
@@ -40,15 +74,41 @@ export class SeqTracker {
       return;
     }
     if (seq > this.highestSeen) {
+      const from = Math.max(this.highestSeen + 1, this.floorAt);
+      if (seq > from) this.holes.push([from, seq - 1]);
       this.finalize(seq - WINDOW);
       this.highestSeen = seq;
     }
     const i = seq % WINDOW;
     if (this.seen[i] === seq + 1) this.copies[i]!++;
     else {
+      if (seq < this.highestSeen) removeFrom(this.holes, seq);
       this.seen[i] = seq + 1;
       this.copies[i] = 1;
     }
+  }
+
+  /** The number `seq32` stands for: the 32-bit number unwrapped around the highest seen. */
+  unwrap(seq32: number): number {
+    if (this.highestSeen < 0) return seq32;
+    const hi32 = this.highestSeen % U32;
+    let delta = seq32 - hi32;
+    if (delta > U32 / 2) delta -= U32;
+    else if (delta < -U32 / 2) delta += U32;
+    return this.highestSeen + delta;
+  }
+
+  /**
+   * Whether numbers in [from, to] (unwrapped) are missing: "lost" (settled
+   * as lost, or not known to this tracker: before the numbers it counts, or
+   * let go), "open" (not seen yet, not settled), else "none": every one of
+   * them came.
+   */
+  gapIn(from: number, to: number): "lost" | "open" | "none" {
+    if (to < from) return "none";
+    if (this.floorAt === undefined || from < this.start || from < this.ignoreBelow || from < this.forgottenBelow) return "lost";
+    if (overlaps(this.lostRuns, from, to)) return "lost";
+    return to > this.highestSeen || overlaps(this.holes, from, to) ? "open" : "none";
   }
 
   /** A number that arrives after it was settled: a repeat, or one counted lost that came after all. */
@@ -61,7 +121,10 @@ export class SeqTracker {
       this.duplicated++;
       return;
     }
-    if (seq >= this.start) this.lost--;
+    if (seq >= this.start) {
+      this.lost--;
+      removeFrom(this.lostRuns, seq);
+    }
     if (held < this.floorAt!) {
       this.seen[i] = seq + 1;
       this.copies[i] = 1;
@@ -71,6 +134,17 @@ export class SeqTracker {
   /** Settles the numbers up to `upTo`: those that never arrived count as lost. */
   private finalize(upTo: number): void {
     if (this.floorAt === undefined) return;
+    // The holes up to upTo are lost runs now.
+    while (this.holes.length && this.holes[0]![0] <= upTo) {
+      const h = this.holes[0]!;
+      const end = Math.min(h[1], upTo);
+      const last = this.lostRuns.at(-1);
+      if (last && last[1] + 1 === h[0]) last[1] = end;
+      else this.lostRuns.push([h[0], end]);
+      if (end === h[1]) this.holes.shift();
+      else h[0] = end + 1;
+    }
+    if (this.lostRuns.length > LOST_RUNS) this.forgottenBelow = this.lostRuns.splice(0, this.lostRuns.length - LOST_RUNS).at(-1)![1] + 1;
     for (let s = this.floorAt; s <= upTo; s++) {
       const i = s % WINDOW;
       if (this.seen[i] === s + 1) {

@@ -168,6 +168,41 @@ describe("NVMe queues in the exporter", () => {
     expect(out.filter((r): r is SwitchStatsJson => r.type === "switch_stats").reduce((a, s) => a + s.incomplete_ios, 0)).toBe(1);
   });
 
+  test("a command whose response may have been among digests lost after it is 'answer unknown' (ios_answer_lost), not incomplete; with every digest after it in, or the gap filled by a late list, it is incomplete", () => {
+    const run = (lists: Array<[bigint, Array<IoDigest | MsgDigest>]>, wholeSequence = true) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r), { wholeSequence }); // I/O timeout 1 s
+      for (const [at, ds] of lists) m.onDigestList("tor", at, ds);
+      const before = ios(out).map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+      m.finish();
+      const s = stats(out);
+      return {
+        before,
+        ios: ios(out).sort((a, b) => a.cmd_psn - b.cmd_psn).map((r) => [r.cid, r.incomplete, r.e2e_c_ns]),
+        counts: [s.reduce((a, r) => a + r.incomplete_ios, 0), s.reduce((a, r) => a + r.ios_answer_lost, 0), s.at(-1)!.digests_lost],
+      };
+    };
+    const cmd = io({ seq: 0, event: 1, vantage: 3, ts: 0 });
+    // Another I/O's command 1.5 s later: the switch's clock is past the timeout.
+    const other = (seq: number) => io({ seq, event: 1, vantage: 3, cid: 77, cmd_psn: 2000, ts: 1_500_000_000 });
+    // Digests 1 and 2 never come (a list lost on the way: a controller killed, a stream broken).
+    const lost = run([[T0, [cmd]], [T0 + 1_500_000_000n, [other(3)]]]);
+    expect(lost.ios.find((r) => r[0] === 9)).toEqual([9, false, null]);
+    expect(lost.counts).toEqual([1, 1, 2]); // the other command is incomplete at the end
+    // Every digest after the command came: its response was not among them.
+    expect(run([[T0, [cmd, io({ seq: 1, event: 1, vantage: 3, cid: 10, cmd_psn: 1001, ts: 5_000 })]], [T0 + 1_500_000_000n, [other(2)]]]).ios.find((r) => r[0] === 9)).toEqual([9, true, null]);
+    // Digest 1, a message's, in a list that comes after the timeout (its own list waited longer): incomplete once it is in, and no sooner.
+    const late = run([[T0, [cmd]], [T0 + 1_500_000_000n, [other(2)]], [T0 + 1_600_000_000n, [msg({ seq: 1, first_ts: 100_000 })]], [T0 + 1_700_000_000n, [io({ seq: 3, event: 1, vantage: 3, cid: 78, cmd_psn: 3000, ts: 1_700_000_000 })]]]);
+    expect(late.ios.find((r) => r[0] === 9)).toEqual([9, true, null]);
+    expect(late.counts.slice(1)).toEqual([0, 0]);
+    // The CID reused by a later command, a digest lost in between: the response may have been it.
+    const reused = run([[T0, [cmd]], [T0 + 2_000_000n, [io({ seq: 2, event: 1, vantage: 3, cmd_psn: 1001, ts: 2_000_000 })]], [T0 + 2_050_000n, [io({ seq: 3, event: 2, vantage: 3, cmd_psn: 1001, ts: 2_050_000, e2e_ns: 50_000 })]]]);
+    expect(reused.ios).toEqual([[9, false, null], [9, false, 50_000]]);
+    expect(reused.counts).toEqual([0, 1, 1]);
+    // An exporter group member holds one partition's share of the sequence: its gaps are not losses.
+    expect(run([[T0, [cmd]], [T0 + 1_500_000_000n, [other(3)]]], false).ios.find((r) => r[0] === 9)).toEqual([9, true, null]);
+  });
+
   test("an in-capsule write: DAL is e2e at the storage side, no DPL", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r));

@@ -185,6 +185,12 @@ export class SwitchHealth {
     });
   }
 
+  /** The switch's current sequence and where `seq32` stands in it (for a verdict on digests lost after it). */
+  sequenceAt(switchId: string, seq32: number): { tracker: SeqTracker; n: number } | undefined {
+    const st = this.states.get(switchId);
+    return st && { tracker: st.seq, n: st.seq.unwrap(seq32) };
+  }
+
   /** End of a run: every number still missing counts as lost. */
   finish(): void {
     for (const st of this.states.values()) st.seq.finish();
@@ -226,6 +232,7 @@ export class SwitchHealth {
       totals_since_unix_ns: (st.since ?? 0n).toString(),
       incomplete_ios: si?.incomplete ?? 0,
       ios_left_window: si?.leftWindow ?? 0,
+      ios_answer_lost: si?.answerLost ?? 0,
       unknown_endpoint_digests: si?.unknownEndpoints ?? 0,
       untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
       parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,

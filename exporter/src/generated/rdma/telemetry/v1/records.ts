@@ -472,6 +472,13 @@ export interface SwitchStats {
   reservedAddressPackets: bigint;
   ipv6ExtHeaderPackets: bigint;
   unknownEndpointPackets: bigint;
+  /**
+   * I/Os with no response seen whose answer is unknown, in this interval:
+   * digests the switch sent after the command were lost on the way
+   * (digests_lost), and one of them may have been the response. That
+   * vantage's figures are absent; never reported incomplete.
+   */
+  iosAnswerLost: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -3948,6 +3955,7 @@ function createBaseSwitchStats(): SwitchStats {
     reservedAddressPackets: 0n,
     ipv6ExtHeaderPackets: 0n,
     unknownEndpointPackets: 0n,
+    iosAnswerLost: 0n,
   };
 }
 
@@ -4099,6 +4107,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.unknownEndpointPackets of type uint64 too large");
       }
       writer.uint32(208).uint64(message.unknownEndpointPackets);
+    }
+    if (message.iosAnswerLost !== 0n) {
+      if (BigInt.asUintN(64, message.iosAnswerLost) !== message.iosAnswerLost) {
+        throw new globalThis.Error("value provided for field message.iosAnswerLost of type uint64 too large");
+      }
+      writer.uint32(216).uint64(message.iosAnswerLost);
     }
     return writer;
   },
@@ -4324,6 +4338,14 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.unknownEndpointPackets = reader.uint64() as bigint;
             continue;
           }
+          case 27: {
+            if (tag !== 216) {
+              break;
+            }
+
+            message.iosAnswerLost = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4460,6 +4482,11 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.unknown_endpoint_packets)
         ? BigInt(object.unknown_endpoint_packets)
         : 0n,
+      iosAnswerLost: isSet(object.iosAnswerLost)
+        ? BigInt(object.iosAnswerLost)
+        : isSet(object.ios_answer_lost)
+        ? BigInt(object.ios_answer_lost)
+        : 0n,
     };
   },
 
@@ -4542,6 +4569,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     }
     if (message.unknownEndpointPackets !== 0n) {
       obj.unknownEndpointPackets = message.unknownEndpointPackets.toString();
+    }
+    if (message.iosAnswerLost !== 0n) {
+      obj.iosAnswerLost = message.iosAnswerLost.toString();
     }
     return obj;
   },
@@ -4628,6 +4658,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
       (object.unknownEndpointPackets !== undefined && object.unknownEndpointPackets !== null)
         ? BigInt(object.unknownEndpointPackets)
         : 0n;
+    message.iosAnswerLost = (object.iosAnswerLost !== undefined && object.iosAnswerLost !== null)
+      ? BigInt(object.iosAnswerLost)
+      : 0n;
     return message;
   },
 };
