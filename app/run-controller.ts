@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { rawDigestMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
+import { givenUpMessage, rawDigestMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -201,6 +201,15 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       kafka.push(m);
     }
   };
+  // Digests only: each command given up with no response seen, and whether digests after it were lost (its answer
+  // unknown), goes to the member holding its I/O, which sees a share of the sequence (IO_GIVEN_UP).
+  if (o.digestsOnly && kafka) {
+    const k = kafka;
+    exporter.metrics.onGivenUp = (sw, d, cmdUnixNs, lost) => {
+      const m = givenUpMessage(sw, d, cmdUnixNs, lost, (key) => exporter.metrics.endpointAddress(key), k.topicNames);
+      if (!kafkaDedupe?.written(recordFromMessage(m.headers.type, m.value))) k.push(m);
+    };
+  }
   if (journal) {
     // Continue each switch's totals and digest sequence from the earlier run's latest records (stopped cleanly or not): the gap counts as lost.
     for (const p of journal.loadSequence()) exporter.metrics.resumeSequence(p);

@@ -23,7 +23,7 @@ import {
   isFlowOnly,
   type TelemetryDigest,
 } from "@rdma-telemetry/contract";
-import { modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
+import { isEndpointKey, modeName, type IoRecordJson, type MessageRecordJson, type RecordJson } from "@rdma-telemetry/contract";
 import { flowIntervalRecord, IntervalAggregates, ioIntervalRecord, type SwitchInterval } from "./metrics/aggregates.js";
 import { SwitchClock } from "./metrics/switch-clock.js";
 import type { SeqTracker } from "./seq-tracker.js";
@@ -51,7 +51,9 @@ export interface MetricsOptions {
    * The engine sees every digest its switches send (not an exporter group
    * partition's share): a gap in a switch's sequence after a command is
    * digests lost, which may have held its response (an I/O with no response
-   * seen is then "answer unknown", not incomplete).
+   * seen is then "answer unknown", not incomplete). Without it (an exporter
+   * group member), such an I/O waits for its controller's verdict
+   * (givenUpNote), up to silentSwitchNs, and is "answer unknown" without one.
    */
   wholeSequence: boolean;
 }
@@ -128,7 +130,10 @@ interface Verdict {
   key: string;
   o: Outstanding;
   atUnixNs: bigint;
+  /** its switch's sequence up to which every digest must have come (wholeSequence) */
   hi: number;
+  /** or the key of the controller's verdict it waits for (givenUpNote) */
+  note?: string;
   /** common clock: by then every list that could hold a missing number is in (LIST_DELAY_MAX_NS) */
   decideAt: bigint;
 }
@@ -147,8 +152,17 @@ export class MetricsEngine {
   private readonly alignments = new Map<string, bigint>();
   /** open commands by (switch, host, target, target QP, CID): one per queue slot of a CID */
   private readonly outstanding = new Map<string, Outstanding>();
-  /** commands timed out with digests still missing after them (timeOut) */
+  /** commands timed out with digests still missing after them, or awaiting their controller's verdict (timeOut) */
   private verdicts: Verdict[] = [];
+  /** controllers' verdicts (givenUpNote) by command, with when they came (common clock) */
+  private readonly notedVerdicts = new Map<string, { lost: boolean; atNs: bigint }>();
+  /**
+   * Each command given up with no response seen while the engine sees its
+   * switch's whole sequence: `lost` when digests after it were lost (its
+   * answer unknown). A controller publishing digests only tells its exporter
+   * group so (IO_GIVEN_UP).
+   */
+  onGivenUp: ((switchId: string, d: IoDigest, cmdUnixNs: bigint, lost: boolean) => void) | undefined;
   /**
    * How many switches hold each I/O's command open (by ioKey): a half of the
    * I/O waits for them, whatever the correlation window, so that the other
@@ -204,7 +218,13 @@ export class MetricsEngine {
    * commands answered or timed out, its intervals closed.
    */
   get settledBefore(): bigint {
-    return this.closedBefore;
+    let before = this.closedBefore;
+    // (A command whose verdict waits is not reflected yet.)
+    for (const v of this.verdicts) {
+      const cmd = v.o.cmdUnixNs + this.align(v.o.switchId);
+      if (cmd < before) before = cmd;
+    }
+    return before;
   }
 
   /**
@@ -761,6 +781,13 @@ export class MetricsEngine {
     // A response with its CID came on a queue the switch had no pairing of
     // (counted then as untracked): perhaps its own, so not incomplete either.
     const unknown = !unwatched && o.unpairedRsp?.some((r) => r.atUnixNs < atUnixNs) === true;
+    if (!o.seq && !this.options.wholeSequence && !unwatched && !unknown) {
+      // A share of the switch's digests: whether one lost after the command may have been the response is its controller's to say.
+      const note = MetricsEngine.noteKey(o.switchId, d.host, d.target, d.target_qp, d.cid, d.cmd_psn);
+      const v: Verdict = { key, o, atUnixNs, hi: 0, note, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + this.options.silentSwitchNs };
+      if (!this.decide(v, false)) this.await(v);
+      return;
+    }
     if (unwatched || unknown || !o.seq) {
       this.giveUp(o, atUnixNs, unwatched ? "unwatched" : unknown ? "unknown" : "incomplete");
       return;
@@ -770,10 +797,40 @@ export class MetricsEngine {
     // One missing may have been the response: wait for it while a list could
     // still bring it.
     const v: Verdict = { key, o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + LIST_DELAY_MAX_NS };
-    if (!this.decide(v, false)) {
-      this.verdicts.push(v);
-      this.openIos.set(o.ioKey, (this.openIos.get(o.ioKey) ?? 0) + 1); // the other vantage's half waits for it
-    }
+    if (!this.decide(v, false)) this.await(v);
+  }
+
+  private await(v: Verdict): void {
+    this.verdicts.push(v);
+    this.openIos.set(v.o.ioKey, (this.openIos.get(v.o.ioKey) ?? 0) + 1); // the other vantage's half waits for it
+  }
+
+  /** The IPv6 address of one of the engine's endpoint keys (onGivenUp's digests are on them). */
+  endpointAddress(k: number): string | undefined {
+    return isEndpointKey(k) ? this.endpoints.text(k) : undefined;
+  }
+
+  private static noteKey(switchId: string, host: number, target: number, targetQp: number, cid: number, cmdPsn: number): string {
+    return `${switchId}|${host}|${target}|${targetQp}|${cid}|${cmdPsn}`;
+  }
+
+  /**
+   * A controller's verdict on a command of its switch it gave up with no
+   * response seen (IO_GIVEN_UP, from onGivenUp; `host` and `target` on its
+   * engine's keys, an IPv6 one named in `endpoints`): for an engine holding
+   * a share of the switch's digests.
+   */
+  givenUpNote(switchId: string, n: { host: number; target: number; targetQp: number; cid: number; cmdPsn: number; lost: boolean }, endpoints?: readonly EndpointEntry[]): void {
+    // Its IPv6 endpoints are on its controller's engine keys, with their addresses (endpointAddress), not the switch's.
+    const key = (k: number) => {
+      if (!isEndpointKey(k)) return k;
+      const a = endpoints?.find((e) => e.key === k)?.address;
+      return a === undefined ? undefined : this.endpoints.ofAddress(a);
+    };
+    const host = key(n.host);
+    const target = key(n.target);
+    if (host === undefined || target === undefined) return;
+    this.notedVerdicts.set(MetricsEngine.noteKey(switchId, host, target, n.targetQp, n.cid, n.cmdPsn), { lost: n.lost, atNs: this.watermark });
   }
 
   /**
@@ -782,6 +839,14 @@ export class MetricsEngine {
    * came, "answer unknown" (ios_answer_lost) when one of them was lost.
    */
   private decide(v: Verdict, final: boolean): boolean {
+    if (v.note !== undefined) {
+      const n = this.notedVerdicts.get(v.note);
+      if (!n && !final && this.watermark < v.decideAt) return false;
+      if (n) this.notedVerdicts.delete(v.note);
+      // No verdict came (its controller gone): unknown.
+      this.giveUp(v.o, v.atUnixNs, n && !n.lost ? "incomplete" : "lost");
+      return true;
+    }
     const gap = v.o.seq!.tracker.gapIn(v.o.seq!.n + 1, v.hi);
     if (gap === "open" && !final && this.watermark < v.decideAt) return false;
     this.giveUp(v.o, v.atUnixNs, gap === "none" ? "incomplete" : "lost");
@@ -813,6 +878,7 @@ export class MetricsEngine {
     if (why === "unwatched") si.leftWindow++;
     else if (why === "incomplete") si.incomplete++;
     else if (why === "lost") si.answerLost++;
+    if ((why === "incomplete" || why === "lost") && this.options.wholeSequence) this.onGivenUp?.(o.switchId, d, o.cmdUnixNs, why === "lost");
     const before = why === "unknown" ? o.unpairedRsp!.filter((r) => r.atUnixNs < atUnixNs) : [];
     this.addHalf(MetricsEngine.ioKey(d.host, d.target, d.target_qp, d.cid, d.cmd_psn), {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
@@ -1048,6 +1114,7 @@ export class MetricsEngine {
       }
     }
     this.decideVerdicts(false);
+    for (const [k, n] of this.notedVerdicts) if (now - n.atNs > 2n * this.options.silentSwitchNs) this.notedVerdicts.delete(k);
     // A response later than this is taken for an I/O of its own (its command's digest lost).
     for (const [k, g] of this.givenUp) if (now - g.atAlignedNs > LATE_RESPONSE_MEMORY_NS) this.givenUp.delete(k);
     for (const [k, list] of this.halves) {

@@ -199,8 +199,8 @@ describe("NVMe queues in the exporter", () => {
     const reused = run([[T0, [cmd]], [T0 + 2_000_000n, [io({ seq: 2, event: 1, vantage: 3, cmd_psn: 1001, ts: 2_000_000 })]], [T0 + 2_050_000n, [io({ seq: 3, event: 2, vantage: 3, cmd_psn: 1001, ts: 2_050_000, e2e_ns: 50_000 })]]]);
     expect(reused.ios).toEqual([[9, false, null], [9, false, 50_000]]);
     expect(reused.counts).toEqual([0, 1, 1]);
-    // An exporter group member holds one partition's share of the sequence: its gaps are not losses.
-    expect(run([[T0, [cmd]], [T0 + 1_500_000_000n, [other(3)]]], false).ios.find((r) => r[0] === 9)).toEqual([9, true, null]);
+    // An exporter group member holds one partition's share of the sequence, its gaps no loss: without its controller's verdict (test/unit/given-up-notes.test.ts) the answer is unknown.
+    expect(run([[T0, [cmd, io({ seq: 1, event: 1, vantage: 3, cid: 10, cmd_psn: 1001, ts: 5_000 })]], [T0 + 1_500_000_000n, [other(2)]]], false).ios.find((r) => r[0] === 9)).toEqual([9, false, null]);
   });
 
   test("an in-capsule write: DAL is e2e at the storage side, no DPL", () => {

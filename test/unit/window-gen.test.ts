@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import type { IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { rawDigestBatch, windowNoteMessages } from "../../exporter/src/kafka/digest-bus.js";
+import { givenUpMessage, rawDigestBatch, windowNoteMessages } from "../../exporter/src/kafka/digest-bus.js";
 import { DEFAULT_TOPICS } from "../../exporter/src/kafka/encode.js";
 import { ioMessage } from "../support/digest-messages.js";
 
@@ -52,7 +52,9 @@ describe("window occurrences (gen)", () => {
   });
 
   test("a command seen in the occurrence that is on, with no response, is incomplete", () => {
-    const r = run([left(5, T0 + 100_000n, 0n), joined(6, T0 + 200_000n, 1n), ioMessage(io({ seq: 0, ts: 300_000, gen: 6 }), T0 + 300_000n)]);
+    // (With its controller's verdict: given up with every digest after it in; test/unit/given-up-notes.test.ts.)
+    const cmd = io({ seq: 0, ts: 300_000, gen: 6 });
+    const r = run([left(5, T0 + 100_000n, 0n), joined(6, T0 + 200_000n, 1n), ioMessage(cmd, T0 + 300_000n), givenUpMessage("tor", cmd, T0 + 300_000n, false, () => undefined, DEFAULT_TOPICS)]);
     expect(r.map((x) => x.incomplete)).toEqual([true]);
   });
 

@@ -9,7 +9,7 @@ import { describe, expect, test } from "vitest";
 import type { IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
-import { batchFromRaw, digestKey, rawDigestBatch, windowNoteMessages, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
+import { batchFromRaw, digestKey, givenUpMessage, rawDigestBatch, windowNoteMessages, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "../../exporter/src/kafka/digest-bus.js";
 import { DEFAULT_TOPICS } from "../../exporter/src/kafka/encode.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { ioMessage } from "../support/digest-messages.js";
@@ -71,7 +71,10 @@ describe("WINDOW_LEFT notes", () => {
     const left = windowNoteMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
     const joined = windowNoteMessages("tor", [{ host, target }], T0 + 600_000n, 1n, () => undefined, DEFAULT_TOPICS, true)[0]!;
     // Back in the window, a command of the pair is watched: unanswered, it is incomplete, whatever copies of the older note come after it.
-    const msgs = [ioMessage(io({ seq: 0, ts: 0 }), T0), left, joined, ioMessage(io({ seq: 1, ts: 700_000, cid: 11, cmd_psn: 1001 }), T0 + 700_000n), left, ioMessage(io({ seq: 2, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n)];
+    const watched = io({ seq: 1, ts: 700_000, cid: 11, cmd_psn: 1001 });
+    // (Its controller's verdict: given up with every digest after it in.)
+    const verdict = givenUpMessage("tor", watched, T0 + 700_000n, false, () => undefined, DEFAULT_TOPICS);
+    const msgs = [ioMessage(io({ seq: 0, ts: 0 }), T0), left, joined, ioMessage(watched, T0 + 700_000n), left, verdict, ioMessage(io({ seq: 2, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n)];
     engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
     engine.exporter.finish();
     const snapshot = engine.snapshot(BigInt(msgs.length));
@@ -105,7 +108,9 @@ describe("WINDOW_LEFT notes", () => {
         // The rotation at 0.5 ms on the switch's clock.
         const note = windowNoteMessages("tor", [{ host, target }], T0 + 500_000n, 0n, () => undefined, DEFAULT_TOPICS)[0]!;
         const later = ioMessage(io({ seq: 1, ts: 50_000_000, target: target + 1, cid: 12 }), T0 + 50_000_000n);
-        const msgs = [...(withNote ? (order === "before" ? [note, command] : [command, note]) : [command]), later];
+        // Without it, the controller's verdict: it gave the command up with every digest after it in (test/unit/given-up-notes.test.ts).
+        const verdict = givenUpMessage("tor", io({ seq: 0, ts: 0 }), T0, false, () => undefined, DEFAULT_TOPICS);
+        const msgs = [...(withNote ? (order === "before" ? [note, command] : [command, note]) : [command, verdict]), later];
         engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
         engine.exporter.finish();
         const records = engine.snapshot(BigInt(msgs.length)).records as RecordJson[];

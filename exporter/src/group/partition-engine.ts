@@ -190,7 +190,7 @@ export class PartitionEngine {
     if (replayed) c.replayedDigests++;
     try {
       if (!value) throw new Error("empty message");
-      const { batch: b, seq, windowNote } = rawDigestBatch(value);
+      const { batch: b, seq, windowNote, givenUp } = rawDigestBatch(value);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
         c.unknownSwitch++;
         this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
@@ -209,6 +209,11 @@ export class PartitionEngine {
         if (windowNote.bound) this.exporter.metrics.windowBound(b.switchId, [windowNote], windowNote.seenTs ?? 0, b.endpoints);
         else if (windowNote.joined) this.exporter.metrics.windowJoined(b.switchId, [windowNote], b.endpoints);
         else this.exporter.metrics.windowLeft(b.switchId, [windowNote], b.endpoints, windowNote.seenTs);
+        return;
+      }
+      if (givenUp) {
+        // Its controller's verdict on a command given up (kept open alike, for a member re-reading the command).
+        this.exporter.metrics.givenUpNote(b.switchId, givenUp, b.endpoints);
         return;
       }
       if (!this.seen.has(b.switchId)) {

@@ -8,9 +8,9 @@ import { Kafka, logLevel, type Consumer } from "kafkajs";
 import { RawDigest } from "../generated/rdma/telemetry/v1/records.js";
 import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
-import { EXPECTED, type TelemetryDigest } from "@rdma-telemetry/contract";
+import { EXPECTED, type IoDigest, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
+import { batchFromRaw, IO_GIVEN_UP, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -86,7 +86,34 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
   });
 }
 
-export { batchFromRaw, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
+/**
+ * The IO_GIVEN_UP note of a command the controller gave up with no response
+ * seen (`lost`: digests after it were lost, its answer unknown), keyed as
+ * its I/O's digests; the command's time and digest number tell a note
+ * published twice.
+ */
+export function givenUpMessage(switchId: string, d: IoDigest, cmdUnixNs: bigint, lost: boolean, addressOf: (key: number) => string | undefined, topics: TopicNames): KafkaMessageOut {
+  const names = new Map<number, string>();
+  for (const k of [d.host, d.target]) {
+    const a = isEndpointKey(k) ? addressOf(k) : undefined;
+    if (a !== undefined) names.set(k >>> 0, a);
+  }
+  const member = (name: string, v: number) => ({ name, value: memberBytes(v) });
+  return encodeRawDigest(
+    RawDigest.fromPartial({
+      switchId,
+      digest: IO_GIVEN_UP,
+      seq: BigInt(d.seq),
+      listTimestampNs: cmdUnixNs,
+      fields: [member("host", d.host >>> 0), member("target", d.target >>> 0), member("target_qp", d.target_qp), member("cid", d.cid), member("cmd_psn", d.cmd_psn), member("lost", lost ? 1 : 0)],
+      endpoints: [...names].map(([key, address]) => ({ key, address })),
+    }),
+    digestKey({ kind: "io", host: d.host, target: d.target } as TelemetryDigest, names),
+    topics,
+  );
+}
+
+export { batchFromRaw, rawDigestBatch, IO_GIVEN_UP, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];
@@ -122,7 +149,7 @@ export class DigestConsumer {
         try {
           const r = rawDigestBatch(message.value);
           // A controller's window note is no digest: the exporter group's (partition-engine.ts).
-          if (r.windowNote) return;
+          if (r.windowNote || r.givenUp) return;
           this.o.onBatch(r.batch, partition);
           this.received++;
         } catch (err) {

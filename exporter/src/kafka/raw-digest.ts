@@ -37,6 +37,28 @@ const WINDOW_NOTE_FIELDS: Readonly<Record<string, number>> = { host: 32, target:
 const OPTIONAL_NOTE_FIELDS = new Set(["seen_ts", "gen"]);
 const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || digest === WINDOW_JOINED || digest === WINDOW_BOUND;
 
+/**
+ * Not a switch's digest either: its controller gave up a command of its
+ * switch with no response seen (`list_timestamp_ns` the command's time,
+ * `seq` its digest's number). `lost` 0: every digest the switch sent between
+ * the command and its I/O timeout came (the I/O is incomplete there); 1: some
+ * were lost, one may have been the response (its answer is unknown). Keyed as
+ * the pair's I/O digests: an exporter group member, which holds a share of
+ * the switch's digests and cannot tell a loss, gives the controller's verdict.
+ */
+export const IO_GIVEN_UP = "io_given_up";
+const GIVEN_UP_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, target_qp: 24, cid: 16, cmd_psn: 24, lost: 1 };
+
+/** The command an IO_GIVEN_UP note names, and the verdict. */
+export interface GivenUpNote {
+  host: number;
+  target: number;
+  targetQp: number;
+  cid: number;
+  cmdPsn: number;
+  lost: boolean;
+}
+
 /** Which pair left (or came back into) the window, when the message is a window note. */
 export interface WindowNote {
   host: number;
@@ -62,19 +84,31 @@ export function batchFromRaw(raw: RawDigest): DigestBatch {
   return rawBatch(raw).batch;
 }
 
-function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote } {
-  if (isWindowNote(raw.digest)) {
-    const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
-    const values = new Map<string, number>();
-    for (const [n, w] of Object.entries(WINDOW_NOTE_FIELDS)) {
-      const v = byName.get(n);
-      if (v === undefined && OPTIONAL_NOTE_FIELDS.has(n)) continue;
-      if (!v || v.length === 0 || v.length > 6) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
-      const x = readUintBE(v, 0, v.length);
-      if (x >= 2 ** w) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' does not fit in ${w} bits`);
-      values.set(n, x);
-    }
-    return windowNoteBatch(raw.switchId, raw.digest, raw.listTimestampNs, values, raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address })));
+/** A note's members by `fields` (name to width; `optional` may be absent); throws naming what is wrong. */
+function noteMembers(raw: RawDigest, fields: Readonly<Record<string, number>>, optional: ReadonlySet<string>): Map<string, number> {
+  const byName = new Map(raw.fields.map((f) => [f.name, f.value]));
+  const values = new Map<string, number>();
+  for (const [n, w] of Object.entries(fields)) {
+    const v = byName.get(n);
+    if (v === undefined && optional.has(n)) continue;
+    if (!v || v.length === 0 || v.length > 6) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' ${v ? `is ${v.length} bytes` : "missing"}`);
+    const x = readUintBE(v, 0, v.length);
+    if (x >= 2 ** w) throw new Error(`${raw.digest} from ${raw.switchId}: member '${n}' does not fit in ${w} bits`);
+    values.set(n, x);
+  }
+  return values;
+}
+
+function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote; givenUp?: GivenUpNote } {
+  const endpoints = (): EndpointEntry[] => raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address }));
+  if (isWindowNote(raw.digest)) return windowNoteBatch(raw.switchId, raw.digest, raw.listTimestampNs, noteMembers(raw, WINDOW_NOTE_FIELDS, OPTIONAL_NOTE_FIELDS), endpoints());
+  if (raw.digest === IO_GIVEN_UP) {
+    const m = noteMembers(raw, GIVEN_UP_FIELDS, new Set());
+    const e = endpoints();
+    return {
+      batch: { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [] }, ...(e.length ? { endpoints: e } : {}) },
+      givenUp: { host: m.get("host")!, target: m.get("target")!, targetQp: m.get("target_qp")!, cid: m.get("cid")!, cmdPsn: m.get("cmd_psn")!, lost: m.get("lost") === 1 },
+    };
   }
   return { batch: digestBatchFromRaw(raw) };
 }
@@ -100,6 +134,8 @@ export interface RawDigestBatch {
   seq: bigint;
   /** a window note (the batch then has no digest) */
   windowNote?: WindowNote;
+  /** a controller's verdict on a command it gave up (the batch then has no digest) */
+  givenUp?: GivenUpNote;
 }
 
 // RawDigest { switch_id = 1, digest = 2, seq = 3, list_timestamp_ns = 4, fields = 5: DigestField { name = 1, value = 2 }, endpoints = 6: Endpoint { key = 1, address = 2 } }

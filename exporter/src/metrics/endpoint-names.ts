@@ -25,7 +25,11 @@ export class EndpointNames {
   local(switchId: string, v: number): number | undefined {
     if (!isEndpointKey(v)) return v;
     const address = this.bySwitch.get(switchId)?.get(v);
-    if (address === undefined) return undefined;
+    return address === undefined ? undefined : this.ofAddress(address);
+  }
+
+  /** The engine's key for an IPv6 address (undefined when the keys ran out). */
+  ofAddress(address: string): number | undefined {
     let k = this.keyOf.get(address);
     if (k === undefined) {
       if (this.next > LAST_ENDPOINT_KEY) return undefined;
