@@ -118,30 +118,18 @@ export class TelemetryMetrics {
         },
       });
     }
-    const incomplete = this.incomplete;
-    new Counter({
-      name: "rdma_telemetry_incomplete_ios_total", help: "I/Os without a response, summed over the closed intervals (switch_stats incomplete_ios)", labelNames: ["switch"], registers: [register],
-      collect() {
-        this.reset();
-        for (const [sw, n] of incomplete) this.inc({ switch: sw }, n);
-      },
-    });
-    const answerLost = this.answerLost;
-    new Counter({
-      name: "rdma_telemetry_ios_answer_lost_total", help: "I/Os with no response seen whose answer is unknown: digests the switch sent after the command were lost on the way (switch_stats ios_answer_lost)", labelNames: ["switch"], registers: [register],
-      collect() {
-        this.reset();
-        for (const [sw, n] of answerLost) this.inc({ switch: sw }, n);
-      },
-    });
-    const unknownEndpoints = this.unknownEndpoints;
-    new Counter({
-      name: "rdma_telemetry_unknown_endpoint_digests_total", help: "Digests dropped because an endpoint key in them had no IPv6 address from the switch's controller (switch_stats unknown_endpoint_digests)", labelNames: ["switch"], registers: [register],
-      collect() {
-        this.reset();
-        for (const [sw, n] of unknownEndpoints) this.inc({ switch: sw }, n);
-      },
-    });
+    // Sums over the closed intervals' switch_stats, per switch.
+    const perSwitch = (name: string, help: string, sums: ReadonlyMap<string, number>) =>
+      new Counter({
+        name, help, labelNames: ["switch"], registers: [register],
+        collect() {
+          this.reset();
+          for (const [sw, n] of sums) this.inc({ switch: sw }, n);
+        },
+      });
+    perSwitch("rdma_telemetry_incomplete_ios_total", "I/Os without a response, summed over the closed intervals (switch_stats incomplete_ios)", this.incomplete);
+    perSwitch("rdma_telemetry_ios_answer_lost_total", "I/Os with no response seen whose answer is unknown: digests the switch sent after the command were lost on the way (switch_stats ios_answer_lost)", this.answerLost);
+    perSwitch("rdma_telemetry_unknown_endpoint_digests_total", "Digests dropped because an endpoint key in them had no IPv6 address from the switch's controller (switch_stats unknown_endpoint_digests)", this.unknownEndpoints);
     const buckets = LATENCY_BUCKETS_SECONDS;
     this.ioLatency = new LabeledHistogram("rdma_telemetry_io_latency_seconds", "I/O figures (figure: e2e_c, e2e_s, rtt, dal, dpl) of every I/O record, per host–target pair and op", ["switch", "host", "target", "op", "figure"], buckets);
     const flowLabels = ["switch", "src", "dst", "dest_qp"];

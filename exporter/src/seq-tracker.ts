@@ -15,21 +15,8 @@ const U32 = 2 ** 32;
 /** Lost runs kept for gapIn (each a gap in the sequence: a list or more lost). */
 const LOST_RUNS = 4096;
 
-/** Whether any run of sorted disjoint `runs` meets [from, to]. */
-function overlaps(runs: ReadonlyArray<readonly [number, number]>, from: number, to: number): boolean {
-  // The first run that ends at or after `from`.
-  let lo = 0;
-  let hi = runs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (runs[mid]![1] < from) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < runs.length && runs[lo]![0] <= to;
-}
-
-/** Takes `n` out of sorted disjoint `runs` (splitting the run that holds it). */
-function removeFrom(runs: Array<[number, number]>, n: number): void {
+/** The index of the first of sorted disjoint `runs` that ends at or after `n`. */
+function firstEndingFrom(runs: ReadonlyArray<readonly [number, number]>, n: number): number {
   let lo = 0;
   let hi = runs.length;
   while (lo < hi) {
@@ -37,6 +24,18 @@ function removeFrom(runs: Array<[number, number]>, n: number): void {
     if (runs[mid]![1] < n) lo = mid + 1;
     else hi = mid;
   }
+  return lo;
+}
+
+/** Whether any run of sorted disjoint `runs` meets [from, to]. */
+function overlaps(runs: ReadonlyArray<readonly [number, number]>, from: number, to: number): boolean {
+  const i = firstEndingFrom(runs, from);
+  return i < runs.length && runs[i]![0] <= to;
+}
+
+/** Takes `n` out of sorted disjoint `runs` (splitting the run that holds it). */
+function removeFrom(runs: Array<[number, number]>, n: number): void {
+  const lo = firstEndingFrom(runs, n);
   const r = runs[lo];
   if (!r || r[0] > n) return;
   if (r[0] === r[1]) runs.splice(lo, 1);
