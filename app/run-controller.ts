@@ -302,6 +302,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   }
   await controller.stop();
   handOnEvents(gate.flush());
+  // The commands still open as the controller stops were not seen through their timeout: no verdict goes out for
+  // them (the member holding one says its answer is unknown).
+  exporter.metrics.onGivenUp = undefined;
   exporter.finish();
   journal?.rotate();
   journal?.saveSequence(exporter.metrics.sequencePositions());

@@ -53,7 +53,8 @@ export interface MetricsOptions {
    * digests lost, which may have held its response (an I/O with no response
    * seen is then "answer unknown", not incomplete). Without it (an exporter
    * group member), such an I/O waits for its controller's verdict
-   * (givenUpNote), up to silentSwitchNs, and is "answer unknown" without one.
+   * (givenUpNote), up to the I/O timeout, a second and the correlation
+   * window more, and is "answer unknown" without one.
    */
   wholeSequence: boolean;
 }
@@ -784,7 +785,10 @@ export class MetricsEngine {
     if (!o.seq && !this.options.wholeSequence && !unwatched && !unknown) {
       // A share of the switch's digests: whether one lost after the command may have been the response is its controller's to say.
       const note = MetricsEngine.noteKey(o.switchId, d.host, d.target, d.target_qp, d.cid, d.cmd_psn);
-      const v: Verdict = { key, o, atUnixNs, hi: 0, note, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + this.options.silentSwitchNs };
+      // Its controller gives it at its own timeout, from the same digests, as late as a list could still fill a gap:
+      // past that (and a correlation window for the way through Kafka), none is coming soon (its controller down).
+      const wait = this.options.ioTimeoutNs + LIST_DELAY_MAX_NS + this.options.correlationWindowNs;
+      const v: Verdict = { key, o, atUnixNs, hi: 0, note, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + (wait < this.options.silentSwitchNs ? wait : this.options.silentSwitchNs) };
       if (!this.decide(v, false)) this.await(v);
       return;
     }
