@@ -15,33 +15,80 @@ const U32 = 2 ** 32;
 /** Lost runs kept for gapIn (each a gap in the sequence: a list or more lost). */
 const LOST_RUNS = 4096;
 
-/** The index of the first of sorted disjoint `runs` that ends at or after `n`. */
-function firstEndingFrom(runs: ReadonlyArray<readonly [number, number]>, n: number): number {
-  let lo = 0;
-  let hi = runs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (runs[mid]![1] < n) lo = mid + 1;
-    else hi = mid;
+/**
+ * Sorted disjoint runs [from, to] of numbers. Numbers leave mostly from the
+ * front (lists that come later fill the oldest gaps first): the front is an
+ * index, not a shift.
+ */
+class Runs {
+  private runs: Array<[number, number]> = [];
+  private head = 0;
+
+  get size(): number {
+    return this.runs.length - this.head;
   }
-  return lo;
-}
 
-/** Whether any run of sorted disjoint `runs` meets [from, to]. */
-function overlaps(runs: ReadonlyArray<readonly [number, number]>, from: number, to: number): boolean {
-  const i = firstEndingFrom(runs, from);
-  return i < runs.length && runs[i]![0] <= to;
-}
+  first(): [number, number] | undefined {
+    return this.runs[this.head];
+  }
 
-/** Takes `n` out of sorted disjoint `runs` (splitting the run that holds it). */
-function removeFrom(runs: Array<[number, number]>, n: number): void {
-  const lo = firstEndingFrom(runs, n);
-  const r = runs[lo];
-  if (!r || r[0] > n) return;
-  if (r[0] === r[1]) runs.splice(lo, 1);
-  else if (r[0] === n) r[0]++;
-  else if (r[1] === n) r[1]--;
-  else runs.splice(lo, 1, [r[0], n - 1], [n + 1, r[1]]);
+  last(): [number, number] | undefined {
+    return this.size ? this.runs[this.runs.length - 1] : undefined;
+  }
+
+  /** A run after every one held. */
+  push(from: number, to: number): void {
+    this.runs.push([from, to]);
+  }
+
+  dropFirst(): void {
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.runs.length) {
+      this.runs = this.runs.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** The index of the first run that ends at or after `n`. */
+  private firstEndingFrom(n: number): number {
+    let lo = this.head;
+    let hi = this.runs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.runs[mid]![1] < n) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Whether any run meets [from, to]. */
+  overlaps(from: number, to: number): boolean {
+    const i = this.firstEndingFrom(from);
+    return i < this.runs.length && this.runs[i]![0] <= to;
+  }
+
+  /** Takes `n` out (splitting the run that holds it). */
+  remove(n: number): void {
+    const i = this.firstEndingFrom(n);
+    const r = this.runs[i];
+    if (!r || r[0] > n) return;
+    if (r[0] === r[1]) {
+      if (i === this.head) this.dropFirst();
+      else this.runs.splice(i, 1);
+    } else if (r[0] === n) r[0]++;
+    else if (r[1] === n) r[1]--;
+    else this.runs.splice(i, 1, [r[0], n - 1], [n + 1, r[1]]);
+  }
+
+  /** Lets the oldest runs go, keeping `keep`; the end of the last one let go, plus 1 (or undefined). */
+  trim(keep: number): number | undefined {
+    if (this.size <= keep) return undefined;
+    const cut = this.runs.length - keep;
+    const end = this.runs[cut - 1]![1] + 1;
+    this.runs = this.runs.slice(cut);
+    this.head = 0;
+    return end;
+  }
 }
 
 export class SeqTracker {
@@ -55,9 +102,9 @@ export class SeqTracker {
   private ignoreBelow = -Infinity;
   private highestSeen = -1;
   /** numbers in [floor, highest] not seen yet, as sorted disjoint [from, to] runs */
-  private holes: Array<[number, number]> = [];
+  private readonly holes = new Runs();
   /** settled numbers counted lost, as sorted disjoint runs (the newest LOST_RUNS kept) */
-  private lostRuns: Array<[number, number]> = [];
+  private readonly lostRuns = new Runs();
   /** below this the lost runs were let go: a range reaching below it cannot be told */
   private forgottenBelow = -Infinity;
   received = 0;
@@ -74,14 +121,14 @@ export class SeqTracker {
     }
     if (seq > this.highestSeen) {
       const from = Math.max(this.highestSeen + 1, this.floorAt);
-      if (seq > from) this.holes.push([from, seq - 1]);
+      if (seq > from) this.holes.push(from, seq - 1);
       this.finalize(seq - WINDOW);
       this.highestSeen = seq;
     }
     const i = seq % WINDOW;
     if (this.seen[i] === seq + 1) this.copies[i]!++;
     else {
-      if (seq < this.highestSeen) removeFrom(this.holes, seq);
+      if (seq < this.highestSeen) this.holes.remove(seq);
       this.seen[i] = seq + 1;
       this.copies[i] = 1;
     }
@@ -106,8 +153,8 @@ export class SeqTracker {
   gapIn(from: number, to: number): "lost" | "open" | "none" {
     if (to < from) return "none";
     if (this.floorAt === undefined || from < this.start || from < this.ignoreBelow || from < this.forgottenBelow) return "lost";
-    if (overlaps(this.lostRuns, from, to)) return "lost";
-    return to > this.highestSeen || overlaps(this.holes, from, to) ? "open" : "none";
+    if (this.lostRuns.overlaps(from, to)) return "lost";
+    return to > this.highestSeen || this.holes.overlaps(from, to) ? "open" : "none";
   }
 
   /** A number that arrives after it was settled: a repeat, or one counted lost that came after all. */
@@ -122,7 +169,7 @@ export class SeqTracker {
     }
     if (seq >= this.start) {
       this.lost--;
-      removeFrom(this.lostRuns, seq);
+      this.lostRuns.remove(seq);
     }
     if (held < this.floorAt!) {
       this.seen[i] = seq + 1;
@@ -134,16 +181,16 @@ export class SeqTracker {
   private finalize(upTo: number): void {
     if (this.floorAt === undefined) return;
     // The holes up to upTo are lost runs now.
-    while (this.holes.length && this.holes[0]![0] <= upTo) {
-      const h = this.holes[0]!;
+    for (let h = this.holes.first(); h && h[0] <= upTo; h = this.holes.first()) {
       const end = Math.min(h[1], upTo);
-      const last = this.lostRuns.at(-1);
+      const last = this.lostRuns.last();
       if (last && last[1] + 1 === h[0]) last[1] = end;
-      else this.lostRuns.push([h[0], end]);
-      if (end === h[1]) this.holes.shift();
+      else this.lostRuns.push(h[0], end);
+      if (end === h[1]) this.holes.dropFirst();
       else h[0] = end + 1;
     }
-    if (this.lostRuns.length > LOST_RUNS) this.forgottenBelow = this.lostRuns.splice(0, this.lostRuns.length - LOST_RUNS).at(-1)![1] + 1;
+    const forgotten = this.lostRuns.trim(LOST_RUNS);
+    if (forgotten !== undefined) this.forgottenBelow = forgotten;
     for (let s = this.floorAt; s <= upTo; s++) {
       const i = s % WINDOW;
       if (this.seen[i] === s + 1) {

@@ -120,6 +120,29 @@ describe("sequence tracking", () => {
     g.finish();
     expect(g.lost).toBe(2);
   });
+
+  test("where numbers are missing: not yet seen (open), settled as lost, or filled by a later list; across a wrap and a resume", async () => {
+    const { SeqTracker } = await import("../../exporter/src/seq-tracker.js");
+    const t = new SeqTracker();
+    for (const s of [0, 2, 4, 8]) t.add(s); // an I/O list: 1, 3, 5-7 not yet seen
+    expect([t.gapIn(1, 1), t.gapIn(2, 2), t.gapIn(5, 8), t.gapIn(9, 9)]).toEqual(["open", "none", "open", "open"]);
+    for (const s of [1, 3, 5]) t.add(s); // the message list fills some
+    expect([t.gapIn(1, 5), t.gapIn(1, 6), t.gapIn(7, 8)]).toEqual(["none", "open", "open"]);
+    t.settle(8); // every list that could hold them in: 6 and 7 lost
+    expect([t.gapIn(1, 5), t.gapIn(5, 6), t.gapIn(7, 7), t.gapIn(8, 8)]).toEqual(["none", "lost", "lost", "none"]);
+    t.add(6); // a lost one that came after all
+    expect([t.gapIn(6, 6), t.gapIn(6, 7), t.lost]).toEqual(["none", "lost", 1]);
+    // Numbers before the first seen cannot be told.
+    expect(t.gapIn(-5, 2)).toBe("lost");
+    const w = new SeqTracker();
+    for (const s of [0xfffffffe, 1]) w.add(s); // 0xffffffff and 0 not seen, across the wrap
+    expect([w.gapIn(w.unwrap(0xfffffffe) + 1, w.unwrap(1)), w.gapIn(w.unwrap(1), w.unwrap(1))]).toEqual(["open", "none"]);
+    // A run resumed after a crash: what the earlier run counted is not known here; the gap while none listened is.
+    const r = new SeqTracker();
+    r.resumeAt(100);
+    r.add(105);
+    expect([r.gapIn(99, 105), r.gapIn(100, 104), r.gapIn(105, 105)]).toEqual(["lost", "open", "none"]);
+  });
 });
 
 test("a switch whose first digest has timestamp 0 is still placed on the wall clock", () => {
