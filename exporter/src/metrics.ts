@@ -155,6 +155,8 @@ export class MetricsEngine {
   private readonly outstanding = new Map<string, Outstanding>();
   /** commands timed out with digests still missing after them, or awaiting their controller's verdict (timeOut) */
   private verdicts: Verdict[] = [];
+  /** the oldest command time (common clock) among them (settledBefore) */
+  private verdictsFrom = 1n << 62n;
   /** controllers' verdicts (givenUpNote) by command, with when they came (common clock) */
   private readonly notedVerdicts = new Map<string, { lost: boolean; atNs: bigint }>();
   /**
@@ -219,13 +221,8 @@ export class MetricsEngine {
    * commands answered or timed out, its intervals closed.
    */
   get settledBefore(): bigint {
-    let before = this.closedBefore;
     // (A command whose verdict waits is not reflected yet.)
-    for (const v of this.verdicts) {
-      const cmd = v.o.cmdUnixNs + this.align(v.o.switchId);
-      if (cmd < before) before = cmd;
-    }
-    return before;
+    return this.verdictsFrom < this.closedBefore ? this.verdictsFrom : this.closedBefore;
   }
 
   /**
@@ -806,6 +803,8 @@ export class MetricsEngine {
 
   private await(v: Verdict): void {
     this.verdicts.push(v);
+    const cmd = v.o.cmdUnixNs + this.align(v.o.switchId);
+    if (cmd < this.verdictsFrom) this.verdictsFrom = cmd;
     this.openIos.set(v.o.ioKey, (this.openIos.get(v.o.ioKey) ?? 0) + 1); // the other vantage's half waits for it
   }
 
@@ -860,13 +859,19 @@ export class MetricsEngine {
   /** The verdicts that can be given now (every one at the end of a run). */
   private decideVerdicts(final: boolean): void {
     if (!this.verdicts.length) return;
+    let from = 1n << 62n;
     this.verdicts = this.verdicts.filter((v) => {
-      if (!this.decide(v, final)) return true;
+      if (!this.decide(v, final)) {
+        const cmd = v.o.cmdUnixNs + this.align(v.o.switchId);
+        if (cmd < from) from = cmd;
+        return true;
+      }
       const n = this.openIos.get(v.o.ioKey) ?? 0;
       if (n > 1) this.openIos.set(v.o.ioKey, n - 1);
       else this.openIos.delete(v.o.ioKey);
       return false;
     });
+    this.verdictsFrom = from;
   }
 
   /**
