@@ -128,7 +128,6 @@ interface Outstanding {
 
 /** A command with no response seen, whose verdict waits for the digests missing between it and `hi` (its switch's sequence). */
 interface Verdict {
-  key: string;
   o: Outstanding;
   atUnixNs: bigint;
   /** its switch's sequence up to which every digest must have come (wholeSequence) */
@@ -779,13 +778,13 @@ export class MetricsEngine {
     // A response with its CID came on a queue the switch had no pairing of
     // (counted then as untracked): perhaps its own, so not incomplete either.
     const unknown = !unwatched && o.unpairedRsp?.some((r) => r.atUnixNs < atUnixNs) === true;
-    if (!o.seq && !this.options.wholeSequence && !unwatched && !unknown) {
+    if (!this.options.wholeSequence && !unwatched && !unknown) {
       // A share of the switch's digests: whether one lost after the command may have been the response is its controller's to say.
       const note = MetricsEngine.noteKey(o.switchId, d.host, d.target, d.target_qp, d.cid, d.cmd_psn);
       // Its controller gives it at its own timeout, from the same digests, as late as a list could still fill a gap:
       // past that (and a correlation window for the way through Kafka), none is coming soon (its controller down).
       const wait = this.options.ioTimeoutNs + LIST_DELAY_MAX_NS + this.options.correlationWindowNs;
-      const v: Verdict = { key, o, atUnixNs, hi: 0, note, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + (wait < this.options.silentSwitchNs ? wait : this.options.silentSwitchNs) };
+      const v: Verdict = { o, atUnixNs, hi: 0, note, decideAt: this.now() + (wait < this.options.silentSwitchNs ? wait : this.options.silentSwitchNs) };
       if (!this.decide(v, false)) this.await(v);
       return;
     }
@@ -797,8 +796,13 @@ export class MetricsEngine {
     // between the command and now (or the command that reused its CID) came.
     // One missing may have been the response: wait for it while a list could
     // still bring it.
-    const v: Verdict = { key, o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: (this.listNs > this.watermark ? this.listNs : this.watermark) + LIST_DELAY_MAX_NS };
+    const v: Verdict = { o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: this.now() + LIST_DELAY_MAX_NS };
     if (!this.decide(v, false)) this.await(v);
+  }
+
+  /** The engine's time (common clock), the list being read included. */
+  private now(): bigint {
+    return this.listNs > this.watermark ? this.listNs : this.watermark;
   }
 
   private await(v: Verdict): void {

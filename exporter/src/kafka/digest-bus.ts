@@ -51,6 +51,16 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
   ));
 }
 
+/** The IPv6 addresses of a pair's endpoint keys (a note's endpoint entries, and its key's text). */
+function pairNames(host: number, target: number, addressOf: (key: number) => string | undefined): Map<number, string> {
+  const names = new Map<number, string>();
+  for (const k of [host, target]) {
+    const a = isEndpointKey(k) ? addressOf(k) : undefined;
+    if (a !== undefined) names.set(k >>> 0, a);
+  }
+  return names;
+}
+
 /**
  * The WINDOW_LEFT notes of one polling rotation (its time on the switch's
  * clock, `atUnixNs`, about): one per pair it took out of the window, keyed as
@@ -66,11 +76,7 @@ export function rawDigestMessages(b: DigestBatch, topics: TopicNames): KafkaMess
  */
 export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, atUnixNs: bigint, seq: bigint, addressOf: (key: number) => string | undefined, topics: TopicNames, kind: boolean | "bound" = false, seenTs?: number): KafkaMessageOut[] {
   return pairs.map((p, i) => {
-    const names = new Map<number, string>();
-    for (const k of [p.host, p.target]) {
-      const a = isEndpointKey(k) ? addressOf(k) : undefined;
-      if (a !== undefined) names.set(k >>> 0, a);
-    }
+    const names = pairNames(p.host, p.target, addressOf);
     return encodeRawDigest(
       RawDigest.fromPartial({
         switchId,
@@ -93,11 +99,7 @@ export function windowNoteMessages(switchId: string, pairs: ReadonlyArray<{ host
  * published twice.
  */
 export function givenUpMessage(switchId: string, d: IoDigest, cmdUnixNs: bigint, lost: boolean, addressOf: (key: number) => string | undefined, topics: TopicNames): KafkaMessageOut {
-  const names = new Map<number, string>();
-  for (const k of [d.host, d.target]) {
-    const a = isEndpointKey(k) ? addressOf(k) : undefined;
-    if (a !== undefined) names.set(k >>> 0, a);
-  }
+  const names = pairNames(d.host, d.target, addressOf);
   const member = (name: string, v: number) => ({ name, value: memberBytes(v) });
   return encodeRawDigest(
     RawDigest.fromPartial({
