@@ -260,7 +260,7 @@ export class TelemetryMetrics {
       badDigests: "Digests that could not be decoded, dropped", unknownSwitch: "Digests of a switch not in --switch-id, dropped", duplicateDigests: "Digests received twice, taken once",
       lateDigests: "Digests older than what was settled (their interval aggregates were out)", suppressedRecords: "Records an earlier owner of the partition had committed, not published again",
       replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",
-      givenUpSilentSwitch: "I/O commands given up because the switch that saw them sent nothing for --silent-switch-ms (recorded without that switch's figures, not incomplete)",
+      givenUpSilentSwitch: "I/O commands given up because the switch that saw them sent nothing for --silent-switch-ms, or the run ended, within their I/O timeout (recorded without that switch's figures, not incomplete)",
       flowOnlyDigests: "Digests of RDMA WRITE packets outside any message, added to their flow's interval figures with no message record (not counting those re-read after a takeover)",
       alertsNotCarried: "Raised alerts of partitions taken on that did not fit in the offset metadata (they may be raised again, or not cleared)",
     };
@@ -278,7 +278,7 @@ export class TelemetryMetrics {
   /** The in-process engine's own counts (those not carried on switch_stats records). */
   watchEngine(engine: MetricsEngine): void {
     new Counter({
-      name: "rdma_telemetry_given_up_silent_switch_total", help: "I/O commands given up because the switch that saw them sent nothing for the silent-switch time (recorded without that switch's figures, not incomplete)", labelNames: ["switch"], registers: [this.registry],
+      name: "rdma_telemetry_given_up_silent_switch_total", help: "I/O commands given up because the switch that saw them sent nothing for the silent-switch time, or the controller stopped, within their I/O timeout (recorded without that switch's figures, not incomplete)", labelNames: ["switch"], registers: [this.registry],
       collect() { this.reset(); for (const [sw, n] of engine.givenUpSilent) this.inc({ switch: sw }, n); },
     });
     new Counter({

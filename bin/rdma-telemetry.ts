@@ -677,7 +677,7 @@ async function main(argv: string[]): Promise<number> {
       const cutShort = r.rigs.reduce((a, x) => a + x.cutShort, 0);
       if (cutShort) print(`${cutShort} packets were captured short of ${MIN_SNAPLEN} bytes (the capture's snap length): headers the switch reads may be cut off (an RDMA CM REQ over IPv6 needs ${MIN_SNAPLEN}); those it could not parse count as parser_errors`);
       const silent = r.exporter.metrics.givenUpSilentSwitch;
-      if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} (recorded without its figures, not incomplete)`);
+      if (silent) print(`${silent} I/O commands given up on a switch silent for ${durationText(r.exporter.metrics.options.silentSwitchNs)} or open at its capture's end within their I/O timeout (recorded without its figures, not incomplete)`);
       const flowOnly = [...r.exporter.metrics.flowOnlyDigests.values()].reduce((a, n) => a + n, 0);
       if (flowOnly) print(`${flowOnly} digests of RDMA WRITE packets outside any message (after their message's last packet, or of a message whose first packet was not seen), in their flow's interval figures`);
       // A capture damaged after its header (cut short, as Wireshark says) was replayed up to the damage; the rest was not there to read.

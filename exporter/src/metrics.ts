@@ -1147,7 +1147,19 @@ export class MetricsEngine {
 
   /** Emits everything still pending (end of a replay). */
   finish(): void {
-    for (const [k, o] of [...this.outstanding]) this.timeOut(k, o);
+    for (const [k, o] of [...this.outstanding]) {
+      // The run ends as if every switch went silent: a command whose I/O
+      // timeout had not passed on its switch's clock when the switch was last
+      // observed (its capture's last packet, the controller's stop) may have
+      // been answered after; its answer is unknown, not incomplete. (One
+      // whose response went unwatched, or came on a queue of unknown pairing,
+      // is unknown for that reason, and counted as such.)
+      const own = this.watermarks.get(o.switchId);
+      const align = this.align(o.switchId);
+      const cut = own !== undefined && own - (o.cmdUnixNs + align) <= this.options.ioTimeoutNs;
+      if (cut && o.leftWindowEvent === undefined && !o.unpairedRsp?.length) this.giveUpSilent(k, o, own - align);
+      else this.timeOut(k, o);
+    }
     this.decideVerdicts(true);
     for (const list of this.halves.values()) {
       for (const h of list) this.emitIo(h.vantage & VANTAGE_C ? h : undefined, h.vantage & VANTAGE_C ? undefined : h);
@@ -1196,7 +1208,8 @@ export class MetricsEngine {
       for (const sw of this.health.switches()) {
         const si = switches?.get(sw);
         // From its first interval on, up to the last it was known to be up in (its lists, or its controller connected to it).
-        if (start < this.health.firstInterval(sw)! || (!si && (start > (this.watermarks.get(sw) ?? -(1n << 62n)) || this.wasUnobserved(sw, start)))) continue;
+        // (An interval with counts of its own is reported even before the switch's first list: digests a list brought late.)
+        if (!si && (start < this.health.firstInterval(sw)! || start > (this.watermarks.get(sw) ?? -(1n << 62n)) || this.wasUnobserved(sw, start))) continue;
         const rec = this.health.statsRecord(sw, own(sw), si, start);
         if (rec) this.sink(rec);
       }

@@ -40,11 +40,28 @@ describe("metrics engine", () => {
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
     m.onDigestList("tor", T0, [io({ event: 1, vantage: 3, ts: 0, seq: 0 })]);
     m.onDigestList("tor", T0 + 50_000_000n, [io({ event: 1, vantage: 3, cid: 10, ts: 50_000_000, seq: 1 })]);
+    m.noteSwitch("tor", T0 + 51_000_001n); // observed past the second command's timeout (a replay's last packet)
     m.finish();
     const ios = out.filter((r): r is IoRecordJson => r.type === "io");
     expect(ios.map((r) => [r.cid, r.incomplete, r.e2e_c_ns])).toEqual([[9, true, null], [10, true, null]]);
     const agg = out.filter((r) => r.type === "io_interval");
     expect(agg.reduce((a, r) => a + (r.type === "io_interval" ? r.incomplete : 0), 0)).toBe(2);
+    expect(m.givenUpSilentSwitch).toBe(0);
+  });
+
+  test("a run that ends within a command's I/O timeout (a capture cut, a controller stopping) says its answer is unknown, not incomplete, and counts it", () => {
+    for (const [lastSeen, want] of [[T0 + 50_500_000n, false], [T0 + 51_000_000n, false], [T0 + 51_000_001n, true]] as const) {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+      m.onDigestList("tor", T0 + 50_000_000n, [io({ event: 1, vantage: 3, cid: 10, ts: 50_000_000, seq: 0 })]);
+      m.noteSwitch("tor", lastSeen);
+      m.finish();
+      const ios = out.filter((r): r is IoRecordJson => r.type === "io");
+      expect(ios.map((r) => [r.cid, r.incomplete, r.e2e_c_ns, r.e2e_s_ns])).toEqual([[10, want, null, null]]);
+      expect(m.givenUpSilentSwitch).toBe(want ? 0 : 1);
+      const agg = out.filter((r) => r.type === "io_interval");
+      expect(agg.reduce((a, r) => a + (r.type === "io_interval" ? r.incomplete : 0), 0)).toBe(want ? 1 : 0);
+    }
   });
 
   test("sequence gaps count as lost digests, repeats as duplicates, late ones as neither", () => {
@@ -197,6 +214,7 @@ describe("NVMe queues in the exporter", () => {
       const m = new MetricsEngine((r) => out.push(r), { wholeSequence }); // I/O timeout 1 s
       for (const [at, ds] of lists) m.onDigestList("tor", at, ds);
       const before = ios(out).map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+      m.noteSwitch("tor", lists.at(-1)![0] + 2_000_000_000n); // the switch observed past every command's timeout
       m.finish();
       const s = stats(out);
       return {
@@ -412,6 +430,7 @@ describe("one record per I/O, totals per interval", () => {
       m.onDigestList("tor-c", T0, [io({ seq: 0, event: 1, vantage: 1, host_qp: 0, ts: 0 })]);
       // The I/O's own response went missing at tor-c; a response with its CID came there on a queue tor-c had no pairing of.
       m.onDigestList("tor-c", T0 + 200_000n, [io({ seq: 1, event: IO_EVENT_UNPAIRED_RSP, vantage: 1, host_qp: unpairedQp, target_qp: 0, ts: 200_000 })]);
+      for (const sw of ["tor-c", "tor-s"]) m.noteSwitch(sw, T0 + 2_000_000_000n); // both observed past the timeout
       m.finish();
       const rec = out.find((r): r is IoRecordJson => r.type === "io")!;
       return { rec: [rec.incomplete, rec.e2e_c_ns, rec.e2e_s_ns, rec.host_qp], incomplete: stats(out).filter((s) => s.switch_id === "tor-c").reduce((a, s) => a + (s.incomplete_ios ?? 0), 0) };
@@ -433,6 +452,7 @@ describe("one record per I/O, totals per interval", () => {
     // The other command's response never comes: its switch reports on (events past its timeout), and it is incomplete before the end.
     m.onDigestList("tor", T0 + 2_050_000_000n, [io({ seq: 3, event: 1, vantage: 3, cid: 11, cmd_psn: 1002, ts: 2_000_000_000 })]);
     const before = out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);
+    m.noteSwitch("tor", T0 + 3_100_000_000n); // observed past the last command's timeout
     m.finish();
     expect(before).toContainEqual([10, true, null]);
     const ios = out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.cid, r.incomplete, r.e2e_c_ns]);

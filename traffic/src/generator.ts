@@ -236,7 +236,10 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
     }
     // A frame crossing both ToRs is built once.
     const built = new WeakMap<RoceFrame, { data: Buffer; wireLength: number }>();
+    // Each capture's last packet so far: where its switch was last observed (the I/O truths at the end need it).
+    const lastT = new Map<SwitchCapture, number>();
     const packet = (r: Row): TrafficItem => {
+      lastT.set(r.sw, r.t);
       let b = built.get(r.frame);
       if (!b) built.set(r.frame, (b = buildFrame(r.frame, o.snaplen)));
       return { kind: "packet", sw: r.sw, timestampNs: abs(r.t), data: b.data, originalLength: b.wireLength };
@@ -271,7 +274,7 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
     runDeferred(Infinity);
     while (rows.size) yield packet(rows.pop()!);
     for (const m of messages.splice(0)) yield { kind: "message", truth: m };
-    for (const q of queues) for (const truth of q.takeTruths(Infinity)) yield { kind: "io", truth };
+    for (const q of queues) for (const truth of q.takeTruths(Infinity, (sw) => lastT.get(sw) ?? -Infinity)) yield { kind: "io", truth };
   }
 
   return { options: o, switches, [Symbol.iterator]: items };

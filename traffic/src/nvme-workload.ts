@@ -44,6 +44,9 @@ function subsystemNqn(targetIndex: number): string {
   return `nqn.2019-04.io.storage:subsystem${targetIndex + 1}`;
 }
 
+/** The exporter's I/O timeout (its default), which the truth of a command with no response depends on. */
+const IO_TIMEOUT_NS = 1_000_000_000;
+
 /** A packet's place in a capture: its time, then the order it was emitted in. */
 export interface RowRef {
   t: number;
@@ -110,6 +113,11 @@ interface Io {
   cmdRowS?: RowRef;
   rspRowC?: RowRef;
   rspRowS?: RowRef;
+  /** the next command with its CID on the queue (a switch that missed the response closes the I/O there), at each switch, if the switch could attribute it */
+  reusedRowC?: RowRef;
+  reusedRowS?: RowRef;
+  /** that command is an in-capsule write: a switch attributes it only once it knows the queue's pairing */
+  reusedInCapsule?: boolean;
   /** storage side: first and last data event (read: RDMA WRITE; write: READ REQUEST, last READ RESPONSE) */
   dFirstS?: number;
   dLastS?: number;
@@ -385,15 +393,19 @@ export class Queue {
 
   /**
    * The truth of every I/O that is over and whose packets all came before
-   * `beforeT` (all: Infinity): by then every packet that could have taught a
-   * switch the queue's pairing earlier is out too.
+   * `beforeT` (all: Infinity, with `lastT`, each capture's last packet): by
+   * then every packet that could have taught a switch the queue's pairing
+   * earlier is out too. An I/O whose response a switch did not see waits
+   * for the end: whether that switch saw its I/O timeout pass depends on
+   * where its capture ends.
    */
-  takeTruths(beforeT: number): IoTruth[] {
+  takeTruths(beforeT: number, lastT?: (sw: SwitchCapture) => number): IoTruth[] {
     const out: IoTruth[] = [];
     const keep: Io[] = [];
     for (const io of this.ios) {
       const last = Math.max(io.cmdRowC?.t ?? 0, io.cmdRowS?.t ?? 0, io.rspRowC?.t ?? 0, io.rspRowS?.t ?? 0);
-      if (io.done && last < beforeT) out.push(this.truth(io));
+      const unanswered = (io.cmdRowC !== undefined && io.rspRowC === undefined) || (!this.m.single && io.cmdRowS !== undefined && io.rspRowS === undefined);
+      if (io.done && last < beforeT && (!unanswered || lastT)) out.push(this.truth(io, lastT));
       else keep.push(io);
     }
     this.ios = keep;
@@ -450,6 +462,18 @@ export class Queue {
     return this.m.active("slow-target", t, (f) => f.target === this.targetIndex).reduce((a, f) => a + f.extraNs, 0);
   }
 
+  /** The last I/O of each CID on the queue. */
+  private readonly lastByCid = new Map<number, Io>();
+
+  /** A command with `cid` seen at the switches in `rows`: it closes the CID's last I/O there, if that I/O's response went unseen and the switch can attribute the command. */
+  private reusesCid(cid: number, rows: { c?: RowRef; s?: RowRef }, inCapsule = false): void {
+    const prev = this.lastByCid.get(cid);
+    if (!prev || prev.reusedRowC || prev.reusedRowS) return;
+    prev.reusedRowC = rows.c;
+    prev.reusedRowS = rows.s;
+    prev.reusedInCapsule = inCapsule;
+  }
+
   /** Sends a command if a tag is free. */
   private start(t: number, op: "read" | "write" | "flush", bytes: number): boolean {
     const tag = this.free.indexOf(true);
@@ -490,6 +514,8 @@ export class Queue {
       if (k === 0) {
         io.cmdRowC = rows.c;
         io.cmdRowS = rows.s;
+        this.reusesCid(cid, rows, sgl === "in-capsule");
+        this.lastByCid.set(cid, io);
       }
       lastAtS = rows.atS;
       tc += this.m.ser(len);
@@ -611,6 +637,7 @@ export class Queue {
     const tc = Math.max(t, this.hq.busyUntil);
     const psn = this.nextPsn(this.hq);
     const rows = this.up(tc, { src: this.host, dst: this.target, opcode: Opcode.SEND_ONLY, destQp: this.tq.qpn, psn, ackReq: true, payload: nvmeSqe(0x00, cid, 1, 0n, 0, 0) });
+    // The switch does not measure a Flush: its command closes no I/O there (the read before it waits out its timeout).
     this.hq.busyUntil = tc + this.m.ser(64);
     this.targetAcks(rows.atS, psn, psn);
     const media = 3 * this.o.mediaWriteNs + Math.floor(this.m.rand() * 40_000) + this.slowTarget(rows.atS);
@@ -660,10 +687,14 @@ export class Queue {
     this.events.push({ t: atC + 1_500 + Math.floor(this.m.rand() * 1_000), kind: "free", tag });
   }
 
-  /** The record each I/O must give (SPEC §3), from what each switch saw of it. */
-  truth(io: Io): IoTruth {
+  /**
+   * The record each I/O must give (SPEC §3), from what each switch saw of it
+   * (`lastT`: each capture's last packet, for an I/O a switch saw no
+   * response of).
+   */
+  truth(io: Io, lastT?: (sw: SwitchCapture) => number): IoTruth {
     const single = this.m.single;
-    const half = (cmd: RowRef | undefined, rsp: RowRef | undefined, paired: RowRef | undefined) => {
+    const half = (sw: SwitchCapture, cmd: RowRef | undefined, rsp: RowRef | undefined, paired: RowRef | undefined, reused: RowRef | undefined) => {
       if (!cmd) return undefined;
       // An in-capsule write on a queue whose pairing is not yet known cannot be attributed.
       if (io.sgl === "in-capsule" && !before(paired, cmd)) return undefined;
@@ -671,10 +702,15 @@ export class Queue {
       // there) names no I/O: the command's answer is unknown there, not
       // missing (no figure, not incomplete).
       const complete = rsp !== undefined && before(paired, rsp);
-      return { cmd, rsp: complete ? rsp : undefined, unknown: rsp !== undefined && !complete, hostQpKnown: complete || before(paired, cmd) };
+      // No response, no later command with its CID, and the capture ends
+      // within the I/O timeout of the command: the response may have come
+      // after; the answer is unknown there too.
+      const closed = reused !== undefined && (!io.reusedInCapsule || before(paired, reused));
+      const cut = rsp === undefined && !closed && lastT !== undefined && Math.round(lastT(sw)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
+      return { cmd, rsp: complete ? rsp : undefined, unknown: (rsp !== undefined && !complete) || cut, hostQpKnown: complete || before(paired, cmd) };
     };
-    const c = half(io.cmdRowC, io.rspRowC, this.pairedC);
-    const s = single ? c : half(io.cmdRowS, io.rspRowS, this.pairedS);
+    const c = half(this.m.torC, io.cmdRowC, io.rspRowC, this.pairedC, io.reusedRowC);
+    const s = single ? c : half(this.m.torS, io.cmdRowS, io.rspRowS, this.pairedS, io.reusedRowS);
     const e2e = (h: typeof c) => (h?.rsp ? h.rsp.t - h.cmd.t : null);
     const e2eC = e2e(c);
     const e2eS = e2e(s);
