@@ -135,13 +135,15 @@ export interface IoCheck {
   /** records whose only difference is a DAL or DPL the switch could not measure (it counts them) */
   referenceLost: number;
   /**
-   * I/Os with a command unanswered when the traffic stopped: the vantage that
-   * saw the response gives its half; the other switch's command, whose I/O
-   * timeout never passes on a clock that stops, is given up once that switch
-   * counts as silent, joined with it: both switches named, neither
-   * incomplete (whether the response crossed the silent one is unknown).
+   * Of the exact records, the commands unanswered when the traffic stopped
+   * (the truth's unanswered_at_end, per vantage): a command whose I/O
+   * timeout never passes on a clock that stops is given up once its switch
+   * counts as silent, joined with the other vantage's half: "answer
+   * unknown" there, as the truth says.
    */
   unansweredAtEnd: number;
+  /** records of an I/O the truth says is incomplete that say "answer unknown" instead (less, never more) */
+  saidLess: number;
   /** records of keys the truth does not have */
   extra: number;
   mismatches: string[];
@@ -161,6 +163,7 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   let referenceLost = 0;
   let lost = 0;
   let unansweredAtEnd = 0;
+  let saidLess = 0;
   const keys = new Set(truth.map(ioTruthKey));
   const extra = [...byKey.keys()].filter((k) => !keys.has(k)).length;
   const mismatches: string[] = [];
@@ -172,12 +175,14 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
     }
     if (r.rtt_ns !== null) withRtt++;
     const m = ioMismatches(t, r).filter((x) => !x.startsWith("cmd_unix_ns"));
-    if (m.length === 0) exact++;
-    else if (onlyReferenceLost(m)) referenceLost++;
-    else if (t.incomplete && m.every((x) => x === "incomplete: got false, want true")) unansweredAtEnd++;
+    if (m.length === 0) {
+      exact++;
+      unansweredAtEnd += t.unanswered_at_end;
+    } else if (onlyReferenceLost(m)) referenceLost++;
+    else if (t.incomplete && m.every((x) => x === "incomplete: got false, want true")) saidLess++;
     else if (mismatches.length < 10) mismatches.push(`${ioTruthKey(t)}: ${m.join("; ")} [records of the key: ${records.filter((x) => ioRecordKey(x) === ioTruthKey(t)).map((x) => `${x.switch_id} c=${x.c_switch_id} s=${x.s_switch_id} incomplete=${x.incomplete}`).join(", ")}]`);
   }
-  return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, unansweredAtEnd, extra, mismatches };
+  return { ios: byKey.size, duplicates, lost, exact, withRtt, referenceLost, unansweredAtEnd, saidLess, extra, mismatches };
 }
 
 /**

@@ -707,7 +707,7 @@ export class Queue {
       // after; the answer is unknown there too.
       const closed = reused !== undefined && (!io.reusedInCapsule || before(paired, reused));
       const cut = rsp === undefined && !closed && lastT !== undefined && Math.round(lastT(sw)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
-      return { cmd, rsp: complete ? rsp : undefined, unknown: (rsp !== undefined && !complete) || cut, hostQpKnown: complete || before(paired, cmd) };
+      return { cmd, rsp: complete ? rsp : undefined, unknown: (rsp !== undefined && !complete) || cut, cut, hostQpKnown: complete || before(paired, cmd) };
     };
     const c = half(this.m.torC, io.cmdRowC, io.rspRowC, this.pairedC, io.reusedRowC);
     const s = single ? c : half(this.m.torS, io.cmdRowS, io.rspRowS, this.pairedS, io.reusedRowS);
@@ -745,6 +745,7 @@ export class Queue {
       rtt_ns: e2eC !== null && e2eS !== null ? e2eC - e2eS : null,
       dal_ns: dal,
       dpl_ns: dpl,
+      unanswered_at_end: (c?.cut ? 1 : 0) + (!single && s?.cut ? 1 : 0),
       c_seen: c !== undefined,
       s_seen: s !== undefined,
     };

@@ -128,6 +128,8 @@ export type IoTruth = Pick<IoRecordJson, "host" | "target" | "host_qp" | "target
   cmd_unix_ns: bigint | null;
   c_seen: boolean;
   s_seen: boolean;
+  /** vantages (0 to 2) that saw the command and no response, their capture ending within the I/O timeout (1 s) of it: "answer unknown" there, counted as given up with the switch silent */
+  unanswered_at_end: number;
 };
 
 /** What the message record of one RDMA WRITE must say, by the contract's names, and what the self-check needs besides. */
