@@ -22,7 +22,7 @@ export interface DemoOptions {
   /** bytes of each packet the captures keep (default: whole packets) */
   snaplen?: number;
   /** the fabric's size: hosts, targets, I/O queues per host on each target, NCCL channels (the generator's defaults where omitted) */
-  scale?: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number; mtu?: number; ioSizes?: number[]; storageReorderShare?: number; storageReorderMaxDisplacement?: number };
+  scale?: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number; responseLoss?: number; mtu?: number; ioSizes?: number[]; storageReorderShare?: number; storageReorderMaxDisplacement?: number };
   /** the address families of the hosts and targets: 4 (default), 6, or mixed */
   ip?: 4 | 6 | "mixed";
   /** reordering paths for a share of the RDMA WRITE messages (generate --reorder, --reorder-loss) */

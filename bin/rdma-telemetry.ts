@@ -35,7 +35,7 @@ const USAGE = `rdma-telemetry — per-I/O and per-message telemetry for RoCEv2 f
 Usage:
   rdma-telemetry [demo] [--duration-ms N] [--seed N] [--load F] [--out-dir DIR [--force]] [--mode full|polling|summary]
                  [--snaplen BYTES] [--config FILE] [--hosts N] [--targets N] [--queues-per-host N] [--channels N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]] [--response-loss SHARE]
                  [--dashboard [--listen 127.0.0.1:8080]] [--silent-switch-ms N]
       The main job: generated RoCEv2 traffic through two software switches,
       their controllers and the exporter, with a live summary. --load scales
@@ -61,7 +61,7 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--channels N] [--ip 4|6|mixed]
-                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]]
+                 [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]] [--response-loss SHARE]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
@@ -86,8 +86,12 @@ Usage:
       step's data at a quarter of the link (default 1).
       --storage-reorder 0.5:6 sends half of the NVMe queues over reordering
       paths too (each packet delayed by up to 6 packet times across the
-      fabric). Demo takes --ip (default 4), --reorder, --reorder-loss,
-      --job-turnover, --mtu, --io-sizes, --channels and --storage-reorder too.
+      fabric). --response-loss 0.01: the share of NVMe responses missing from
+      one capture or both (a mirror or capture drop; default 0.002): the I/O
+      is incomplete there once its capture goes on past its I/O timeout (1 s)
+      or its CID is reused, "answer unknown" if the capture ends before.
+      Demo takes --ip (default 4), --reorder, --reorder-loss, --job-turnover,
+      --mtu, --io-sizes, --channels, --storage-reorder and --response-loss too.
   rdma-telemetry controller --config FILE [--out RECORDS.jsonl [--append]] [--journal DIR]
                  [--kafka-brokers HOST:PORT,...] [--control-token-file FILE] [--digests-only]
                  [--silent-switch-ms N]
@@ -329,10 +333,16 @@ function ioSizes(v: string | undefined): { ioSizes?: number[] } {
 
 /**
  * --hosts, --targets, --queues-per-host, --channels, --job-turnover, --mtu,
- * --io-sizes, --storage-reorder: the generated fabric (the generator's defaults where not given).
+ * --io-sizes, --storage-reorder, --response-loss: the generated fabric (the generator's defaults where not given).
  */
-function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; channels?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string }) {
-  const out: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number } = {};
+function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; channels?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string; "response-loss"?: string }) {
+  const out: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number; responseLoss?: number } = {};
+  const loss = values["response-loss"];
+  if (loss !== undefined) {
+    const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
+    if (!(l >= 0 && l <= 0.5)) throw new UsageError(`--response-loss must be a share of the NVMe responses from 0 to 0.5 (got '${loss}')`);
+    out.responseLoss = l;
+  }
   const turnover = values["job-turnover"];
   if (turnover !== undefined) {
     const t = /^\d*\.?\d+$/.test(turnover) ? Number(turnover) : NaN;
@@ -469,6 +479,7 @@ async function main(argv: string[]): Promise<number> {
       "io-sizes": { type: "string" },
       "storage-reorder": { type: "string" },
       "job-turnover": { type: "string" },
+      "response-loss": { type: "string" },
       seed: { type: "string" },
       load: { type: "string" },
       "out-dir": { type: "string" },

@@ -143,7 +143,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
 
   test("the same packets at the same ingress times give the same digests, counters and records on BMv2 and on the software switch", async () => {
     expect(traffic.ios.length).toBeGreaterThan(10);
-    expect(traffic.ios.some((t) => t.in_capsule && t.record) && traffic.ios.some((t) => t.incomplete) && traffic.ios.some((t) => t.status !== 0)).toBe(true);
+    expect(traffic.ios.some((t) => t.in_capsule && t.record) && traffic.ios.some((t) => t.incomplete || t.unanswered_at_end > 0) && traffic.ios.some((t) => t.status !== 0)).toBe(true);
     const { capture, report, arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters, bmHistograms, swHistograms } = await bmv2AndSoftware(traffic);
     // The data plane's histograms, bucket by bucket (summed over pair ids: which I/Os had their pair's id by their response depends on each controller's timing).
     expect(Object.keys(bmHistograms).length).toBeGreaterThan(4);

@@ -67,7 +67,7 @@ const KAFKA = ["kafka-brokers", "kafka-client", "kafka-topic-prefix", "kafka-ca"
 const COMMANDS: Array<{ command: string[]; options: string[] }> = [
   { command: ["demo"], options: ["duration-ms", "seed", "load", "out-dir", "mode", "listen", "metrics-listen", "log-level", ...KAFKA] },
   { command: ["replay", "x.pcap"], options: ["topology", "out", "mode", "switch-id", "forwarded", "metrics-listen", ...KAFKA] },
-  { command: ["generate"], options: ["out-dir", "duration-ms", "seed", "load", "layout", "ip", "reorder", "reorder-loss", "job-turnover"] },
+  { command: ["generate"], options: ["out-dir", "duration-ms", "seed", "load", "layout", "ip", "reorder", "reorder-loss", "job-turnover", "response-loss"] },
   { command: ["controller"], options: ["config", "out", "journal", "metrics-listen", ...KAFKA] },
   { command: ["switch"], options: ["listen", "p4info", "device-config", "device-id", "cpu-port", "pcap-in", "pcap-out"] },
   { command: ["mode", "full"], options: ["control"] },
@@ -137,6 +137,8 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...gen, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },
       { args: [...gen, "--reorder", "0.2", "--reorder-loss", "2"], says: "--reorder-loss must be a share from 0 to 1" },
       { args: [...gen, "--job-turnover", "0.6x"], says: "--job-turnover must be a share of the hosts from 0 to 1" },
+      { args: [...gen, "--response-loss", "0.6"], says: "--response-loss must be a share of the NVMe responses from 0 to 0.5 (got '0.6')" },
+      { args: [...demo, "--response-loss", "1/2"], says: "--response-loss must be a share of the NVMe responses from 0 to 0.5" },
       { args: [...demo, "--ip", "v6"], says: "--ip must be 4, 6 or mixed (got 'v6')" },
       { args: [...demo, "--reorder", "0.2:256"], says: "--reorder must be SHARE[:MAXDISP]" },
       { args: [...demo, "--reorder-loss", "0.5"], says: "--reorder-loss needs --reorder" },

@@ -48,7 +48,9 @@ let truth: IoTruth[];
 beforeAll(async () => {
   if (KAFKAJS_RUN) return;
   // Both families: hosts of even number on IPv4, odd on IPv6 (endpoint keys learned by each switch, joined by address).
-  workload = await generateWorkload(dir, children, 300, "mixed");
+  // The kill -9 (the run on Kafka 3.9) takes a longer, lighter workload with 2 % of the responses missing from a
+  // capture: I/Os incomplete mid-run, which a member reports so only with its switch's controller's verdict.
+  workload = OLD_BROKER ? await generateWorkload(dir, children, 1500, "mixed", ["--load", "0.1", "--response-loss", "0.02"]) : await generateWorkload(dir, children, 300, "mixed");
   truth = truthIos(workload);
 }, 120_000);
 
@@ -95,6 +97,12 @@ test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; b
     if (!joinedAt && got.filter((r) => r.rtt_ns !== null).length >= joined) joinedAt = Date.now();
   });
   const c = checkIos(truth, ios);
+  // The I/Os incomplete mid-run (a response missing from a capture, the capture going on past their I/O timeout):
+  // each member holding one said so on its controller's io_given_up verdict (without it, "answer unknown": saidLess).
+  const incomplete = truth.filter((t) => t.incomplete).length;
+  note("I/Os incomplete mid-run", { truth: incomplete, records: ios.filter((r) => r.incomplete).length, saidLess: c.saidLess });
+  expect(incomplete).toBeGreaterThan(3);
+  expect(c.saidLess).toBe(0);
   // Recovery: from the kill until every I/O seen by both switches is out, joined (those of an unanswered command wait for the silent switch).
   // And from the kill until the survivor had taken the dead member's partitions over (their open digests re-read).
   const tookOver = [...members[1]!.out().matchAll(/"time":"([^"]+)"[^\n]*took a partition over/g)].map((m) => Date.parse(m[1]!)).filter((t) => t > killedAt);
