@@ -238,6 +238,7 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
     const built = new WeakMap<RoceFrame, { data: Buffer; wireLength: number }>();
     // Each capture's last packet so far: where its switch was last observed (the I/O truths at the end need it).
     const lastT = new Map<SwitchCapture, number>();
+    const seenUntil = (sw: SwitchCapture) => lastT.get(sw) ?? -Infinity;
     const packet = (r: Row): TrafficItem => {
       lastT.set(r.sw, r.t);
       let b = built.get(r.frame);
@@ -269,12 +270,12 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
       // Nothing still to run sends before `now`.
       while (rows.size && rows.peek()!.t < now) yield packet(rows.pop()!);
       for (const m of messages.splice(0)) yield { kind: "message", truth: m };
-      if (++steps % 256 === 0) for (const q of queues) for (const truth of q.takeTruths(now)) yield { kind: "io", truth };
+      if (++steps % 256 === 0) for (const q of queues) for (const truth of q.takeTruths(now, seenUntil)) yield { kind: "io", truth };
     }
     runDeferred(Infinity);
     while (rows.size) yield packet(rows.pop()!);
     for (const m of messages.splice(0)) yield { kind: "message", truth: m };
-    for (const q of queues) for (const truth of q.takeTruths(Infinity, (sw) => lastT.get(sw) ?? -Infinity)) yield { kind: "io", truth };
+    for (const q of queues) for (const truth of q.takeTruths(Infinity, seenUntil)) yield { kind: "io", truth };
   }
 
   return { options: o, switches, [Symbol.iterator]: items };

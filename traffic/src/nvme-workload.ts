@@ -393,19 +393,23 @@ export class Queue {
 
   /**
    * The truth of every I/O that is over and whose packets all came before
-   * `beforeT` (all: Infinity, with `lastT`, each capture's last packet): by
+   * `beforeT` (all: Infinity; `lastT`, each capture's last packet so far): by
    * then every packet that could have taught a switch the queue's pairing
    * earlier is out too. An I/O whose response a switch did not see waits
-   * for the end: whether that switch saw its I/O timeout pass depends on
-   * where its capture ends.
+   * until that switch's capture goes past its I/O timeout, or the end:
+   * whether the switch saw the timeout pass depends on where its capture ends.
    */
-  takeTruths(beforeT: number, lastT?: (sw: SwitchCapture) => number): IoTruth[] {
+  takeTruths(beforeT: number, lastT: (sw: SwitchCapture) => number): IoTruth[] {
     const out: IoTruth[] = [];
     const keep: Io[] = [];
+    const final = beforeT === Infinity;
+    // A switch that saw the command and no response: decided once its CID is reused, or its capture has gone past the I/O timeout.
+    const open = (sw: SwitchCapture, cmd: RowRef | undefined, rsp: RowRef | undefined, reused: RowRef | undefined) =>
+      cmd !== undefined && rsp === undefined && reused === undefined && Math.round(lastT(sw)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
     for (const io of this.ios) {
       const last = Math.max(io.cmdRowC?.t ?? 0, io.cmdRowS?.t ?? 0, io.rspRowC?.t ?? 0, io.rspRowS?.t ?? 0);
-      const unanswered = (io.cmdRowC !== undefined && io.rspRowC === undefined) || (!this.m.single && io.cmdRowS !== undefined && io.rspRowS === undefined);
-      if (io.done && last < beforeT && (!unanswered || lastT)) out.push(this.truth(io, lastT));
+      const undecided = open(this.m.torC, io.cmdRowC, io.rspRowC, io.reusedRowC) || (!this.m.single && open(this.m.torS, io.cmdRowS, io.rspRowS, io.reusedRowS));
+      if (io.done && last < beforeT && (final || !undecided)) out.push(this.truth(io, lastT));
       else keep.push(io);
     }
     this.ios = keep;
