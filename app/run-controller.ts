@@ -288,6 +288,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     process.once("SIGTERM", resolve);
     stop = resolve;
   });
+  await drainOpenCommands(exporter.metrics, () => controller.stats.primary, exporter.metrics.options.ioTimeoutNs, o.print);
   clearInterval(tick);
   clearInterval(counters);
   stopping = true;
@@ -348,4 +349,29 @@ async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, journaledA
     o.logger.warn("could not read back what an earlier run published: records replayed from the journal may reach Kafka twice", { error: (err as Error).message });
   }
   return dedupe;
+}
+
+/** The longest a stopping controller waits for the commands still open. */
+const DRAIN_MAX_MS = 5_000;
+
+/**
+ * Before a controller stops, the commands still open get their response or
+ * their I/O timeout (and the digest list delay after it) while the switch is
+ * connected, at most DRAIN_MAX_MS: their records say what the switch saw,
+ * not "answer unknown" (which those still open then say). A second signal
+ * stops at once.
+ */
+async function drainOpenCommands(engine: { readonly openCommands: number }, connected: () => boolean, ioTimeoutNs: bigint, print: (line: string) => void): Promise<void> {
+  const open = engine.openCommands;
+  if (!open || !connected()) return;
+  const startedAt = Date.now();
+  const deadline = startedAt + Math.min(DRAIN_MAX_MS, Number(ioTimeoutNs / 1_000_000n) + 1_250);
+  let again = false;
+  const now = () => (again = true);
+  process.once("SIGINT", now);
+  process.once("SIGTERM", now);
+  while (!again && connected() && engine.openCommands > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  process.off("SIGINT", now);
+  process.off("SIGTERM", now);
+  print(`stopping: waited ${Date.now() - startedAt} ms for ${open} open I/O commands (${engine.openCommands} still open: answer unknown)`);
 }

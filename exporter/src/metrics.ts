@@ -1145,6 +1145,11 @@ export class MetricsEngine {
     if (closeBefore > this.closedBefore) this.flushIntervals(closeBefore);
   }
 
+  /** Commands still waiting for their response or their I/O timeout (a stopping controller lets them finish). */
+  get openCommands(): number {
+    return this.outstanding.size;
+  }
+
   /** Emits everything still pending (end of a replay). */
   finish(): void {
     for (const [k, o] of [...this.outstanding]) {

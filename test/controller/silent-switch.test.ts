@@ -3,7 +3,8 @@
 // time (--silent-switch-ms, or the config's timeouts.silent_switch_ms) the
 // command goes out without the switch's figures, not incomplete, and is
 // counted on /metrics; with the default minute it is still held when the
-// controller stops, and goes out incomplete.
+// controller stops, and says "answer unknown". A controller stopped while its
+// switch is up waits out its open commands' I/O timeout first.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -74,4 +75,36 @@ test("by default (a minute) the same command is still held 3 s after the switch 
   const { held, counted } = await silentAfterCommand("default", []);
   expect(counted).toBe(0);
   expect(held.map(seenOnly)).toEqual([[false, null, null, null]]);
+}, 60_000);
+
+/** Ten answered I/Os, then I/O 10's command and data without its response, the switch up; the controller stopped with SIGTERM (twice: `twice`). */
+async function stopAfterCommand(name: string, twice: boolean): Promise<{ held: IoRecordJson[]; out: string; stopMs: number }> {
+  const sw = await startSwitch(children);
+  const config = writeControllerConfig(join(dir), sw.port, "tor");
+  const file = join(dir, `${name}.jsonl`);
+  const c = await startController(["--config", config, "--out", file]);
+  let out = "";
+  c.child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  await ioFeeder()(sw.child, 10);
+  sw.child.send({ frames: readIoFrames(10, 0x20000).slice(0, 2) });
+  await digestsSettled(sw.child); // the command's digest is with the controller
+  const startedAt = Date.now();
+  c.child.kill("SIGTERM");
+  if (twice) setTimeout(() => c.child.kill("SIGTERM"), 100);
+  await new Promise((r) => c.child.once("exit", r));
+  const stopMs = Date.now() - startedAt;
+  await stop(sw.child, "SIGTERM");
+  const ios = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson).filter((r): r is IoRecordJson => r.type === "io");
+  expect(ios.filter((r) => r.cmd_psn < 10 && !r.incomplete).length, "the answered I/Os").toBe(10);
+  return { held: ios.filter((r) => r.cmd_psn === 10), out, stopMs };
+}
+
+test("a controller stopped while a command waits for its response, its switch up, waits out the I/O timeout: the I/O goes out incomplete; stopped again at once, its answer is unknown", async () => {
+  const drained = await stopAfterCommand("drained", false);
+  expect(drained.held.map(seenOnly)).toEqual([[true, null, null, null]]);
+  expect(drained.out).toMatch(/stopping: waited \d+ ms for 1 open I\/O commands \(0 still open/);
+  const cut = await stopAfterCommand("cut", true);
+  expect(cut.held.map(seenOnly)).toEqual([[false, null, null, null]]);
+  expect(cut.out).toMatch(/stopping: waited \d+ ms for 1 open I\/O commands \(1 still open/);
+  console.log(`stopped in ${drained.stopMs} ms (drained), ${cut.stopMs} ms (stopped again at once)`);
 }, 60_000);
