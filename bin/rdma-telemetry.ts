@@ -298,9 +298,7 @@ function reorder(v: string | undefined, loss: string | undefined): { reorderShar
   const [share, disp] = shareAndDisplacement(v, "--reorder", "messages", "at most 1 to 255 places of displacement (the seen-PSN window)", 255);
   const out = { reorderShare: share, reorderMaxDisplacement: disp, reorderLoss: 0 };
   if (loss !== undefined) {
-    const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
-    if (!(l >= 0 && l <= 1)) throw new UsageError(`--reorder-loss must be a share from 0 to 1 of the reordered messages (got '${loss}')`);
-    out.reorderLoss = l;
+    out.reorderLoss = shareOf(loss, 1, "--reorder-loss must be a share from 0 to 1 of the reordered messages");
   }
   return out;
 }
@@ -331,24 +329,21 @@ function ioSizes(v: string | undefined): { ioSizes?: number[] } {
   return { ioSizes: sizes };
 }
 
+/** A share written as a plain decimal (0.25, .5, 1) from 0 to `max`; else the usage error `says`, with the value. */
+function shareOf(v: string, max: number, says: string): number {
+  const n = /^\d*\.?\d+$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0 && n <= max)) throw new UsageError(`${says} (got '${v}')`);
+  return n;
+}
+
 /**
  * --hosts, --targets, --queues-per-host, --channels, --job-turnover, --mtu,
  * --io-sizes, --storage-reorder, --response-loss: the generated fabric (the generator's defaults where not given).
  */
 function scale(values: { hosts?: string; targets?: string; "queues-per-host"?: string; channels?: string; "job-turnover"?: string; mtu?: string; "io-sizes"?: string; "storage-reorder"?: string; "response-loss"?: string }) {
   const out: { hosts?: number; targets?: number; queuesPerHost?: number; gradientChannels?: number; jobTurnover?: number; responseLoss?: number } = {};
-  const loss = values["response-loss"];
-  if (loss !== undefined) {
-    const l = /^\d*\.?\d+$/.test(loss) ? Number(loss) : NaN;
-    if (!(l >= 0 && l <= 0.5)) throw new UsageError(`--response-loss must be a share of the NVMe responses from 0 to 0.5 (got '${loss}')`);
-    out.responseLoss = l;
-  }
-  const turnover = values["job-turnover"];
-  if (turnover !== undefined) {
-    const t = /^\d*\.?\d+$/.test(turnover) ? Number(turnover) : NaN;
-    if (!(t >= 0 && t <= 1)) throw new UsageError(`--job-turnover must be a share of the hosts from 0 to 1 (got '${turnover}')`);
-    out.jobTurnover = t;
-  }
+  if (values["response-loss"] !== undefined) out.responseLoss = shareOf(values["response-loss"], 0.5, "--response-loss must be a share of the NVMe responses from 0 to 0.5");
+  if (values["job-turnover"] !== undefined) out.jobTurnover = shareOf(values["job-turnover"], 1, "--job-turnover must be a share of the hosts from 0 to 1");
   if (values.hosts !== undefined) out.hosts = int(values.hosts, "hosts", 0);
   if (values.targets !== undefined) out.targets = int(values.targets, "targets", 0);
   if (values["queues-per-host"] !== undefined) out.queuesPerHost = int(values["queues-per-host"], "queues-per-host", 0);

@@ -403,12 +403,9 @@ export class Queue {
     const out: IoTruth[] = [];
     const keep: Io[] = [];
     const final = beforeT === Infinity;
-    // A switch that saw the command and no response: decided once its CID is reused, or its capture has gone past the I/O timeout.
-    const open = (sw: SwitchCapture, cmd: RowRef | undefined, rsp: RowRef | undefined, reused: RowRef | undefined) =>
-      cmd !== undefined && rsp === undefined && reused === undefined && Math.round(lastT(sw)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
     for (const io of this.ios) {
       const last = Math.max(io.cmdRowC?.t ?? 0, io.cmdRowS?.t ?? 0, io.rspRowC?.t ?? 0, io.rspRowS?.t ?? 0);
-      const undecided = open(this.m.torC, io.cmdRowC, io.rspRowC, io.reusedRowC) || (!this.m.single && open(this.m.torS, io.cmdRowS, io.rspRowS, io.reusedRowS));
+      const undecided = this.endsUnanswered(io, "C", lastT) || (!this.m.single && this.endsUnanswered(io, "S", lastT));
       if (io.done && last < beforeT && (final || !undecided)) out.push(this.truth(io, lastT));
       else keep.push(io);
     }
@@ -464,6 +461,21 @@ export class Queue {
 
   private slowTarget(t: number): number {
     return this.m.active("slow-target", t, (f) => f.target === this.targetIndex).reduce((a, f) => a + f.extraNs, 0);
+  }
+
+  /**
+   * Whether a switch that saw the I/O's command and no response has its
+   * capture (so far: `lastT`) end within the command's I/O timeout, no later
+   * command with its CID that it attributes having closed the I/O there: the
+   * response may come after, so its answer is unknown there (so far).
+   */
+  private endsUnanswered(io: Io, side: "C" | "S", lastT: (sw: SwitchCapture) => number): boolean {
+    const c = side === "C";
+    const cmd = c ? io.cmdRowC : io.cmdRowS;
+    if (!cmd || (c ? io.rspRowC : io.rspRowS)) return false;
+    const reused = c ? io.reusedRowC : io.reusedRowS;
+    const closed = reused !== undefined && (!io.reusedInCapsule || before(c ? this.pairedC : this.pairedS, reused));
+    return !closed && Math.round(lastT(c ? this.m.torC : this.m.torS)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
   }
 
   /** The last I/O of each CID on the queue. */
@@ -696,9 +708,9 @@ export class Queue {
    * (`lastT`: each capture's last packet, for an I/O a switch saw no
    * response of).
    */
-  truth(io: Io, lastT?: (sw: SwitchCapture) => number): IoTruth {
+  truth(io: Io, lastT: (sw: SwitchCapture) => number): IoTruth {
     const single = this.m.single;
-    const half = (sw: SwitchCapture, cmd: RowRef | undefined, rsp: RowRef | undefined, paired: RowRef | undefined, reused: RowRef | undefined) => {
+    const half = (side: "C" | "S", cmd: RowRef | undefined, rsp: RowRef | undefined, paired: RowRef | undefined) => {
       if (!cmd) return undefined;
       // An in-capsule write on a queue whose pairing is not yet known cannot be attributed.
       if (io.sgl === "in-capsule" && !before(paired, cmd)) return undefined;
@@ -706,15 +718,12 @@ export class Queue {
       // there) names no I/O: the command's answer is unknown there, not
       // missing (no figure, not incomplete).
       const complete = rsp !== undefined && before(paired, rsp);
-      // No response, no later command with its CID, and the capture ends
-      // within the I/O timeout of the command: the response may have come
-      // after; the answer is unknown there too.
-      const closed = reused !== undefined && (!io.reusedInCapsule || before(paired, reused));
-      const cut = rsp === undefined && !closed && lastT !== undefined && Math.round(lastT(sw)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
+      // The capture ends within the I/O timeout of a command with no response: the answer is unknown there too.
+      const cut = this.endsUnanswered(io, side, lastT);
       return { cmd, rsp: complete ? rsp : undefined, unknown: (rsp !== undefined && !complete) || cut, cut, hostQpKnown: complete || before(paired, cmd) };
     };
-    const c = half(this.m.torC, io.cmdRowC, io.rspRowC, this.pairedC, io.reusedRowC);
-    const s = single ? c : half(this.m.torS, io.cmdRowS, io.rspRowS, this.pairedS, io.reusedRowS);
+    const c = half("C", io.cmdRowC, io.rspRowC, this.pairedC);
+    const s = single ? c : half("S", io.cmdRowS, io.rspRowS, this.pairedS);
     const e2e = (h: typeof c) => (h?.rsp ? h.rsp.t - h.cmd.t : null);
     const e2eC = e2e(c);
     const e2eS = e2e(s);
