@@ -355,23 +355,24 @@ async function publishedSince(kafka: KafkaSink, oldestListNs: bigint, journaledA
 const DRAIN_MAX_MS = 5_000;
 
 /**
- * Before a controller stops, the commands still open get their response or
- * their I/O timeout (and the digest list delay after it) while the switch is
- * connected, at most DRAIN_MAX_MS: their records say what the switch saw,
- * not "answer unknown" (which those still open then say). A second signal
- * stops at once.
+ * Before a controller stops, the commands open at the signal get their
+ * response or their I/O timeout (and the digest list delay after it) while
+ * the switch is connected, at most DRAIN_MAX_MS: their records say what the
+ * switch saw, not "answer unknown" (which those still open then say, and
+ * those sent meanwhile: traffic that goes on does not hold the stop). A
+ * second signal stops at once.
  */
-async function drainOpenCommands(engine: { readonly openCommands: number }, connected: () => boolean, ioTimeoutNs: bigint, print: (line: string) => void): Promise<void> {
-  const open = engine.openCommands;
-  if (!open || !connected()) return;
+async function drainOpenCommands(engine: { openCommands(): ReadonlySet<object>; stillOpen(commands: ReadonlySet<object>): number }, connected: () => boolean, ioTimeoutNs: bigint, print: (line: string) => void): Promise<void> {
+  const open = engine.openCommands();
+  if (!open.size || !connected()) return;
   const startedAt = Date.now();
   const deadline = startedAt + Math.min(DRAIN_MAX_MS, Number(ioTimeoutNs / 1_000_000n) + 1_250);
   let again = false;
   const now = () => (again = true);
   process.once("SIGINT", now);
   process.once("SIGTERM", now);
-  while (!again && connected() && engine.openCommands > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (!again && connected() && engine.stillOpen(open) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   process.off("SIGINT", now);
   process.off("SIGTERM", now);
-  print(`stopping: waited ${Date.now() - startedAt} ms for ${open} open I/O commands (${engine.openCommands} still open: answer unknown)`);
+  print(`stopping: waited ${Date.now() - startedAt} ms for ${open.size} open I/O commands (${engine.stillOpen(open)} still open: answer unknown)`);
 }

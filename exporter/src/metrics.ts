@@ -1145,9 +1145,16 @@ export class MetricsEngine {
     if (closeBefore > this.closedBefore) this.flushIntervals(closeBefore);
   }
 
-  /** Commands still waiting for their response or their I/O timeout (a stopping controller lets them finish). */
-  get openCommands(): number {
-    return this.outstanding.size;
+  /** The commands waiting now for their response or their I/O timeout (a stopping controller lets them finish). */
+  openCommands(): ReadonlySet<object> {
+    return new Set(this.outstanding.values());
+  }
+
+  /** How many of `commands` (openCommands) still wait. */
+  stillOpen(commands: ReadonlySet<object>): number {
+    let n = 0;
+    for (const o of this.outstanding.values()) if (commands.has(o)) n++;
+    return n;
   }
 
   /** Emits everything still pending (end of a replay). */
