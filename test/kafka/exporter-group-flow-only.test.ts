@@ -3,7 +3,8 @@
 // reordering path, or resent after it), as the in-process engine does, and
 // puts their packets in their flow's interval figures; a transaction that
 // fails (the member fenced) neither loses nor counts twice the digests it
-// held (test/setup/kafka.ts starts the broker).
+// held; a member fenced while its controllers' clocks run ahead publishes
+// each record once (test/setup/kafka.ts starts the broker).
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { describe, expect, inject, test } from "vitest";
@@ -12,6 +13,7 @@ import { Topology } from "../../app/topology.js";
 import { isFlowOnly } from "../../contract/src/digests.js";
 import type { FlowAggregateJson, RecordJson } from "../../contract/src/records.js";
 import { ExporterGroupMember } from "../../exporter/src/group/exporter-group.js";
+import { recordKey } from "../../exporter/src/group/record-key.js";
 import { rawDigestMessages } from "../../exporter/src/kafka/digest-bus.js";
 import type { KafkaMessageOut, TopicNames } from "../../exporter/src/kafka/encode.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
@@ -23,13 +25,13 @@ const engine = { perEventRecords: false, intervalNs: 100_000_000n, correlationWi
 const packets = (rs: RecordJson[]) => rs.filter((r): r is FlowAggregateJson => r.type === "flow_interval").reduce((a, r) => a + r.packets, 0);
 
 /** A reordered two-ToR workload's digests, their flow-only count, and the in-process exporter's records of them. */
-async function workload(topics: TopicNames): Promise<{ digests: KafkaMessageOut[]; flowOnly: number; inProcess: RecordJson[] }> {
+async function workload(topics: TopicNames, options = engine): Promise<{ digests: KafkaMessageOut[]; flowOnly: number; inProcess: RecordJson[] }> {
   const traffic = generateTraffic({ seed: 11, durationNs: 400_000_000, hosts: 2, targets: 1, ioRate: 200, reorderShare: 0.5, reorderMaxDisplacement: 6, reorderLoss: 0.5 });
   const digests: KafkaMessageOut[] = [];
   let flowOnly = 0;
   const inProcess: RecordJson[] = [];
   await replaySwitches(traffic.switches.map((s) => ({ name: s.name, topology: Topology.parse(s.topology), packets: s.packets })), {
-    exporter: engine,
+    exporter: options,
     onRecord: (r: RecordJson) => inProcess.push(r),
     beforeFeed: (rigs) => {
       for (const r of rigs) {
@@ -54,12 +56,12 @@ function topicsOf(name: string): { id: string; topics: TopicNames } {
  * A member on its own group and topics (one partition), with a producer of digests: `body` publishes and waits;
  * the member stops and the producer disconnects after it, whatever happens.
  */
-async function withMember(id: string, topics: TopicNames, threads: number, body: (o: { kafka: Kafka; member: ExporterGroupMember; records: RecordJson[]; send: (ms: KafkaMessageOut[]) => Promise<unknown> }) => Promise<void>): Promise<{ member: ExporterGroupMember; records: RecordJson[] }> {
+async function withMember(id: string, topics: TopicNames, threads: number, body: (o: { kafka: Kafka; member: ExporterGroupMember; records: RecordJson[]; send: (ms: KafkaMessageOut[]) => Promise<unknown> }) => Promise<void>, options = engine): Promise<{ member: ExporterGroupMember; records: RecordJson[] }> {
   const kafka = new Kafka({ brokers, logLevel: logLevel.NOTHING, clientId: `${id}-test` });
   const producer = kafka.producer();
   await producer.connect();
   const records: RecordJson[] = [];
-  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine, idleMs: 200, threads, onRecord: (r) => records.push(r) });
+  const member = new ExporterGroupMember({ brokers, groupId: id, topics, partitions: 1, clientId: "m", engine: options, idleMs: 200, threads, onRecord: (r) => records.push(r) });
   const send = (ms: KafkaMessageOut[]) => producer.send({ topic: topics.digest, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
   try {
     await member.start();
@@ -139,4 +141,41 @@ test("an engine thread lost mid-run: its partitions are taken on again from thei
   expect(member.stats.flowOnlyDigests).toBe(flowOnly);
   expect(packets(records)).toBe(packets(inProcess));
   expect(ioRecords(records)).toEqual(ioRecords(inProcess));
+}, 180_000);
+
+// A controller's clock is not the member's: a switch's CPU or a controller host off NTP may run minutes ahead. The
+// read-back of what earlier owners committed (records since the open digests began) is bounded by the member's own
+// clock when it took each digest, not by the digests' Kafka timestamps (the producer's clock): with those, a
+// partition taken on after a failed transaction read back nothing its owner had committed, and published it again.
+test("digests stamped 10 minutes ahead (a controller's clock): a member fenced mid-run publishes each I/O record once", async () => {
+  const { id, topics } = topicsOf("clock-ahead");
+  // I/O and message records as well as intervals: records of the first half are committed before the fence.
+  const perEvent = { ...engine, perEventRecords: true };
+  const { digests, inProcess } = await workload(topics, perEvent);
+  const ahead = String(Date.now() + 600_000);
+  const half = Math.floor(digests.length / 2);
+  const { member, records } = await withMember(id, topics, 0, async ({ kafka, member, records }) => {
+    const producer = kafka.producer();
+    await producer.connect();
+    const send = (ms: KafkaMessageOut[]) => producer.send({ topic: topics.digest, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers, timestamp: ahead })) });
+    try {
+      await send(digests.slice(0, half));
+      await until(() => member.stats.digests === half && member.stats.transactions > 0, 60_000, () => `the member to take ${half} digests (${member.stats.digests})`, 50);
+      const fencer = kafka.producer({ transactionalId: `${id}.${topics.digest}.0`, idempotent: true, maxInFlightRequests: 1 });
+      await fencer.connect();
+      await (await fencer.transaction()).abort();
+      await send(digests.slice(half));
+      await until(() => member.stats.aborted > 0 && member.stats.digests - member.stats.replayedDigests >= digests.length, 60_000, () => `a transaction to fail (${member.stats.aborted}) and the member to take ${digests.length} digests (${member.stats.digests})`, 50);
+      await fencer.disconnect().catch(() => undefined);
+      await until(() => packets(records) >= packets(inProcess), 60_000, () => `the member's flow intervals to hold ${packets(inProcess)} packets (${packets(records)})`, 50);
+    } finally {
+      await producer.disconnect();
+    }
+  }, perEvent);
+  // The partition was taken on with open digests to re-read: what its owner had committed came back from Kafka.
+  expect(member.stats.takeovers).toBeGreaterThan(0);
+  expect(member.stats.suppressedRecords).toBeGreaterThan(0);
+  // Each I/O once, the in-process exporter's I/Os (the command's wall-clock time is placed from digest list times: keys compared).
+  const keys = (rs: RecordJson[]) => rs.filter((r) => r.type === "io").map(recordKey).sort();
+  expect(keys(records)).toEqual(keys(inProcess));
 }, 180_000);

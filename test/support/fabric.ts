@@ -83,6 +83,9 @@ export async function startFabric(o: { dir: string; workload: string; brokers: s
  * committed-record reader, which no aborted transaction of a killed member
  * gets through), with its count per key, read until `done` holds or `timeoutMs`.
  */
+/** Where each I/O record read by readIoRecords lies on its topic (partition@offset), for what a failed check prints. */
+export const placed = new WeakMap<object, string>();
+
 export async function readIoRecords(brokers: string, topic: string, done: (ios: IoRecordJson[]) => boolean, timeoutMs: number): Promise<IoRecordJson[]> {
   const ios: IoRecordJson[] = [];
   const deadline = Date.now() + timeoutMs;
@@ -90,7 +93,10 @@ export async function readIoRecords(brokers: string, topic: string, done: (ios: 
     brokers: brokers.split(","), clientId: "test-reader", maxWaitMs: 200, retries: 10,
     onMessage: (m) => {
       const r = recordFromMessage(m.headers.type, m.value!) as RecordJson;
-      if (r.type === "io") ios.push(r);
+      if (r.type === "io") {
+        ios.push(r);
+        placed.set(r, `${m.partition}@${m.offset}`);
+      }
     },
   });
   // A broker just restarted may fail a request or two before its partitions are served again (listOffsets failed
@@ -153,10 +159,15 @@ export interface IoCheck {
 export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   const byKey = new Map<string, IoRecordJson>();
   let duplicates = 0;
+  const dupDetails: string[] = [];
   for (const r of records) {
     const k = ioRecordKey(r);
-    if (byKey.has(k)) duplicates++;
-    else byKey.set(k, r);
+    if (byKey.has(k)) {
+      if (duplicates++ < 5) {
+        const copy = (x: IoRecordJson) => `${placed.get(x) ?? "?"} ${x.switch_id} c=${x.c_switch_id} s=${x.s_switch_id} incomplete=${x.incomplete} rtt=${x.rtt_ns}`;
+        dupDetails.push(`${k}: twice [${copy(byKey.get(k)!)}] and [${copy(r)}]`);
+      }
+    } else byKey.set(k, r);
   }
   let exact = 0;
   let withRtt = 0;
@@ -166,7 +177,7 @@ export function checkIos(truth: IoTruth[], records: IoRecordJson[]): IoCheck {
   let saidLess = 0;
   const keys = new Set(truth.map(ioTruthKey));
   const extra = [...byKey.keys()].filter((k) => !keys.has(k)).length;
-  const mismatches: string[] = [];
+  const mismatches: string[] = [...dupDetails];
   for (const t of truth) {
     const r = byKey.get(ioTruthKey(t));
     if (!r) {

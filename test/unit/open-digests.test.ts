@@ -16,12 +16,12 @@ describe("open digests", () => {
     expect(add(12n, 9000n, 3n, 3)).toBe(true);
     expect(add(13n, 6000n, 2n, 4)).toBe(false);
     o.prune(5500n); // settled before 5500 - 1000: nothing yet
-    expect(o.oldest()).toEqual({ offset: 10n, timestampMs: 1 });
+    expect(o.oldest()).toEqual({ offset: 10n, takenMs: 1 });
     o.prune(6500n); // 5000 < 5500: a goes
-    expect(o.oldest()).toEqual({ offset: 11n, timestampMs: 2 });
+    expect(o.oldest()).toEqual({ offset: 11n, takenMs: 2 });
     expect(add(14n, 5000n, 1n, 5)).toBe(true); // no longer open: taken again (and counted late by the member)
     o.prune(8500n); // b (6000) goes: the front is c (9000), whatever is behind it
-    expect(o.oldest()).toEqual({ offset: 12n, timestampMs: 3 });
+    expect(o.oldest()).toEqual({ offset: 12n, takenMs: 3 });
     o.prune(20_000n);
     expect(o.oldest()).toBeUndefined();
     expect(o.size).toBe(0);
@@ -48,7 +48,7 @@ describe("open digests", () => {
     o.add(1n, 120n, 2, "tor-a", "io_digest_t", 120n, 5n);
     o.add(2n, 125n, 3, "tor-a", "io_digest_t", 125n, 7n);
     o.prune(121n); // before 111: the first
-    expect(o.oldest()).toEqual({ offset: 1n, timestampMs: 2 });
+    expect(o.oldest()).toEqual({ offset: 1n, takenMs: 2 });
     expect(o.add(3n, 100n, 4, "tor-a", "io_digest_t", 100n, 5n)).toBe(true);
     // The other list time of sequence number 5 is still open.
     expect(o.add(4n, 120n, 4, "tor-a", "io_digest_t", 120n, 5n)).toBe(false);

@@ -309,7 +309,7 @@ export class ExporterGroupMember {
     const raised = typeof state?.a === "string" ? state.a : "";
     const hashes: string[] = [];
     for (let i = 0; i + ALERT_HASH_CHARS <= raised.length; i += ALERT_HASH_CHARS) hashes.push(raised.slice(i, i + ALERT_HASH_CHARS));
-    await this.engines.restore(partition, { raised: hashes, clocks: state?.c ?? {} });
+    await this.engines.restore(partition, { raised: hashes, clocks: state?.c ?? {}, sinceMs: typeof state?.t === "number" ? state.t : undefined });
     const notCarried = typeof state?.n === "number" ? Math.max(0, state.n - hashes.length) : 0;
     if (notCarried > 0) {
       this.stats.alertsNotCarried += notCarried;

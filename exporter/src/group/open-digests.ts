@@ -15,8 +15,8 @@ type Ids = Map<number, bigint | bigint[]>;
 interface Seen {
   offset: bigint;
   listNs: bigint;
-  /** Kafka timestamp of the digest message, ms */
-  timestampMs: number;
+  /** when it was taken, ms (PartitionEngine: no later than its Kafka timestamp nor than any member took it) */
+  takenMs: number;
   /** where its identity is kept: by switch and digest, its sequence number and list time; or its key, for a sequence number beyond 2^53 */
   ids: Ids | undefined;
   seq: number;
@@ -38,12 +38,12 @@ export class OpenDigests {
    * Notes a digest (open until its list time `listNs` is settled); false when the same digest (switch, name, list
    * time `listTimestampNs`, sequence number) is still among the open ones: a duplicate.
    */
-  add(offset: bigint, listNs: bigint, timestampMs: number, switchId: string, digest: string, listTimestampNs: bigint, seq: bigint): boolean {
+  add(offset: bigint, listNs: bigint, takenMs: number, switchId: string, digest: string, listTimestampNs: bigint, seq: bigint): boolean {
     if (seq > MAX_SAFE) {
       const key = `${switchId}|${digest}|${listTimestampNs}|${seq}`;
       if (this.wide.has(key)) return false;
       this.wide.add(key);
-      this.list.push({ offset, listNs, timestampMs, ids: undefined, seq: 0, list: listTimestampNs, key });
+      this.list.push({ offset, listNs, takenMs, ids: undefined, seq: 0, list: listTimestampNs, key });
       return true;
     }
     let byDigest = this.streams.get(switchId);
@@ -60,7 +60,7 @@ export class OpenDigests {
       if (had.includes(listTimestampNs)) return false;
       had.push(listTimestampNs);
     }
-    this.list.push({ offset, listNs, timestampMs, ids, seq: n, list: listTimestampNs, key: undefined });
+    this.list.push({ offset, listNs, takenMs, ids, seq: n, list: listTimestampNs, key: undefined });
     return true;
   }
 
@@ -88,10 +88,10 @@ export class OpenDigests {
     }
   }
 
-  /** Where to re-read from (the oldest open digest), or undefined when none is open; with its Kafka timestamp. */
-  oldest(): { offset: bigint; timestampMs: number } | undefined {
+  /** Where to re-read from (the oldest open digest), or undefined when none is open; with when it was taken. */
+  oldest(): { offset: bigint; takenMs: number } | undefined {
     const s = this.list[this.head];
-    return s ? { offset: s.offset, timestampMs: s.timestampMs } : undefined;
+    return s ? { offset: s.offset, takenMs: s.takenMs } : undefined;
   }
 
   get size(): number {

@@ -30,7 +30,11 @@ export const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unkno
 export interface CommitState {
   /** offset of the oldest open digest */
   r: string;
-  /** its Kafka timestamp, ms */
+  /**
+   * when it was taken (ms): the earliest time, on the clocks of the members
+   * that publish them, that a record made from it or a later digest can have
+   * been published (no later than its Kafka timestamp either)
+   */
   t: number;
   /** clock start per switch, ns */
   c?: Record<string, string>;
@@ -111,6 +115,8 @@ export interface CommitSnapshot {
 export interface RestoreState {
   raised: string[];
   clocks: Record<string, string>;
+  /** the committed state's `t`: when the earlier owners took the oldest open digest (ms, their clocks) */
+  sinceMs?: number;
 }
 
 export class PartitionEngine {
@@ -122,6 +128,8 @@ export class PartitionEngine {
   private counts = noCounts();
   /** the records earlier owners committed (after a takeover), by key */
   private committed: Set<string> | undefined;
+  /** for digests re-read after a takeover: when the earlier owners took the oldest of them (RestoreState.sinceMs) */
+  private carriedMs = Number.POSITIVE_INFINITY;
   /** the newest digest list time seen (the switches' clocks), and when it was published (wall clock, ms) */
   private newestListNs = 0n;
   private newestAt = Date.now();
@@ -155,6 +163,7 @@ export class PartitionEngine {
    */
   restore(s: RestoreState): void {
     this.exporter.alerts.restoreRaised(s.raised);
+    if (s.sinceMs !== undefined && Number.isFinite(s.sinceMs)) this.carriedMs = s.sinceMs;
     for (const [sw, start] of Object.entries(s.clocks)) {
       const ns = BigInt(start);
       this.exporter.metrics.setClockStart(sw, () => ns);
@@ -181,11 +190,16 @@ export class PartitionEngine {
 
   /** Takes digests; `committedOffset` tells those re-read after a takeover. */
   take(d: DigestsIn, committedOffset: bigint): void {
-    for (let i = 0; i < d.offsets.length; i++) this.digest(d.offsets[i]!, d.timestamps[i]!, d.values[i] ?? null, committedOffset);
+    const now = Date.now();
+    for (let i = 0; i < d.offsets.length; i++) this.digest(d.offsets[i]!, d.timestamps[i]!, d.values[i] ?? null, committedOffset, now);
   }
 
-  private digest(offset: bigint, timestampMs: number, value: Uint8Array | null, committedOffset: bigint): void {
+  private digest(offset: bigint, timestampMs: number, value: Uint8Array | null, committedOffset: bigint, now: number): void {
     const replayed = offset < committedOffset;
+    // When the records a digest takes part in can first have been published, on the clocks of the members that
+    // publish them (this one now; for a digest re-read, an earlier owner when it took it): the read-back of what
+    // earlier owners committed starts there. Its Kafka timestamp is its producer's clock, which may run ahead.
+    const takenMs = Math.min(timestampMs > 0 ? timestampMs : now, now, replayed ? this.carriedMs : now);
     const c = this.counts;
     if (replayed) c.replayedDigests++;
     try {
@@ -199,7 +213,7 @@ export class PartitionEngine {
       // A digest far out of order may still open a half: it stays open for a window past what is settled now.
       const settled = this.exporter.metrics.settledBefore;
       const openNs = b.listTimestampNs < settled ? settled + this.open.slackNs : b.listTimestampNs;
-      if (!this.open.add(offset, openNs, timestampMs, b.switchId, b.raw.digest, b.listTimestampNs, seq)) {
+      if (!this.open.add(offset, openNs, takenMs, b.switchId, b.raw.digest, b.listTimestampNs, seq)) {
         c.duplicateDigests++;
         return;
       }
@@ -224,7 +238,7 @@ export class PartitionEngine {
       if (b.listTimestampNs > this.newestListNs) {
         this.newestListNs = b.listTimestampNs;
         // When it was published (the message's timestamp): the same for whichever member holds the partition.
-        this.newestAt = timestampMs > 0 ? Math.min(timestampMs, Date.now()) : Date.now();
+        this.newestAt = timestampMs > 0 ? Math.min(timestampMs, now) : now;
       }
       c.digests++;
       if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) c.flowOnlyDigests++;
@@ -274,7 +288,7 @@ export class PartitionEngine {
       messages.push(encodeRecord(r, this.o.topics, "protobuf", m.options.intervalNs));
     }
     const oldest = this.open.oldest();
-    const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.timestampMs ?? Date.now() };
+    const state: CommitState = { r: String(oldest && oldest.offset < offset ? oldest.offset : offset), t: oldest?.takenMs ?? Date.now() };
     const metadata = commitMetadata(state, this.exporter.alerts.raisedHashes(), Object.fromEntries([...m.clockStarts()].map(([k, v]) => [k, String(v)])));
     const s: CommitSnapshot = { messages, records, published: messages.length, givenUpSilentSwitch, counts, metadata, newSwitches: this.newSwitches, firstBad: this.firstBad, firstUnknown: this.firstUnknown };
     this.newSwitches = [];
