@@ -22,7 +22,7 @@ import { terminalProgress } from "../app/progress.js";
 import { durationText } from "../app/summary.js";
 import { replayCaptures } from "../app/replay.js";
 import { Topology } from "../app/topology.js";
-import { DEFAULT_SNAPLEN, IB_MTUS, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
+import { DEFAULT_GENERATOR_OPTIONS, DEFAULT_SNAPLEN, IB_MTUS, loadOptions, MIN_SNAPLEN, TRUTH_FILE, writeTrafficStream } from "@rdma-telemetry/traffic";
 import { ConfigError, loadConfig } from "@rdma-telemetry/controller";
 import { CaptureError, WriteError } from "@rdma-telemetry/traffic";
 import { OutputError } from "@rdma-telemetry/exporter";
@@ -61,12 +61,17 @@ Usage:
       --config's timeouts.silent_switch_ms; "A switch gone silent" in --help).
   rdma-telemetry generate --out-dir DIR [--force] [--duration-ms N] [--seed N] [--load F] [--layout two-tor|single]
                  [--snaplen BYTES] [--hosts N] [--targets N] [--queues-per-host N] [--channels N] [--ip 4|6|mixed]
+                 [--compute-tors N] [--storage-tors N]
                  [--reorder SHARE[:MAXDISP] [--reorder-loss SHARE]] [--job-turnover SHARE] [--mtu BYTES] [--io-sizes LIST] [--storage-reorder SHARE[:MAXDISP]] [--response-loss SHARE]
       Writes generated captures, topologies and their ground truth. The
       captures keep whole packets unless --snaplen (146 to 262144) cuts them.
       --hosts, --targets and --queues-per-host size the fabric (default 4, 2
       and 4: each host has a controller on every target, with an admin queue
       and that many I/O queues; 2,000 I/Os per second per host at load 1).
+      --compute-tors 4 --storage-tors 2 spreads the hosts over 4 ToRs
+      (tor-c1..tor-c4, host i under the (i mod 4)-th) and the targets over 2
+      (tor-s1, tor-s2), a capture each (default 1 and 1: tor-c and tor-s);
+      each ToR's hosts form their own gradient ring.
       --ip 6 puts every host and target on IPv6 (2001:db8:0:1::N hosts,
       2001:db8:0:2::N targets); mixed makes odd-numbered hosts IPv6, the
       others IPv4, and gives targets both (default 4). --reorder 0.2:6 sends
@@ -246,6 +251,8 @@ const LIMITS = {
   targets: { min: 1, max: 50, unit: " (10.0.2.1 on)" },
   "queues-per-host": { min: 1, max: 256, unit: " (I/O queues per host on each target)" },
   channels: { min: 1, max: 32, unit: " (NCCL channels between ring neighbours)" },
+  "compute-tors": { min: 1, max: 200, unit: " (and at most --hosts)" },
+  "storage-tors": { min: 1, max: 50, unit: " (and at most --targets)" },
   "pcap-delay-ms": { min: 0, max: 3_600_000, unit: " (1 h)" },
   "silent-switch-ms": { min: 1000, max: 3_600_000, unit: " (1 h)" },
   threads: { min: 0, max: 64, unit: "" },
@@ -469,6 +476,8 @@ async function main(argv: string[]): Promise<number> {
       hosts: { type: "string" },
       targets: { type: "string" },
       "queues-per-host": { type: "string" },
+      "compute-tors": { type: "string" },
+      "storage-tors": { type: "string" },
       channels: { type: "string" },
       mtu: { type: "string" },
       "io-sizes": { type: "string" },
@@ -704,9 +713,14 @@ async function main(argv: string[]): Promise<number> {
       const genIp = ipFamilies(values.ip);
       const genReorder = reorder(values.reorder, values["reorder-loss"]);
       if (layout === "single" && (genScale.hosts ?? 0) > 100) throw new UsageError(`--hosts must be at most 100 with --layout single (its targets are 10.0.1.101 on; got ${genScale.hosts})`);
+      const computeTors = int(values["compute-tors"], "compute-tors", 1);
+      const storageTors = int(values["storage-tors"], "storage-tors", 1);
+      if (layout === "single" && computeTors + storageTors > 2) throw new UsageError("--compute-tors and --storage-tors need --layout two-tor");
+      if (computeTors > (genScale.hosts ?? DEFAULT_GENERATOR_OPTIONS.hosts)) throw new UsageError(`--compute-tors must be at most --hosts (${genScale.hosts ?? DEFAULT_GENERATOR_OPTIONS.hosts}; got ${computeTors})`);
+      if (storageTors > (genScale.targets ?? DEFAULT_GENERATOR_OPTIONS.targets)) throw new UsageError(`--storage-tors must be at most --targets (${genScale.targets ?? DEFAULT_GENERATOR_OPTIONS.targets}; got ${storageTors})`);
       prepareOutDir(dir, values.force ?? false);
       const progress = terminalProgress("generate", "ms of traffic");
-      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ip: genIp, ...genReorder, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
+      const g = writeTrafficStream(dir, { seed, durationNs, layout, snaplen: genSnaplen, ip: genIp, computeTors, storageTors, ...genReorder, ...genScale, ...generateLoad }, (simNs) => progress?.update(Math.floor(simNs / 1e6), durationNs / 1e6));
       progress?.stop();
       print(`wrote ${g.switches.map((s) => `${s.name}.pcap (${s.packets} packets)`).join(", ")} and ${TRUTH_FILE} (${g.ios} I/Os, ${g.messages} messages) to ${dir}`);
       return 0;

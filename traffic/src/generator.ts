@@ -43,6 +43,8 @@ export const DEFAULT_GENERATOR_OPTIONS: GeneratorOptions = {
   layout: "two-tor",
   hosts: 4,
   targets: 2,
+  computeTors: 1,
+  storageTors: 1,
   queuesPerHost: 4,
   queueDepth: 32,
   ioRate: 2000,
@@ -174,19 +176,29 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
   const targetFamilies: Array<4 | 6> = o.ip === "mixed" ? [4, 6] : [o.ip];
   const hostPrefix = (a: IpAddress) => `${ipText(a)}/${typeof a === "bigint" ? 128 : 32}`;
   const anyPrefix = targetFamilies.map((f) => (f === 6 ? "::/0" : "0.0.0.0/0"));
-  const torC: SwitchCapture = { name: single ? "tor" : "tor-c", topology: { ports: [] }, packets: [] };
-  const torS: SwitchCapture = single ? torC : { name: "tor-s", topology: { ports: [] }, packets: [] };
-  // Hosts on ports 1..; targets from 33 and the uplink on 64 while they fit, after the hosts beyond.
+  const torCount = (n: number, of: number, what: string) => {
+    if (!Number.isInteger(n) || n < 1 || n > of) throw new RangeError(`${what} must be a whole number from 1 to ${of} (got ${n})`);
+    if (single && n > 1) throw new RangeError(`${what} needs the two-tor layout`);
+    return n;
+  };
+  const nC = torCount(o.computeTors, o.hosts, "compute ToRs");
+  const nS = torCount(o.storageTors, o.targets, "storage ToRs");
+  const tor = (name: string): SwitchCapture => ({ name, topology: { ports: [] }, packets: [] });
+  const torsC = nC === 1 ? [tor(single ? "tor" : "tor-c")] : Array.from({ length: nC }, (_, k) => tor(`tor-c${k + 1}`));
+  const torsS = single ? torsC : nS === 1 ? [tor("tor-s")] : Array.from({ length: nS }, (_, k) => tor(`tor-s${k + 1}`));
+  const torOfHost = (i: number) => torsC[i % nC]!;
+  const torOfTarget = (j: number) => torsS[j % nS]!;
+  const torC = torsC[0]!;
+  const torS = torsS[0]!;
+  // Hosts on ports 1..; targets from 33 and the uplink on 64 while they fit, after the hosts beyond (the fabric's
+  // numbering on every ToR: a host or target keeps its port whichever ToR it is under).
   const small = o.hosts <= 32 && o.targets <= 31;
   const storagePort = (j: number) => (small ? 33 + j : o.hosts + 1 + j);
   const fabricPort = small ? 64 : o.hosts + o.targets + 1;
-  for (let i = 0; i < o.hosts; i++) torC.topology.ports.push({ port: i + 1, role: "compute", prefixes: [hostPrefix(hostIp(i))] });
-  for (let j = 0; j < o.targets; j++) torS.topology.ports.push({ port: storagePort(j), role: "storage", prefixes: targetFamilies.map((f) => hostPrefix(targetIp(j, f))) });
-  if (!single) {
-    torC.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: [...anyPrefix] });
-    torS.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: [...anyPrefix] });
-  }
-  const switches = single ? [torC] : [torC, torS];
+  for (let i = 0; i < o.hosts; i++) torOfHost(i).topology.ports.push({ port: i + 1, role: "compute", prefixes: [hostPrefix(hostIp(i))] });
+  for (let j = 0; j < o.targets; j++) torOfTarget(j).topology.ports.push({ port: storagePort(j), role: "storage", prefixes: targetFamilies.map((f) => hostPrefix(targetIp(j, f))) });
+  if (!single) for (const t of [...torsC, ...torsS]) t.topology.ports.push({ port: fabricPort, role: "fabric", prefixes: [...anyPrefix] });
+  const switches = single ? [torC] : [...torsC, ...torsS];
 
   function* items(): Generator<TrafficItem> {
     const rows = new Heap<Row>((x, y) => x.t < y.t || (x.t === y.t && x.seq < y.seq));
@@ -197,7 +209,7 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
     const abs = (t: number) => o.epochNs + BigInt(Math.round(t));
     /** The fabric as seen by a source drawing from `rand` and placing its packets with `place` (the next sequence number). */
     const fabricModel = (rand: Random, place: () => number): FabricModel => ({
-      single, torC, torS, rand, ser, active, abs,
+      single, torC, torS, torOfHost, torOfTarget, rand, ser, active, abs,
       emit: (sw, t, frame) => {
         const row = { sw, t: Math.round(t), seq: place(), frame };
         rows.push(row);
@@ -220,13 +232,19 @@ export function streamTraffic(opts: Partial<GeneratorOptions> = {}): TrafficLayo
 
     const { queues, keepAlives } = createNvmeQueues(model, o, hostIp, targetIp);
     const messages: MessageTruth[] = [];
-    // Gradient sync: a ring through the hosts (one ring per family when they are mixed), each host writing to the next.
-    const rings = o.ip === "mixed" ? [0, 1].map((r) => Array.from({ length: o.hosts }, (_, i) => i).filter((i) => i % 2 === r)) : [Array.from({ length: o.hosts }, (_, i) => i)];
+    // Gradient sync: a ring through the hosts of each compute ToR (one ring per family when they are mixed), each host
+    // writing to the next; a ring's messages cross its ToR only.
+    const rings: Array<{ tor: SwitchCapture; hosts: number[] }> = [];
+    for (const t of torsC) {
+      const under = Array.from({ length: o.hosts }, (_, i) => i).filter((i) => torOfHost(i) === t);
+      for (const r of o.ip === "mixed" ? [0, 1] : [undefined]) rings.push({ tor: t, hosts: r === undefined ? under : under.filter((i) => i % 2 === r) });
+    }
     const flows: WriteFlow[] = [];
-    for (const ring of rings) {
+    for (const { tor: t, hosts: ring } of rings) {
       if (ring.length < 2) continue;
+      const m = t === torC ? model : { ...model, torC: t };
       for (let c = 0; c < o.gradientChannels; c++) {
-        ring.forEach((i, at) => flows.push(new WriteFlow(model, o, i, hostIp(i), hostIp(ring[(at + 1) % ring.length]!), (m) => messages.push(m), c)));
+        ring.forEach((i, at) => flows.push(new WriteFlow(m, o, i, hostIp(i), hostIp(ring[(at + 1) % ring.length]!), (x) => messages.push(x), c)));
       }
     }
     const sources = new Heap<{ s: Source; t: number }>((x, y) => x.t < y.t);

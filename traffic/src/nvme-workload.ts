@@ -56,8 +56,12 @@ export interface RowRef {
 /** What the NVMe workload needs from the simulated fabric (generator.ts). */
 export interface FabricModel {
   single: boolean;
+  /** the ToRs of the first host and target (of every one, with one ToR a side) */
   torC: SwitchCapture;
   torS: SwitchCapture;
+  /** the ToR host i sits under, and target j */
+  torOfHost: (i: number) => SwitchCapture;
+  torOfTarget: (j: number) => SwitchCapture;
   rand: () => number;
   /** adds a packet to a switch's capture at time t (ns of simulated time) */
   emit: (sw: SwitchCapture, t: number, frame: RoceFrame) => RowRef;
@@ -190,6 +194,10 @@ export class Queue {
   /** the queue's packets cross the fabric over reordering paths (storageReorderShare) */
   private readonly sprayed: boolean;
 
+  /** the ToRs the queue's packets cross: its host's, its target's */
+  private readonly torC: SwitchCapture;
+  private readonly torS: SwitchCapture;
+
   constructor(
     private m: FabricModel,
     private readonly o: GeneratorOptions,
@@ -203,6 +211,8 @@ export class Queue {
     targetQpn: number,
     private readonly commId: number,
   ) {
+    this.torC = m.torOfHost(hostIndex);
+    this.torS = m.torOfTarget(targetIndex);
     this.cmPort = 0x8000 | ((commId * 2654435761) >>> 17);
     // Over IPv6 a queue's packets carry the flow label rdma_cm gave its path,
     // and the UDP source port the NIC derives from it; over IPv4 the source
@@ -247,20 +257,20 @@ export class Queue {
   /** Host -> target: at C at t, at S after the fabric. Returns the two rows (undefined where the capture missed it). */
   private up(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atS: number } {
     this.path(frame);
-    const c = skipC ? undefined : this.m.emit(this.m.torC, t, frame);
+    const c = skipC ? undefined : this.m.emit(this.torC, t, frame);
     if (this.m.single) return { c, s: skipS ? undefined : c, atS: t };
     const atS = this.arrival(this.upFifo, t);
-    const s = skipS ? undefined : this.m.emit(this.m.torS, atS, frame);
+    const s = skipS ? undefined : this.m.emit(this.torS, atS, frame);
     return { c, s, atS };
   }
 
   /** Target -> host: at S at t, at C after the fabric. */
   private down(t: number, frame: RoceFrame, skipS = false, skipC = false): { c?: RowRef; s?: RowRef; atC: number } {
     this.path(frame);
-    const s = skipS ? undefined : this.m.emit(this.m.torS, t, frame);
+    const s = skipS ? undefined : this.m.emit(this.torS, t, frame);
     if (this.m.single) return { c: skipC ? undefined : s, s, atC: t };
     const atC = this.arrival(this.downFifo, t);
-    const c = skipC ? undefined : this.m.emit(this.m.torC, atC, frame);
+    const c = skipC ? undefined : this.m.emit(this.torC, atC, frame);
     return { c, s, atC };
   }
 
@@ -475,7 +485,7 @@ export class Queue {
     if (!cmd || (c ? io.rspRowC : io.rspRowS)) return false;
     const reused = c ? io.reusedRowC : io.reusedRowS;
     const closed = reused !== undefined && (!io.reusedInCapsule || before(c ? this.pairedC : this.pairedS, reused));
-    return !closed && Math.round(lastT(c ? this.m.torC : this.m.torS)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
+    return !closed && Math.round(lastT(c ? this.torC : this.torS)) - Math.round(cmd.t) <= IO_TIMEOUT_NS;
   }
 
   /** The last I/O of each CID on the queue. */

@@ -18,6 +18,13 @@ export interface GeneratorOptions {
   layout: "two-tor" | "single";
   hosts: number;
   targets: number;
+  /**
+   * ToRs the hosts sit under (two-tor layout): host i under the (i mod N)-th,
+   * named tor-c1..tor-cN when more than one (tor-c when one)
+   */
+  computeTors: number;
+  /** ToRs the targets sit under, target j under the (j mod M)-th: tor-s1..tor-sM (tor-s when one) */
+  storageTors: number;
   /** I/O queues of each host's controller on each target (one per CPU) */
   queuesPerHost: number;
   /** tags per queue: the CIDs a queue can have in flight */
