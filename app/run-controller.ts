@@ -136,6 +136,16 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // Pairs learned into the window's room join it as a rotation's joins do: told, so that an occurrence an earlier
   // controller's window left (and this one, starting elsewhere, may give again) is not taken as ended.
   controller.on("watch-joined", (e) => handOnEvents(gate.rotated([], e.pairs, e.sentNs)));
+  // The first take of the switch, after the journal's replay: commands of an earlier controller's window whose pairs
+  // the switch no longer watches left it unseen (that controller was killed before its rotation's note was journaled).
+  controller.once("watch-observed", (e) => {
+    const endpoints = [...new Set(e.pairs.flatMap((p) => [p.host, p.target]))].flatMap((key) => {
+      const address = controller.endpoints.addressOf(key);
+      return address === undefined ? [] : [{ key, address }];
+    });
+    const n = exporter.metrics.leftUnheld(config.switch.switchId, e.pairs, endpoints);
+    if (n) o.logger.info("commands of pairs the switch no longer watched when taken on: their responses go unwatched", { commands: n });
+  });
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
@@ -220,6 +230,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     }, (notes) => handOn(notes.pairs, notes.joined, notes, notes.seenTs, notes.bound));
     // From its last list replayed up to now, no controller listened to the switch.
     exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
+    // Lists the switch sent the controller before this one after its last journaled may be gone: told by the next number.
+    if (n) exporter.metrics.tailMayBeLost(config.switch.switchId);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
   let session: number | undefined;

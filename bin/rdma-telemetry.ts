@@ -219,13 +219,39 @@ Options:
   --log-level debug|info|warn|error|silent   (default warn; env RDMA_TELEMETRY_LOG_LEVEL)
   -h, --help
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (config, capture, topology, an
-output that cannot be written). A fatal error ends any command: it closes what it
+Exit codes: 0 ok, 1 failure, 2 bad usage (an option the command does not take
+included) or bad input (config, capture, topology, an output that cannot be written). A fatal error ends any command: it closes what it
 listens on, says why in one line, and exits non-zero; no signal is needed.`;
 
 class UsageError extends Error {}
 
 const COMMANDS = ["demo", "replay", "generate", "controller", "exporter", "mode", "consume", "dashboard"] as const;
+
+/** The options of the generated fabric (demo and generate). */
+const FABRIC_OPTIONS = ["duration-ms", "seed", "load", "snaplen", "hosts", "targets", "queues-per-host", "channels", "ip", "reorder", "reorder-loss", "job-turnover", "mtu", "io-sizes", "storage-reorder", "response-loss", "out-dir", "force"];
+/** Kafka's connection options (every command that reaches Kafka). */
+const KAFKA_OPTIONS = ["kafka-brokers", ...Object.keys(KAFKA_SECURITY_FLAGS)];
+/** The options each command takes besides --help, --version and --log-level: any other is refused (exit 2), not ignored. */
+const TAKES: Record<string, readonly string[]> = {
+  demo: [...FABRIC_OPTIONS, "mode", "config", "dashboard", "listen", "silent-switch-ms", "metrics-listen", ...KAFKA_OPTIONS, "kafka-topic-prefix", "kafka-client", "kafka-compression"],
+  replay: ["topology", "out", "append", "mode", "config", "switch-id", "silent-switch-ms", "metrics-listen", "forwarded", ...KAFKA_OPTIONS, "kafka-topic-prefix", "kafka-client", "kafka-compression"],
+  generate: [...FABRIC_OPTIONS, "layout", "compute-tors", "storage-tors"],
+  controller: ["config", "out", "append", "journal", "digests-only", "control-token-file", "silent-switch-ms", "metrics-listen", ...KAFKA_OPTIONS, "kafka-topic-prefix", "kafka-client", "kafka-compression"],
+  exporter: ["group", "switch-id", "silent-switch-ms", "threads", "metrics-listen", ...KAFKA_OPTIONS, "kafka-topic-prefix"],
+  switch: ["listen", "p4info", "device-config", "device-id", "cpu-port", "pcap-in", "pcap-in-start", "pcap-out", "topology", "capture-clock", "pcap-delay-ms"],
+  mode: ["control", "control-ca", "control-token-file"],
+  consume: ["topic", "from-beginning", "kafka-client", ...KAFKA_OPTIONS],
+  dashboard: ["listen", "from-beginning", "group", ...DASHBOARD_BOUND_FLAGS.map(([f]) => f), "reread-seconds", ...KAFKA_OPTIONS, "kafka-topic-prefix"],
+};
+const EVERY_COMMAND = new Set(["help", "version", "log-level"]);
+
+/** An option given to a command that does not take it: one line, not silently ignored. */
+function refuseOthers(command: string, given: readonly string[]): void {
+  const takes = TAKES[command];
+  if (!takes) return; // an unknown command is said so by itself
+  const other = given.find((o) => !EVERY_COMMAND.has(o) && !takes.includes(o));
+  if (other !== undefined) throw new UsageError(`${command} does not take --${other} (rdma-telemetry ${command} --help)`);
+}
 
 /** `<command> --help`: that command's usage; the whole text otherwise. */
 function commandHelp(command: string | undefined): string {
@@ -543,6 +569,7 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger(levelText as LogLevel);
   const print = (t: string) => process.stdout.write(t + "\n");
   const [command = "demo", ...rest] = positionals;
+  refuseOthers(command, Object.keys(values));
   const security = () => kafkaSecurity(values, process.env, (m) => logger.warn(m));
   const compression = (): KafkaCompression => {
     try {

@@ -132,6 +132,8 @@ interface Verdict {
   atUnixNs: bigint;
   /** its switch's sequence up to which every digest must have come (wholeSequence) */
   hi: number;
+  /** `hi` is the number before the command that reused its CID (not the newest one seen) */
+  bounded?: boolean;
   /** or the key of the controller's verdict it waits for (givenUpNote) */
   note?: string;
   /** common clock: by then every list that could hold a missing number is in (LIST_DELAY_MAX_NS) */
@@ -796,7 +798,7 @@ export class MetricsEngine {
     // between the command and now (or the command that reused its CID) came.
     // One missing may have been the response: wait for it while a list could
     // still bring it.
-    const v: Verdict = { o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: this.now() + LIST_DELAY_MAX_NS };
+    const v: Verdict = { o, atUnixNs, hi: seqBound ?? o.seq.tracker.highest, decideAt: this.now() + LIST_DELAY_MAX_NS, ...(seqBound === undefined ? {} : { bounded: true }) };
     if (!this.decide(v, false)) this.await(v);
   }
 
@@ -854,7 +856,10 @@ export class MetricsEngine {
       this.giveUp(v.o, v.atUnixNs, n && !n.lost ? "incomplete" : "lost");
       return true;
     }
-    const gap = v.o.seq!.tracker.gapIn(v.o.seq!.n + 1, v.hi);
+    // After a controller's restart, numbers past those its journal held may have gone to the controller that died.
+    const tail = this.tails.get(v.o.switchId);
+    const hi = tail && !v.bounded && tail.tracker === v.o.seq!.tracker && tail.from > v.hi ? tail.from : v.hi;
+    const gap = v.o.seq!.tracker.gapIn(v.o.seq!.n + 1, hi);
     if (gap === "open" && !final && this.watermark < v.decideAt) return false;
     this.giveUp(v.o, v.atUnixNs, gap === "none" ? "incomplete" : "lost");
     return true;
@@ -1041,6 +1046,45 @@ export class MetricsEngine {
       const gen = gens.get(pair);
       if (gen === undefined || !o.digest.gen || o.digest.gen === gen) o.leftWindowEvent = event;
     }
+  }
+
+  /** Per switch: the first number of its sequence that lists sent to a controller that died may have held (tailMayBeLost). */
+  private readonly tails = new Map<string, { tracker: SeqTracker; from: number }>();
+
+  /**
+   * A controller restarted on its journal, which it has replayed: lists the
+   * switch sent to the controller before it after the last one journaled
+   * were never acknowledged, and are gone. Nothing tells how many until the
+   * switch's next digest (its number shows the gap): until then, a command
+   * whose response is not here may have had it there; its answer is unknown
+   * once no list can bring the next number (the verdict's wait), not
+   * incomplete.
+   */
+  tailMayBeLost(switchId: string): void {
+    const tracker = this.health.sequenceOf(switchId);
+    if (tracker && tracker.highest >= 0) this.tails.set(switchId, { tracker, from: tracker.highest + 1 });
+  }
+
+  /**
+   * A controller took its switch on (restarted on its journal, a takeover)
+   * and read its watchlist: `watching`, the pairs on it. A command seen while
+   * the switch was polling (its digest's mode) whose pair is not among them
+   * left the window while no controller listened: the rotation that took it
+   * out was written by the earlier controller, whose note of it (journaled
+   * once the digest stream passed the write) went with it. Its response goes
+   * unwatched, as after that note. Returns how many commands.
+   */
+  leftUnheld(switchId: string, watching: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): number {
+    const held = new Set(this.pairKeys(switchId, watching, endpoints));
+    let event: number | undefined;
+    let n = 0;
+    for (const o of this.outstanding.values()) {
+      if (o.switchId !== switchId || o.leftWindowEvent !== undefined || o.digest.mode === MODE_FULL) continue;
+      if (held.has(`${o.digest.host}|${o.digest.target}`)) continue;
+      o.leftWindowEvent = event ??= ++this.windowEvents;
+      n++;
+    }
+    return n;
   }
 
   /**

@@ -63,6 +63,8 @@ export interface ControllerEvents {
    * (this host's monotonic clock) before it, as a rotation's leaves are.
    */
   "watch-left": [{ pairs: WatchedPair[]; sentNs: bigint }];
+  /** the switch's watchlist as read when this controller took the switch on (every observe: connection, takeover, restart) */
+  "watch-observed": [{ pairs: WatchedPair[] }];
   /**
    * Pairs learned while the polling window had room joined it, each with
    * the occurrence it is watched in (`gen`), told before their watchlist
@@ -394,6 +396,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
       wanted.set(key(p), p.gen);
     }
     const observed = entries.filter((te) => te.tableId === tableId).map(pairOfEntry);
+    this.emit("watch-observed", { pairs: observed.map(({ host, target, gen }) => ({ host, target, gen })) });
     // A pair of this window the switch watches already keeps the occurrence it has there.
     const kept = observed.filter((p) => wanted.has(key(p)) && p.gen !== wanted.get(key(p)) && this.rotation.adoptGen(p.host, p.target, p.gen));
     if (kept.length) this.setWatched([], kept);

@@ -139,6 +139,11 @@ describe("the command line refuses bad values with one line and exit 2", () => {
       { args: [...gen, "--job-turnover", "0.6x"], says: "--job-turnover must be a share of the hosts from 0 to 1" },
       { args: [...gen, "--response-loss", "0.6"], says: "--response-loss must be a share of the NVMe responses from 0 to 0.5 (got '0.6')" },
       { args: [...gen, "--compute-tors", "5"], says: "--compute-tors must be at most --hosts (4; got 5)" },
+      // An option the command does not take is refused, not ignored.
+      { args: [...demo, "--compute-tors", "2"], says: "demo does not take --compute-tors (rdma-telemetry demo --help)" },
+      { args: [...gen, "--kafka-brokers", "127.0.0.1:9092"], says: "generate does not take --kafka-brokers" },
+      { args: ["exporter", "--kafka-brokers", "127.0.0.1:9092", "--out", "r.jsonl"], says: "exporter does not take --out" },
+      { args: ["mode", "full", "--topic", "rdma.io.v1"], says: "mode does not take --topic" },
       { args: [...gen, "--hosts", "8", "--targets", "3", "--storage-tors", "0"], says: "--storage-tors must be a whole number from 1 to 50 (and at most --targets) (got '0')" },
       { args: [...gen, "--layout", "single", "--compute-tors", "2"], says: "--compute-tors and --storage-tors need --layout two-tor" },
       { args: [...demo, "--response-loss", "1/2"], says: "--response-loss must be a share of the NVMe responses from 0 to 0.5" },

@@ -48,8 +48,15 @@ test("polling controller killed -9 twice mid-rotation, restarted on its journal:
   const keys = ios.map((r) => `${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`);
   console.log(`polling restarts: ${ios.length} records of ${truth.length} I/Os, ${absent} saying less, ${wrong.length} saying other, ${keys.length - new Set(keys).size} duplicated`);
   console.log(sw.out().split("\n").filter((l) => /dropped|acknowledged|lists/.test(l)).join("\n"));
-  for (const r of runs) console.log(r.out().split("\n").filter((l) => /replayed|taken out|warn|error/i.test(l)).slice(0, 12).join("\n"));
-  if (wrong.length) console.log(wrong.slice(0, 30).join("\n"));
+  for (const r of runs) console.log(r.out().split("\n").filter((l) => /replayed|taken out|no longer watched|warn|error/i.test(l)).slice(0, 12).join("\n"));
+  if (wrong.length) {
+    if (process.env.POLLING_RESTART_DEBUG) (await import("node:fs")).writeFileSync(`${process.env.POLLING_RESTART_DEBUG}-${process.pid}.log`, [...runs.map((r) => r.out()), sw.out(), readFileSync(out, "utf8")].join("\n=====\n"));
+    console.log(wrong.slice(0, 30).join("\n"));
+    // When the commands said wrong came, in ms of the capture, beside the kills (at 30 % and 60 % of it, about).
+    const epoch = truth.reduce((a, t) => (t.cmd_unix_ns !== null && BigInt(t.cmd_unix_ns) < a ? BigInt(t.cmd_unix_ns) : a), 1n << 80n);
+    const bad = new Set(wrong.map((w) => w.split(":")[0]));
+    console.log(`kills at ${0.3 * CAPTURE_MS} and ${0.6 * CAPTURE_MS} ms; wrong commands at ${ios.filter((r) => bad.has(`${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`)).map((r) => `${Number(BigInt(r.cmd_unix_ns) - epoch) / 1e6} ms`).join(", ")}`);
+  }
   expect(ios.length).toBeGreaterThan(0);
   expect(wrong).toEqual([]);
   expect(keys.length - new Set(keys).size).toBe(0);

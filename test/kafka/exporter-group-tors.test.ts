@@ -9,7 +9,7 @@ import "../../exporter/src/kafka/kafkajs-codecs.js";
 import { expect, inject, test } from "vitest";
 import { replaySwitches } from "../../app/replay.js";
 import { Topology } from "../../app/topology.js";
-import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import type { IoRecordJson } from "../../contract/src/records.js";
 import { ExporterGroupMember } from "../../exporter/src/group/exporter-group.js";
 import { rawDigestMessages } from "../../exporter/src/kafka/digest-bus.js";
 import type { KafkaMessageOut, TopicNames } from "../../exporter/src/kafka/encode.js";

@@ -208,6 +208,28 @@ describe("NVMe queues in the exporter", () => {
     expect(out.filter((r): r is SwitchStatsJson => r.type === "switch_stats").reduce((a, s) => a + s.incomplete_ios, 0)).toBe(1);
   });
 
+  test("a controller restarted on its journal: a replayed command with no response is 'answer unknown' until the switch's next digest shows no list went to the controller that died; then incomplete", () => {
+    const run = (live: Array<[bigint, IoDigest[]]>) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r), { wholeSequence: true }); // I/O timeout 1 s
+      // The journal's replay: the command and another I/O's digests up to number 2.
+      m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, ts: 0 }), io({ seq: 1, event: 1, vantage: 3, cid: 10, cmd_psn: 1001, ts: 5_000 }), io({ seq: 2, event: 2, vantage: 3, cid: 10, cmd_psn: 1001, ts: 9_000, e2e_ns: 4_000 })]);
+      m.tailMayBeLost("tor");
+      for (const [at, ds] of live) m.onDigestList("tor", at, ds);
+      m.noteSwitch("tor", T0 + 3_000_000_000n); // the switch observed past the command's timeout
+      m.finish();
+      const s = stats(out);
+      return { io: ios(out).filter((r) => r.cid === 9).map((r) => [r.incomplete, r.e2e_c_ns]), counts: [s.reduce((a, r) => a + r.incomplete_ios, 0), s.reduce((a, r) => a + r.ios_answer_lost, 0)] };
+    };
+    const next = (seq: number) => io({ seq, event: 1, vantage: 3, cid: 77, cmd_psn: 2000, ts: 1_500_000_000 });
+    // Nothing more from the switch: lists it sent the controller that died may have held the response.
+    expect(run([])).toEqual({ io: [[false, null]], counts: [0, 1] });
+    // Its next digest is number 3: nothing went missing, the command is incomplete (the other one is too, at the end).
+    expect(run([[T0 + 1_500_000_000n, [next(3)]]])).toEqual({ io: [[true, null]], counts: [2, 0] });
+    // Number 6: three digests went to the controller that died, perhaps the response.
+    expect(run([[T0 + 1_500_000_000n, [next(6)]]])).toEqual({ io: [[false, null]], counts: [1, 1] });
+  });
+
   test("a command whose response may have been among digests lost after it is 'answer unknown' (ios_answer_lost), not incomplete; with every digest after it in, or the gap filled by a late list, it is incomplete", () => {
     const run = (lists: Array<[bigint, Array<IoDigest | MsgDigest>]>, wholeSequence = true) => {
       const out: RecordJson[] = [];
@@ -478,6 +500,28 @@ describe("one record per I/O, totals per interval", () => {
     expect(ios).toEqual(expect.arrayContaining([[9, false, null], [10, false, null], [11, true, null]]));
     expect(ios).toHaveLength(3);
     expect(stats(out).reduce((a, r) => a + r.ios_left_window, 0)).toBe(2);
+  });
+
+  test("polling, a controller restarted on its journal: a command whose pair the switch no longer watches when taken on (the earlier controller's rotation note lost with it) is not incomplete; one whose pair it watches, and a full-mode one, are", () => {
+    const run = (taken: boolean) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+      // The journal's replay: commands of two pairs seen in polling mode, and one in full mode.
+      m.onDigestList("tor", T0, [
+        io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 }),
+        io({ seq: 1, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 10, ts: 10_000 }),
+        io({ seq: 2, event: 1, vantage: 3, mode: 1, target: target + 2, cid: 11, ts: 20_000 }),
+      ]);
+      // Taken on: the switch's watchlist holds the second pair only.
+      if (taken) expect(m.leftUnheld("tor", [{ host, target: target + 1 }])).toBe(1);
+      m.onDigestList("tor", T0 + 50_000_000n, [io({ seq: 3, event: 1, vantage: 3, mode: 2, target: target + 3, cid: 12, ts: 50_000_000 })]);
+      m.finish();
+      const ios = out.filter((r): r is IoRecordJson => r.type === "io" && r.cid !== 12).map((r) => [r.cid, r.incomplete]).sort((a, b) => Number(a[0]) - Number(b[0]));
+      return { ios, leftWindow: stats(out).reduce((a, r) => a + r.ios_left_window, 0) };
+    };
+    expect(run(true)).toEqual({ ios: [[9, false], [10, true], [11, true]], leftWindow: 1 });
+    // Not told (the controller before this fix): the first said incomplete, though its response may have crossed unwatched.
+    expect(run(false)).toEqual({ ios: [[9, true], [10, true], [11, true]], leftWindow: 0 });
   });
 
   test("polling: a response after its pair left the window and came back is not taken for its command's (a command unseen meanwhile may have taken the CID)", () => {

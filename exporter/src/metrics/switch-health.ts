@@ -191,6 +191,11 @@ export class SwitchHealth {
     return st && { tracker: st.seq, n: st.seq.unwrap(seq32) };
   }
 
+  /** The switch's current sequence, if it has one. */
+  sequenceOf(switchId: string): SeqTracker | undefined {
+    return this.states.get(switchId)?.seq;
+  }
+
   /** End of a run: every number still missing counts as lost. */
   finish(): void {
     for (const st of this.states.values()) st.seq.finish();
