@@ -145,6 +145,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     });
     const n = exporter.metrics.leftUnheld(config.switch.switchId, e.pairs, endpoints);
     if (n) o.logger.info("commands of pairs the switch no longer watched when taken on: their responses go unwatched", { commands: n });
+    exporter.metrics.releaseVerdicts(config.switch.switchId);
   });
   let jsonl: JsonlSink | undefined;
   try {
@@ -223,6 +224,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   if (journal) {
     // Continue each switch's totals and digest sequence from the earlier run's latest records (stopped cleanly or not): the gap counts as lost.
     for (const p of journal.loadSequence()) exporter.metrics.resumeSequence(p);
+    // No verdict on a replayed command until the switch is taken on (its watchlist read): see the watch-observed handler.
+    exporter.metrics.holdVerdicts(config.switch.switchId);
     const n = journal.replayInto((b) => {
       if (replayedTo === undefined || b.listTimestampNs > replayedTo) replayedTo = b.listTimestampNs;
       exporter.onBatch(b);

@@ -856,6 +856,13 @@ export class MetricsEngine {
       this.giveUp(v.o, v.atUnixNs, n && !n.lost ? "incomplete" : "lost");
       return true;
     }
+    // Its switch's verdicts held (a journal being replayed): given once the controller has taken the switch on.
+    if (!final && this.heldVerdicts.has(v.o.switchId)) return false;
+    // Its pair's window left unseen (leftUnheld) while the verdict waited.
+    if (v.o.leftWindowEvent !== undefined) {
+      this.giveUp(v.o, v.atUnixNs, "unwatched");
+      return true;
+    }
     // After a controller's restart, numbers past those its journal held may have gone to the controller that died.
     const tail = this.tails.get(v.o.switchId);
     const hi = tail && !v.bounded && tail.tracker === v.o.seq!.tracker && tail.from > v.hi ? tail.from : v.hi;
@@ -1050,6 +1057,27 @@ export class MetricsEngine {
 
   /** Per switch: the first number of its sequence that lists sent to a controller that died may have held (tailMayBeLost). */
   private readonly tails = new Map<string, { tracker: SeqTracker; from: number }>();
+  /** Switches whose verdicts wait for their controller to take them on (holdVerdicts). */
+  private readonly heldVerdicts = new Set<string>();
+
+  /**
+   * A controller about to replay its journal: what the controller before it
+   * journaled is not all the switch did (a rotation's note follows its write;
+   * lists after the last journaled are gone), so no verdict on a command of
+   * the switch is given until this one has taken the switch on and read its
+   * watchlist (releaseVerdicts).
+   */
+  holdVerdicts(switchId: string): void {
+    this.heldVerdicts.add(switchId);
+  }
+
+  /** The verdicts held for the switch are given as they come due, a list's delay from now at the earliest. */
+  releaseVerdicts(switchId: string): void {
+    if (!this.heldVerdicts.delete(switchId)) return;
+    const due = this.now() + LIST_DELAY_MAX_NS;
+    for (const v of this.verdicts) if (v.o.switchId === switchId && v.note === undefined && v.decideAt < due) v.decideAt = due;
+    this.decideVerdicts(false);
+  }
 
   /**
    * A controller restarted on its journal, which it has replayed: lists the
@@ -1078,7 +1106,8 @@ export class MetricsEngine {
     const held = new Set(this.pairKeys(switchId, watching, endpoints));
     let event: number | undefined;
     let n = 0;
-    for (const o of this.outstanding.values()) {
+    // The commands still open, and those timed out whose verdict waits (holdVerdicts).
+    for (const o of [...this.outstanding.values(), ...this.verdicts.filter((v) => v.note === undefined).map((v) => v.o)]) {
       if (o.switchId !== switchId || o.leftWindowEvent !== undefined || o.digest.mode === MODE_FULL) continue;
       if (held.has(`${o.digest.host}|${o.digest.target}`)) continue;
       o.leftWindowEvent = event ??= ++this.windowEvents;

@@ -3,7 +3,7 @@
 // one ToR's capture at its pace. Its records say less than full mode where
 // no window held a pair or no controller listened, never more or other.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, expect, test } from "vitest";
@@ -50,11 +50,12 @@ test("polling controller killed -9 twice mid-rotation, restarted on its journal:
   console.log(sw.out().split("\n").filter((l) => /dropped|acknowledged|lists/.test(l)).join("\n"));
   for (const r of runs) console.log(r.out().split("\n").filter((l) => /replayed|taken out|no longer watched|warn|error/i.test(l)).slice(0, 12).join("\n"));
   if (wrong.length) {
-    if (process.env.POLLING_RESTART_DEBUG) (await import("node:fs")).writeFileSync(`${process.env.POLLING_RESTART_DEBUG}-${process.pid}.log`, [...runs.map((r) => r.out()), sw.out(), readFileSync(out, "utf8")].join("\n=====\n"));
+    // POLLING_RESTART_DEBUG=PREFIX: every process's output and the records, in PREFIX-PID.log.
+    if (process.env.POLLING_RESTART_DEBUG) writeFileSync(`${process.env.POLLING_RESTART_DEBUG}-${process.pid}.log`, [...runs.map((r) => r.out()), sw.out(), readFileSync(out, "utf8")].join("\n=====\n"));
     console.log(wrong.slice(0, 30).join("\n"));
     // When the commands said wrong came, in ms of the capture, beside the kills (at 30 % and 60 % of it, about).
     const epoch = truth.reduce((a, t) => (t.cmd_unix_ns !== null && BigInt(t.cmd_unix_ns) < a ? BigInt(t.cmd_unix_ns) : a), 1n << 80n);
-    const bad = new Set(wrong.map((w) => w.split(":")[0]));
+    const bad = new Set(wrong.map((w) => w.slice(0, w.indexOf(": "))));
     console.log(`kills at ${0.3 * CAPTURE_MS} and ${0.6 * CAPTURE_MS} ms; wrong commands at ${ios.filter((r) => bad.has(`${r.host}|${r.target}|${r.target_qp}|${r.cid}|${r.cmd_psn}`)).map((r) => `${Number(BigInt(r.cmd_unix_ns) - epoch) / 1e6} ms`).join(", ")}`);
   }
   expect(ios.length).toBeGreaterThan(0);

@@ -524,6 +524,34 @@ describe("one record per I/O, totals per interval", () => {
     expect(run(false)).toEqual({ ios: [[9, true], [10, true], [11, true]], leftWindow: 0 });
   });
 
+  test("polling, a journal replayed: a command that times out within the replay waits for the switch to be taken on; not watched then, its answer is unknown; watched, it is incomplete once the switch's next digest shows nothing went missing", () => {
+    const ios = (rs: RecordJson[]) => rs.filter((r): r is IoRecordJson => r.type === "io");
+    const run = (watching: Array<{ host: number; target: number }>, live: boolean) => {
+      const out: RecordJson[] = [];
+      const m = new MetricsEngine((r) => out.push(r), { wholeSequence: true, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n }); // I/O timeout 1 s
+      m.holdVerdicts("tor");
+      // The journal: the command, then 1.5 s of another pair's digests, every number there; no response.
+      m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, ts: 0 })]);
+      m.onDigestList("tor", T0 + 1_500_000_000n, [io({ seq: 1, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 10, ts: 1_500_000_000 })]);
+      m.tailMayBeLost("tor");
+      const during = ios(out).filter((r) => r.cid === 9).length;
+      // Taken on: the switch's watchlist read.
+      m.leftUnheld("tor", watching);
+      m.releaseVerdicts("tor");
+      if (live) m.onDigestList("tor", T0 + 1_600_000_000n, [io({ seq: 2, event: 1, vantage: 3, mode: 2, target: target + 1, cid: 11, ts: 1_600_000_000 })]);
+      m.finish();
+      const s = stats(out);
+      return { during, io: ios(out).filter((r) => r.cid === 9).map((r) => r.incomplete), counts: [s.reduce((a, r) => a + r.incomplete_ios, 0), s.reduce((a, r) => a + r.ios_left_window, 0), s.reduce((a, r) => a + r.ios_answer_lost, 0)] };
+    };
+    // (The other pair's commands are within their timeout at the end: "answer unknown", counted elsewhere.)
+    // Neither pair on the switch's watchlist: both left unseen (the rotation's note lost with the earlier controller).
+    expect(run([], true)).toEqual({ during: 0, io: [false], counts: [0, 2, 0] });
+    // Still on it, and the next number came: incomplete.
+    expect(run([{ host, target }, { host, target: target + 1 }], true)).toEqual({ during: 0, io: [true], counts: [1, 0, 0] });
+    // Still on it, nothing more from the switch: lists sent to the controller that died may have held the response.
+    expect(run([{ host, target }, { host, target: target + 1 }], false)).toEqual({ during: 0, io: [false], counts: [0, 0, 1] });
+  });
+
   test("polling: a response after its pair left the window and came back is not taken for its command's (a command unseen meanwhile may have taken the CID)", () => {
     const out: RecordJson[] = [];
     const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
