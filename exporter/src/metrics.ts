@@ -1097,10 +1097,10 @@ export class MetricsEngine {
    * A controller took its switch on (restarted on its journal, a takeover)
    * and read its watchlist: `watching`, the pairs on it. A command seen while
    * the switch was polling (its digest's mode) whose pair is not among them
-   * left the window while no controller listened: the rotation that took it
-   * out was written by the earlier controller, whose note of it (journaled
-   * once the digest stream passed the write) went with it. Its response goes
-   * unwatched, as after that note. Returns how many commands.
+   * left the window unseen: the rotation that took it out was written by
+   * the earlier controller, killed before its note of it (which follows the
+   * write) was journaled. Its response goes unwatched, as after that note.
+   * Returns how many commands.
    */
   leftUnheld(switchId: string, watching: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): number {
     const held = new Set(this.pairKeys(switchId, watching, endpoints));

@@ -76,7 +76,8 @@ test("a port a program takes by default (9559, 9090, 9092, ...) is never picked 
   const random = vi.spyOn(Math, "random").mockReturnValueOnce(at(9559)).mockReturnValueOnce(at(9090));
   try {
     expect([9559, 9090]).not.toContain(await freePort());
-    expect(random).toHaveBeenCalledTimes(3);
+    // Both drawn and passed over; a third draw at least (more when the port it lands on is busy: other suites run beside).
+    expect(random.mock.calls.length).toBeGreaterThanOrEqual(3);
   } finally {
     random.mockRestore();
   }
