@@ -1096,20 +1096,25 @@ export class MetricsEngine {
   /**
    * A controller took its switch on (restarted on its journal, a takeover)
    * and read its watchlist: `watching`, the pairs on it. A command seen while
-   * the switch was polling (its digest's mode) whose pair is not among them
-   * left the window unseen: the rotation that took it out was written by
+   * the switch was polling (its digest's mode) whose pair is not among them,
+   * or is in another occurrence than the one the command names, left the
+   * window unseen: the rotation that took it out was written by
    * the earlier controller, killed before its note of it (which follows the
    * write) was journaled. Its response goes unwatched, as after that note.
    * Returns how many commands.
    */
-  leftUnheld(switchId: string, watching: ReadonlyArray<{ host: number; target: number }>, endpoints?: readonly EndpointEntry[]): number {
-    const held = new Set(this.pairKeys(switchId, watching, endpoints));
+  leftUnheld(switchId: string, watching: ReadonlyArray<{ host: number; target: number; gen?: number }>, endpoints?: readonly EndpointEntry[]): number {
+    if (endpoints?.length) this.endpoints.learn(switchId, endpoints);
+    // Each pair on the watchlist with the occurrence (gen) it holds there (0: a switch that names none).
+    const held = new Map(this.pairGens(switchId, watching).map((p) => [p.key, p.gen]));
     let event: number | undefined;
     let n = 0;
     // The commands still open, and those timed out whose verdict waits (holdVerdicts).
     for (const o of [...this.outstanding.values(), ...this.verdicts.filter((v) => v.note === undefined).map((v) => v.o)]) {
       if (o.switchId !== switchId || o.leftWindowEvent !== undefined || o.digest.mode === MODE_FULL) continue;
-      if (held.has(`${o.digest.host}|${o.digest.target}`)) continue;
+      const gen = held.get(`${o.digest.host}|${o.digest.target}`);
+      // Still watched in the occurrence the command was seen in (a response of it is its own, whatever else).
+      if (gen !== undefined && (!gen || !o.digest.gen || gen === o.digest.gen)) continue;
       o.leftWindowEvent = event ??= ++this.windowEvents;
       n++;
     }

@@ -520,6 +520,11 @@ describe("one record per I/O, totals per interval", () => {
       return { ios, leftWindow: stats(out).reduce((a, r) => a + r.ios_left_window, 0) };
     };
     expect(run(true)).toEqual({ ios: [[9, false], [10, true], [11, true]], leftWindow: 1 });
+    // A command that names its occurrence, its pair on the watchlist in another one now: that occurrence ended unseen.
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r), { ioTimeoutNs: 1_000_000n, correlationWindowNs: 1_000_000n, intervalNs: 10_000_000n });
+    m.onDigestList("tor", T0, [io({ seq: 0, event: 1, vantage: 3, mode: 2, gen: 4, ts: 0 }), io({ seq: 1, event: 1, vantage: 3, mode: 2, gen: 7, target: target + 1, cid: 10, ts: 10_000 })]);
+    expect(m.leftUnheld("tor", [{ host, target, gen: 5 }, { host, target: target + 1, gen: 7 }])).toBe(1);
     // Not told (the controller before this fix): the first said incomplete, though its response may have crossed unwatched.
     expect(run(false)).toEqual({ ios: [[9, true], [10, true], [11, true]], leftWindow: 0 });
   });
