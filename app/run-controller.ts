@@ -98,6 +98,12 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // A rotation's notes go where the digest stream passes its write on the switch's clock (window-gate.ts): a command
   // from before its pair left, still on its way, must not be taken as watched, nor marked with a later leave.
   let windowNotes = 0n;
+  /** The IPv6 addresses of the pairs' endpoint keys, as the controller gave them. */
+  const endpointsOf = (pairs: ReadonlyArray<{ host: number; target: number }>) =>
+    [...new Set(pairs.flatMap((p) => [p.host, p.target]))].flatMap((key) => {
+      const address = controller.endpoints.addressOf(key);
+      return address === undefined ? [] : [{ key, address }];
+    });
   const gate = new WindowJoinGate();
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
   // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
@@ -105,10 +111,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     if (!pairs.length) return;
     let notes = replayed;
     if (!notes) {
-      const endpoints = [...new Set(pairs.flatMap((p) => [p.host, p.target]))].flatMap((key) => {
-        const address = controller.endpoints.addressOf(key);
-        return address === undefined ? [] : [{ key, address }];
-      });
+      const endpoints = endpointsOf(pairs);
       notes = { switchId: config.switch.switchId, joined, pairs: pairs.map(({ host, target, gen }) => ({ host, target, ...(gen === undefined ? {} : { gen }) })), atNs: BigInt(Date.now()) * 1_000_000n, seq: windowNotes, endpoints, ...(seenTs === undefined ? {} : { seenTs }), ...(bound ? { bound } : {}) };
       windowNotes += BigInt(pairs.length);
       journal?.appendNotes(notes);
@@ -139,11 +142,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // The first take of the switch, after the journal's replay: commands of an earlier controller's window whose pairs
   // the switch no longer watches left it unseen (that controller was killed before its rotation's note was journaled).
   controller.once("watch-observed", (e) => {
-    const endpoints = [...new Set(e.pairs.flatMap((p) => [p.host, p.target]))].flatMap((key) => {
-      const address = controller.endpoints.addressOf(key);
-      return address === undefined ? [] : [{ key, address }];
-    });
-    const n = exporter.metrics.leftUnheld(config.switch.switchId, e.pairs, endpoints);
+    const n = exporter.metrics.leftUnheld(config.switch.switchId, e.pairs, endpointsOf(e.pairs));
     if (n) o.logger.info("commands of pairs the switch no longer watched when taken on: their responses go unwatched", { commands: n });
     exporter.metrics.releaseVerdicts(config.switch.switchId);
   });
