@@ -312,6 +312,10 @@ export class TelemetryMetrics {
       new Counter({ name: "rdma_telemetry_histogram_ids_reused_total", help: "Histogram ids taken back from pairs and flows idle for histograms.id_idle_ms and given to newcomers (what the old holder counted is read out as its own first)", labelNames: ["switch", "kind"], registers: register, collect() { this.reset(); this.inc({ ...labels, kind: "pair" }, hist.pairsReleased); this.inc({ ...labels, kind: "flow" }, hist.flowsReleased); } });
     }
     controller.on("rotated", (r) => this.rotation.observe(labels, r.durationMs / 1000));
+    new Counter({
+      name: "rdma_telemetry_rotations_missed_total", help: "Polling rotations not made as scheduled (why: skipped, a period passed while the last rotation's write was under way; failed, the write failed and the next rotation writes the window)", labelNames: ["switch", "why"], registers: register,
+      collect() { this.reset(); this.inc({ ...labels, why: "skipped" }, controller.stats.rotationsSkipped); this.inc({ ...labels, why: "failed" }, controller.stats.rotationsFailed); },
+    });
     if (hist) {
       const readTime = new Histogram({ name: "rdma_telemetry_histogram_read_duration_seconds", help: "Reading the data plane's histograms at an interval's end: the three counter reads (activity, ranges, buckets of what moved)", labelNames: ["switch"], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: register });
       const cells = new Counter({ name: "rdma_telemetry_histogram_cells_read_total", help: "Counter cells read for the data plane's histograms", labelNames: ["switch"], registers: register });

@@ -114,6 +114,10 @@ export interface ControllerStats {
   learnedFlows: number;
   learnedPairs: number;
   rotations: number;
+  /** rotation periods that passed while the last rotation's write was still under way: no rotation for them */
+  rotationsSkipped: number;
+  /** rotations whose write failed (the next one writes the window) */
+  rotationsFailed: number;
   mode: Mode;
   epoch: number;
   primary: boolean;
@@ -225,7 +229,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.mode = config.mode;
     // Pair occurrences start at random, as the epoch: a controller taking over does not give its predecessor's again at once.
     this.rotation = new Rotation(config.polling.flowCapacity, config.polling.ioPairCapacity, randomInt(1, 256));
-    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0, endpoints: 0, learnedEndpoints: 0, endpointsRefused: 0 };
+    this.stats = { digestLists: 0, digests: 0, badDigests: 0, learnedFlows: 0, learnedPairs: 0, rotations: 0, rotationsSkipped: 0, rotationsFailed: 0, mode: this.mode, epoch: this.epoch, primary: false, connected: false, role: "disconnected", sessions: 0, endpoints: 0, learnedEndpoints: 0, endpointsRefused: 0 };
     const tables = this.schema.tables;
     this.endpointTables = tables.has(T.endpoints_src_v6.name) && tables.has(T.endpoints_dst_v6.name)
       ? { src: tables.get(T.endpoints_src_v6.name).preamble!.id, dst: tables.get(T.endpoints_dst_v6.name).preamble!.id }
@@ -592,22 +596,51 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     await this.connection.sync();
   }
 
-  /** Moves the polling window to the next flows (round robin) and writes it. */
+  /** The rotation under way (rotate()), which the next one waits for. */
+  private rotating: Promise<void> | undefined;
+
+  /**
+   * Moves the polling window to the next flows (round robin) and writes it;
+   * one rotation at a time: a call while one is under way starts once it
+   * has ended.
+   */
   async rotate(): Promise<void> {
+    const before = this.rotating;
+    const run = (before ? before.catch(() => undefined) : Promise.resolve()).then(() => this.rotateOnce());
+    this.rotating = run;
+    try {
+      await run;
+    } finally {
+      if (this.rotating === run) this.rotating = undefined;
+    }
+  }
+
+  private async rotateOnce(): Promise<void> {
     const t0 = performance.now();
     // This host's monotonic clock before the write goes out: the switch applies it later (window-gate.ts).
     const sentNs = process.hrtime.bigint();
     const before = this.rotation.current().pairs;
     this.rotation.advance();
     this.applyWindow();
-    await this.connection.sync();
-    this.stats.rotations++;
+    // The pairs this rotation takes out and puts in, from the window it writes (not the one current when its write
+    // is through: a rotation asked for meanwhile may have moved it on).
     const w = this.rotation.current();
     const kept = new Set(w.pairs.map((p) => `${p.host}|${p.target}`));
     const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
     const had = new Set(before.map((p) => `${p.host}|${p.target}`));
     const joinedPairs = w.pairs.filter((p) => !had.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
-    this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
+    const rotated = () => this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
+    try {
+      await this.connection.sync();
+    } catch (err) {
+      // Some of the write may have been applied: the pairs are told as having left and joined all the same (a pair
+      // told as left when it was not says less of its I/Os; the next write puts the window in place).
+      this.stats.rotationsFailed++;
+      rotated();
+      throw err;
+    }
+    this.stats.rotations++;
+    rotated();
   }
 
   /**
@@ -692,6 +725,11 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     this.stopRotation();
     if (!this.rotationTimerEnabled) return;
     this.rotationTimer = setInterval(() => {
+      // The last rotation's write not through yet (a slow switch, a busy host): this period's is skipped, not queued.
+      if (this.rotating) {
+        this.stats.rotationsSkipped++;
+        return;
+      }
       this.rotate().catch((err: unknown) => this.log.warn("rotation failed", { error: (err as Error).message }));
     }, this.config.polling.rotationPeriodMs);
     this.rotationTimer.unref();

@@ -336,7 +336,7 @@ describe("mode switch mid-traffic", () => {
 
 describe("polling, window occurrences", () => {
   /** The software switch, and a polling controller for it (not started) with a window of `pairs` pairs and no rotation of its own. */
-  async function pollingSwitch(pairs?: number) {
+  async function pollingSwitch(pairs?: number, rotationMs = 3_600_000) {
     const s = await startSwitch();
     cleanups.push(() => s.server.close());
     const c = new TelemetryController(parseConfig({
@@ -344,7 +344,7 @@ describe("polling, window occurrences", () => {
       ports: [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 33, role: "storage", prefixes: ["10.0.2.1/32"] }],
       digest: { max_list_size: 1, max_timeout_us: 1 },
       mode: "polling",
-      polling: { rotation_period_ms: 3_600_000, ...(pairs === undefined ? {} : { io_pair_capacity: pairs }) },
+      polling: { rotation_period_ms: rotationMs, ...(pairs === undefined ? {} : { io_pair_capacity: pairs }) },
     }));
     return { s, c };
   }
@@ -388,6 +388,69 @@ describe("polling, window occurrences", () => {
     // The unanswered one is incomplete: its occurrence is watched, not one that ended (that would say "answer unknown").
     const ios = records.filter((r): r is IoRecordJson => r.type === "io").sort((a, b) => a.cid - b.cid);
     expect(ios.map((r) => [r.cid, r.incomplete, r.e2e_c_ns !== null])).toEqual([[1, false, true], [2, true, false]]);
+  });
+
+  /** Pairs A (10.0.1.1) and B (10.0.1.2) learned, A first: A in the window (room for one), B out of it. */
+  async function twoPairs(s: Awaited<ReturnType<typeof startSwitch>>, c: TelemetryController) {
+    let t = 1_800_000_000_000_000_000n;
+    const command = (host: string) => s.sw.process({ port: 1, data: buildFrame({ src: ipv4(host), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 3, psn: 0, payload: nvmeSqe("read", 0, 1, 0n, 4096, 0) }).data, unixNs: (t += 1000n) });
+    command("10.0.1.1");
+    await until(() => c.pairCoverage().measured_pairs === 1, 5000, "pair A in the window");
+    command("10.0.1.2");
+    await until(() => c.pairCoverage().known_pairs === 2, 5000, "pair B learned");
+  }
+
+  /** Each rotation's notes as [left, joined], each `host@gen` (host: the address's last byte). */
+  function rotationNotes(c: TelemetryController): string[][] {
+    const notes: string[][] = [];
+    c.on("rotated", (e) => notes.push([e.leftPairs, e.joinedPairs].map((ps) => ps.map((p) => `${p.host & 0xff}@${p.gen}`).join(","))));
+    return notes;
+  }
+
+  /** Each rotation takes out the occurrence the one before put in, and puts in the other pair in a new occurrence. */
+  function expectChained(notes: string[][]) {
+    expect(notes.length).toBeGreaterThan(1);
+    const first = notes[0]![0]!.split("@")[0];
+    notes.forEach(([left, joined], i) => {
+      expect([left!.split("@")[0], joined!.split("@")[0]]).toEqual((i % 2 === 0) === (first === "1") ? ["1", "2"] : ["2", "1"]);
+      if (i > 0) expect(left).toBe(notes[i - 1]![1]);
+      if (i > 1) expect(joined).not.toBe(notes[i - 2]![1]);
+    });
+  }
+
+  test("rotations asked for while one is under way run one after another, each telling the pairs of the window it wrote", async () => {
+    const { s, c } = await pollingSwitch(1);
+    const notes = rotationNotes(c);
+    c.start();
+    cleanups.push(() => c.stop());
+    await c.ready();
+    await twoPairs(s, c);
+    // Three rotations asked for at once (a timer firing while a slow write was under way did this): B, A, B in turn.
+    await Promise.all([c.rotate(), c.rotate(), c.rotate()]);
+    expect(notes).toHaveLength(3);
+    expectChained(notes);
+    expect(c.stats.rotations).toBe(3);
+  });
+
+  test("a rotation period that passes while the last rotation's write is under way makes none, and is counted", async () => {
+    const { s, c } = await pollingSwitch(1, 5);
+    const notes = rotationNotes(c);
+    c.start();
+    cleanups.push(() => c.stop());
+    await c.ready();
+    await twoPairs(s, c);
+    // (The timer rotated the window of A alone, unchanged, until B was learned.)
+    await until(() => notes.some(([left]) => left !== ""), 5000, "a rotation between A and B");
+    notes.splice(0, notes.findIndex(([left]) => left !== ""));
+    // A rotation's write goes out once this busy host lets it (after the loop); its answer needs the event loop
+    // again, and the 5 ms timer, overdue by then, fires first.
+    const rotation = c.rotate();
+    const busyUntil = Date.now() + 30;
+    while (Date.now() < busyUntil);
+    await rotation;
+    expect(c.stats.rotationsSkipped).toBeGreaterThan(0);
+    await until(() => notes.length >= 6, 5000, "rotations by the timer");
+    expectChained(notes);
   });
 
   test("the switch stamps each I/O event with its pair's window occurrence: a response after the pair left and came back names the next one", async () => {
