@@ -51,6 +51,9 @@ test("controller --metrics-listen: primary and connected, full-mode coverage, an
   expect(sample(text, "rdma_telemetry_p4runtime_connected")).toBe(1);
   expect(sample(text, "rdma_telemetry_mode")).toBe(1);
   expect(sample(text, "rdma_telemetry_watchlist_coverage_ratio")).toBe(1);
+  // (Full mode: no rotation, none missed.)
+  expect(sample(text, 'rdma_telemetry_rotations_missed_total{switch="tor",why="skipped"}')).toBe(0);
+  expect(sample(text, 'rdma_telemetry_rotations_missed_total{switch="tor",why="failed"}')).toBe(0);
   expect(sample(text, 'rdma_telemetry_records_total{type="io",topic="rdma.io.v1"}')).toBeGreaterThan(0);
   expect(text).toContain("rdma_telemetry_process_resident_memory_bytes");
   // The data plane's histograms, read at each interval's end. The pair got its id from the first
