@@ -70,6 +70,13 @@ async function tableEntries(c: P4RuntimeClient): Promise<string[]> {
   }
 }
 
+/** Waits until the switch's I/O watchlist holds `n` entries (a pair counted in the window is written a moment later). */
+async function watchlistWritten(port: number, n: number): Promise<void> {
+  const r = reader(port);
+  const all = { entity: { $case: "tableEntry" as const, value: buildTableEntry(schema, { table: "TelemetryIngress.io_tracker.io_watchlist" }) } };
+  await until(async () => (await r.readAll([all])).length === n, 5000, `${n} watchlist entries on the switch`);
+}
+
 /** The epoch in the config table's default entry on the switch. */
 async function configEpoch(c: P4RuntimeClient) {
   const [e] = await c.readAll([{ entity: { $case: "tableEntry", value: buildTableEntry(schema, { table: "config.telemetry_config", isDefault: true }) } }]);
@@ -375,6 +382,7 @@ describe("polling, window occurrences", () => {
     exporter.metrics.windowLeft("sw", Array.from({ length: 255 }, (_, i) => ({ host, target, gen: i + 1 })));
     send(readIoFrames(0)[0]!);
     await until(() => c.pairCoverage().measured_pairs === 1, 5000, "the pair in the window");
+    await watchlistWritten(s.port, 1);
     // I/O 1 answered; I/O 2's command alone (its response never crosses the switch).
     const [command, data, response] = readIoFrames(1);
     for (const f of [command!, data!, response!]) send(f);
@@ -396,6 +404,7 @@ describe("polling, window occurrences", () => {
     const command = (host: string) => s.sw.process({ port: 1, data: buildFrame({ src: ipv4(host), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 3, psn: 0, payload: nvmeSqe("read", 0, 1, 0n, 4096, 0) }).data, unixNs: (t += 1000n) });
     command("10.0.1.1");
     await until(() => c.pairCoverage().measured_pairs === 1, 5000, "pair A in the window");
+    await watchlistWritten(s.port, 1);
     command("10.0.1.2");
     await until(() => c.pairCoverage().known_pairs === 2, 5000, "pair B learned");
   }
@@ -465,6 +474,7 @@ describe("polling, window occurrences", () => {
     // Pair A (10.0.1.1) learned first: it joins the window; pair B (10.0.1.2) is known, out of it.
     send(readIoFrames(0)[0]!);
     await until(() => c.pairCoverage().measured_pairs === 1, 5000, "pair A in the window");
+    await watchlistWritten(s.port, 1);
     s.sw.process({ port: 1, data: buildFrame({ src: ipv4("10.0.1.2"), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 3, psn: 0, payload: nvmeSqe("read", 0, 1, 0n, 4096, 0) }).data, unixNs: (t += 1000n) });
     await until(() => c.pairCoverage().known_pairs === 2, 5000, "pair B learned");
     // A's I/O 1: its command and data watched in A's first occurrence.

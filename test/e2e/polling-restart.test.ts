@@ -20,9 +20,11 @@ afterEach(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const CAPTURE_MS = Number(process.env.RESTART_CAPTURE_MS ?? 4000);
+// RESTART_SEED=N: another generated workload (the default is the one CI runs).
+const SEED = Number(process.env.RESTART_SEED ?? 7);
 
 test("polling controller killed -9 twice mid-rotation, restarted on its journal: no record says more than the switch saw", async () => {
-  const { workload, sw, config } = await pollingSwitch(dir, children, { durationMs: CAPTURE_MS, seed: 7, load: 0.3, listTimeoutUs: 50_000 });
+  const { workload, sw, config } = await pollingSwitch(dir, children, { durationMs: CAPTURE_MS, seed: SEED, load: 0.3, listTimeoutUs: 50_000 });
   const out = join(dir, "records.jsonl");
   const journal = join(dir, "journal");
   const start = () => startCli(["controller", "--config", config, "--out", out, "--append", "--journal", journal, "--log-level", "info"], dir, children);
