@@ -262,6 +262,7 @@ export class TelemetryMetrics {
       replayedDigests: "Digests re-read after taking a partition over", takeovers: "Partitions taken over with open digests to re-read",
       givenUpSilentSwitch: "I/O commands given up because the switch that saw them sent nothing for --silent-switch-ms, or the run ended, within their I/O timeout (recorded without that switch's figures, not incomplete)",
       flowOnlyDigests: "Digests of RDMA WRITE packets outside any message, added to their flow's interval figures with no message record (not counting those re-read after a takeover)",
+      clockNotes: "Switch clock notes taken: a controller's word that its switch's time moved on, sent to every partition (a partition its switch sends nothing to moves on with it)",
       alertsNotCarried: "Raised alerts of partitions taken on that did not fit in the offset metadata (they may be raised again, or not cleared)",
     };
     for (const [k, h] of Object.entries(help) as Array<[keyof ExporterGroupStats, string]>) {

@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { givenUpMessage, rawDigestMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
+import { givenUpMessage, rawDigestMessages, switchClockMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -237,9 +237,12 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
   let session: number | undefined;
+  /** The newest list from the switch (its time) and when it came (this host's clock). */
+  let newestList: { ns: bigint; atMs: number } | undefined;
   controller.on("digests", (b) => {
     if (b.session !== session) gate.resetClock();
     session = b.session;
+    newestList = { ns: b.listTimestampNs, atMs: Date.now() };
     // A rotation's notes are handed on before the pair's first digest from after it (the list cut there).
     for (const { before, part } of gate.pass(b, process.hrtime.bigint())) {
       handOnEvents(before);
@@ -255,7 +258,22 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     // A backup receives no digests: it writes no records until it takes over.
     o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
   });
+  // Digests only: each partition of the digest topic hears the switch's clock every second, after the digests
+  // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK). Not while
+  // the last ones are still on their way (Kafka away: they would only pile up).
+  let clockDue = 0;
+  let clockMark = 0;
+  const clockNotes = () => {
+    if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || Date.now() < clockDue || kafka.settled < clockMark) return;
+    const partitions = kafka.partitionsOf(kafka.topicNames.digest);
+    if (!partitions) return;
+    const at = newestList.ns + BigInt(Date.now() - newestList.atMs) * 1_000_000n;
+    for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames)) kafka.push(m);
+    clockMark = kafka.accepted;
+    clockDue = Date.now() + CLOCK_NOTE_MS;
+  };
   const tick = setInterval(() => {
+    clockNotes();
     // Connected, the switch's intervals close with time, digests or none.
     if (controller.stats.primary) exporter.metrics.switchAlive(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
     exporter.metrics.advance(BigInt(Date.now()) * 1_000_000n);
@@ -336,6 +354,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
 const END_OF_TIME = 1n << 64n;
 /** How long after an interval's end its histograms are read (the read counts in the interval that ended). */
 const HISTOGRAM_READ_DELAY_MS = 20;
+/** How often a controller publishing digests tells every partition its switch's clock (SWITCH_CLOCK). */
+const CLOCK_NOTE_MS = 1000;
 
 /**
  * The records an earlier run published: those Kafka has from a little before

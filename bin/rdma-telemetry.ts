@@ -122,10 +122,10 @@ Usage:
       (default rdma-telemetry-exporter), joins both vantages of each I/O and
       publishes the records exactly once (Kafka transactions). Run as many as
       the digest topic has partitions. With --switch-id, digests of other
-      switches are counted and dropped. Halves wait for a switch named, or
-      seen in another partition of the member's, or by a partition's earlier
-      owners, that has not sent to the partition yet as for a silent one
-      (name every switch: one never seen is not waited for). Halves
+      switches are counted and dropped. Every controller tells every
+      partition its switch's clock each second (switch_clock notes), so
+      each member knows and awaits every switch of the fabric, and a
+      partition a switch sends no digest to moves on with its clock. Halves
       wait for their other vantage while its switch is silent for up to
       --silent-switch-ms (default 60000; 1000 to 3600000), then go out
       alone, and the commands that switch saw unanswered go out without its

@@ -29,8 +29,10 @@ afterEach(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
- * The 4 I/Os whose command was unanswered when the traffic stopped go out once the switch that did not see the
- * response is taken for silent (60 s by default): its command given up, joined with the other switch's half. The silence is counted on an idle partition by the wall clock, so
+ * The I/Os whose command was unanswered when the traffic stopped: the switch that did not see the response keeps
+ * telling its time (its controller's clock notes), the command's I/O timeout passes at the member, and with no
+ * verdict from its controller (whose own clock, this host's, is behind the captures': its timeout never passes
+ * there) its answer is unknown. The silence is counted on an idle partition by the wall clock, so
  * it must outlast one switch's digests reaching Kafka behind the other's: the switches start their captures when
  * their own controller has set the pipeline (with 15 s, 35 I/Os of a run at a load average of 30 went out as two
  * halves), and a controller's restart on its journal (about 12 s at a load average of 45).
@@ -103,7 +105,7 @@ test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; b
   note("I/Os incomplete mid-run", { truth: incomplete, records: ios.filter((r) => r.incomplete).length, saidLess: c.saidLess });
   expect(incomplete).toBeGreaterThan(3);
   expect(c.saidLess).toBe(0);
-  // Recovery: from the kill until every I/O seen by both switches is out, joined (those of an unanswered command wait for the silent switch).
+  // Recovery: from the kill until every I/O seen by both switches is out, joined.
   // And from the kill until the survivor had taken the dead member's partitions over (their open digests re-read).
   const tookOver = [...members[1]!.out().matchAll(/"time":"([^"]+)"[^\n]*took a partition over/g)].map((m) => Date.parse(m[1]!)).filter((t) => t > killedAt);
   note("kill -9 of one of two exporters", { truth: truth.length, ...c, recovery_ms: joinedAt - killedAt, takeover_ms: tookOver.length ? Math.max(...tookOver) - killedAt : null });
@@ -121,8 +123,8 @@ test.skipIf(KAFKAJS_RUN || !OLD_BROKER)("two exporters, one killed -9 mid-run; b
   const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-bad-digests" });
   const producer = kafka.producer();
   await producer.connect();
-  // Of a pair that had an I/O unanswered at the end: its partition has gone out to the end (the switch that did not
-  // see the response taken for silent, its intervals closed), so a digest a minute old is late there.
+  // Of a pair that had an I/O unanswered at the end: its partition has gone out to the end (both switches' time past
+  // it, its intervals closed), so a digest a minute old is late there.
   const sample = await firstIoDigest(kafka, `${p}.digest.v1`, new Set(truth.filter((t) => t.unanswered_at_end > 0).map((t) => `${t.host}|${t.target}`)));
   const variant = (switchId: string, listTimestampNs: bigint) => {
     const d = RawDigest.decode(sample.value);
@@ -218,10 +220,12 @@ test.skipIf(KAFKAJS_RUN || OLD_BROKER)("a third exporter joins mid-run and leave
   const duplicated = [...members, third!].map((m) => Number(/exporter: \d+ digests, .*dropped: \d+ undecodable, \d+ of unknown switches, (\d+) duplicated/.exec(m.out())?.[1]));
   note("digests taken twice by the members", { duplicated, restarted: /read back what an earlier run published.*/.exec(restarted!.out())?.[0] });
   expect(duplicated).toEqual([0, 0, 0]);
-  // The commands unanswered at the end, held by the switch that saw no response until it counted as silent, then given up.
+  // The commands unanswered at the end: "answer unknown" (in the exact records), given up with no verdict from their
+  // controller once their I/O timeout passed on the switch's clock as its clock notes told it, not for a silent switch.
   const givenUp = [...members, third!].map((m) => Number(/(\d+) commands given up on a silent switch/.exec(m.out())?.[1]));
   note("commands given up on a silent switch", { givenUp, unansweredAtEnd: c.unansweredAtEnd });
-  expect(givenUp.reduce((a, b) => a + b, 0)).toBe(c.unansweredAtEnd);
+  expect(c.unansweredAtEnd).toBeGreaterThan(0);
+  expect(givenUp).toEqual([0, 0, 0]);
 }, 280_000);
 
 /** The first I/O response digest on the topic keyed by one of `keys`: its key, value and list time. */

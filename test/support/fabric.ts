@@ -61,19 +61,20 @@ export function controller(dir: string, brokers: string, prefix: string, config:
  * Starts both switches (their captures wait for a pipeline, then `delayMs`)
  * and a controller for each; resolves once both controllers are primary.
  */
-export async function startFabric(o: { dir: string; workload: string; brokers: string; prefix: string; children: ChildProcess[]; delayMs?: number; config?: Record<string, unknown> }): Promise<Fabric> {
-  const switches = TORS.map((t) => startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(o.workload, `${t}.topology.json`), "--pcap-in", join(o.workload, `${t}.pcap`), "--capture-clock", "--pcap-delay-ms", String(o.delayMs ?? 1500)], o.dir, o.children));
+export async function startFabric(o: { dir: string; workload: string; brokers: string; prefix: string; children: ChildProcess[]; delayMs?: number; config?: Record<string, unknown>; tors?: readonly string[] }): Promise<Fabric> {
+  const tors = o.tors ?? TORS;
+  const switches = tors.map((t) => startCli(["switch", "--listen", "127.0.0.1:0", "--topology", join(o.workload, `${t}.topology.json`), "--pcap-in", join(o.workload, `${t}.pcap`), "--capture-clock", "--pcap-delay-ms", String(o.delayMs ?? 1500)], o.dir, o.children));
   const ports = await Promise.all(switches.map(async (s) => Number((await printed(s, /P4Runtime on 127\.0\.0\.1:(\d+)/))[1])));
-  const topologies = TORS.map((t) => JSON.parse(readFileSync(join(o.workload, `${t}.topology.json`), "utf8")) as { ports: { prefixes: string[] }[] });
+  const topologies = tors.map((t) => JSON.parse(readFileSync(join(o.workload, `${t}.topology.json`), "utf8")) as { ports: { prefixes: string[] }[] });
   // As deployed: every IPv6 host of the fabric listed, so that each has its endpoint key before its first packet.
   const endpoints = [...new Set(topologies.flatMap((t) => t.ports.flatMap((p) => p.prefixes.filter((x) => x.includes(":") && x.endsWith("/128")).map((x) => x.slice(0, -4)))))];
-  const configs = TORS.map((t, i) => {
+  const configs = tors.map((t, i) => {
     const file = join(o.dir, `${o.prefix}-${t}.json`);
     writeFileSync(file, JSON.stringify({ switch: { address: `127.0.0.1:${ports[i]}`, switch_id: t, timestamp_unit_ns: 1 }, ports: topologies[i]!.ports, endpoints, digest: { max_list_size: 64, max_timeout_us: 2000 }, ...o.config }));
     return file;
   });
-  const journals = TORS.map((t) => join(o.dir, `${o.prefix}-${t}-journal`));
-  const controllers = TORS.map((_, i) => controller(o.dir, o.brokers, o.prefix, configs[i]!, journals[i]!, o.children));
+  const journals = tors.map((t) => join(o.dir, `${o.prefix}-${t}-journal`));
+  const controllers = tors.map((_, i) => controller(o.dir, o.brokers, o.prefix, configs[i]!, journals[i]!, o.children));
   await Promise.all(controllers.map((c) => printed(c, /primary on/)));
   return { switches, controllers, configs, journals };
 }

@@ -8,7 +8,10 @@ import { describe, expect, test } from "vitest";
 import type { IoDigest } from "../../contract/src/digests.js";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
+import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
+import { clockKeysOf, rawDigestBatch, switchClockMessages } from "../../exporter/src/kafka/digest-bus.js";
+import { partitionOf } from "../../exporter/src/kafka/partitioner.js";
 import { ioMessage } from "../support/digest-messages.js";
 
 const T0 = 1_800_000_000_000_000_000n;
@@ -21,15 +24,24 @@ function io(over: Partial<IoDigest>): IoDigest {
  * The compute side's half of I/O 9, then `seconds` of its lists (an I/O of another pair every 100 ms), then, if
  * `late`, the storage side's half of I/O 9: the records of I/O 9 made by then (at the end of the run if `finish`).
  */
-function run(switchIds: string[] | undefined, seconds: number, late: boolean, finish = true, prepare?: (e: PartitionEngine) => void): IoRecordJson[] {
+function run(switchIds: string[] | undefined, seconds: number, late: boolean, finish = true, prepare?: (e: PartitionEngine) => void, clockOf?: string): IoRecordJson[] {
+  return runEngine(switchIds, seconds, late, finish, prepare, clockOf).ios;
+}
+
+/** As run(), and `clockOf`'s controller tells its switch's clock every second (SWITCH_CLOCK, partition 0 of 4). */
+function runEngine(switchIds: string[] | undefined, seconds: number, late: boolean, finish = true, prepare?: (e: PartitionEngine) => void, clockOf?: string) {
   const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: {}, switchIds, withRecords: true });
   prepare?.(engine);
   const msgs: KafkaMessageOut[] = [ioMessage(io({}), T0 + 60_000n, "tor-c")];
-  for (let i = 1; i <= seconds * 10; i++) msgs.push(ioMessage(io({ seq: i, vantage: 3, host: 0x0a000102, cid: 100 + i, ts: i * 100_000_000 }), T0 + BigInt(i) * 100_000_000n, "tor-c"));
+  for (let i = 1; i <= seconds * 10; i++) {
+    msgs.push(ioMessage(io({ seq: i, vantage: 3, host: 0x0a000102, cid: 100 + i, ts: i * 100_000_000 }), T0 + BigInt(i) * 100_000_000n, "tor-c"));
+    if (clockOf && i % 10 === 0) msgs.push(switchClockMessages(clockOf, T0 + BigInt(i) * 100_000_000n, 4, DEFAULT_TOPICS)[0]!);
+  }
   if (late) msgs.push(ioMessage(io({ vantage: 2, ts: 50_000, e2e_ns: 40_000, to_data_ns: 5_000, from_data_ns: 20_000, host_prep_ns: 3_000 }), T0 + 50_000n, "tor-s"));
   engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
   if (finish) engine.exporter.finish();
-  return (engine.snapshot(BigInt(msgs.length)).records as RecordJson[]).filter((r): r is IoRecordJson => r.type === "io" && r.cid === 9);
+  const snapshot = engine.snapshot(BigInt(msgs.length));
+  return { ios: (snapshot.records as RecordJson[]).filter((r): r is IoRecordJson => r.type === "io" && r.cid === 9), snapshot };
 }
 
 describe("a switch named by --switch-id whose first digests of a partition come late", () => {
@@ -77,5 +89,45 @@ describe("a switch not named, known to the member: seen in another of its partit
   test("a switch told but left out by --switch-id is not awaited", () => {
     const ios = run(["tor-c"], 30, false, false, (e) => e.expect(["tor-x"]));
     expect(ios.map((r) => [r.c_switch_id, r.s_switch_id])).toEqual([["tor-c", null]]);
+  });
+});
+
+describe("a switch whose controller tells its clock to every partition (SWITCH_CLOCK)", () => {
+  test("sending nothing else to this partition: the other's half goes out once both have moved the correlation window (2 s) on, not after the silence", () => {
+    // Without the notes: held at 5 s (and until the silence, 60 s, above).
+    expect(run(["tor-c", "tor-s"], 5, false, false)).toEqual([]);
+    const { ios, snapshot } = runEngine(["tor-c", "tor-s"], 5, false, false, undefined, "tor-s");
+    expect(ios.map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", null, null]]);
+    expect(snapshot.counts.clockNotes).toBe(5);
+    expect(snapshot.counts.digests).toBe(51);
+  });
+
+  test("a switch not named but heard from by its notes is named to the member's other partitions, and awaited there", () => {
+    expect(runEngine(undefined, 2, false, false, undefined, "tor-s").snapshot.newSwitches).toEqual(["tor-c", "tor-s"]);
+  });
+
+  test("its half coming after its notes, within the window: one record, with the RTT", () => {
+    const late = (e: PartitionEngine) => e.expect(["tor-s"]);
+    const ios = run(undefined, 1, true, true, late, "tor-s");
+    expect(ios.map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", "tor-s", 6_000]]);
+  });
+
+  test("the notes of a switch not in --switch-id are dropped, counted as its digests are", () => {
+    const { snapshot } = runEngine(["tor-c"], 2, false, false, undefined, "tor-x");
+    expect(snapshot.counts.unknownSwitch).toBe(2);
+    expect(snapshot.counts.clockNotes).toBe(0);
+  });
+
+  test("one note to each partition, keyed to land there; a note decodes to its switch and time, and one with members is refused", () => {
+    for (const n of [1, 3, 8, 64]) {
+      const keys = clockKeysOf("tor-s", n);
+      expect(keys.map((k) => partitionOf(k, n))).toEqual([...Array(n).keys()]);
+      const ms = switchClockMessages("tor-s", T0, n, DEFAULT_TOPICS);
+      expect(ms.map((m) => m.key)).toEqual(keys);
+      const back = rawDigestBatch(ms[0]!.value);
+      expect([back.clock, back.batch.switchId, back.batch.listTimestampNs, back.batch.digests.length]).toEqual([true, "tor-s", T0, 0]);
+    }
+    const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor-s", digest: "switch_clock", seq: 0n, listTimestampNs: T0, fields: [{ name: "x", value: Buffer.from([1]) }] })).finish();
+    expect(() => rawDigestBatch(bad)).toThrow(/switch_clock from tor-s: has members \(x\); it has none/);
   });
 });

@@ -89,6 +89,8 @@ export interface ExporterGroupStats {
   givenUpSilentSwitch: number;
   /** digests of RDMA WRITE packets outside any message (added to their flow's interval figures, no message record), not counting those re-read after a takeover */
   flowOnlyDigests: number;
+  /** SWITCH_CLOCK notes taken: a switch's time moving on in a partition it may send nothing to */
+  clockNotes: number;
   /** raised alerts of partitions taken on whose state the offset metadata had no room for (their partition's new owner may raise them again, or never clear them) */
   alertsNotCarried: number;
 }
@@ -181,7 +183,7 @@ export class ExporterGroupMember {
   private readonly known: Set<string>;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, alertsNotCarried: 0 };
+  readonly stats: ExporterGroupStats = { digests: 0, records: 0, transactions: 0, aborted: 0, concurrentRetries: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, suppressedRecords: 0, replayedDigests: 0, takeovers: 0, givenUpSilentSwitch: 0, flowOnlyDigests: 0, clockNotes: 0, alertsNotCarried: 0 };
   /** partitions this member holds now */
   readonly assigned = new Set<number>();
 

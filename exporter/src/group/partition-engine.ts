@@ -23,8 +23,9 @@ export interface PendingCounts {
   replayedDigests: number;
   flowOnlyDigests: number;
   suppressedRecords: number;
+  clockNotes: number;
 }
-export const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0, suppressedRecords: 0 });
+export const noCounts = (): PendingCounts => ({ digests: 0, badDigests: 0, unknownSwitch: 0, duplicateDigests: 0, lateDigests: 0, replayedDigests: 0, flowOnlyDigests: 0, suppressedRecords: 0, clockNotes: 0 });
 
 /** Offset metadata: where the open digests begin, the switches' clock starts, and the alerts raised. */
 export interface CommitState {
@@ -204,10 +205,23 @@ export class PartitionEngine {
     if (replayed) c.replayedDigests++;
     try {
       if (!value) throw new Error("empty message");
-      const { batch: b, seq, windowNote, givenUp } = rawDigestBatch(value);
+      const { batch: b, seq, windowNote, givenUp, clock } = rawDigestBatch(value);
       if (this.switchIds && !this.switchIds.has(b.switchId)) {
         c.unknownSwitch++;
         this.firstUnknown ??= { offset: String(offset), switchId: b.switchId };
+        return;
+      }
+      if (clock) {
+        // Its controller published every digest of the switch before this note (in order, one request at a time):
+        // the switch's time has reached the note's here, whether or not it sent anything to this partition. Not kept
+        // open: re-read or not after a takeover, the next note comes within the period.
+        c.clockNotes++;
+        this.heard(b.switchId);
+        this.exporter.metrics.switchAlive(b.switchId, b.listTimestampNs);
+        if (b.listTimestampNs > this.newestListNs) {
+          this.newestListNs = b.listTimestampNs;
+          this.newestAt = timestampMs > 0 ? Math.min(timestampMs, now) : now;
+        }
         return;
       }
       // A digest far out of order may still open a half: it stays open for a window past what is settled now.
@@ -230,10 +244,7 @@ export class PartitionEngine {
         this.exporter.metrics.givenUpNote(b.switchId, givenUp, b.endpoints);
         return;
       }
-      if (!this.seen.has(b.switchId)) {
-        this.seen.add(b.switchId);
-        this.newSwitches.push(b.switchId);
-      }
+      this.heard(b.switchId);
       if (b.listTimestampNs < settled) c.lateDigests++;
       if (b.listTimestampNs > this.newestListNs) {
         this.newestListNs = b.listTimestampNs;
@@ -247,6 +258,13 @@ export class PartitionEngine {
       c.badDigests++;
       this.firstBad ??= { offset: String(offset), error: (err as Error).message };
     }
+  }
+
+  /** A switch heard from in this partition: new ones are named in the next snapshot (the member awaits them in its other partitions). */
+  private heard(switchId: string): void {
+    if (this.seen.has(switchId)) return;
+    this.seen.add(switchId);
+    this.newSwitches.push(switchId);
   }
 
   /**

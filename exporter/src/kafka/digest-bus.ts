@@ -10,7 +10,8 @@ import { memberBytes } from "@rdma-telemetry/p4runtime";
 import { endpointText, isEndpointKey, type DigestBatch } from "@rdma-telemetry/contract";
 import { EXPECTED, type IoDigest, type TelemetryDigest } from "@rdma-telemetry/contract";
 import { encodeRawDigest, type KafkaMessageOut, type TopicNames } from "./encode.js";
-import { batchFromRaw, IO_GIVEN_UP, rawDigestBatch, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
+import { batchFromRaw, IO_GIVEN_UP, rawDigestBatch, SWITCH_CLOCK, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT } from "./raw-digest.js";
+import { partitionOf } from "./partitioner.js";
 import type { KafkaSecurity } from "./security.js";
 
 /**
@@ -115,7 +116,39 @@ export function givenUpMessage(switchId: string, d: IoDigest, cmdUnixNs: bigint,
   );
 }
 
-export { batchFromRaw, rawDigestBatch, IO_GIVEN_UP, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
+/** Per switch and partition count: a key of each partition (Kafka's default partitioner puts it there). */
+const clockKeys = new Map<string, string[]>();
+
+/** Keys `clock|SWITCH|N`, one for each of `partitions` partitions: the first N that lands in each. */
+export function clockKeysOf(switchId: string, partitions: number): string[] {
+  const id = `${partitions}|${switchId}`;
+  let keys = clockKeys.get(id);
+  if (keys) return keys;
+  const found = new Array<string | undefined>(partitions);
+  let left = partitions;
+  for (let n = 0; left > 0; n++) {
+    const key = `clock|${switchId}|${n}`;
+    const p = partitionOf(key, partitions);
+    if (found[p] === undefined) {
+      found[p] = key;
+      left--;
+    }
+  }
+  keys = found as string[];
+  if (clockKeys.size < 4096) clockKeys.set(id, keys);
+  return keys;
+}
+
+/**
+ * The SWITCH_CLOCK notes of one switch at `atUnixNs` (the newest list's
+ * time, on by this host's clock since it came): one to each of the digest
+ * topic's `partitions` partitions.
+ */
+export function switchClockMessages(switchId: string, atUnixNs: bigint, partitions: number, topics: TopicNames): KafkaMessageOut[] {
+  return clockKeysOf(switchId, partitions).map((key) => encodeRawDigest(RawDigest.fromPartial({ switchId, digest: SWITCH_CLOCK, seq: 0n, listTimestampNs: atUnixNs, fields: [], endpoints: [] }), key, topics));
+}
+
+export { batchFromRaw, rawDigestBatch, IO_GIVEN_UP, SWITCH_CLOCK, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
 
 export interface DigestConsumerOptions extends KafkaSecurity {
   brokers: string[];

@@ -256,6 +256,11 @@ export class KafkaSink implements RecordSink {
     this.connected = true;
   }
 
+  /** The partition count of one of the sink's topics, once connected (undefined before, or for another topic). */
+  partitionsOf(topic: string): number | undefined {
+    return this.transport.partitionCounts.get(topic);
+  }
+
   /** The Kafka client in use. */
   get client(): KafkaClientName {
     return this.transport.name;

@@ -40,6 +40,8 @@ export class KafkajsTransport implements KafkaTransport {
     this.compression = KAFKAJS_CODECS[opts.compression];
   }
 
+  readonly partitionCounts = new Map<string, number>();
+
   async connect(topics: string[]): Promise<void> {
     const admin = this.adminKafka.admin();
     try {
@@ -56,6 +58,7 @@ export class KafkajsTransport implements KafkaTransport {
           return { topics: new Map(md.topics.map((x) => [x.name, { partitions: x.partitions.map((p) => ({ leader: p.leader })) }])) };
         }, wanted);
       }
+      for (const t of (await admin.fetchTopicMetadata({ topics })).topics) this.partitionCounts.set(t.name, t.partitions.length);
     } finally {
       await admin.disconnect();
     }

@@ -26,6 +26,10 @@ export class LazyPlatformaticTransport implements KafkaTransport {
     await (await this.load()).connect(topics);
   }
 
+  get partitionCounts(): ReadonlyMap<string, number> {
+    return this.inner?.partitionCounts ?? new Map();
+  }
+
   send(queue: readonly KafkaMessageOut[], from: number, to: number): Promise<void> {
     if (this.inner) return this.inner.send(queue, from, to);
     // (Not connected yet: the messages are read now, as send() promises.)

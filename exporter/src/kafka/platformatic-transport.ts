@@ -130,6 +130,8 @@ export class PlatformaticTransport implements KafkaTransport {
     });
   }
 
+  readonly partitionCounts = new Map<string, number>();
+
   async connect(topics: string[]): Promise<void> {
     const admin = new Admin({ ...this.base, retries: 2, retryDelay: 200 });
     this.adminId = admin.instanceId;
@@ -142,6 +144,11 @@ export class PlatformaticTransport implements KafkaTransport {
           if (!/TOPIC_ALREADY_EXISTS|already exists/i.test(String((err as { errors?: unknown[] }).errors?.map(String) ?? err))) throw err;
         });
         await waitForLeaders((t) => admin.metadata({ topics: t, forceUpdate: true }), wanted);
+      }
+      const md = await admin.metadata({ topics, forceUpdate: true });
+      for (const t of topics) {
+        const n = md.topics.get(t)?.partitions.length;
+        if (n) this.partitionCounts.set(t, n);
       }
     } finally {
       await admin.close().catch(() => undefined);

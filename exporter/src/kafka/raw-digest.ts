@@ -49,6 +49,16 @@ const isWindowNote = (digest: string): boolean => digest === WINDOW_LEFT || dige
 export const IO_GIVEN_UP = "io_given_up";
 const GIVEN_UP_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32, target_qp: 24, cid: 16, cmd_psn: 24, lost: 1 };
 
+/**
+ * Not a switch's digest: its controller's note that the switch's clock has
+ * reached `list_timestamp_ns` (the newest digest list's time, on, by this
+ * host's clock since it came). One goes to every partition of the digest
+ * topic, after every digest the controller published before it: a member
+ * learns that the switch has moved on in a partition it sends nothing to
+ * (no members).
+ */
+export const SWITCH_CLOCK = "switch_clock";
+
 /** The command an IO_GIVEN_UP note names, and the verdict. */
 export interface GivenUpNote {
   host: number;
@@ -99,9 +109,13 @@ function noteMembers(raw: RawDigest, fields: Readonly<Record<string, number>>, o
   return values;
 }
 
-function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote; givenUp?: GivenUpNote } {
+function rawBatch(raw: RawDigest): { batch: DigestBatch; windowNote?: WindowNote; givenUp?: GivenUpNote; clock?: true } {
   const endpoints = (): EndpointEntry[] => raw.endpoints.map((e) => ({ key: e.key >>> 0, address: e.address }));
   if (isWindowNote(raw.digest)) return windowNoteBatch(raw.switchId, raw.digest, raw.listTimestampNs, noteMembers(raw, WINDOW_NOTE_FIELDS, OPTIONAL_NOTE_FIELDS), endpoints());
+  if (raw.digest === SWITCH_CLOCK) {
+    if (raw.fields.length) throw new Error(`${SWITCH_CLOCK} from ${raw.switchId}: has members (${raw.fields.map((f) => f.name).join(", ")}); it has none`);
+    return { batch: { switchId: raw.switchId, listTimestampNs: raw.listTimestampNs, digests: [], badDigests: 0, session: 0, raw: { digest: raw.digest, samples: [] } }, clock: true };
+  }
   if (raw.digest === IO_GIVEN_UP) {
     const m = noteMembers(raw, GIVEN_UP_FIELDS, new Set());
     const e = endpoints();
@@ -136,6 +150,8 @@ export interface RawDigestBatch {
   windowNote?: WindowNote;
   /** a controller's verdict on a command it gave up (the batch then has no digest) */
   givenUp?: GivenUpNote;
+  /** a controller's SWITCH_CLOCK note (the batch then has no digest; its list time is the note's) */
+  clock?: true;
 }
 
 // RawDigest { switch_id = 1, digest = 2, seq = 3, list_timestamp_ns = 4, fields = 5: DigestField { name = 1, value = 2 }, endpoints = 6: Endpoint { key = 1, address = 2 } }

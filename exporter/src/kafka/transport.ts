@@ -113,6 +113,8 @@ export interface KafkaTransport {
   readonly maxInFlight: number;
   /** Creates the topics that are missing, then connects the producer. */
   connect(topics: string[]): Promise<void>;
+  /** The partition count of each topic connect() was given, as Kafka had it then. */
+  readonly partitionCounts: ReadonlyMap<string, number>;
   /** Sends messages [from, to) of `queue` (read before it returns) and resolves once Kafka acknowledged all of them. */
   send(queue: readonly KafkaMessageOut[], from: number, to: number): Promise<void>;
   disconnect(): Promise<void>;
