@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { givenUpMessage, rawDigestMessages, switchClockMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
+import { givenUpMessage, partitionOf, rawDigestMessages, switchClockMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -204,11 +204,17 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     }
     if (jsonl?.failed) stop();
   });
+  /** Digests only: when this controller last published a digest to each partition of the digest topic (this host's ms). */
+  let lastDigestMs: number[] = [];
   const publishDigests = (b: DigestBatch) => {
     if (!kafka) return;
+    const partitions = o.digestsOnly ? kafka.partitionsOf(kafka.topicNames.digest) : undefined;
+    if (partitions && lastDigestMs.length !== partitions) lastDigestMs = new Array<number>(partitions).fill(0);
+    const now = Date.now();
     for (const m of rawDigestMessages(b, kafka.topicNames)) {
       if (kafkaDedupe && kafkaDedupe.written(recordFromMessage(m.headers.type, m.value))) continue;
       kafka.push(m);
+      if (partitions) lastDigestMs[partitionOf(m.key, partitions)] = now;
     }
   };
   // Digests only: each command given up with no response seen, and whether digests after it were lost (its answer
@@ -259,16 +265,19 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
   });
   // Digests only: each partition of the digest topic hears the switch's clock every second, after the digests
-  // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK). Not while
-  // the last ones are still on their way (Kafka away: they would only pile up).
+  // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK): a note to
+  // each partition that had no digest of the switch (whose list time tells the same) for a second. Not while the last
+  // notes are still on their way (Kafka away: they would only pile up).
   let clockDue = 0;
   let clockMark = 0;
   const clockNotes = () => {
     if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || Date.now() < clockDue || kafka.settled < clockMark) return;
     const partitions = kafka.partitionsOf(kafka.topicNames.digest);
     if (!partitions) return;
-    const at = newestList.ns + BigInt(Date.now() - newestList.atMs) * 1_000_000n;
-    for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames)) kafka.push(m);
+    const now = Date.now();
+    const at = newestList.ns + BigInt(now - newestList.atMs) * 1_000_000n;
+    const quiet = [...Array(partitions).keys()].filter((p) => !(now - (lastDigestMs[p] ?? 0) < CLOCK_NOTE_MS));
+    for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames, quiet)) kafka.push(m);
     clockMark = kafka.accepted;
     clockDue = Date.now() + CLOCK_NOTE_MS;
   };

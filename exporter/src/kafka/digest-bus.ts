@@ -142,10 +142,11 @@ export function clockKeysOf(switchId: string, partitions: number): string[] {
 /**
  * The SWITCH_CLOCK notes of one switch at `atUnixNs` (the newest list's
  * time, on by this host's clock since it came): one to each of the digest
- * topic's `partitions` partitions.
+ * topic's `partitions` partitions (or to those of them `only` names).
  */
-export function switchClockMessages(switchId: string, atUnixNs: bigint, partitions: number, topics: TopicNames): KafkaMessageOut[] {
-  return clockKeysOf(switchId, partitions).map((key) => encodeRawDigest(RawDigest.fromPartial({ switchId, digest: SWITCH_CLOCK, seq: 0n, listTimestampNs: atUnixNs, fields: [], endpoints: [] }), key, topics));
+export function switchClockMessages(switchId: string, atUnixNs: bigint, partitions: number, topics: TopicNames, only?: readonly number[]): KafkaMessageOut[] {
+  const keys = clockKeysOf(switchId, partitions);
+  return (only ? only.map((p) => keys[p]!) : keys).map((key) => encodeRawDigest(RawDigest.fromPartial({ switchId, digest: SWITCH_CLOCK, seq: 0n, listTimestampNs: atUnixNs, fields: [], endpoints: [] }), key, topics));
 }
 
 export { batchFromRaw, rawDigestBatch, IO_GIVEN_UP, SWITCH_CLOCK, WINDOW_BOUND, WINDOW_JOINED, WINDOW_LEFT };
