@@ -271,15 +271,15 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   let clockDue = 0;
   let clockMark = 0;
   const clockNotes = () => {
-    if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || Date.now() < clockDue || kafka.settled < clockMark) return;
+    const now = Date.now();
+    if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || now < clockDue || kafka.settled < clockMark) return;
     const partitions = kafka.partitionsOf(kafka.topicNames.digest);
     if (!partitions) return;
-    const now = Date.now();
     const at = newestList.ns + BigInt(now - newestList.atMs) * 1_000_000n;
     const quiet = [...Array(partitions).keys()].filter((p) => !(now - (lastDigestMs[p] ?? 0) < CLOCK_NOTE_MS));
     for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames, quiet)) kafka.push(m);
     clockMark = kafka.accepted;
-    clockDue = Date.now() + CLOCK_NOTE_MS;
+    clockDue = now + CLOCK_NOTE_MS;
   };
   const tick = setInterval(() => {
     clockNotes();

@@ -605,8 +605,7 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
    * has ended.
    */
   async rotate(): Promise<void> {
-    const before = this.rotating;
-    const run = (before ? before.catch(() => undefined) : Promise.resolve()).then(() => this.rotateOnce());
+    const run = (this.rotating ?? Promise.resolve()).catch(() => undefined).then(() => this.rotateOnce());
     this.rotating = run;
     try {
       await run;
@@ -629,18 +628,17 @@ export class TelemetryController extends EventEmitter<ControllerEvents> {
     const leftPairs = before.filter((p) => !kept.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
     const had = new Set(before.map((p) => `${p.host}|${p.target}`));
     const joinedPairs = w.pairs.filter((p) => !had.has(`${p.host}|${p.target}`)).map(({ host, target, gen }) => ({ host, target, gen }));
-    const rotated = () => this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
     try {
       await this.connection.sync();
+      this.stats.rotations++;
     } catch (err) {
-      // Some of the write may have been applied: the pairs are told as having left and joined all the same (a pair
-      // told as left when it was not says less of its I/Os; the next write puts the window in place).
       this.stats.rotationsFailed++;
-      rotated();
       throw err;
+    } finally {
+      // Told whether the write went through or failed (some of it may have been applied: a pair told as left when it
+      // was not says less of its I/Os; the next write puts the window in place).
+      this.emit("rotated", { window: w.index, flows: w.flows.length, pairs: w.pairs.length, knownFlows: this.rotation.knownFlows, knownPairs: this.rotation.knownPairs, durationMs: performance.now() - t0, leftPairs, joinedPairs, sentNs });
     }
-    this.stats.rotations++;
-    rotated();
   }
 
   /**

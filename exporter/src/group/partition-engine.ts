@@ -216,12 +216,8 @@ export class PartitionEngine {
         // the switch's time has reached the note's here, whether or not it sent anything to this partition. Not kept
         // open: re-read or not after a takeover, the next note comes within the period.
         c.clockNotes++;
-        this.heard(b.switchId);
+        this.heard(b.switchId, b.listTimestampNs, timestampMs, now);
         this.exporter.metrics.switchAlive(b.switchId, b.listTimestampNs);
-        if (b.listTimestampNs > this.newestListNs) {
-          this.newestListNs = b.listTimestampNs;
-          this.newestAt = timestampMs > 0 ? Math.min(timestampMs, now) : now;
-        }
         return;
       }
       // A digest far out of order may still open a half: it stays open for a window past what is settled now.
@@ -244,13 +240,8 @@ export class PartitionEngine {
         this.exporter.metrics.givenUpNote(b.switchId, givenUp, b.endpoints);
         return;
       }
-      this.heard(b.switchId);
+      this.heard(b.switchId, b.listTimestampNs, timestampMs, now);
       if (b.listTimestampNs < settled) c.lateDigests++;
-      if (b.listTimestampNs > this.newestListNs) {
-        this.newestListNs = b.listTimestampNs;
-        // When it was published (the message's timestamp): the same for whichever member holds the partition.
-        this.newestAt = timestampMs > 0 ? Math.min(timestampMs, now) : now;
-      }
       c.digests++;
       if (!replayed) for (const d of b.digests) if (d.kind === "msg" && isFlowOnly(d)) c.flowOnlyDigests++;
       this.exporter.onBatch(b);
@@ -260,11 +251,21 @@ export class PartitionEngine {
     }
   }
 
-  /** A switch heard from in this partition: new ones are named in the next snapshot (the member awaits them in its other partitions). */
-  private heard(switchId: string): void {
-    if (this.seen.has(switchId)) return;
-    this.seen.add(switchId);
-    this.newSwitches.push(switchId);
+  /**
+   * A switch heard from in this partition at list time `listNs` (a digest or a clock note published at
+   * `timestampMs`): new switches are named in the next snapshot (the member awaits them in its other partitions), and
+   * the newest list time moves the idle partition's clock on.
+   */
+  private heard(switchId: string, listNs: bigint, timestampMs: number, now: number): void {
+    if (!this.seen.has(switchId)) {
+      this.seen.add(switchId);
+      this.newSwitches.push(switchId);
+    }
+    if (listNs > this.newestListNs) {
+      this.newestListNs = listNs;
+      // When it was published (the message's timestamp): the same for whichever member holds the partition.
+      this.newestAt = timestampMs > 0 ? Math.min(timestampMs, now) : now;
+    }
   }
 
   /**
