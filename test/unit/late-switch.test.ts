@@ -112,6 +112,20 @@ describe("a switch whose controller tells its clock to every partition (SWITCH_C
     expect(ios.map((r) => [r.c_switch_id, r.s_switch_id, r.rtt_ns])).toEqual([["tor-c", "tor-s", 6_000]]);
   });
 
+  test("a response whose list comes after notes that carried the switch past its command's I/O timeout: never incomplete, never two records", () => {
+    // One switch sees both vantages (single ToR). Its command of I/O 9, then 3 s of clock notes and nothing else in
+    // this partition, then the response's list (a list held long by the switch, or a slow path to the controller).
+    const engine = new PartitionEngine({ partition: 0, topics: DEFAULT_TOPICS, engine: {}, switchIds: ["tor"], withRecords: true });
+    const msgs: KafkaMessageOut[] = [ioMessage(io({ event: 1, vantage: 3, e2e_ns: 0, to_data_ns: 0, from_data_ns: 0, host_prep_ns: 0 }), T0 + 60_000n, "tor")];
+    for (let i = 1; i <= 30; i++) msgs.push(switchClockMessages("tor", T0 + BigInt(i) * 100_000_000n, 4, DEFAULT_TOPICS)[0]!);
+    msgs.push(ioMessage(io({ seq: 1, vantage: 3 }), T0 + 3_100_000_000n, "tor"));
+    engine.take({ offsets: msgs.map((_, i) => BigInt(i)), timestamps: msgs.map(() => 0), values: msgs.map((m) => m.value) }, 0n);
+    engine.exporter.finish();
+    const ios = (engine.snapshot(BigInt(msgs.length)).records as RecordJson[]).filter((r): r is IoRecordJson => r.type === "io" && r.cid === 9);
+    // No verdict from its controller (none published one): its answer is unknown, and the late response adds nothing.
+    expect(ios.map((r) => [r.incomplete, r.e2e_c_ns, r.e2e_s_ns])).toEqual([[false, null, null]]);
+  });
+
   test("the notes of a switch not in --switch-id are dropped, counted as its digests are", () => {
     const { snapshot } = runEngine(["tor-c"], 2, false, false, undefined, "tor-x");
     expect(snapshot.counts.unknownSwitch).toBe(2);
