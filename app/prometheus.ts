@@ -75,6 +75,7 @@ export class TelemetryMetrics {
   private readonly incomplete = new Map<string, number>();
   private readonly unknownEndpoints = new Map<string, number>();
   private readonly answerLost = new Map<string, number>();
+  private readonly pairingConfused = new Map<string, number>();
   private readonly ioLatency: LabeledHistogram;
   private readonly flowLatency: Record<"fct" | "gap", LabeledHistogram>;
   private readonly dataplane: Record<"io" | "fct", LabeledHistogram>;
@@ -129,6 +130,7 @@ export class TelemetryMetrics {
       });
     perSwitch("rdma_telemetry_incomplete_ios_total", "I/Os without a response, summed over the closed intervals (switch_stats incomplete_ios)", this.incomplete);
     perSwitch("rdma_telemetry_ios_answer_lost_total", "I/Os with no response seen whose answer is unknown: digests the switch sent after the command were lost on the way (switch_stats ios_answer_lost)", this.answerLost);
+    perSwitch("rdma_telemetry_ios_pairing_confused_total", "Responses the switch matched through another queue's pairing (a Tofino build keys queue pairs by QP number): neither I/O gets figures from it (switch_stats ios_pairing_confused)", this.pairingConfused);
     perSwitch("rdma_telemetry_unknown_endpoint_digests_total", "Digests dropped because an endpoint key in them had no IPv6 address from the switch's controller (switch_stats unknown_endpoint_digests)", this.unknownEndpoints);
     const buckets = LATENCY_BUCKETS_SECONDS;
     this.ioLatency = new LabeledHistogram("rdma_telemetry_io_latency_seconds", "I/O figures (figure: e2e_c, e2e_s, rtt, dal, dpl) of every I/O record, per host–target pair and op", ["switch", "host", "target", "op", "figure"], buckets);
@@ -198,6 +200,7 @@ export class TelemetryMetrics {
       this.incomplete.set(r.switch_id, (this.incomplete.get(r.switch_id) ?? 0) + r.incomplete_ios);
       this.unknownEndpoints.set(r.switch_id, (this.unknownEndpoints.get(r.switch_id) ?? 0) + (r.unknown_endpoint_digests ?? 0));
       this.answerLost.set(r.switch_id, (this.answerLost.get(r.switch_id) ?? 0) + (r.ios_answer_lost ?? 0));
+      this.pairingConfused.set(r.switch_id, (this.pairingConfused.get(r.switch_id) ?? 0) + (r.ios_pairing_confused ?? 0));
     } else if (r.type === "io") {
       const base = { switch: r.switch_id, host: r.host, target: r.target, op: r.op };
       for (const [figure, field] of IO_FIGURES) {

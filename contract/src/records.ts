@@ -146,6 +146,8 @@ export interface SwitchStatsJson {
   ios_left_window: number;
   /** I/Os with no response seen whose answer is unknown: digests the switch sent after the command were lost (digests_lost), and one may have been the response; that vantage's figures absent, not incomplete */
   ios_answer_lost: number;
+  /** responses the switch matched through another queue's pairing (a Tofino build keys queue pairs by QP number): neither I/O gets figures from it, neither is incomplete */
+  ios_pairing_confused: number;
   /** digests of this interval dropped because an endpoint key (240.0.0.0/4) in them had no IPv6 address from the switch's controller: never printed as an address */
   unknown_endpoint_digests: number;
   /** from the switch's counters: newcomers not tracked because their slot was taken (full mode) */

@@ -8,6 +8,7 @@ import type { EndpointEntry, HistogramRead } from "@rdma-telemetry/contract";
 import {
   IO_EVENT_CMD,
   IO_EVENT_QUEUE_PAIR,
+  IO_EVENT_RSP,
   IO_EVENT_UNPAIRED_RSP,
   IO_FLAG_LAST_LOST,
   IO_FLAG_DATA_SEEN,
@@ -465,6 +466,31 @@ export class MetricsEngine {
     return `${host}|${target}|${targetQp}|${cid}|${cmdPsn & 0xffff}`;
   }
 
+  /**
+   * A response the switch matched through a queue pairing other than its queue's: the command open for the slot it
+   * found names another host QP, and the switch reported another target QP for the response's queue. A Tofino build
+   * keys a queue pair entry by the QP number alone (docs/tofino.md, "Keys, slots and capacity"), and hosts share QP
+   * numbers, so a pairing of another host-target pair that took the entry's index answers for it. The figures are
+   * that command's, not this response's I/O's: neither gets any. The command's answer is unknown (its slot was taken),
+   * the response answers its own queue's command by the reported pairing, as an unpaired one, and each is counted
+   * (switch_stats ios_pairing_confused). A build that compares whole keys never confuses them (a pairing it reports is one it lost).
+   */
+  private confusedPairing(switchId: string, d: IoDigest, at: bigint, align: bigint): boolean {
+    if (d.host_qp === 0) return false;
+    const paired = this.pairings.get(`${switchId}|${d.host}|${d.target}|${d.host_qp}`);
+    if (paired === undefined || paired === d.target_qp) return false;
+    const key = `${switchId}|${d.host}|${d.target}|${d.target_qp}|${d.cid}`;
+    const open = this.outstanding.get(key);
+    if (!open || open.digest.cmd_psn !== d.cmd_psn || open.digest.host_qp === 0 || open.digest.host_qp === d.host_qp) return false;
+    // Unknown, with no host QP to hold against another switch's view of its response.
+    (open.unpairedRsp ??= []).push({ atUnixNs: at, hostQp: d.host_qp });
+    open.unpairedRspOverflow = true;
+    this.timeOut(key, open, at + 1n);
+    this.switchInterval(switchId, at + align, d.mode).pairingConfused++;
+    this.onIo(switchId, { ...d, event: IO_EVENT_UNPAIRED_RSP, target_qp: 0 });
+    return true;
+  }
+
   private switchInterval(switchId: string, alignedNs: bigint, mode: number): SwitchInterval {
     const start = this.intervalOf(alignedNs);
     // A closed interval's switch_stats are out: count in the oldest open one.
@@ -479,6 +505,7 @@ export class MetricsEngine {
       this.pairings.set(`${switchId}|${d.host}|${d.target}|${d.host_qp}`, d.target_qp);
       return;
     }
+    if (d.event === IO_EVENT_RSP && this.confusedPairing(switchId, d, at, align)) return;
     if (d.event === IO_EVENT_UNPAIRED_RSP) {
       // The response names the host's QP only, and the switch no longer
       // holds the queue's pairing (a colliding pairing took its slot). The

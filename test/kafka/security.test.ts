@@ -55,7 +55,7 @@ function topics(tag: string): TopicNames {
 function stats(switchId: string, n: number): SwitchStatsJson {
   return {
     type: "switch_stats", switch_id: switchId, interval_start_unix_ns: "1000000000", interval_end_unix_ns: "2000000000",
-    digests_received: n, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, ios_left_window: 0, ios_answer_lost: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0,
+    digests_received: n, digests_lost: 0, digests_duplicated: 0, bad_digests: 0, switch_restarts: 0, late_records: 0, late_responses: 0, totals_since_unix_ns: "0", incomplete_ios: 0, ios_left_window: 0, ios_answer_lost: 0, ios_pairing_confused: 0, untracked_flows: 0, untracked_ios: 0, io_references_lost: 0, parser_errors: 0, unknown_opcodes: 0,
     io_replaced: 0, io_unpaired_responses: 0, queue_pairs_learned: 0, cnp_untracked: 0, unknown_endpoint_digests: 0, reserved_address_packets: 0, ipv6_ext_header_packets: 0, unknown_endpoint_packets: 0, mode: "full",
   };
 }

@@ -36,14 +36,26 @@ const definedFor = (chip: 1 | 2): Set<string> =>
   new Set([...preprocess(DEFINES.replace(/^#define (\w+)$/gm, "DEFINED $1"), new Set(), chip).matchAll(/^DEFINED (\w+)$/gm)].map((m) => m[1]!));
 
 /**
- * The R_Key map's key on a chip: the R_Key alone, or (where define_tna.p4
+ * The R_Key map's key on a chip: the R_Key alone; or (where define_tna.p4
  * defines TNA_RKEY_FP for it) the R_Key with the host and the target, which
- * the P4 hashes into the key before the map's stage.
+ * the P4 hashes into the key before the map's stage; or (TNA_RKEY_MIX) the
+ * R_Key XOR the host's endpoint key, which a command and an RDMA CM REQ take
+ * from their source and a keyed transfer and a REP from their destination
+ * (the host's side of each).
  */
 function rkeyKeyOf(chip: 1 | 2): (rkey: number, host: number, target: number) => string {
-  const defined = definedFor(chip);
-  const hashed = /sgl_key = rkey_fp_hash\.get\(\{ sgl_key, meta\.io_digest\.host, meta\.io_digest\.target \}\)/.test(preprocess(RAW, defined, chip));
-  return hashed ? (rkey, host, target) => `${rkey}|${host}|${target}` : (rkey) => String(rkey);
+  const src = preprocess(RAW, definedFor(chip), chip);
+  const hashed = /sgl_key = rkey_fp_hash\.get\(\{ sgl_key, meta\.io_digest\.host, meta\.io_digest\.target \}\)/.test(src);
+  const mixed =
+    /sgl_key = sgl_key_mix\.get\(\{ hdr\.nvme_sqe\.sgl_key_le\[7:0\], hdr\.nvme_sqe\.sgl_key_le\[15:8\],\s+hdr\.nvme_sqe\.sgl_key_le\[23:16\], hdr\.nvme_sqe\.sgl_key_le\[31:24\], meta\.src_key \}\)/.test(src) &&
+    /Hash<bit<32>>\(HashAlgorithm_t\.XOR32\) sgl_key_mix;/.test(src) &&
+    /sgl_key = hdr\.reth\.rkey \^ meta\.dst_key;/.test(src) &&
+    /sgl_key = hdr\.cm_req\.local_comm_id \^ meta\.src_key;/.test(src) &&
+    /sgl_key = hdr\.cm_rep\.remote_comm_id \^ meta\.dst_key;/.test(src);
+  expect(hashed && mixed, `chip ${chip}: one key scheme`).toBe(false);
+  if (hashed) return (rkey, host, target) => `${rkey}|${host}|${target}`;
+  if (mixed) return (rkey, host) => String((rkey ^ host) >>> 0);
+  return (rkey) => String(rkey);
 }
 
 /** One R_Key map entry (every key here shares it), one PSN map entry per PSN, one QP map entry per QP, and the I/O slots by reference. */
@@ -69,14 +81,14 @@ class TofinoIoData {
   }
 
   /** A data packet towards the host (read data) or the target (READ RESPONSE); READ REQUESTs through `readRequest`. */
-  data(t: number, opcode: number, qp: number, psn: number, reth?: Reth): void {
+  data(t: number, opcode: number, qp: number, psn: number, reth?: Reth, pair = PAIR): void {
     const toTarget = opcode >= OP.RR_FIRST;
     const pktClass = K(toTarget ? "IO_PKT_READ_RESP" : "IO_PKT_WRITE_DATA");
     const starts = [OP.WRITE_FIRST, OP.WRITE_ONLY, OP.RR_FIRST, OP.RR_ONLY].includes(opcode as never) ? 1 : 0;
     const ends = [OP.WRITE_LAST, OP.WRITE_ONLY, OP.RR_LAST, OP.RR_ONLY].includes(opcode as never);
     let nowx = ends ? t : 0;
     // A READ RESPONSE's word is its own QP (no found bit).
-    let { word, cref } = this.keyed(pktClass, reth) ?? { word: toTarget ? qp : 0, cref: 0 };
+    let { word, cref } = this.keyed(pktClass, reth, pair) ?? { word: toTarget ? qp : 0, cref: 0 };
     const found = (word >>> 30) & 1;
     const pa = lookup(T.psn_tbl, { pkt_class: pktClass, starts_message: starts, found })?.action;
     if (pa === "psn_find_a") {
@@ -119,11 +131,11 @@ class TofinoIoData {
   }
 
   /** The R_Key map and its references (stage 3): a keyed transfer's word and reference; undefined for a packet without its RETH. */
-  private keyed(pktClass: number, reth: Reth | undefined): { word: number; cref: number } | undefined {
+  private keyed(pktClass: number, reth: Reth | undefined, pair = PAIR): { word: number; cref: number } | undefined {
     if (!reth) return undefined;
     const k = { pkt_class: pktClass, in_capsule: 0, "isValid()": 1 };
     expect([lookup(T.rkey_tbl, k)?.action, lookup(T.rkey_ref_tbl, k)?.action]).toEqual(["rkey_find_a", "rkey_ref_find_a"]);
-    const mine = this.rkeyMap.lo === this.key(reth.rkey, PAIR.host, PAIR.target);
+    const mine = this.rkeyMap.lo === this.key(reth.rkey, pair.host, pair.target);
     const word = mine ? (this.rkeyMap.hi & ~IOREF_PENDING) >>> 0 : 0;
     if (mine) this.rkeyMap.hi = word;
     const end = (reth.va + reth.len) >>> 0;
@@ -197,13 +209,18 @@ describe("Tofino I/O tracker: an I/O in several RDMA operations (the tables as i
 // Identical hosts number their memory regions alike, so two host-target
 // pairs often use equal R_Keys; when their R_Key map entries share an index,
 // the later command takes the entry. Tofino 2 keys the entry by a
-// fingerprint of (R_Key, host, target): the first pair's data then finds no
-// I/O (its DAL absent and counted), never the other pair's. Tofino 1 keeps
-// the R_Key alone (docs/tofino.md, "Keys, slots and capacity").
-test("Tofino 2: another pair's command with the same R_Key takes the entry; this pair's data then touches neither I/O", () => {
-  const io = new TofinoIoData(rkeyKeyOf(2));
-  io.command(A, 0x70, VA, 4096, TQP);
-  io.command(B, 0x70, 0x10_0000, 4096, TQP, { host: 0x0a00_0102, target: 0x0a00_0202 });
-  io.data(10, OP.WRITE_ONLY, HQP, 100, { rkey: 0x70, va: VA, len: 4096 });
-  expect([io.seen.get(A), io.seen.get(B)]).toEqual([[], []]);
+// fingerprint of (R_Key, host, target), Tofino 1 by the R_Key XOR the host
+// (docs/tofino.md, "Keys, slots and capacity"): the first pair's data then
+// finds no I/O (its DAL absent and counted), never the other pair's.
+describe.each([1, 2] as const)("Tofino %i", (chip) => {
+  test("another host's command with the same R_Key takes the entry; this pair's data then touches neither I/O", () => {
+    const io = new TofinoIoData(rkeyKeyOf(chip));
+    io.command(A, 0x70, VA, 4096, TQP);
+    io.command(B, 0x70, 0x10_0000, 4096, TQP, { host: 0x0a00_0102, target: 0x0a00_0202 });
+    io.data(10, OP.WRITE_ONLY, HQP, 100, { rkey: 0x70, va: VA, len: 4096 });
+    expect([io.seen.get(A), io.seen.get(B)]).toEqual([[], []]);
+    // The later pair's own data finds its I/O.
+    io.data(11, OP.WRITE_ONLY, HQP, 101, { rkey: 0x70, va: 0x10_0000, len: 4096 }, { host: 0x0a00_0102, target: 0x0a00_0202 });
+    expect(io.seen.get(B)).toEqual([11]);
+  });
 });

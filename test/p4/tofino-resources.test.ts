@@ -93,6 +93,36 @@ test.each(["tna", "t2na"])("the SGL's end: in the %s build, swapped before the R
   }
 });
 
+// Tofino 1's R_Key map key (docs/tofino.md, "Keys, slots and capacity"):
+// a command's R_Key, little-endian in the capsule, byte-swapped and XORed
+// with the command's source key by one XOR32 hash. Read from the assembly:
+// each of the hash's 32 output bits is the swapped R_Key's bit XOR the
+// source key's bit, and the command's action takes all 32.
+test("Tofino 1: the command's R_Key map key is its R_Key, byte-swapped, XOR its source", () => {
+  const bfa = read("p4/build/tna/main.bfa");
+  const at = bfa.indexOf("TelemetryIngress.io_tracker.mix_cmd(");
+  expect(at).toBeGreaterThan(0);
+  const table = bfa.slice(bfa.lastIndexOf("\nstage ", at), bfa.indexOf("\n  action ", at) > 0 ? bfa.indexOf("\n  action ", at) : undefined);
+  // The hash's inputs: position -> field and its bits.
+  const xor = /xor\(0x20, \{ ([^}]*) \}\)/.exec(table);
+  expect(xor, "an XOR32 hash").not.toBeNull();
+  const out = Array.from({ length: 32 }, () => [] as string[]);
+  for (const part of xor![1]!.split(/, (?=\d+:)/)) {
+    const m = /^(\d+): ([\w.]+?)(?:\.(\d+)-(\d+))?(?:\((\d+)\.\.(\d+)\))?$/.exec(part.trim());
+    expect(m, part).not.toBeNull();
+    const [, pos, name, lo0, hi0, sLo, sHi] = m!;
+    const base = lo0 === undefined ? 0 : Number(lo0);
+    const width = sLo !== undefined ? Number(sHi) - Number(sLo) + 1 : hi0 !== undefined ? Number(hi0) - base + 1 : 32;
+    const first = base + (sLo !== undefined ? Number(sLo) : 0);
+    for (let i = 0; i < width; i++) out[(Number(pos) + i) % 32]!.push(`${name}[${first + i}]`);
+  }
+  for (let i = 0; i < 32; i++) {
+    const swapped = 8 * (3 - (i >> 3)) + (i & 7); // bit i of the byte-swapped value is this bit of the little-endian one
+    expect(out[i]!.sort(), `bit ${i}`).toEqual([`hdr.nvme_sqe.sgl_key_le[${swapped}]`, `meta.src_key[${i}]`].sort());
+  }
+  expect(table).toMatch(/mix_cmd\([^)]*\):[\s\S]*?- set W\d+\(0\.\.31\), hash_dist\(\d+, \d+, 0\.\.31\)/);
+});
+
 // Both chips: Tofino 1 (12 stages per pipeline) and Tofino 2 (20).
 test.each([["tna", 12], ["t2na", 20]] as const)("the %s build fits its %i stages", (dir, stages) => {
   const summary = JSON.parse(read(`p4/build/${dir}/resources.json`)) as Summary;

@@ -443,6 +443,36 @@ describe("one record per I/O, totals per interval", () => {
     expect(run([[T0, [cmd]], [T0 + 999_000_000n, [io({ seq: 1, event: 2, vantage: 3, ts: 999_000_000, e2e_ns: 999_000_000 })]]])).toEqual({ ios: [[9, false, 999_000_000]], late: 0 });
   });
 
+  // A Tofino build keys a queue pair entry by the QP number alone, and hosts share QP numbers: a response whose
+  // queue's entry another pair's pairing took finds that pairing's target QP, and with it the slot of another queue's
+  // command of its CID. The switch reported every pairing it learned, so the confusion shows: neither I/O gets the
+  // figures, the response answers its own queue's command, the other command's answer is unknown, counted.
+  test("a response the switch matched through another queue's pairing gives no figure to either I/O, and says no I/O is incomplete", () => {
+    const out: RecordJson[] = [];
+    const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
+    const otherHost = 0x0a00_0109;
+    m.onDigestList("tor", T0, [
+      io({ seq: 0, event: IO_EVENT_QUEUE_PAIR, vantage: 3, host_qp: 0x101, target_qp: 0x801, ts: 0 }),
+      io({ seq: 1, event: IO_EVENT_QUEUE_PAIR, vantage: 3, host_qp: 0x105, target_qp: 0x802, ts: 0 }),
+      // Another host's queue of the same host QP number, whose pairing took the entry of 0x101's.
+      io({ seq: 2, event: IO_EVENT_QUEUE_PAIR, vantage: 3, host: otherHost, host_qp: 0x101, target_qp: 0x802, ts: 0 }),
+      io({ seq: 3, event: 1, vantage: 3, host_qp: 0x101, target_qp: 0x801, cid: 9, cmd_psn: 1000, ts: 1_000 }),
+      io({ seq: 4, event: 1, vantage: 3, host_qp: 0x105, target_qp: 0x802, cid: 9, cmd_psn: 2000, ts: 2_000 }),
+    ]);
+    // 0x101's response, matched through the other pair's pairing to the slot of 0x105's command.
+    m.onDigestList("tor", T0 + 50_000n, [io({ seq: 5, event: 2, vantage: 3, host_qp: 0x101, target_qp: 0x802, cid: 9, cmd_psn: 2000, ts: 50_000, e2e_ns: 48_000 })]);
+    // 0x105's own response, later.
+    m.onDigestList("tor", T0 + 80_000n, [io({ seq: 6, event: 2, vantage: 3, host_qp: 0x105, target_qp: 0x802, cid: 9, cmd_psn: 2000, ts: 80_000, e2e_ns: 78_000 })]);
+    m.noteSwitch("tor", T0 + 3_000_000_000n);
+    m.finish();
+    const ios = out.filter((r): r is IoRecordJson => r.type === "io").map((r) => [r.host_qp, r.target_qp, r.incomplete, r.e2e_c_ns, r.e2e_s_ns]);
+    expect(ios.sort()).toEqual([[0x101, 0x801, false, null, null], [0x105, 0x802, false, null, null]]);
+    const st = stats(out);
+    expect(st.reduce((a, s) => a + s.ios_pairing_confused, 0)).toBe(1);
+    expect(st.reduce((a, s) => a + s.incomplete_ios, 0)).toBe(0);
+    expect(st.at(-1)!.late_responses).toBe(1); // a running total
+  });
+
   test("an answer unknown at one switch (a response with its CID on a queue it had no pairing of) is incomplete when the other switch saw the I/O's own response on another host QP", () => {
     const run = (unpairedQp: number) => {
       const out: RecordJson[] = [];

@@ -90,7 +90,7 @@ export function recordFromMessage(type: string | undefined, value: Uint8Array): 
         type: "switch_stats", switch_id: m.switchId, interval_start_unix_ns: start(m.interval), interval_end_unix_ns: end(m.interval),
         digests_received: Number(m.digestsReceived), digests_lost: Number(m.digestsLost), digests_duplicated: Number(m.digestsDuplicated), bad_digests: Number(m.badDigests),
         switch_restarts: Number(m.switchRestarts), late_records: Number(m.lateRecords), late_responses: Number(m.lateResponses),
-        totals_since_unix_ns: m.totalsSinceUnixNs.toString(), incomplete_ios: Number(m.incompleteIos), ios_left_window: Number(m.iosLeftWindow), ios_answer_lost: Number(m.iosAnswerLost), unknown_endpoint_digests: Number(m.unknownEndpointDigests),
+        totals_since_unix_ns: m.totalsSinceUnixNs.toString(), incomplete_ios: Number(m.incompleteIos), ios_left_window: Number(m.iosLeftWindow), ios_answer_lost: Number(m.iosAnswerLost), ios_pairing_confused: Number(m.iosPairingConfused), unknown_endpoint_digests: Number(m.unknownEndpointDigests),
         untracked_flows: Number(m.untrackedFlows), untracked_ios: Number(m.untrackedIos), io_references_lost: Number(m.ioReferencesLost), parser_errors: Number(m.parserErrors),
         unknown_opcodes: Number(m.unknownOpcodes), io_replaced: Number(m.ioReplaced), io_unpaired_responses: Number(m.ioUnpairedResponses),
         queue_pairs_learned: Number(m.queuePairsLearned), cnp_untracked: Number(m.cnpUntracked),

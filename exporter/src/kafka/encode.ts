@@ -131,7 +131,7 @@ export function encodeRecord(r: RecordJson, topics: TopicNames, encoding: Encodi
         digestsLost: BigInt(r.digests_lost), digestsDuplicated: BigInt(r.digests_duplicated), badDigests: BigInt(r.bad_digests), mode: mode(r.mode),
         untrackedFlows: BigInt(r.untracked_flows ?? 0), untrackedIos: BigInt(r.untracked_ios ?? 0), ioReferencesLost: BigInt(r.io_references_lost ?? 0), parserErrors: BigInt(r.parser_errors ?? 0), unknownOpcodes: BigInt(r.unknown_opcodes ?? 0),
         ioReplaced: BigInt(r.io_replaced ?? 0), ioUnpairedResponses: BigInt(r.io_unpaired_responses ?? 0), queuePairsLearned: BigInt(r.queue_pairs_learned ?? 0),
-        cnpUntracked: BigInt(r.cnp_untracked ?? 0), incompleteIos: BigInt(r.incomplete_ios), iosLeftWindow: BigInt(r.ios_left_window ?? 0), iosAnswerLost: BigInt(r.ios_answer_lost ?? 0), unknownEndpointDigests: BigInt(r.unknown_endpoint_digests ?? 0),
+        cnpUntracked: BigInt(r.cnp_untracked ?? 0), incompleteIos: BigInt(r.incomplete_ios), iosLeftWindow: BigInt(r.ios_left_window ?? 0), iosAnswerLost: BigInt(r.ios_answer_lost ?? 0), iosPairingConfused: BigInt(r.ios_pairing_confused ?? 0), unknownEndpointDigests: BigInt(r.unknown_endpoint_digests ?? 0),
         reservedAddressPackets: BigInt(r.reserved_address_packets ?? 0), ipv6ExtHeaderPackets: BigInt(r.ipv6_ext_header_packets ?? 0), unknownEndpointPackets: BigInt(r.unknown_endpoint_packets ?? 0), switchRestarts: BigInt(r.switch_restarts), lateRecords: BigInt(r.late_records),
         lateResponses: BigInt(r.late_responses), totalsSinceUnixNs: BigInt(r.totals_since_unix_ns),
       });

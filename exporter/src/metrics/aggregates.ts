@@ -76,6 +76,8 @@ export interface SwitchInterval {
   leftWindow: number;
   /** I/Os whose answer was lost with digests the switch sent after their command (ios_answer_lost) */
   answerLost: number;
+  /** responses matched through another queue's pairing (ios_pairing_confused) */
+  pairingConfused: number;
   /** digests dropped: an endpoint key (240.0.0.0/4) in them had no address from the switch's controller */
   unknownEndpoints: number;
   /** the highest digest sequence number (unwrapped) seen by the end of the interval's lists, in session seqSession */
@@ -106,7 +108,7 @@ export class IntervalAggregates {
   switchInterval(start: bigint, switchId: string, mode: number): SwitchInterval {
     const sw = this.bucket(this.switches, start);
     let s = sw.get(switchId);
-    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, leftWindow: 0, answerLost: 0, unknownEndpoints: 0, seqHighest: -1, seqSession: undefined }));
+    if (!s) sw.set(switchId, (s = { incomplete: 0, untracked: 0, mode, badDigests: 0, restarts: 0, lateRecords: 0, lateResponses: 0, leftWindow: 0, answerLost: 0, pairingConfused: 0, unknownEndpoints: 0, seqHighest: -1, seqSession: undefined }));
     return s;
   }
 

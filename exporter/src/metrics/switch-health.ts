@@ -238,6 +238,7 @@ export class SwitchHealth {
       incomplete_ios: si?.incomplete ?? 0,
       ios_left_window: si?.leftWindow ?? 0,
       ios_answer_lost: si?.answerLost ?? 0,
+      ios_pairing_confused: si?.pairingConfused ?? 0,
       unknown_endpoint_digests: si?.unknownEndpoints ?? 0,
       untracked_flows: c?.untracked_flows ?? null, untracked_ios: c?.untracked_ios ?? null, io_references_lost: c?.ioref_overwritten ?? null,
       parser_errors: c?.parser_errors ?? null, unknown_opcodes: c?.unknown_opcodes ?? null,

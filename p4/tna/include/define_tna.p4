@@ -28,6 +28,8 @@
 // later, to a 13th.
 #if __TARGET_TOFINO__ == 2
 #define TNA_RKEY_FP
+#else
+#define TNA_RKEY_MIX
 #endif
 
 // Two 32-bit halves of one register entry: one stateful ALU reads, compares

@@ -662,6 +662,43 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // alike) and whose entries share an index are not confused.
     @hidden action take_key_fp() { sgl_key = rkey_fp_hash.get({ sgl_key, meta.io_digest.host, meta.io_digest.target }); }
 #endif
+#ifdef TNA_RKEY_MIX
+    // The R_Key map's key (TNA_RKEY_MIX): the R_Key (or the communication
+    // ID) XOR the host's endpoint key (a command's and an RDMA CM REQ's
+    // source, a keyed transfer's and a REP's destination), in stage 1, so
+    // that two hosts' equal R_Keys (identical hosts number their memory
+    // regions alike) differ in the map. A command's R_Key is byte-swapped
+    // and mixed by one XOR32 hash (the same hash distribution as the plain
+    // swap), the others by an ALU XOR; the index hashes the mixed key.
+    Hash<bit<32>>(HashAlgorithm_t.XOR32) sgl_key_mix;
+    @hidden action mix_cmd() {
+        sgl_key = sgl_key_mix.get({ hdr.nvme_sqe.sgl_key_le[7:0], hdr.nvme_sqe.sgl_key_le[15:8],
+            hdr.nvme_sqe.sgl_key_le[23:16], hdr.nvme_sqe.sgl_key_le[31:24], meta.src_key });
+    }
+    @hidden action mix_rkey() { sgl_key = hdr.reth.rkey ^ meta.dst_key; }
+    @hidden action mix_cm_req() { sgl_key = hdr.cm_req.local_comm_id ^ meta.src_key; }
+    @hidden action mix_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id ^ meta.dst_key; }
+    @hidden table key_tbl {
+        key = {
+            hdr.nvme_sqe.isValid(): ternary;
+            hdr.reth.isValid(): ternary;
+            hdr.cm_req.isValid(): ternary;
+            hdr.cm_rep.isValid(): ternary;
+        }
+        actions = { mix_cmd; mix_rkey; mix_cm_req; mix_cm_rep; @defaultonly NoAction; }
+        const entries = {
+            (true, _, _, _): mix_cmd();
+            (false, true, _, _): mix_rkey();
+            (false, false, true, _): mix_cm_req();
+            (false, false, false, true): mix_cm_rep();
+        }
+        const default_action = NoAction();
+        size = 4;
+    }
+    @hidden action take_rkey() { sgl_end = hdr.reth.va[31:0] + hdr.reth.dma_len; }
+    @hidden action take_cm_req() { }
+    @hidden action take_cm_rep() { }
+#else
     @hidden action take_rkey() {
         sgl_key = hdr.reth.rkey;
         sgl_end = hdr.reth.va[31:0] + hdr.reth.dma_len;
@@ -669,6 +706,7 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
     // The R_Key map keeps RDMA CM entries too, keyed by the communication ID.
     @hidden action take_cm_req() { sgl_key = hdr.cm_req.local_comm_id; }
     @hidden action take_cm_rep() { sgl_key = hdr.cm_rep.remote_comm_id; }
+#endif
     // The capsule's, the R_Key's or the RDMA CM message's fields, one
     // table (in the order of the header checks): stage 0's logical tables
     // are shared with the egress flow tracker's first tables.
@@ -1218,6 +1256,12 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
 #endif
 
     // The digest members swapped from the capsule, off the trackers' path.
+#ifdef TNA_RKEY_MIX
+    // Left to the compiler, on Tofino 1 with the mixed R_Key, its hash takes
+    // stage 1's and moves the flow tracker's into stage 2, where the I/O
+    // slot's is then put off a stage.
+    @stage(3)
+#endif
     @hidden table digest_cid_tbl {
         key = { hdr.nvme_sqe.isValid(): exact; hdr.nvme_cqe.isValid(): exact; }
         actions = { cmd_digest_cid; rsp_digest_cid; @defaultonly NoAction; }
@@ -1314,9 +1358,13 @@ control IoTracker(in headers_t hdr, inout local_metadata_t meta) {
         // the hash units, the class, the fingerprints.
         // The R_Key map's inputs are the same for every packet.
         take_tbl.apply();
+#ifdef TNA_RKEY_MIX
+        key_tbl.apply();
+#else
         if (hdr.nvme_sqe.isValid()) {
             take_sgl_key();
         }
+#endif
         if (hdr.bth.isValid() && meta.src_known && meta.dst_known) {  // measured (endpoints.p4)
             io_class.apply();
         }

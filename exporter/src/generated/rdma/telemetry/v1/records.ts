@@ -479,6 +479,13 @@ export interface SwitchStats {
    * vantage's figures are absent; never reported incomplete.
    */
   iosAnswerLost: bigint;
+  /**
+   * Responses the switch matched through another queue's pairing, in this
+   * interval: a Tofino build keys a queue pair entry by the QP number, and
+   * hosts share QP numbers. Neither that response's I/O nor the command
+   * whose slot it found gets a figure from it; neither is incomplete.
+   */
+  iosPairingConfused: bigint;
 }
 
 function createBaseInterval(): Interval {
@@ -3956,6 +3963,7 @@ function createBaseSwitchStats(): SwitchStats {
     ipv6ExtHeaderPackets: 0n,
     unknownEndpointPackets: 0n,
     iosAnswerLost: 0n,
+    iosPairingConfused: 0n,
   };
 }
 
@@ -4113,6 +4121,12 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         throw new globalThis.Error("value provided for field message.iosAnswerLost of type uint64 too large");
       }
       writer.uint32(216).uint64(message.iosAnswerLost);
+    }
+    if (message.iosPairingConfused !== 0n) {
+      if (BigInt.asUintN(64, message.iosPairingConfused) !== message.iosPairingConfused) {
+        throw new globalThis.Error("value provided for field message.iosPairingConfused of type uint64 too large");
+      }
+      writer.uint32(224).uint64(message.iosPairingConfused);
     }
     return writer;
   },
@@ -4346,6 +4360,14 @@ export const SwitchStats: MessageFns<SwitchStats> = {
             message.iosAnswerLost = reader.uint64() as bigint;
             continue;
           }
+          case 28: {
+            if (tag !== 224) {
+              break;
+            }
+
+            message.iosPairingConfused = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4487,6 +4509,11 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : isSet(object.ios_answer_lost)
         ? BigInt(object.ios_answer_lost)
         : 0n,
+      iosPairingConfused: isSet(object.iosPairingConfused)
+        ? BigInt(object.iosPairingConfused)
+        : isSet(object.ios_pairing_confused)
+        ? BigInt(object.ios_pairing_confused)
+        : 0n,
     };
   },
 
@@ -4572,6 +4599,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
     }
     if (message.iosAnswerLost !== 0n) {
       obj.iosAnswerLost = message.iosAnswerLost.toString();
+    }
+    if (message.iosPairingConfused !== 0n) {
+      obj.iosPairingConfused = message.iosPairingConfused.toString();
     }
     return obj;
   },
@@ -4660,6 +4690,9 @@ export const SwitchStats: MessageFns<SwitchStats> = {
         : 0n;
     message.iosAnswerLost = (object.iosAnswerLost !== undefined && object.iosAnswerLost !== null)
       ? BigInt(object.iosAnswerLost)
+      : 0n;
+    message.iosPairingConfused = (object.iosPairingConfused !== undefined && object.iosPairingConfused !== null)
+      ? BigInt(object.iosPairingConfused)
       : 0n;
     return message;
   },
