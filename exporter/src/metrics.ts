@@ -1275,7 +1275,12 @@ export class MetricsEngine {
       const align = this.align(o.switchId);
       const cut = own !== undefined && own - (o.cmdUnixNs + align) <= this.options.ioTimeoutNs;
       if (cut && o.leftWindowEvent === undefined && !o.unpairedRsp?.length) this.giveUpSilent(k, o, own - align);
-      else this.timeOut(k, o);
+      else {
+        // Unknown for the run's end too, whatever those responses were: another vantage seeing the I/O's own
+        // response on another host QP rules them out (settleUnknown), not the end.
+        if (cut && o.unpairedRsp?.length) o.unpairedRspOverflow = true;
+        this.timeOut(k, o);
+      }
     }
     this.decideVerdicts(true);
     for (const list of this.halves.values()) {

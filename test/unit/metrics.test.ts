@@ -474,7 +474,7 @@ describe("one record per I/O, totals per interval", () => {
   });
 
   test("an answer unknown at one switch (a response with its CID on a queue it had no pairing of) is incomplete when the other switch saw the I/O's own response on another host QP", () => {
-    const run = (unpairedQp: number) => {
+    const run = (unpairedQp: number, endNs = 2_000_000_000n) => {
       const out: RecordJson[] = [];
       const m = new MetricsEngine((r) => out.push(r)); // I/O timeout 1 s
       // The compute-side switch never learned the queue's pairing; the storage-side one did.
@@ -482,13 +482,16 @@ describe("one record per I/O, totals per interval", () => {
       m.onDigestList("tor-c", T0, [io({ seq: 0, event: 1, vantage: 1, host_qp: 0, ts: 0 })]);
       // The I/O's own response went missing at tor-c; a response with its CID came there on a queue tor-c had no pairing of.
       m.onDigestList("tor-c", T0 + 200_000n, [io({ seq: 1, event: IO_EVENT_UNPAIRED_RSP, vantage: 1, host_qp: unpairedQp, target_qp: 0, ts: 200_000 })]);
-      for (const sw of ["tor-c", "tor-s"]) m.noteSwitch(sw, T0 + 2_000_000_000n); // both observed past the timeout
+      for (const sw of ["tor-c", "tor-s"]) m.noteSwitch(sw, T0 + endNs); // both observed past the timeout (by default)
       m.finish();
       const rec = out.find((r): r is IoRecordJson => r.type === "io")!;
       return { rec: [rec.incomplete, rec.e2e_c_ns, rec.e2e_s_ns, rec.host_qp], incomplete: stats(out).filter((s) => s.switch_id === "tor-c").reduce((a, s) => a + (s.incomplete_ios ?? 0), 0) };
     };
     // On another host QP than the one tor-s saw the I/O's response go to: not its answer.
     expect(run(0x102)).toEqual({ rec: [true, null, 60_000, 0x101], incomplete: 1 });
+    // The same, but the run ends (both switches last observed) within the command's I/O timeout: its answer at
+    // tor-c is unknown for that reason too, which the other vantage does not rule out.
+    expect(run(0x102, 500_000_000n)).toEqual({ rec: [false, null, 60_000, 0x101], incomplete: 0 });
     // On that very host QP: perhaps its own (tor-c lost or never had the pairing), so unknown.
     expect(run(0x101)).toEqual({ rec: [false, null, 60_000, 0x101], incomplete: 0 });
   });
