@@ -179,6 +179,8 @@ export class MetricsEngine {
   private readonly openByCid = new Map<string, Set<string>>();
   /** The queue pairings each switch lost to colliding ones: switch|host|target|host_qp -> target_qp. */
   private readonly pairings = new Map<string, number>();
+  /** The same by the target's side: switch|host|target|target_qp -> host_qp. */
+  private readonly pairingsByTarget = new Map<string, number>();
   /**
    * Commands given up (reported incomplete), by the same key, until the CID
    * is used again: a response that still comes is counted as late, never
@@ -468,7 +470,8 @@ export class MetricsEngine {
 
   /**
    * A response the switch matched through a queue pairing other than its queue's: the command open for the slot it
-   * found names another host QP, and the switch reported another target QP for the response's queue. A Tofino build
+   * found is on another host QP (its digest's, or the pairing reported for its target QP), and the switch reported
+   * another target QP for the response's queue. A Tofino build
    * keys a queue pair entry by the QP number alone (docs/tofino.md, "Keys, slots and capacity"), and hosts share QP
    * numbers, so a pairing of another host-target pair that took the entry's index answers for it. The figures are
    * that command's, not this response's I/O's: neither gets any. The command's answer is unknown (its slot was taken),
@@ -481,7 +484,10 @@ export class MetricsEngine {
     if (paired === undefined || paired === d.target_qp) return false;
     const key = `${switchId}|${d.host}|${d.target}|${d.target_qp}|${d.cid}`;
     const open = this.outstanding.get(key);
-    if (!open || open.digest.cmd_psn !== d.cmd_psn || open.digest.host_qp === 0 || open.digest.host_qp === d.host_qp) return false;
+    if (!open || open.digest.cmd_psn !== d.cmd_psn) return false;
+    // The command's host QP: its own digest's, else the pairing reported for its target QP.
+    const cmdHostQp = open.digest.host_qp || (this.pairingsByTarget.get(`${switchId}|${d.host}|${d.target}|${d.target_qp}`) ?? 0);
+    if (cmdHostQp === 0 || cmdHostQp === d.host_qp) return false;
     // Unknown, with no host QP to hold against another switch's view of its response.
     (open.unpairedRsp ??= []).push({ atUnixNs: at, hostQp: d.host_qp });
     open.unpairedRspOverflow = true;
@@ -503,6 +509,7 @@ export class MetricsEngine {
     const align = this.align(switchId);
     if (d.event === IO_EVENT_QUEUE_PAIR) {
       this.pairings.set(`${switchId}|${d.host}|${d.target}|${d.host_qp}`, d.target_qp);
+      this.pairingsByTarget.set(`${switchId}|${d.host}|${d.target}|${d.target_qp}`, d.host_qp);
       return;
     }
     if (d.event === IO_EVENT_RSP && this.confusedPairing(switchId, d, at, align)) return;
