@@ -1,7 +1,7 @@
 // The controller and exporter against a live switch, until SIGINT/SIGTERM.
 import { Exporter } from "@rdma-telemetry/exporter";
 import { JsonlSink } from "@rdma-telemetry/exporter";
-import { givenUpMessage, partitionOf, rawDigestMessages, switchClockMessages, windowNoteMessages } from "@rdma-telemetry/exporter";
+import { givenUpMessage, partitionOf, rawDigestMessages, switchClockMessages, switchClockTime, windowNoteMessages } from "@rdma-telemetry/exporter";
 import { encodeRecord } from "@rdma-telemetry/exporter";
 import { KafkaSink } from "@rdma-telemetry/exporter";
 import type { KafkaClientName, KafkaCompression, KafkaSecurity, TopicNames } from "@rdma-telemetry/exporter";
@@ -275,7 +275,7 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || now < clockDue || kafka.settled < clockMark) return;
     const partitions = kafka.partitionsOf(kafka.topicNames.digest);
     if (!partitions) return;
-    const at = newestList.ns + BigInt(now - newestList.atMs) * 1_000_000n;
+    const at = switchClockTime(newestList.ns, now - newestList.atMs);
     const quiet = [...Array(partitions).keys()].filter((p) => !(now - (lastDigestMs[p] ?? 0) < CLOCK_NOTE_MS));
     for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames, quiet)) kafka.push(m);
     clockMark = kafka.accepted;

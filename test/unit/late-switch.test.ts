@@ -10,7 +10,7 @@ import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { PartitionEngine } from "../../exporter/src/group/partition-engine.js";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import { DEFAULT_TOPICS, type KafkaMessageOut } from "../../exporter/src/kafka/encode.js";
-import { clockKeysOf, rawDigestBatch, switchClockMessages } from "../../exporter/src/kafka/digest-bus.js";
+import { CLOCK_NOTE_GRACE_MS, clockKeysOf, rawDigestBatch, switchClockMessages, switchClockTime } from "../../exporter/src/kafka/digest-bus.js";
 import { partitionOf } from "../../exporter/src/kafka/partitioner.js";
 import { ioMessage } from "../support/digest-messages.js";
 
@@ -144,4 +144,18 @@ describe("a switch whose controller tells its clock to every partition (SWITCH_C
     const bad = RawDigest.encode(RawDigest.fromPartial({ switchId: "tor-s", digest: "switch_clock", seq: 0n, listTimestampNs: T0, fields: [{ name: "x", value: Buffer.from([1]) }] })).finish();
     expect(() => rawDigestBatch(bad)).toThrow(/switch_clock from tor-s: has members \(x\); it has none/);
   });
+});
+
+// A note tells the newest list's time while the switch keeps sending lists (every digest up to it has reached the
+// controller), and moves on by the host's clock only after the switch has sent nothing for the grace: a switch whose
+// clock stood still meanwhile (a software switch fed from captures, on a starved or stopped host) sends digests from
+// at most that much less the grace before the time told. test/kafka/fabric-clock.test.ts stops such a switch for 3 s.
+test("a switch clock note tells the newest list's time until the switch has sent nothing for the grace, then runs on behind the host's clock", () => {
+  const T = 1_800_000_000_000_000_000n;
+  expect(CLOCK_NOTE_GRACE_MS).toBeLessThanOrEqual(2000);
+  expect(switchClockTime(T, 0)).toBe(T);
+  expect(switchClockTime(T, 1999)).toBe(T);
+  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS)).toBe(T);
+  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS + 1500)).toBe(T + 1_500_000_000n);
+  expect(switchClockTime(T, 60_000)).toBe(T + BigInt(60_000 - CLOCK_NOTE_GRACE_MS) * 1_000_000n);
 });

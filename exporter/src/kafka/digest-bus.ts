@@ -139,10 +139,29 @@ export function clockKeysOf(switchId: string, partitions: number): string[] {
   return keys;
 }
 
+/** How long a switch sends no digest list before its clock notes move on from its newest list's time. */
+export const CLOCK_NOTE_GRACE_MS = 2000;
+
 /**
- * The SWITCH_CLOCK notes of one switch at `atUnixNs` (the newest list's
- * time, on by this host's clock since it came): one to each of the digest
- * topic's `partitions` partitions (or to those of them `only` names).
+ * The time a switch's clock note tells, `sinceListMs` (this host's clock)
+ * after its newest digest list came: that list's time, which every digest of
+ * the switch up to it has reached the controller by (lists leave in order);
+ * and once the switch has sent nothing for CLOCK_NOTE_GRACE_MS, on from there
+ * by this host's clock less the grace, as an idle switch's clock runs. A
+ * switch whose clock stood still meanwhile (a software switch fed from
+ * captures, whose clock waits for the next packet while its host is too
+ * busy to send it in, or stopped) sends digests from before the time told
+ * by up to that much less the grace: a member waits the correlation window
+ * (2 s) for an I/O's other half, so a stall of up to 4 s costs nothing.
+ */
+export function switchClockTime(newestListNs: bigint, sinceListMs: number): bigint {
+  return newestListNs + BigInt(Math.max(0, Math.floor(sinceListMs) - CLOCK_NOTE_GRACE_MS)) * 1_000_000n;
+}
+
+/**
+ * The SWITCH_CLOCK notes of one switch at `atUnixNs` (switchClockTime): one
+ * to each of the digest topic's `partitions` partitions (or to those of them
+ * `only` names).
  */
 export function switchClockMessages(switchId: string, atUnixNs: bigint, partitions: number, topics: TopicNames, only?: readonly number[]): KafkaMessageOut[] {
   const keys = clockKeysOf(switchId, partitions);
