@@ -51,8 +51,9 @@ const GIVEN_UP_FIELDS: Readonly<Record<string, number>> = { host: 32, target: 32
 
 /**
  * Not a switch's digest: its controller's note that the switch's clock has
- * reached `list_timestamp_ns` (the newest digest list's time, on, by this
- * host's clock since it came). One goes, once a second, to each partition
+ * reached `list_timestamp_ns` (the newest digest list's time, on by the
+ * controller's clock once the switch has sent no list for a while:
+ * switchClockTime in digest-bus.ts). One goes, once a second, to each partition
  * of the digest topic that had no digest of the switch in that second, after
  * every digest the controller published before it: a member learns that the
  * switch has moved on in a partition it sends nothing to (no members).
