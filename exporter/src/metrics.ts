@@ -121,8 +121,14 @@ interface Outstanding {
    * own response on another host QP: settleUnknown).
    */
   unpairedRsp?: Array<{ atUnixNs: bigint; hostQp: number }>;
-  /** more than UNPAIRED_RSP_MAX of them came */
-  unpairedRspOverflow?: boolean;
+  /**
+   * Its answer stays unknown whatever host QP another vantage saw its own
+   * response on (settleUnknown does not rule it out): more than
+   * UNPAIRED_RSP_MAX such responses came, a response took its slot through
+   * another queue's pairing (confusedPairing), or the run ended within its
+   * I/O timeout (finish).
+   */
+  unknownWhateverQp?: boolean;
   /** its digest's place in its switch's sequence (wholeSequence): digests lost after it may have held its response */
   seq?: { tracker: SeqTracker; n: number };
 }
@@ -488,9 +494,8 @@ export class MetricsEngine {
     // The command's host QP: its own digest's, else the pairing reported for its target QP.
     const cmdHostQp = open.digest.host_qp || (this.pairingsByTarget.get(`${switchId}|${d.host}|${d.target}|${d.target_qp}`) ?? 0);
     if (cmdHostQp === 0 || cmdHostQp === d.host_qp) return false;
-    // Unknown, with no host QP to hold against another switch's view of its response.
     (open.unpairedRsp ??= []).push({ atUnixNs: at, hostQp: d.host_qp });
-    open.unpairedRspOverflow = true;
+    open.unknownWhateverQp = true;
     this.timeOut(key, open, at + 1n);
     this.switchInterval(switchId, at + align, d.mode).pairingConfused++;
     this.onIo(switchId, { ...d, event: IO_EVENT_UNPAIRED_RSP, target_qp: 0 });
@@ -538,7 +543,7 @@ export class MetricsEngine {
           const seen = (o.unpairedRsp ??= []);
           if (seen.some((r) => r.hostQp === d.host_qp)) continue;
           if (seen.length < UNPAIRED_RSP_MAX) seen.push({ atUnixNs: at, hostQp: d.host_qp });
-          else o.unpairedRspOverflow = true;
+          else o.unknownWhateverQp = true;
         }
         return;
       }
@@ -943,7 +948,7 @@ export class MetricsEngine {
       switchId: o.switchId, host: d.host, target: d.target, hostQp: d.host_qp, targetQp: d.target_qp, cid: d.cid, cmdPsn: d.cmd_psn,
       inCapsule: (d.flags & IO_FLAG_IN_CAPSULE) !== 0, vantage: d.vantage, op: d.op === IO_OP_WRITE ? "write" : "read", bytes: d.bytes, status: 0, mode: d.mode,
       e2e: null, dal: null, dpl: null, incomplete: why === "incomplete", cmdUnixNs: o.cmdUnixNs, atUnixNs, atAlignedNs: atAligned,
-      ...(why === "unknown" ? { unknownQps: o.unpairedRspOverflow ? undefined : before.map((r) => r.hostQp) } : {}),
+      ...(why === "unknown" ? { unknownQps: o.unknownWhateverQp ? undefined : before.map((r) => r.hostQp) } : {}),
     });
   }
 
@@ -1283,9 +1288,9 @@ export class MetricsEngine {
       const cut = own !== undefined && own - (o.cmdUnixNs + align) <= this.options.ioTimeoutNs;
       if (cut && o.leftWindowEvent === undefined && !o.unpairedRsp?.length) this.giveUpSilent(k, o, own - align);
       else {
-        // Unknown for the run's end too, whatever those responses were: another vantage seeing the I/O's own
-        // response on another host QP rules them out (settleUnknown), not the end.
-        if (cut && o.unpairedRsp?.length) o.unpairedRspOverflow = true;
+        // Unknown for the run's end too: another vantage seeing the I/O's own response on another host QP rules out
+        // those responses, not the end.
+        if (cut && o.unpairedRsp?.length) o.unknownWhateverQp = true;
         this.timeOut(k, o);
       }
     }
