@@ -3,24 +3,19 @@
 // control token, JSON, a request not from a web page nor for a foreign host
 // name, and a primary controller. Also: the token file, the refusal of a
 // non-loopback address without TLS, HTTPS with control_tls.
-import { spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { startCli, type CliProcess } from "../support/cli.js";
 import { startSwitch } from "../support/controller-restart.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
 import { CLI } from "../support/cli.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "control-port-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("control-port-");
 
 const ports = [{ port: 1, role: "compute", prefixes: ["10.0.1.0/24"] }, { port: 2, role: "storage", prefixes: ["10.0.2.0/24"] }];
 

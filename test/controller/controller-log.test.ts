@@ -3,22 +3,16 @@
 // switch it cannot reach, once per change and with the next attempt's delay
 // (each attempt only at debug level); that it is backup, in its log and in
 // /metrics (rdma_telemetry_controller_role).
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { startCli } from "../support/cli.js";
 import { startSwitch } from "../support/controller-restart.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "controller-log-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("controller-log-");
 
 function config(name: string, sw: Record<string, unknown>): string {
   const f = join(dir, `${name}.json`);

@@ -3,20 +3,14 @@
 // delivered before the kill is in the file, none twice, and what the switch
 // sent while no controller listened is counted as lost, once, however many
 // times the controller is killed.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { checkRestartRecords, digestsSettled, ioFeeder, killAndRestartController, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "controller-restart-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("controller-restart-");
 const read = (f: string) => readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);
 
 test("SIGKILL of the controller mid-traffic: after a restart on its journal, every delivered I/O is recorded once, the gap counted", async () => {

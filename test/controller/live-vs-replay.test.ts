@@ -8,24 +8,19 @@
 // in replay it is the capture's): those differ by one constant for every
 // record. Interval aggregates are cut on those clocks too: their totals per
 // pair must be the same.
-import { spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { Topology, ipSource } from "../../app/topology.js";
 import { openCapture, writePcap, type PcapRecord } from "../../traffic/src/pcap.js";
 import { startCli } from "../support/cli.js";
 import { until } from "../support/wait.js";
 import { CLI } from "../support/cli.js";
+import { scratch } from "../support/scratch.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "live-vs-replay-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("live-vs-replay-");
 
 const cli = (...args: string[]) => spawnSync(process.execPath, [...CLI, ...args], { cwd: root, encoding: "utf8", timeout: 120_000 });
 type Rec = Record<string, unknown> & { type: string };

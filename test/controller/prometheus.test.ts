@@ -1,22 +1,17 @@
 // The controller's /metrics, scraped from the real process while a switch
 // feeds it: P4Runtime state, mode and coverage of its switch, and records
 // counted as written.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 import { CLI } from "../support/cli.js";
 import type { IoHistogramJson, IoRecordJson, RecordJson } from "../../contract/src/records.js";
+import { scratch } from "../support/scratch.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "controller-metrics-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("controller-metrics-");
 
 const sample = (text: string, name: string) => {
   const line = text.split("\n").find((l) => l.startsWith(name + " ") || l.startsWith(name + "{"));

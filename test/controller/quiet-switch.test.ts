@@ -1,20 +1,14 @@
 // A live controller on a switch that goes quiet, as real processes (switch,
 // controller): every interval gets its switch_stats record, digests or none,
 // so that a quiet switch is told from a gone one.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { ioFeeder, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "quiet-switch-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("quiet-switch-");
 
 test("a switch that sends no digests for seconds still has a switch_stats record for every interval", async () => {
   const sw = await startSwitch(children);

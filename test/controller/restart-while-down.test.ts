@@ -4,20 +4,14 @@
 // with the totals of the run before, and tells a
 // switch that restarted meanwhile (a new session: its clock, sequence and
 // registers start anew) from one that kept running.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson, SwitchStatsJson } from "../../contract/src/records.js";
 import { digestsSettled, ioFeeder, startController, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "restart-while-down-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("restart-while-down-");
 
 const settle = () => new Promise((r) => setTimeout(r, 3500)); // the correlation window and the I/O timeout pass, intervals close
 const read = (f: string) => readFileSync(f, "utf8").trim().split("\n").map((l) => JSON.parse(l) as RecordJson);

@@ -6,22 +6,17 @@
 // controller stops, and says "answer unknown". A controller stopped while its
 // switch is up waits out its open commands' I/O timeout first.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { CLI } from "../support/cli.js";
 import { digestsSettled, ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 import { readIoFrames } from "../support/nvme-frames.js";
+import { scratch } from "../support/scratch.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "controller-silent-switch-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("controller-silent-switch-");
 
 /** `rdma-telemetry controller ARGS --metrics-listen 127.0.0.1:0`; resolves once primary, with its /metrics URL. */
 function startController(args: string[]): Promise<{ child: ChildProcess; metrics: string }> {

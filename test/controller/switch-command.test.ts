@@ -3,11 +3,10 @@
 // arbitrates, writes a route and sends a packet out; the packet comes out of
 // the routed port into that port's capture. Captures given per port are
 // replayed in. Bad options are refused with one line and exit 2.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { ipv4 } from "../../contract/src/ipv4.js";
 import { P4RuntimeClient, P4Schema, tableEntity, toUint128 } from "../../p4runtime/src/index.js";
 import { GetForwardingPipelineConfigRequest_ResponseType, Update_Type } from "../../p4runtime/src/generated/p4/v1/p4runtime.js";
@@ -15,14 +14,10 @@ import { openCapture, writePcap } from "../../traffic/src/pcap.js";
 import { buildFrame, Opcode } from "../../traffic/src/roce.js";
 import { outputMatching } from "../support/wait.js";
 import { CLI } from "../support/cli.js";
+import { scratch } from "../support/scratch.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "switch-command-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("switch-command-");
 
 const cli = [...CLI, "switch"];
 const pipeline = ["--p4info", join(root, "p4/build/telemetry.p4info.json"), "--device-config", join(root, "p4/build/telemetry.json")];

@@ -2,25 +2,19 @@
 // listeners close, the error is said, and the process exits non-zero by
 // itself (no signal needed). Real processes: `switch`, `demo`, `replay` and
 // `controller`, each failing after its P4Runtime, dashboard or metrics port is up.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, truncateSync, statSync, writeFileSync } from "node:fs";
 import { createServer, connect, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ipv4 } from "../../contract/src/ipv4.js";
 import { writePcap } from "../../traffic/src/pcap.js";
 import { buildFrame, Opcode } from "../../traffic/src/roce.js";
 import { startCli, type CliProcess } from "../support/cli.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "fatal-exit-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("fatal-exit-");
 
 const T0 = 1_800_000_000_000_000_000n;
 const frame = (psn: number) => buildFrame({ src: ipv4("10.0.1.1"), dst: ipv4("10.0.2.1"), opcode: Opcode.SEND_ONLY, destQp: 17, psn, payloadLength: 64 }).data;

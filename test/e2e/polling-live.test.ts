@@ -5,22 +5,16 @@
 // say less than full mode where a window did not hold a pair, never more or
 // other (p4runtime-controller/src/window-gate.ts: a pair put back into the
 // window is handed on once the stream has passed the rotation).
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { startCli } from "../support/cli.js";
 import { pollingMismatches, printed, truthIos } from "../support/fabric.js";
 import { pollingSwitch } from "../support/polling-switch.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "polling-live-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("polling-live-");
 
 test("polling live, digest lists more than a rotation late: no record says more than the switch saw", async () => {
   const { workload, sw, config } = await pollingSwitch(dir, children, { durationMs: 1000, seed: 5, load: 0.5, listTimeoutUs: 150_000 });

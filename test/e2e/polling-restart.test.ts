@@ -2,22 +2,16 @@
 // restarted on its journal each time, live on a software switch replaying
 // one ToR's capture at its pace. Its records say less than full mode where
 // no window held a pair or no controller listened, never more or other.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { startCli, type CliProcess } from "../support/cli.js";
 import { pollingMismatches, printed, truthIos } from "../support/fabric.js";
 import { pollingSwitch } from "../support/polling-switch.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "polling-restart-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("polling-restart-");
 
 const CAPTURE_MS = Number(process.env.RESTART_CAPTURE_MS ?? 4000);
 // RESTART_SEED=N: another generated workload (the default is the one CI runs).

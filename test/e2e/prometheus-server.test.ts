@@ -5,26 +5,21 @@
 // histogram_quantile through its HTTP API, and promtool's linter passes
 // what it serves. It prints the scrape durations'
 // p50, p99 and max as Prometheus measured them (scrape_duration_seconds).
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { startCli } from "../support/cli.js";
 import { freePort, waitForPort } from "../support/net.js";
 import { until } from "../support/wait.js";
+import { scratch } from "../support/scratch.js";
 
 const have = spawnSync("prometheus", ["--version"], { encoding: "utf8" }).status === 0;
 // CI installs Debian's prometheus (.ci/run): there the test must run, never skip.
 if (!have && process.env.CI) throw new Error("prometheus not found: .ci/run installs Debian's prometheus package");
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "prometheus-server-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("prometheus-server-");
 
 type Vector = Array<{ metric: Record<string, string>; value?: [number, string]; values?: Array<[number, string]> }>;
 

@@ -4,22 +4,16 @@
 // saw unanswered go out once, joined with the storage side's half, with no
 // compute-side figure and not incomplete, and are counted in the summary;
 // with --silent-switch-ms, after that time instead.
-import type { ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { IoRecordJson, RecordJson } from "../../contract/src/records.js";
 import { generateTraffic } from "../../traffic/src/generator.js";
 import { PcapWriter } from "../../traffic/src/pcap.js";
 import { startCli } from "../support/cli.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "silent-switch-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("silent-switch-");
 
 function write(path: string, packets: ReadonlyArray<{ timestampNs: bigint; data: Buffer; originalLength: number }>): void {
   const w = new PcapWriter(path, { snaplen: 128, blockBytes: 64 << 10 });

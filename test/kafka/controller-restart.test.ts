@@ -2,24 +2,16 @@
 // publishing to a real broker: every I/O whose digests the switch delivered
 // before the kill is on Kafka after the recovery, and none is there twice
 // (the restarted controller reads back what its predecessor published).
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
-import { afterAll, afterEach, inject, test } from "vitest";
+import { inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { RecordJson } from "../../contract/src/records.js";
 import { checkRestartRecords, killAndRestartController } from "../support/controller-restart.js";
+import { scratch } from "../support/scratch.js";
 
 const brokers = inject("kafkaBrokers");
-const dir = mkdtempSync(join(tmpdir(), "controller-restart-kafka-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("controller-restart-kafka-");
 
 /** Every record on the topics, read until none has come for `idleMs`. */
 async function readAll(topics: string[], idleMs = 4000): Promise<RecordJson[]> {

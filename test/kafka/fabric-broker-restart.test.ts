@@ -6,22 +6,14 @@
 // project's committed-record reader and by Kafka's own console consumer),
 // RTT included, and `consume`, tailing the io topic through the outage,
 // prints each of them once.
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, expect, onTestFailed, test } from "vitest";
+import { expect, onTestFailed, test } from "vitest";
 import { startCli } from "../support/cli.js";
 import { checkIos, exporter, generateWorkload, placed, printed, readIoRecords, startFabric, truthIos } from "../support/fabric.js";
 import { javaCommitted, ownBroker } from "../support/kafka-tools.js";
 import { until } from "../support/wait.js";
+import { scratch } from "../support/scratch.js";
 
-const dir = mkdtempSync(join(tmpdir(), "fabric-broker-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("fabric-broker-");
 
 
 // The broker is SIGKILLed: it may come back without the producer state that keeps an idempotent producer's

@@ -7,21 +7,13 @@
 // their records go out as soon as their halves are joined, not after the
 // silence (5 minutes here) that a switch sending nothing would need, also
 // when a switch's clock stands still for a while (a switch stopped).
-import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, expect, inject, test } from "vitest";
+import { expect, inject, test } from "vitest";
 import { checkIos, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos } from "../support/fabric.js";
 import { createTopics } from "../support/topics.js";
+import { scratch } from "../support/scratch.js";
 
 const brokers = inject("kafkaBrokers");
-const dir = mkdtempSync(join(tmpdir(), "fabric-clock-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("fabric-clock-");
 
 const TORS = ["tor-c1", "tor-c2", "tor-s"];
 const SILENCE_MS = 300_000;

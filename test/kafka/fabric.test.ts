@@ -7,26 +7,20 @@
 // killed -9 mid-run, when a member joins mid-run and leaves, and when a
 // controller is killed and restarted on its journal. Bad digests are
 // counted, the rest exported.
-import type { ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
-import { afterAll, afterEach, beforeAll, expect, inject, onTestFailed, test } from "vitest";
+import { beforeAll, expect, inject, onTestFailed, test } from "vitest";
 import { RawDigest } from "../../exporter/src/generated/rdma/telemetry/v1/records.js";
 import type { IoTruth } from "../../traffic/src/types.js";
 import type { IoRecordJson } from "../../contract/src/records.js";
 import { groupLag, javaCommitted } from "../support/kafka-tools.js";
 import { checkIos, controller, exporter, generateWorkload, pollingMismatches, printed, readIoRecords, startFabric, truthIos, type IoCheck } from "../support/fabric.js";
+import { scratch } from "../support/scratch.js";
 
 const brokers = inject("kafkaBrokers");
-const dir = mkdtempSync(join(tmpdir(), "fabric-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("fabric-");
 
 /**
  * The I/Os whose command was unanswered when the traffic stopped: the switch that did not see the response keeps

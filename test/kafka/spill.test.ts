@@ -4,11 +4,9 @@
 // acknowledged is in the spill, the command says how many and where, and the
 // next command to reach Kafka delivers each of them once, to the topics it
 // names, whatever its own topic prefix.
-import type { ChildProcess } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "vitest";
+import { beforeAll, describe, expect, inject, test } from "vitest";
 import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { TopicNames } from "../../exporter/src/kafka/encode.js";
 import { KafkaSink } from "../../exporter/src/kafka/kafka-sink.js";
@@ -18,14 +16,10 @@ import { startCli } from "../support/cli.js";
 import { digestsSettled, ioFeeder, startSwitch, writeControllerConfig } from "../support/controller-restart.js";
 import { readToEnd } from "../support/topics.js";
 import { until } from "../support/wait.js";
+import { scratch } from "../support/scratch.js";
 
 const brokers = inject("kafkaBrokers");
-const dir = mkdtempSync(join(tmpdir(), "kafka-spill-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("kafka-spill-");
 
 /** A small capture for the runs that deliver a spill. */
 beforeAll(() => writeTraffic(join(dir, "cap"), generateTraffic({ seed: 2, layout: "single", durationNs: 20_000_000, hosts: 1, targets: 1, ioRate: 2000 })));

@@ -6,22 +6,17 @@
 // empties the switch with delete_all(); then each pushes the digest fixture
 // and configures its digest with max_timeout_ns = 0. The switch's captures
 // show what was forwarded.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { openCapture } from "../../traffic/src/pcap.js";
 import { exited, outputMatching } from "../support/wait.js";
 import { CLI } from "../support/cli.js";
+import { scratch } from "../support/scratch.js";
 
 const root = new URL("../..", import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), "python-clients-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const { dir, children } = scratch("python-clients-");
 
 const python = (client: string) => join(root, ".cache/python", client, "bin/python");
 const missing = ["p4runtime-shell", "finsy"].filter((c) => !existsSync(python(c)));
