@@ -105,6 +105,16 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       return address === undefined ? [] : [{ key, address }];
     });
   const gate = new WindowJoinGate();
+  // The switch is taken on before the slow part of a start (reading back what an earlier run published, replaying
+  // the journal: seconds on a loaded host), so that its digest lists meanwhile reach a primary instead of being
+  // dropped for want of one. What the controller hears until the replay is done is held, in order, and handled
+  // after it; lists held beyond HELD_LISTS_MAX are dropped (unacknowledged; their digests' numbers count them lost).
+  let held: Array<() => void> | undefined = [];
+  let heldDropped = 0;
+  const orHold = <E>(handle: (e: E) => void) => (e: E) => {
+    if (held) held.push(() => handle(e));
+    else handle(e);
+  };
   // Notes are journaled in order with the lists (a controller killed before Kafka took them hands them on again,
   // the same: a member that had them drops the copies); replayed, they come back with their time and numbers.
   const handOn = (pairs: ReadonlyArray<{ host: number; target: number; gen?: number }>, joined: boolean, replayed?: JournaledNotes, seenTs?: number, bound?: boolean) => {
@@ -133,19 +143,19 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       i = j;
     }
   };
-  controller.on("rotated", (e) => handOnEvents(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs)));
+  controller.on("rotated", orHold((e) => handOnEvents(gate.rotated(e.leftPairs, e.joinedPairs, e.sentNs))));
   // Taking the switch, the pairs an earlier controller's window left on it are deleted: told as a rotation's leaves.
-  controller.on("watch-left", (e) => handOnEvents(gate.rotated(e.pairs, [], e.sentNs)));
+  controller.on("watch-left", orHold((e) => handOnEvents(gate.rotated(e.pairs, [], e.sentNs))));
   // Pairs learned into the window's room join it as a rotation's joins do: told, so that an occurrence an earlier
   // controller's window left (and this one, starting elsewhere, may give again) is not taken as ended.
-  controller.on("watch-joined", (e) => handOnEvents(gate.rotated([], e.pairs, e.sentNs)));
+  controller.on("watch-joined", orHold((e) => handOnEvents(gate.rotated([], e.pairs, e.sentNs))));
   // The first take of the switch, after the journal's replay: commands of an earlier controller's window whose pairs
   // the switch no longer watches left it unseen (that controller was killed before its rotation's note was journaled).
-  controller.once("watch-observed", (e) => {
+  controller.once("watch-observed", orHold((e) => {
     const n = exporter.metrics.leftUnheld(config.switch.switchId, e.pairs, endpointsOf(e.pairs));
     if (n) o.logger.info("commands of pairs the switch no longer watched when taken on: their responses go unwatched", { commands: n });
     exporter.metrics.releaseVerdicts(config.switch.switchId);
-  });
+  }));
   let jsonl: JsonlSink | undefined;
   try {
     jsonl = o.out ? new JsonlSink(o.out, o.append ? "append" : "create") : undefined;
@@ -170,6 +180,43 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     kafka = new KafkaSink({ brokers: o.brokers, client: o.kafkaClient, compression: o.kafkaCompression, ...o.kafkaSecurity, topics: o.topics, logger: o.logger, spillDir: o.journal ? join(o.journal, "kafka-spill") : ".cache/kafka-spill", maxInFlight: 1 });
     const sink = kafka;
     opened.push(() => sink.close());
+  }
+  let session: number | undefined;
+  /** The newest list from the switch (its time) and when it came (this host's clock). */
+  let newestList: { ns: bigint; atMs: number } | undefined;
+  const onDigests = (b: DigestBatch, arrivedAt: bigint, arrivedAtMs: number) => {
+    if (b.session !== session) gate.resetClock();
+    session = b.session;
+    newestList = { ns: b.listTimestampNs, atMs: arrivedAtMs };
+    // A rotation's notes are handed on before the pair's first digest from after it (the list cut there).
+    for (const { before, part } of gate.pass(b, arrivedAt)) {
+      handOnEvents(before);
+      journal?.append(part); // acknowledged to the switch once fsync'd
+      exporter.onBatch(part);
+      publishDigests(part);
+    }
+  };
+  controller.on("digests", (b) => {
+    const [at, atMs] = [process.hrtime.bigint(), Date.now()];
+    if (!held) return onDigests(b, at, atMs);
+    if (held.length < HELD_LISTS_MAX) held.push(() => onDigests(b, at, atMs));
+    else heldDropped++;
+  });
+  controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
+  /** When this controller first became primary (this host's clock): from then on it listened to the switch. */
+  let primaryAtMs: number | undefined;
+  controller.on("primary", () => {
+    primaryAtMs ??= Date.now();
+    o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`);
+  });
+  controller.on("backup", ({ primaryElectionId }) => {
+    o.print(`backup on ${config.switch.address}`);
+    // A backup receives no digests: it writes no records until it takes over.
+    o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
+  });
+  controller.start();
+  opened.push(() => controller.stop());
+  if (kafka) {
     if (oldest !== undefined) kafkaDedupe = await publishedSince(kafka, oldest, journal?.oldestUnsettledJournaledAtMs(), o);
     await kafka.start();
   }
@@ -236,34 +283,17 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
       exporter.onBatch(b);
       publishDigests(b);
     }, (notes) => handOn(notes.pairs, notes.joined, notes, notes.seenTs, notes.bound));
-    // From its last list replayed up to now, no controller listened to the switch.
-    exporter.metrics.unobserved(config.switch.switchId, BigInt(Date.now()) * 1_000_000n);
+    // From its last list replayed until this controller took the switch on, no controller listened to it.
+    exporter.metrics.unobserved(config.switch.switchId, BigInt(primaryAtMs ?? Date.now()) * 1_000_000n);
     // Lists the switch sent the controller before this one after its last journaled may be gone: told by the next number.
     if (n) exporter.metrics.tailMayBeLost(config.switch.switchId);
     if (n) o.logger.info("replayed the digest journal of an earlier run", { lists: n, dir: o.journal, already_written: (jsonlDedupe?.size ?? 0) + (kafkaDedupe?.size ?? 0) });
   }
-  let session: number | undefined;
-  /** The newest list from the switch (its time) and when it came (this host's clock). */
-  let newestList: { ns: bigint; atMs: number } | undefined;
-  controller.on("digests", (b) => {
-    if (b.session !== session) gate.resetClock();
-    session = b.session;
-    newestList = { ns: b.listTimestampNs, atMs: Date.now() };
-    // A rotation's notes are handed on before the pair's first digest from after it (the list cut there).
-    for (const { before, part } of gate.pass(b, process.hrtime.bigint())) {
-      handOnEvents(before);
-      journal?.append(part); // acknowledged to the switch once fsync'd
-      exporter.onBatch(part);
-      publishDigests(part);
-    }
-  });
-  controller.on("bad-digest", ({ message }) => o.logger.warn("bad digest", { message }));
-  controller.on("primary", () => o.print(`primary on ${config.switch.address}; mode ${controller.currentMode}`));
-  controller.on("backup", ({ primaryElectionId }) => {
-    o.print(`backup on ${config.switch.address}`);
-    // A backup receives no digests: it writes no records until it takes over.
-    o.logger.warn("backup: another controller is primary; no records until this one takes over", { switch: config.switch.switchId, address: config.switch.address, election_id: config.switch.electionId, primary_election_id: primaryElectionId });
-  });
+  // What the switch sent meanwhile, in the order it came.
+  const heard = held;
+  held = undefined;
+  if (heldDropped) o.logger.warn("digest lists dropped while the start replayed (more than a start holds): counted lost by their numbers", { lists: heldDropped, held: heard.length });
+  for (const handle of heard) handle();
   // Digests only: each partition of the digest topic hears the switch's clock every second, after the digests
   // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK): a note to
   // each partition that had no digest of the switch (whose list time tells the same) for a second. Not while the last
@@ -323,7 +353,6 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     histogramTimer.unref();
   };
   readHistograms();
-  controller.start();
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
@@ -361,6 +390,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
 }
 
 const END_OF_TIME = 1n << 64n;
+/** The most digest lists a starting controller holds until its journal is replayed (about 64 MB at 64 samples a list). */
+const HELD_LISTS_MAX = 10_000;
 /** How long after an interval's end its histograms are read (the read counts in the interval that ended). */
 const HISTOGRAM_READ_DELAY_MS = 20;
 /** How often a controller publishing digests tells every partition its switch's clock (SWITCH_CLOCK). */
