@@ -298,6 +298,8 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK): a note to
   // each partition that had no digest of the switch (whose list time tells the same) for a second. Not while the last
   // notes are still on their way (Kafka away: they would only pile up).
+  /** The switch's RoCEv2 packet count as last read, and the host times it has read the same between (clock notes). */
+  let roce: { count: number; sameSinceMs: number; sameUntilMs: number } | undefined;
   let clockDue = 0;
   let clockMark = 0;
   const clockNotes = () => {
@@ -305,7 +307,9 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
     if (!o.digestsOnly || !kafka || !newestList || !controller.stats.primary || now < clockDue || kafka.settled < clockMark) return;
     const partitions = kafka.partitionsOf(kafka.topicNames.digest);
     if (!partitions) return;
-    const at = switchClockTime(newestList.ns, now - newestList.atMs);
+    // Idle since the newest list for as long as the switch's RoCEv2 packet count has read the same, from then on.
+    const quietMs = roce ? Math.max(0, roce.sameUntilMs - Math.max(roce.sameSinceMs, newestList.atMs)) : 0;
+    const at = switchClockTime(newestList.ns, now - newestList.atMs, quietMs);
     const quiet = [...Array(partitions).keys()].filter((p) => !(now - (lastDigestMs[p] ?? 0) < CLOCK_NOTE_MS));
     for (const m of switchClockMessages(config.switch.switchId, at, partitions, kafka.topicNames, quiet)) kafka.push(m);
     clockMark = kafka.accepted;
@@ -324,8 +328,14 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   const counters = setInterval(() => {
     if (!controller.stats.primary || reading) return;
     reading = true;
+    const startedMs = Date.now();
     controller.readCounters()
-      .then((c) => exporter.metrics.setSwitchCounters(config.switch.switchId, c))
+      .then((c) => {
+        exporter.metrics.setSwitchCounters(config.switch.switchId, c);
+        // The count was the same from (at latest) the read that first saw it to (at least) this read's start.
+        if (roce?.count === c.roce_packets) roce.sameUntilMs = startedMs;
+        else roce = { count: c.roce_packets, sameSinceMs: Date.now(), sameUntilMs: startedMs };
+      })
       .catch((err: unknown) => o.logger.warn("reading the switch counters failed", { error: (err as Error).message }))
       .finally(() => (reading = false));
     exporter.metrics.setSwitchMode(config.switch.switchId, modeCode(controller.currentMode));

@@ -6,7 +6,7 @@
 // (SWITCH_CLOCK, every second to every partition) tell them its time, and
 // their records go out as soon as their halves are joined, not after the
 // silence (5 minutes here) that a switch sending nothing would need, also
-// when a switch's clock stands still for a while (a switch stopped).
+// when a switch's clock stands still for a while (a switch stopped for 6 s).
 import { expect, inject, test } from "vitest";
 import { checkIos, exporter, generateWorkload, printed, readIoRecords, startFabric, truthIos } from "../support/fabric.js";
 import { createTopics } from "../support/topics.js";
@@ -28,14 +28,15 @@ test.skipIf((process.env.KAFKA_VERSION ?? "4").startsWith("3."))("three ToRs, a 
   const member = exporter(dir, brokers, p, children, ["--silent-switch-ms", String(SILENCE_MS), "--metrics-listen", "127.0.0.1:0", ...TORS.flatMap((t) => ["--switch-id", t])]);
   await printed(member, /member of group/);
   const fabric = await startFabric({ dir, workload, brokers, prefix: p, children, tors: TORS });
-  // The storage ToR's switch stopped for 3 s about when its captures start (after the pipeline and 1.5 s): its
+  // The storage ToR's switch stopped for 6 s, 2.5 s into its captures (they start 1.5 s after the pipeline): its
   // clock, the captures', stands still meanwhile while its controller's clock notes go on. A note told the switch
   // 3 s ahead of digests it had yet to send, and the member let 598 and 1,955 of 2,184 I/Os out as two halves
-  // (two runs before notes waited for the grace, switchClockTime).
-  await new Promise((r) => setTimeout(r, 1700));
+  // (two runs before notes waited for the grace); with the grace alone, a stop longer than it and the correlation
+  // window (4 s) did the same. Notes now run on only while the switch's counters show it idle (switchClockTime).
+  await new Promise((r) => setTimeout(r, 4000));
   const storage = fabric.switches[TORS.indexOf("tor-s")]!.child;
   storage.kill("SIGSTOP");
-  await new Promise((r) => setTimeout(r, 3000));
+  await new Promise((r) => setTimeout(r, 6000));
   storage.kill("SIGCONT");
   await Promise.all(fabric.switches.map((s) => printed(s, /the captures are in/, 150_000)));
   const inAt = Date.now();

@@ -147,15 +147,21 @@ describe("a switch whose controller tells its clock to every partition (SWITCH_C
 });
 
 // A note tells the newest list's time while the switch keeps sending lists (every digest up to it has reached the
-// controller), and moves on by the host's clock only after the switch has sent nothing for the grace: a switch whose
-// clock stood still meanwhile (a software switch fed from captures, on a starved or stopped host) sends digests from
-// at most that much less the grace before the time told. test/kafka/fabric-clock.test.ts stops such a switch for 3 s.
-test("a switch clock note tells the newest list's time until the switch has sent nothing for the grace, then runs on behind the host's clock", () => {
+// controller), and moves on by the host's clock only for as long as the switch was seen idle (its RoCEv2 packet count
+// read unchanged), less the grace: a switch that stalls (a software switch fed from captures on a starved or stopped
+// host, a digest path held back) answers no counter read or counts packets whose digests are yet to come, and its
+// notes wait for them. test/kafka/fabric-clock.test.ts stops such a switch for 6 s.
+test("a switch clock note tells the newest list's time, and runs on behind the host's clock only while the switch is seen idle", () => {
   const T = 1_800_000_000_000_000_000n;
   expect(CLOCK_NOTE_GRACE_MS).toBeLessThanOrEqual(2000);
-  expect(switchClockTime(T, 0)).toBe(T);
-  expect(switchClockTime(T, 1999)).toBe(T);
-  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS)).toBe(T);
-  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS + 1500)).toBe(T + 1_500_000_000n);
-  expect(switchClockTime(T, 60_000)).toBe(T + BigInt(60_000 - CLOCK_NOTE_GRACE_MS) * 1_000_000n);
+  // Idle all along.
+  expect(switchClockTime(T, 0, 0)).toBe(T);
+  expect(switchClockTime(T, 1999, 1999)).toBe(T);
+  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS, CLOCK_NOTE_GRACE_MS)).toBe(T);
+  expect(switchClockTime(T, CLOCK_NOTE_GRACE_MS + 1500, CLOCK_NOTE_GRACE_MS + 1500)).toBe(T + 1_500_000_000n);
+  expect(switchClockTime(T, 60_000, 60_000)).toBe(T + BigInt(60_000 - CLOCK_NOTE_GRACE_MS) * 1_000_000n);
+  // No list for a minute, but packets counted all along (or no counter read answered): the note waits.
+  expect(switchClockTime(T, 60_000, 0)).toBe(T);
+  // Idle for the last 3 s of it: 1 s past the grace.
+  expect(switchClockTime(T, 60_000, 3000)).toBe(T + 1_000_000_000n);
 });

@@ -146,16 +146,19 @@ export const CLOCK_NOTE_GRACE_MS = 2000;
  * The time a switch's clock note tells, `sinceListMs` (this host's clock)
  * after its newest digest list came: that list's time, which every digest of
  * the switch up to it has reached the controller by (lists leave in order);
- * and once the switch has sent nothing for CLOCK_NOTE_GRACE_MS, on from there
- * by this host's clock less the grace, as an idle switch's clock runs. A
- * switch whose clock stood still meanwhile (a software switch fed from
- * captures, whose clock waits for the next packet while its host is too
- * busy to send it in, or stopped) sends digests from before the time told
- * by up to that much less the grace: a member waits the correlation window
- * (2 s) for an I/O's other half, so a stall of up to 4 s costs nothing.
+ * and on from there by this host's clock, less CLOCK_NOTE_GRACE_MS, only for
+ * as long as the switch has been seen idle since that list (`quietMs`: its
+ * RoCEv2 packet counter read unchanged that long), as an idle switch's clock
+ * runs. A switch that stalls (its digest path held back, a software switch
+ * fed from captures whose clock waits while its host is too busy, or one
+ * stopped) answers no counter read, or counts packets whose digests are yet
+ * to come: its notes wait. Before counters gated it, a stall of more than
+ * the grace and a member's correlation window (4 s) let a member send I/Os
+ * out as two halves (a controller restarted beside a stalled switch: 73 of
+ * 5,881 I/Os in one run).
  */
-export function switchClockTime(newestListNs: bigint, sinceListMs: number): bigint {
-  return newestListNs + BigInt(Math.max(0, Math.floor(sinceListMs) - CLOCK_NOTE_GRACE_MS)) * 1_000_000n;
+export function switchClockTime(newestListNs: bigint, sinceListMs: number, quietMs: number): bigint {
+  return newestListNs + BigInt(Math.max(0, Math.floor(Math.min(sinceListMs, quietMs)) - CLOCK_NOTE_GRACE_MS)) * 1_000_000n;
 }
 
 /**
