@@ -114,9 +114,13 @@ export async function readTopicTails(o: ReadTailOptions): Promise<number> {
     }
     return read;
   } finally {
-    await consumer.close().catch(() => undefined);
+    // Closing waits for nothing that matters here: bounded, so that a close that hangs does not hold up a start.
+    await Promise.race([consumer.close().catch(() => undefined), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref())]);
   }
 }
+
+/** How long a tail read waits for its consumer to close. */
+const CLOSE_WAIT_MS = 5_000;
 
 interface Range {
   topic: string;
