@@ -42,6 +42,28 @@ function fromFirstSeq<D extends { seq: number }>(ds: D[]): D[] {
   return [...ds].sort((a, b) => a.seq - b.seq).map((d) => ({ ...d, seq: d.seq - first }));
 }
 import { announceSkip, Bmv2Switch, bmv2SkipReason, replayOnWire, topologyEndpoints, type ReplayReport } from "./harness.js";
+/**
+ * The same digests, counters and records on BMv2 and on the software switch, but for the clocks: a digest's time on
+ * BMv2's is the software switch's moved by the first packet's ingress time (BMv2's clock starts when it does), and
+ * the records' wall-clock fields of one run differ from the other's by one constant (each exporter maps its switch's
+ * clock on its first list). BMv2 runs on from the tests before: its digest sequence does not start at 0.
+ */
+function expectSameOnBoth(r: { arrivals: ReadonlyArray<{ atNs: bigint }>; bmDigests: TelemetryDigest[]; swDigests: TelemetryDigest[]; bmCounters: SwitchCounters; swCounters: SwitchCounters; bmRecords: RecordJson[]; swRecords: RecordJson[] }): void {
+  const origin = Number(r.arrivals[0]!.atNs);
+  const onBmv2Clock = (d: TelemetryDigest): TelemetryDigest => (d.kind === "io" ? { ...d, ts: d.ts + origin } : d.kind === "msg" ? { ...d, first_ts: d.first_ts + origin } : d);
+  expect(fromFirstSeq(r.bmDigests)).toEqual(fromFirstSeq(r.swDigests).map(onBmv2Clock));
+  expect(r.bmCounters).toEqual(r.swCounters);
+  const firstIo = (rs: RecordJson[]) => rs.find((x): x is IoRecordJson => x.type === "io")!;
+  const shift = BigInt(firstIo(r.bmRecords).cmd_unix_ns) - BigInt(firstIo(r.swRecords).cmd_unix_ns);
+  const normal = (x: RecordJson, by: bigint) => {
+    const n: Record<string, unknown> = { ...x, switch_id: "" };
+    if (x.type === "io") Object.assign(n, { c_switch_id: x.c_switch_id && "", s_switch_id: x.s_switch_id && "", cmd_unix_ns: String(BigInt(x.cmd_unix_ns) - by) });
+    if (x.type === "message") n.first_unix_ns = String(BigInt(x.first_unix_ns) - by);
+    return JSON.stringify(n);
+  };
+  expect(r.bmRecords.map((x) => normal(x, shift)).sort()).toEqual(r.swRecords.map((x) => normal(x, 0n)).sort());
+}
+
 
 const root = new URL("../..", import.meta.url).pathname;
 
@@ -222,27 +244,10 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
       expect(report.received.length).toBe(capture.packets.length);
       const sent = new Set(capture.packets.map((p) => p.data.toString("hex")));
       expect(report.received.every((r) => sent.has(r.hex))).toBe(true);
-      const origin = Number(arrivals[0]!.atNs);
-      const onBmv2Clock = (d: TelemetryDigest): TelemetryDigest => (d.kind === "io" ? { ...d, ts: d.ts + origin } : d.kind === "msg" ? { ...d, first_ts: d.first_ts + origin } : d);
-      // (BMv2 runs on from the tests before: its digest sequence does not start at 0.)
-      const bySeq = (ds: TelemetryDigest[]) => {
-        const first = Math.min(...ds.map((d) => d.seq));
-        return [...ds].sort((a, b) => a.seq - b.seq).map((d) => ({ ...d, seq: d.seq - first }));
-      };
       expect(bmDigests.length).toBeGreaterThan(t.ios.length);
-      expect(bySeq(bmDigests)).toEqual(bySeq(swDigests).map(onBmv2Clock));
-      expect(bmCounters).toEqual(swCounters);
+      expectSameOnBoth({ arrivals, bmDigests, swDigests, bmCounters, swCounters, bmRecords, swRecords });
       // Every packet measured: each endpoint had its key (the controller's, from the topology) before its first packet.
       expect(bmCounters).toMatchObject({ roce_packets: capture.packets.length, unknown_endpoint: 0, ipv6_ext_header: 0, reserved_address: 0, parser_errors: 0, no_route: 0 });
-      const firstIo = (rs: RecordJson[]) => rs.find((r): r is IoRecordJson => r.type === "io")!;
-      const shift = BigInt(firstIo(bmRecords).cmd_unix_ns) - BigInt(firstIo(swRecords).cmd_unix_ns);
-      const normal = (r: RecordJson, by: bigint) => {
-        const n: Record<string, unknown> = { ...r, switch_id: "" };
-        if (r.type === "io") Object.assign(n, { c_switch_id: r.c_switch_id && "", s_switch_id: r.s_switch_id && "", cmd_unix_ns: String(BigInt(r.cmd_unix_ns) - by) });
-        if (r.type === "message") n.first_unix_ns = String(BigInt(r.first_unix_ns) - by);
-        return JSON.stringify(n);
-      };
-      expect(bmRecords.map((r) => normal(r, shift)).sort()).toEqual(swRecords.map((r) => normal(r, 0n)).sort());
       const ios = bmRecords.filter((r): r is IoRecordJson => r.type === "io");
       expect(ios.length).toBe(t.ios.filter((x) => x.record).length);
       const v6 = ios.filter((r) => r.host.includes(":")).length;
@@ -261,19 +266,7 @@ describe.skipIf(bmv2SkipReason !== undefined)(`BMv2 simple_switch_grpc end to en
     const p4info = join(sw!.tmp, "options.p4info.json");
     writeFileSync(p4info, readFileSync(join(root, "p4/build/telemetry.p4info.json"), "utf8") + " ".repeat(3));
     const { arrivals, bmRecords, bmDigests, bmCounters, swRecords, swDigests, swCounters } = await bmv2AndSoftware(t, { p4info, deviceConfig: join(root, "p4/build/telemetry.json") });
-    const origin = Number(arrivals[0]!.atNs);
-    const onBmv2Clock = (d: TelemetryDigest): TelemetryDigest => (d.kind === "io" ? { ...d, ts: d.ts + origin } : d.kind === "msg" ? { ...d, first_ts: d.first_ts + origin } : d);
-    expect(fromFirstSeq(bmDigests)).toEqual(fromFirstSeq(swDigests).map(onBmv2Clock));
-    expect(bmCounters).toEqual(swCounters);
-    const firstIo = (rs: RecordJson[]) => rs.find((r): r is IoRecordJson => r.type === "io")!;
-    const shift = BigInt(firstIo(bmRecords).cmd_unix_ns) - BigInt(firstIo(swRecords).cmd_unix_ns);
-    const normal = (r: RecordJson, by: bigint) => {
-      const n: Record<string, unknown> = { ...r, switch_id: "" };
-      if (r.type === "io") Object.assign(n, { c_switch_id: r.c_switch_id && "", s_switch_id: r.s_switch_id && "", cmd_unix_ns: String(BigInt(r.cmd_unix_ns) - by) });
-      if (r.type === "message") n.first_unix_ns = String(BigInt(r.first_unix_ns) - by);
-      return JSON.stringify(n);
-    };
-    expect(bmRecords.map((r) => normal(r, shift)).sort()).toEqual(swRecords.map((r) => normal(r, 0n)).sort());
+    expectSameOnBoth({ arrivals, bmDigests, swDigests, bmCounters, swCounters, bmRecords, swRecords });
     expect(bmRecords.filter((r) => r.type === "io").length).toBe(t.ios.filter((x) => x.record).length);
     expect(bmRecords.filter((r) => r.type === "message").length).toBe(t.messages.length);
     console.log(`every option at once: ${t.switches[0]!.packets.length} packets, ${bmDigests.length} digests, ${t.ios.filter((x) => x.record).length} I/Os, ${t.messages.length} messages: the same on BMv2 and on the software switch`);
