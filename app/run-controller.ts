@@ -294,12 +294,12 @@ async function run(o: RunControllerOptions, opened: Array<() => unknown>): Promi
   held = undefined;
   if (heldDropped) o.logger.warn("digest lists dropped while the start replayed (more than a start holds): counted lost by their numbers", { lists: heldDropped, held: heard.length });
   for (const handle of heard) handle();
+  /** The switch's RoCEv2 packet count as last read, and the host times it has read the same between (clock notes). */
+  let roce: { count: number; sameSinceMs: number; sameUntilMs: number } | undefined;
   // Digests only: each partition of the digest topic hears the switch's clock every second, after the digests
   // published before it, so that a member moves on a partition the switch sends nothing to (SWITCH_CLOCK): a note to
   // each partition that had no digest of the switch (whose list time tells the same) for a second. Not while the last
   // notes are still on their way (Kafka away: they would only pile up).
-  /** The switch's RoCEv2 packet count as last read, and the host times it has read the same between (clock notes). */
-  let roce: { count: number; sameSinceMs: number; sameUntilMs: number } | undefined;
   let clockDue = 0;
   let clockMark = 0;
   const clockNotes = () => {

@@ -9,14 +9,12 @@
 // sent.)
 import { createConnection, createServer, type Socket } from "node:net";
 import { join } from "node:path";
-import { Kafka, logLevel } from "kafkajs";
-import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
 import { expect, inject, test } from "vitest";
-import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
 import type { IoRecordJson } from "../../contract/src/records.js";
 import { digestsSettled, ioFeeder, startSwitch, stop, writeControllerConfig } from "../support/controller-restart.js";
 import { startCli } from "../support/cli.js";
 import { printed } from "../support/fabric.js";
+import { readAllRecords } from "../support/kafka-tools.js";
 import { scratch } from "../support/scratch.js";
 
 const brokers = inject("kafkaBrokers");
@@ -84,22 +82,7 @@ test("a controller restarted on its journal is primary while Kafka is slow to an
   }
 
   // Every I/O on the topic once: the 200 before the kill and the 100 the switch sent while the controller started.
-  const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-reader" });
-  const consumer = kafka.consumer({ groupId: `reader-${Date.now()}` });
-  await consumer.connect();
-  await consumer.subscribe({ topic: `${prefix}.io.v1`, fromBeginning: true });
-  const ios: IoRecordJson[] = [];
-  let last = Date.now();
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      last = Date.now();
-      const r = recordFromMessage(message.headers?.type?.toString(), message.value!);
-      if (r.type === "io" && r.c_switch_id === switchId) ios.push(r);
-    },
-  });
-  const deadline = Date.now() + 60_000;
-  while ((Date.now() - last < 4000 || ios.length < 300) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
-  await consumer.disconnect();
+  const ios = (await readAllRecords(brokers, [`${prefix}.io.v1`], 4000, 300)).filter((r): r is IoRecordJson => r.type === "io" && r.c_switch_id === switchId);
   const psns = ios.map((r) => r.cmd_psn).sort((a, b) => a - b);
   expect(psns).toEqual([...Array(300).keys()]);
   // Those the switch sent while the controller started, answered: each with its figures. (The first I/Os of the

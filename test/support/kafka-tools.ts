@@ -2,6 +2,10 @@
 // operator reads the topics and the consumer groups with, independently of
 // this project's clients; and a broker of a test's own, to kill and restart.
 import { spawn } from "node:child_process";
+import { Kafka, logLevel } from "kafkajs";
+import "../../exporter/src/kafka/kafkajs-codecs.js"; // kafkajs reads gzip only without these plugins
+import { recordFromMessage } from "../../exporter/src/kafka/decode.js";
+import type { RecordJson } from "../../contract/src/records.js";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "../..");
@@ -65,4 +69,28 @@ export async function groupLag(brokers: string, group: string): Promise<Array<{ 
     rows.push({ topic: f[1]!, partition: Number(f[2]), current: num(f[3]!), end: Number(f[4]), lag: num(f[5]!) });
   }
   return rows;
+}
+
+/**
+ * Every record on the topics (raw digests left out), read from the start by a consumer group of its own until at
+ * least `atLeast` have come and none for `idleMs` (at most 60 s).
+ */
+export async function readAllRecords(brokers: string, topics: string[], idleMs = 4000, atLeast = 1): Promise<RecordJson[]> {
+  const kafka = new Kafka({ brokers: brokers.split(","), logLevel: logLevel.NOTHING, clientId: "test-reader" });
+  const consumer = kafka.consumer({ groupId: `reader-${Date.now()}` });
+  await consumer.connect();
+  for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+  const out: RecordJson[] = [];
+  let last = Date.now();
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      last = Date.now();
+      const r = recordFromMessage(message.headers?.type?.toString(), message.value!);
+      if (r.type !== "raw_digest") out.push(r);
+    },
+  });
+  const deadline = Date.now() + 60_000;
+  while ((Date.now() - last < idleMs || out.length < atLeast) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  await consumer.disconnect();
+  return out;
 }
